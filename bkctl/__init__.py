@@ -1,0 +1,3 @@
+"""bkctl: the operator CLI of a BookKeeper-style bookie cluster."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,86 @@
+"""The root ``bkctl`` group. Command groups are imported only when used, so ``bkctl --help`` stays instant."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import click
+
+from bkctl import __version__
+from bkctl.errors import ExitCode, exit_code_for
+from bookie.errors import BKError
+
+COMMANDS = {
+    "bookies": "bkctl.bookies:bookies",
+    "cluster": "bkctl.cluster:cluster",
+    "completion": "bkctl.completion:completion",
+    "ledger": "bkctl.ledger:ledger",
+    "sandbox": "bkctl.sandbox:sandbox",
+}
+
+
+class RootGroup(click.Group):
+    """Loads command groups lazily and turns core errors into one line on stderr and an exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (BKError, KeyboardInterrupt) as exc:
+            message = str(exc) if isinstance(exc, BKError) else "interrupted"
+            click.echo(f"error: {message}", err=True)
+            ctx.exit(exit_code_for(exc))
+        except BrokenPipeError:  # `bkctl ledger list | head`
+            ctx.exit(ExitCode.OK)
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = {0: logging.ERROR, 1: logging.INFO}.get(verbosity, logging.DEBUG)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kazoo reports every refused connection attempt; the command reports the outcome in one line instead.
+    logging.getLogger("kazoo").setLevel(level if verbosity >= 2 else logging.CRITICAL)
+
+
+@click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "-u",
+    "--service-uri",
+    envvar="BKCTL_SERVICE_URI",
+    metavar="URI",
+    help="Metadata service, e.g. zk+hierarchical://zk1:2181;zk2:2181/ledgers [env BKCTL_SERVICE_URI; "
+    "default: the running sandbox].",
+)
+@click.option(
+    "-c",
+    "--conf",
+    envvar="BKCTL_CONF",
+    metavar="FILE",
+    help="A bk_server.conf-style properties file; its metadataServiceUri is used when -u is not given "
+    "[env BKCTL_CONF].",
+)
+@click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug logs).")
+@click.version_option(__version__, prog_name="bkctl")
+@click.pass_context
+def cli(ctx: click.Context, service_uri: str | None, conf: str | None, verbose: int) -> None:
+    """Operate a BookKeeper-style bookie cluster: its metadata, bookies and ledgers.
+
+    Exit codes: 0 ok, 1 failed, 2 usage, 3 problems found, 4 unauthorized, 5 not found,
+    6 service unreachable, 130 interrupted.
+    """
+    from bkctl.app import Application
+
+    _configure_logging(verbose)
+    ctx.obj = Application(ctx, service_uri, conf, verbose)
+
+
+def main() -> None:
+    cli(prog_name="bkctl")

@@ -1,0 +1,44 @@
+import click
+
+from bkctl.options import output_option
+
+
+@click.command()
+@output_option
+@click.pass_obj
+def info(app):
+    """Show the cluster's instance id, layout, bookie counts and under-replicated ledgers"""
+    from bookie.meta.layout import read_instance_id, read_layout
+    from bookie.meta.registration import BookieRegistry
+    from bookie.meta.underreplication import UnderReplicationManager
+
+    store = app.metadata
+    layout = read_layout(store)
+    registry = BookieRegistry(store)
+    writable, readonly = len(registry.list()), len(registry.list(writable=False, readonly=True))
+    doc = {
+        "serviceUri": str(store.uri),
+        "instanceId": read_instance_id(store),
+        "layout": {
+            "formatVersion": layout.format_version,
+            "manager": layout.manager,
+            "managerFactory": layout.factory_class,
+            "managerVersion": layout.manager_version,
+        },
+        "bookies": {"writable": writable, "readonly": readonly},
+        "underReplicatedLedgers": UnderReplicationManager(store).count(),
+    }
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.fields(
+            [
+                ("Service URI", doc["serviceUri"]),
+                ("Instance ID", doc["instanceId"]),
+                ("Layout", f"{layout.manager} (format {layout.format_version}, {layout.factory_class}:"
+                 f"{layout.manager_version})"),
+                ("Writable bookies", writable),
+                ("Read-only bookies", readonly),
+                ("Under-replicated ledgers", doc["underReplicatedLedgers"]),
+            ]
+        ),
+    )

@@ -1,0 +1,39 @@
+import click
+
+from bkctl.options import dry_run_option, output_option
+
+
+@click.command()
+@dry_run_option
+@output_option
+@click.pass_obj
+def init(app, dry_run: bool):
+    """Create a new cluster's znodes (INSTANCEID, LAYOUT, available/) in ZooKeeper
+
+    Refuses, exit 1, when the cluster already exists; nothing is changed then. The ledger manager is the one the
+    service URI names (zk+hierarchical:// by default).
+    """
+    from bookie.meta.layout import Layout, init_cluster, init_plan
+
+    store = app.metadata
+    manager = store.uri.manager or "hierarchical"
+    planned = init_plan(store)
+    instance_id = None if dry_run else init_cluster(store, manager)
+    layout = Layout.for_manager(manager)
+    doc = {
+        "serviceUri": str(store.uri),
+        "instanceId": instance_id,
+        "layout": layout.encode().decode(),
+        "created": planned,
+        "dryRun": dry_run,
+    }
+
+    def table():
+        if dry_run:
+            app.terminal.line(f"would initialise cluster at {store.uri} ({layout.manager} ledger manager), creating:")
+            for path in planned:
+                app.terminal.line(f"  {path}")
+        else:
+            app.terminal.line(f"cluster {store.uri} initialised (instance id {instance_id})")
+
+    app.terminal.document(doc, table)

@@ -1,0 +1,55 @@
+"""The one table from errors to exit codes. Documented in bkctl(1) from the same table."""
+
+from __future__ import annotations
+
+import enum
+
+from bookie import errors as bk
+
+
+class CheckFailed(bk.BKError):
+    """A check found problems, or an action would be unsafe."""
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    PROBLEMS = 3
+    UNAUTHORIZED = 4
+    NOT_FOUND = 5
+    UNREACHABLE = 6
+    INTERRUPTED = 130
+
+
+EXIT_CODE_MEANINGS = {
+    ExitCode.OK: "success",
+    ExitCode.FAILED: "the operation failed",
+    ExitCode.USAGE: "bad usage or input: an unknown option, a malformed service URI, configuration or argument",
+    ExitCode.PROBLEMS: "a check found problems, or the action would be unsafe",
+    ExitCode.UNAUTHORIZED: "unauthorized: wrong ledger password",
+    ExitCode.NOT_FOUND: "not found: no such ledger, entry, bookie or cluster",
+    ExitCode.UNREACHABLE: "a service (ZooKeeper, a bookie) could not be reached",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+# First match wins: subclasses before their bases.
+EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
+    (CheckFailed, ExitCode.PROBLEMS),
+    (bk.InvalidArgument, ExitCode.USAGE),
+    (bk.Unauthorized, ExitCode.UNAUTHORIZED),
+    (bk.NoSuchLedger, ExitCode.NOT_FOUND),
+    (bk.NoSuchEntry, ExitCode.NOT_FOUND),
+    (bk.NotFound, ExitCode.NOT_FOUND),
+    (bk.ClusterNotInitialised, ExitCode.NOT_FOUND),
+    (bk.ServiceUnavailable, ExitCode.UNREACHABLE),
+    (KeyboardInterrupt, ExitCode.INTERRUPTED),
+    (bk.BKError, ExitCode.FAILED),
+)
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    for cls, code in EXIT_CODES:
+        if isinstance(exc, cls):
+            return code
+    return ExitCode.FAILED

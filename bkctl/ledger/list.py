@@ -1,0 +1,45 @@
+import click
+
+from bkctl.options import output_option
+
+
+@click.command("list")
+@click.option("--meta", is_flag=True, help="Read and show each ledger's metadata too (slower).")
+@output_option
+@click.pass_obj
+def list_ledgers(app, meta: bool):
+    """List all ledger ids, ascending, as they are read (streams; -o json prints a JSON array)
+
+    Without --meta only the znode names are listed, never each ledger's data. A ledger whose metadata cannot be
+    read is reported on stderr and the command exits 1 after listing the others.
+    """
+    from bkctl.ledger.render import HEADERS, metadata_doc, metadata_row
+    from bookie.errors import CorruptData
+
+    ledgers = app.ledgers
+    if not meta:
+        app.terminal.stream(
+            ledgers.iter_ledger_ids(), ["LEDGER"], lambda i: [i], lambda i: {"ledgerId": i}, empty="no ledgers"
+        )
+        return
+    failed = []
+
+    def readable():
+        iterator = ledgers.iter_ledgers()
+        while True:
+            try:
+                ledger_id, md = next(iterator)
+            except StopIteration:
+                return
+            except CorruptData as exc:
+                failed.append(str(exc))
+                app.terminal.warn(str(exc))
+                continue
+            if md is not None:  # None: deleted while listing
+                yield ledger_id, md
+
+    app.terminal.stream(
+        readable(), HEADERS, lambda item: metadata_row(*item), lambda item: metadata_doc(*item), empty="no ledgers"
+    )
+    if failed:
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,46 @@
+"""Options that mean the same on every command."""
+
+from __future__ import annotations
+
+import click
+
+FORMATS = ("table", "wide", "json", "yaml")
+
+
+def output_option(command):
+    """``-o/--output table|wide|json|yaml``: how to print the data."""
+
+    def apply(ctx: click.Context, _param, value: str) -> str:
+        ctx.find_object(_app_class()).terminal.output = value
+        return value
+
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Choice(FORMATS),
+        default="table",
+        show_default=True,
+        expose_value=False,
+        callback=apply,
+        help="Output format: table for people, wide for more columns, json or yaml for scripts.",
+    )(command)
+
+
+def dry_run_option(command):
+    return click.option("--dry-run", is_flag=True, help="Show what would change, change nothing.")(command)
+
+
+def sandbox_dir_option(command):
+    return click.option(
+        "--dir",
+        "state_dir",
+        envvar="BKCTL_SANDBOX_DIR",
+        type=click.Path(file_okay=False),
+        help="Sandbox state directory [env BKCTL_SANDBOX_DIR; default ~/.local/state/bkctl/sandbox].",
+    )(command)
+
+
+def _app_class():
+    from bkctl.app import Application
+
+    return Application

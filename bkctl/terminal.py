@@ -1,0 +1,118 @@
+"""The one object that owns all output: data to stdout, diagnostics to stderr, gated by verbosity.
+
+Formats: ``table`` (kubectl-style columns, name first, ``<none>`` for missing values), ``wide`` (more columns),
+``json`` and ``yaml``. Long lists stream: rows are printed as they come, JSON arrays are written element by element.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NoReturn
+
+import click
+
+NONE = "<none>"
+GAP = "   "
+WIDTH_SAMPLE = 200  # rows looked at to size the columns of a streamed table
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "" or value == []:
+        return NONE
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def format_rows(headers: list[str], rows: Iterable[list[Any]], widths: list[int] | None = None) -> Iterator[str]:
+    """Column-aligned lines, header first. Without ``widths`` all rows are read to size the columns."""
+    cells = [[_cell(v) for v in row] for row in rows] if widths is None else None
+    if widths is None:
+        widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    yield GAP.join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()
+    for row in cells if cells is not None else ([_cell(v) for v in r] for r in rows):
+        yield GAP.join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+
+
+class Terminal:
+    def __init__(self, verbosity: int = 0, output: str = "table"):
+        self.verbosity = verbosity
+        self.output = output
+
+    # ---- data (stdout) ----
+    def line(self, text: str = "") -> None:
+        click.echo(text)
+
+    def document(self, obj: Any, table: Callable[[], None]) -> None:
+        """One object: ``table()`` renders it for people; json/yaml dump ``obj``."""
+        if self.output == "json":
+            click.echo(json.dumps(obj, indent=2))
+        elif self.output == "yaml":
+            import yaml
+
+            click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
+        else:
+            table()
+
+    def table(self, headers: list[str], rows: list[list[Any]], empty: str = "nothing found") -> None:
+        """Columns for people; when there are no rows, ``empty`` goes to stderr and stdout stays empty."""
+        if not rows:
+            click.echo(empty, err=True)
+            return
+        for text in format_rows(headers, rows):
+            click.echo(text)
+
+    def fields(self, pairs: list[tuple[str, Any]]) -> None:
+        """A ``describe``-style block of ``Name: value`` lines."""
+        width = max(len(name) for name, _ in pairs) + 1
+        for name, value in pairs:
+            click.echo(f"{name + ':':<{width}} {_cell(value)}")
+
+    def stream(
+        self, items: Iterable[Any], headers: list[str], row: Callable[[Any], list], doc: Callable, empty: str
+    ) -> int:
+        """Print a possibly huge list as it is produced; return how many items were printed."""
+        count = 0
+        if self.output == "json":
+            out = sys.stdout
+            out.write("[")
+            for count, item in enumerate(items, 1):
+                out.write(("\n  " if count == 1 else ",\n  ") + json.dumps(doc(item)))
+            out.write("\n]\n" if count else "]\n")
+            out.flush()
+        elif self.output == "yaml":
+            import yaml
+
+            for count, item in enumerate(items, 1):
+                click.echo(yaml.safe_dump([doc(item)], sort_keys=False).rstrip())
+            if not count:
+                click.echo("[]")
+        else:
+            iterator = iter(items)
+            sample = [row(item) for item in itertools.islice(iterator, WIDTH_SAMPLE)]
+            if not sample:
+                click.echo(empty, err=True)
+                return 0
+            widths = [max([len(h), *(len(_cell(r[i])) for r in sample)]) for i, h in enumerate(headers)]
+            rows = itertools.chain(sample, (row(item) for item in iterator))
+            for count, text in enumerate(format_rows(headers, rows, widths)):
+                click.echo(text)
+        return count
+
+    # ---- diagnostics (stderr) ----
+    def info(self, message: str) -> None:
+        if self.verbosity >= 1:
+            click.echo(message, err=True)
+
+    def warn(self, message: str) -> None:
+        click.echo(f"warning: {message}", err=True)
+
+    def error(self, message: str) -> None:
+        click.echo(f"error: {message}", err=True)
+
+    def abort(self, message: str, code: int = 1) -> NoReturn:
+        self.error(message)
+        raise SystemExit(code)

@@ -1,0 +1,1 @@
+"""The BookKeeper core: codecs, metadata, storage, bookie server and client."""

@@ -1,0 +1,138 @@
+"""One exception hierarchy for the core.
+
+Every error the core raises is a :class:`BKError`. Errors that a bookie reports with a BookKeeper status code are
+registered in one table (:data:`STATUS_ERRORS`), so the wire status and the exception class never drift apart.
+gRPC and kazoo errors are translated at their boundary (``bookie.client``, ``bookie.meta``) and never escape raw.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+STATUS_ERRORS: dict[int, type["BKError"]] = {}
+
+
+def _status(code: int):
+    def register(cls: type[BKError]) -> type[BKError]:
+        cls.status = code
+        STATUS_ERRORS[code] = cls
+        return cls
+
+    return register
+
+
+class BKError(Exception):
+    """Base of every error raised by the core."""
+
+    status: ClassVar[int | None] = None  # the BookKeeper status code, for errors a bookie reports
+
+
+@_status(404)
+class BadRequest(BKError):
+    """A request the bookie does not accept."""
+
+
+@_status(402)
+class NoSuchLedger(BKError):
+    """The ledger does not exist (in the metadata store, or on a bookie)."""
+
+
+@_status(403)
+class NoSuchEntry(BKError):
+    """The entry does not exist."""
+
+
+@_status(501)
+class BookieIOError(BKError):
+    """A bookie failed to read or write its disks."""
+
+
+@_status(502)
+class Unauthorized(BKError):
+    """Wrong password or master key."""
+
+
+@_status(503)
+class BadVersion(BKError):
+    """A bookie refused a request for a version it does not speak."""
+
+
+@_status(504)
+class LedgerFenced(BKError):
+    """The ledger was fenced by a recovery; its writer must stop."""
+
+
+@_status(505)
+class BookieReadOnly(BKError):
+    """The bookie is read-only and refuses normal adds."""
+
+
+@_status(506)
+class TooManyRequests(BKError):
+    """The bookie is overloaded."""
+
+
+@_status(507)
+class UnknownLedgerState(BKError):
+    """The bookie cannot tell whether it holds the data."""
+
+
+class LedgerClosed(BKError):
+    """The ledger is closed; no more adds."""
+
+
+class NotEnoughBookies(BKError):
+    """Too few writable bookies for the requested ensemble."""
+
+
+class OperationTimeout(BKError):
+    """An operation did not complete in time."""
+
+
+class ServiceUnavailable(BKError):
+    """The metadata service or a bookie cannot be reached."""
+
+
+class NotFound(BKError):
+    """A named thing (bookie, cookie, marker, sandbox) does not exist."""
+
+
+class InvalidArgument(BKError):
+    """Bad input: a malformed service URI, configuration file or parameter."""
+
+
+class EntryTooLarge(InvalidArgument):
+    """An entry larger than the configured limit."""
+
+
+class CorruptEntry(BKError):
+    """An entry whose digest or header does not match; names the ledger, entry and bookie."""
+
+
+class CorruptData(BKError):
+    """A stored structure (file record, znode) that cannot be parsed; the message names where."""
+
+
+class MetadataVersionConflict(BKError):
+    """A compare-and-set on metadata lost against a concurrent update; re-read and retry."""
+
+
+class LedgerExists(BKError):
+    """A ledger with this id already exists."""
+
+
+class UnsupportedLayout(BKError):
+    """The cluster uses a metadata layout or format this tool does not read."""
+
+
+class ClusterNotInitialised(BKError):
+    """The metadata service has no BookKeeper cluster at this root."""
+
+
+class ClusterAlreadyInitialised(BKError):
+    """``cluster init`` on a cluster that already exists."""
+
+
+def error_for_status(status: int, message: str) -> BKError:
+    """The exception for a BookKeeper status code (``BKError`` for an unregistered one)."""
+    return STATUS_ERRORS.get(status, BKError)(message)

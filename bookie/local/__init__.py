@@ -1,0 +1,1 @@
+"""Embedded ZooKeeper and local clusters: the sandbox, tests, demos and benchmarks."""

@@ -1,0 +1,102 @@
+"""The embedded ZooKeeper: the real server, run from PySpark's jars (no download), loopback only."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import time
+from pathlib import Path
+
+from bookie.errors import BKError, ServiceUnavailable
+from bookie.local.java import find_java
+from bookie.local.process import pid_alive, spawn, stop_process_group, tail
+
+MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+LOG4J2 = """\
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
+rootLogger.level = INFO
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+def zookeeper_classpath() -> str:
+    """PySpark's jars folder, which carries ZooKeeper 3.9 and everything it needs."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise BKError("pyspark is not installed: the embedded ZooKeeper runs from its jars (`pip install pyspark`)")
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    if not any(jars.glob("zookeeper-*.jar")):
+        raise BKError(f"no ZooKeeper jars in {jars}")
+    return f"{jars}/*"
+
+
+def ruok(host: str, port: int, timeout: float = 0.5) -> bool:
+    """ZooKeeper's four-letter health check."""
+    try:
+        with socket.create_connection((host, port), timeout) as s:
+            s.sendall(b"ruok")
+            return s.recv(4) == b"imok"
+    except OSError:
+        return False
+
+
+class EmbeddedZooKeeper:
+    """One standalone ZooKeeper server with its data and log under ``directory``."""
+
+    def __init__(self, directory: Path, port: int, tick_ms: int = 1000):
+        self.directory = Path(directory)
+        self.port = port
+        self.tick_ms = tick_ms
+        self.log_path = self.directory / "zookeeper.log"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _write_config(self) -> Path:
+        data = self.directory / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        (self.directory / "log4j2.properties").write_text(LOG4J2)
+        cfg = self.directory / "zoo.cfg"
+        cfg.write_text(
+            f"tickTime={self.tick_ms}\n"
+            f"dataDir={data}\n"
+            f"clientPort={self.port}\n"
+            "clientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\n"
+            "maxClientCnxns=0\n"
+            "4lw.commands.whitelist=ruok,srvr\n"
+            # one tick minimum lets tests expire sessions quickly; clients still ask for their own timeout
+            f"minSessionTimeout={2 * self.tick_ms}\n"
+        )
+        return cfg
+
+    def start(self, timeout: float = 60.0) -> int:
+        """Start the server and wait until it answers; return its pid."""
+        cfg = self._write_config()
+        args = [
+            find_java(),
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
+            "-Dzookeeper.admin.enableServer=false",
+            "-cp",
+            zookeeper_classpath(),
+            MAIN_CLASS,
+            str(cfg),
+        ]
+        pid = spawn(args, self.log_path)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ruok("127.0.0.1", self.port):
+                return pid
+            if not pid_alive(pid):
+                raise ServiceUnavailable(
+                    f"ZooKeeper exited while starting (log {self.log_path}):\n{tail(self.log_path)}"
+                )
+            time.sleep(0.1)
+        stop_process_group(pid)
+        raise ServiceUnavailable(f"ZooKeeper did not answer within {timeout:g} s (log {self.log_path})")

@@ -1,0 +1,164 @@
+"""Bookie registration (spec/zookeeper-layout.md).
+
+A writable bookie owns the EPHEMERAL ``<root>/available/<bookieId>``; a read-only one
+``<root>/available/readonly/<bookieId>``. The data is a binary ``BookieServiceInfoFormat`` (endpoints and a
+properties map, where we publish the rack); Apache BookKeeper bookies before 4.11 wrote no data at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from kazoo.exceptions import NodeExistsError
+from kazoo.protocol.states import EventType
+
+from bookie._proto.data_formats_pb2 import BookieServiceInfoFormat
+from bookie.errors import CorruptData, NotFound, OperationTimeout
+from bookie.meta.store import MetadataStore, zk_errors
+
+WRITABLE, READONLY = "writable", "readonly"
+DEFAULT_RACK = "/default-rack"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    id: str
+    host: str
+    port: int
+    protocol: str
+    auth: tuple[str, ...] = ()
+    extensions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BookieServiceInfo:
+    endpoints: tuple[Endpoint, ...] = ()
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_bookie(cls, host: str, port: int, tls: bool = False, **properties: str) -> BookieServiceInfo:
+        endpoint = Endpoint("bookie", host, port, "bookie-rpc", extensions=("tls",) if tls else ())
+        return cls((endpoint,), {k: str(v) for k, v in properties.items()})
+
+    @property
+    def rack(self) -> str | None:
+        return self.properties.get("rack")
+
+    def bookie_endpoint(self) -> Endpoint | None:
+        return next((e for e in self.endpoints if e.id == "bookie"), None)
+
+    def encode(self) -> bytes:
+        msg = BookieServiceInfoFormat()
+        for e in self.endpoints:
+            msg.endpoints.add(id=e.id, host=e.host, port=e.port, protocol=e.protocol, auth=e.auth, extensions=e.extensions)
+        msg.properties.update(self.properties)
+        return msg.SerializeToString()
+
+    @classmethod
+    def decode(cls, data: bytes, where: str = "bookie registration") -> BookieServiceInfo:
+        msg = BookieServiceInfoFormat()
+        try:
+            msg.ParseFromString(data)
+        except Exception as exc:  # protobuf's DecodeError and friends
+            raise CorruptData(f"{where}: malformed BookieServiceInfoFormat ({exc})") from None
+        endpoints = tuple(
+            Endpoint(e.id, e.host, e.port, e.protocol, tuple(e.auth), tuple(e.extensions)) for e in msg.endpoints
+        )
+        return cls(endpoints, dict(msg.properties))
+
+
+@dataclass(frozen=True)
+class RegisteredBookie:
+    bookie_id: str
+    state: str  # WRITABLE or READONLY
+    info: BookieServiceInfo | None  # None: the bookie published no data (older BookKeeper)
+
+    @property
+    def rack(self) -> str:
+        return (self.info and self.info.rack) or DEFAULT_RACK
+
+    def address(self) -> tuple[str, int]:
+        """Where to reach its bookie service: the published endpoint, else ``host:port`` of the id."""
+        endpoint = self.info.bookie_endpoint() if self.info else None
+        if endpoint:
+            return endpoint.host, endpoint.port
+        host, _, port = self.bookie_id.rpartition(":")
+        return host, int(port)
+
+
+class BookieRegistry:
+    def __init__(self, store: MetadataStore):
+        self.store = store
+        self.available = store.path("available")
+        self.readonly = store.path("available", "readonly")
+
+    def _node(self, bookie_id: str, state: str) -> str:
+        return f"{self.readonly if state == READONLY else self.available}/{bookie_id}"
+
+    def _wait_for_stale(self, path: str, timeout: float) -> None:
+        """Wait until a node left by an earlier session of this bookie expires."""
+        gone = threading.Event()
+
+        def watch(event):
+            if event.type == EventType.DELETED:
+                gone.set()
+
+        with zk_errors(f"check {path}"):
+            stat = self.store.zk.exists(path, watch=watch)
+        if stat is None or stat.ephemeralOwner == self.store.zk.client_id[0]:
+            return
+        if not gone.wait(timeout):
+            raise OperationTimeout(f"{path} of an earlier session did not expire within {timeout:g} s")
+
+    def register(self, bookie_id: str, info: BookieServiceInfo, state: str = WRITABLE, stale_timeout=30.0) -> None:
+        """Publish the bookie as writable or read-only (and remove its node of the other state)."""
+        path = self._node(bookie_id, state)
+        data = info.encode()
+        for _ in range(2):
+            self._wait_for_stale(path, stale_timeout)
+            try:
+                with zk_errors(f"register {bookie_id}"):
+                    self.store.zk.create(path, data, ephemeral=True, makepath=True)
+                break
+            except NodeExistsError:
+                with zk_errors(f"register {bookie_id}"):
+                    stat = self.store.zk.exists(path)
+                if stat is not None and stat.ephemeralOwner == self.store.zk.client_id[0]:
+                    break  # ours already
+        other = self._node(bookie_id, WRITABLE if state == READONLY else READONLY)
+        self._delete(other)
+
+    def _delete(self, path: str) -> None:
+        try:
+            with zk_errors(f"unregister {path}"):
+                self.store.zk.delete(path)
+        except NotFound:
+            pass
+
+    def unregister(self, bookie_id: str) -> None:
+        self._delete(self._node(bookie_id, WRITABLE))
+        self._delete(self._node(bookie_id, READONLY))
+
+    def _list(self, state: str) -> list[RegisteredBookie]:
+        folder = self.readonly if state == READONLY else self.available
+        bookies = []
+        for name in sorted(self.store.children(folder)):
+            if name == "readonly":
+                continue
+            try:
+                data, _ = self.store.get(f"{folder}/{name}")
+            except NotFound:
+                continue  # went away while listing
+            info = BookieServiceInfo.decode(data, f"{folder}/{name}") if data else None
+            bookies.append(RegisteredBookie(name, state, info))
+        return bookies
+
+    def list(self, writable: bool = True, readonly: bool = False) -> list[RegisteredBookie]:
+        return (self._list(WRITABLE) if writable else []) + (self._list(READONLY) if readonly else [])
+
+    def get(self, bookie_id: str) -> RegisteredBookie:
+        for bookie in self.list(writable=True, readonly=True):
+            if bookie.bookie_id == bookie_id:
+                return bookie
+        raise NotFound(f"bookie {bookie_id} is not registered")

@@ -1,0 +1,118 @@
+"""A connected ZooKeeper session, with kazoo's errors translated into the core's.
+
+Nothing outside ``bookie.meta`` sees kazoo exceptions: every call that reaches ZooKeeper goes through
+:func:`zk_errors`, which maps them onto :mod:`bookie.errors`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+
+from bookie.errors import BKError, MetadataVersionConflict, NotFound, ServiceUnavailable, Unauthorized
+from bookie.meta.uri import ServiceUri
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 8.0  # seconds: an unreachable ZooKeeper fails a command in well under 10 s
+SESSION_TIMEOUT = 10.0
+
+
+@contextlib.contextmanager
+def zk_errors(what: str) -> Iterator[None]:
+    """Translate kazoo exceptions raised inside the block; ``what`` names the operation for the message."""
+    try:
+        yield
+    except (NodeExistsError, NotEmptyError):
+        raise  # callers decide what an existing or non-empty node means
+    except BadVersionError:
+        raise MetadataVersionConflict(f"{what}: changed concurrently (version conflict)") from None
+    except NoNodeError:
+        raise NotFound(f"{what}: no such znode") from None
+    except NoAuthError:
+        raise Unauthorized(f"{what}: ZooKeeper denied access") from None
+    except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as exc:
+        raise ServiceUnavailable(f"{what}: lost the ZooKeeper connection ({type(exc).__name__})") from None
+    except KazooException as exc:
+        raise BKError(f"{what}: ZooKeeper error {type(exc).__name__}") from None
+
+
+class MetadataStore:
+    """One ZooKeeper session for one service URI. A context manager; :meth:`close` ends the session."""
+
+    def __init__(self, uri: ServiceUri, connect_timeout: float = CONNECT_TIMEOUT, session_timeout=SESSION_TIMEOUT):
+        self.uri = uri
+        self.root = uri.root
+        retry = KazooRetry(max_tries=3, delay=0.2, max_delay=1.0, deadline=connect_timeout)
+        self.zk = KazooClient(
+            hosts=uri.zk_hosts,
+            timeout=session_timeout,
+            connection_retry=retry,
+            command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
+            logger=log,
+        )
+        try:
+            self.zk.start(timeout=connect_timeout)
+        except KazooTimeoutError:
+            self.zk.stop()
+            self.zk.close()
+            raise ServiceUnavailable(f"cannot reach ZooKeeper at {uri.zk_hosts} (gave up after {connect_timeout:g} s)")
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()
+            self.zk = None
+
+    def path(self, *parts: str) -> str:
+        return "/".join((self.root, *parts))
+
+    def get(self, path: str) -> tuple[bytes, object]:
+        """Data and ZnodeStat of ``path``; :class:`NotFound` when absent."""
+        with zk_errors(f"read {path}"):
+            return self.zk.get(path)
+
+    def exists(self, path: str):
+        with zk_errors(f"check {path}"):
+            return self.zk.exists(path)
+
+    def children(self, path: str) -> list[str]:
+        """Children of ``path``; an empty list when it does not exist."""
+        try:
+            with zk_errors(f"list {path}"):
+                return self.zk.get_children(path)
+        except NotFound:
+            return []
+
+    def delete_empty_parents(self, path: str, stop: str) -> None:
+        """Remove the parents of ``path`` up to (not including) ``stop`` while they are empty."""
+        parent = path.rsplit("/", 1)[0]
+        while parent.startswith(stop + "/"):
+            try:
+                with zk_errors(f"delete {parent}"):
+                    self.zk.delete(parent)
+            except (NotEmptyError, NotFound):
+                return
+            parent = parent.rsplit("/", 1)[0]

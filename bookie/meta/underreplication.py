@@ -1,0 +1,150 @@
+"""Under-replication markers and re-replication locks (spec/zookeeper-layout.md).
+
+Marker of ledger ``id``: ``<root>/underreplication/ledgers/%04x/%04x/%04x/%04x/urL%010d`` (the four 16-bit groups of
+the id, high bits first), holding TextFormat ``UnderreplicatedLedgerFormat`` (missing replicas, mark time in ms).
+Lock of a ledger being re-replicated: EPHEMERAL ``<root>/underreplication/locks/urL%010d``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from google.protobuf import text_format
+from kazoo.exceptions import NodeExistsError
+
+from bookie._proto.data_formats_pb2 import LedgerRereplicationLayoutFormat, LockDataFormat, UnderreplicatedLedgerFormat
+from bookie.errors import CorruptData, MetadataVersionConflict, NotFound
+from bookie.meta.store import MetadataStore, zk_errors
+
+
+def marker_path(ur_root: str, ledger_id: int) -> str:
+    groups = "/".join("%04x" % ((ledger_id >> shift) & 0xFFFF) for shift in (48, 32, 16, 0))
+    return f"{ur_root}/ledgers/{groups}/urL{ledger_id:010d}"
+
+
+@dataclass(frozen=True)
+class UnderReplicatedLedger:
+    ledger_id: int
+    replicas: tuple[str, ...]  # the bookies missing a replica
+    ctime: int | None  # when it was marked, ms
+
+    def encode(self) -> bytes:
+        msg = UnderreplicatedLedgerFormat(replica=self.replicas)
+        if self.ctime is not None:
+            msg.ctime = self.ctime
+        return text_format.MessageToString(msg).encode()
+
+    @classmethod
+    def decode(cls, ledger_id: int, data: bytes, where: str) -> UnderReplicatedLedger:
+        msg = UnderreplicatedLedgerFormat()
+        try:
+            text_format.Parse(data.decode("utf-8"), msg)
+        except (text_format.ParseError, UnicodeDecodeError) as exc:
+            raise CorruptData(f"{where}: malformed under-replication marker ({exc})") from None
+        return cls(ledger_id, tuple(msg.replica), msg.ctime if msg.HasField("ctime") else None)
+
+
+class UnderReplicationManager:
+    def __init__(self, store: MetadataStore):
+        self.store = store
+        self.root = store.path("underreplication")
+
+    def ensure_layout(self) -> None:
+        """Create ``underreplication/LAYOUT`` (``type: "BASIC"``, version 1) when missing."""
+        layout = LedgerRereplicationLayoutFormat(type="BASIC", version=1)
+        try:
+            with zk_errors("create the under-replication layout"):
+                self.store.zk.create(f"{self.root}/LAYOUT", text_format.MessageToString(layout).encode(), makepath=True)
+        except NodeExistsError:
+            pass
+
+    def mark(self, ledger_id: int, missing: list[str], now_ms: int | None = None) -> UnderReplicatedLedger:
+        """Mark the ledger under-replicated, merging ``missing`` into an existing marker (CAS, retried)."""
+        self.ensure_layout()
+        path = marker_path(self.root, ledger_id)
+        ctime = int(time.time() * 1000) if now_ms is None else now_ms
+        while True:
+            marker = UnderReplicatedLedger(ledger_id, tuple(dict.fromkeys(missing)), ctime)
+            try:
+                with zk_errors(f"mark ledger {ledger_id} under-replicated"):
+                    self.store.zk.create(path, marker.encode(), makepath=True)
+                return marker
+            except NodeExistsError:
+                pass
+            try:
+                data, stat = self.store.get(path)
+            except NotFound:
+                continue  # unmarked meanwhile: create again
+            old = UnderReplicatedLedger.decode(ledger_id, data, path)
+            merged = UnderReplicatedLedger(ledger_id, tuple(dict.fromkeys(old.replicas + tuple(missing))), old.ctime)
+            if merged == old:
+                return old
+            try:
+                with zk_errors(f"mark ledger {ledger_id} under-replicated"):
+                    self.store.zk.set(path, merged.encode(), version=stat.version)
+                return merged
+            except (MetadataVersionConflict, NotFound):
+                continue
+
+    def get(self, ledger_id: int) -> UnderReplicatedLedger | None:
+        path = marker_path(self.root, ledger_id)
+        try:
+            data, _ = self.store.get(path)
+        except NotFound:
+            return None
+        return UnderReplicatedLedger.decode(ledger_id, data, path)
+
+    def unmark(self, ledger_id: int) -> None:
+        """Remove the marker (versioned, so a concurrent re-mark is not lost), then the folders left empty."""
+        path = marker_path(self.root, ledger_id)
+        try:
+            _, stat = self.store.get(path)
+            with zk_errors(f"unmark ledger {ledger_id}"):
+                self.store.zk.delete(path, version=stat.version)
+        except NotFound:
+            return
+        self.store.delete_empty_parents(path, f"{self.root}/ledgers")
+
+    def iter_ledger_ids(self) -> Iterator[int]:
+        """Ids of the marked ledgers, ascending, without reading the markers."""
+
+        def walk(path: str, depth: int) -> Iterator[int]:
+            for child in sorted(self.store.children(path)):
+                if depth == 0:
+                    if child.startswith("urL") and child[3:].isdigit():
+                        yield int(child[3:])
+                else:
+                    yield from walk(f"{path}/{child}", depth - 1)
+
+        yield from walk(f"{self.root}/ledgers", 4)
+
+    def iter_marked(self) -> Iterator[UnderReplicatedLedger]:
+        for ledger_id in self.iter_ledger_ids():
+            marker = self.get(ledger_id)
+            if marker is not None:
+                yield marker
+
+    def count(self) -> int:
+        return sum(1 for _ in self.iter_ledger_ids())
+
+    def lock_path(self, ledger_id: int) -> str:
+        return f"{self.root}/locks/urL{ledger_id:010d}"
+
+    def try_lock(self, ledger_id: int, owner: str) -> bool:
+        """Take the ledger's re-replication lock (ephemeral); False when someone holds it."""
+        data = text_format.MessageToString(LockDataFormat(bookieId=owner)).encode()
+        try:
+            with zk_errors(f"lock ledger {ledger_id}"):
+                self.store.zk.create(self.lock_path(ledger_id), data, ephemeral=True, makepath=True)
+            return True
+        except NodeExistsError:
+            return False
+
+    def release_lock(self, ledger_id: int) -> None:
+        try:
+            with zk_errors(f"unlock ledger {ledger_id}"):
+                self.store.zk.delete(self.lock_path(ledger_id))
+        except NotFound:
+            pass
