@@ -14,7 +14,6 @@ def list_ledgers(app, meta: bool):
     read is reported on stderr and the command exits 1 after listing the others.
     """
     from bkctl.ledger.render import HEADERS, metadata_doc, metadata_row
-    from bookie.errors import CorruptData
 
     ledgers = app.ledgers
     if not meta:
@@ -24,22 +23,16 @@ def list_ledgers(app, meta: bool):
         return
     failed = []
 
-    def readable():
-        iterator = ledgers.iter_ledgers()
-        while True:
-            try:
-                ledger_id, md = next(iterator)
-            except StopIteration:
-                return
-            except CorruptData as exc:
-                failed.append(str(exc))
-                app.terminal.warn(str(exc))
-                continue
-            if md is not None:  # None: deleted while listing
-                yield ledger_id, md
+    def corrupt(exc):
+        failed.append(exc)
+        app.terminal.warn(str(exc))
 
     app.terminal.stream(
-        readable(), HEADERS, lambda item: metadata_row(*item), lambda item: metadata_doc(*item), empty="no ledgers"
+        ledgers.iter_ledgers(on_corrupt=corrupt),
+        HEADERS,
+        lambda item: metadata_row(*item),
+        lambda item: metadata_doc(*item),
+        empty="no ledgers",
     )
     if failed:
         raise click.exceptions.Exit(1)

@@ -88,7 +88,11 @@ class AvailabilityOfEntries:
             raise CorruptData(f"availability of entries: unknown version {version}")
         if count < 0 or len(data) != HEADER.size + count * GROUP.size:
             raise CorruptData(f"availability of entries: {len(data)} bytes do not hold {count} groups")
-        return cls(GROUP.unpack_from(data, HEADER.size + i * GROUP.size) for i in range(count))
+        groups = [SequenceGroup(*GROUP.unpack_from(data, HEADER.size + i * GROUP.size)) for i in range(count)]
+        for g in groups:
+            if g.size < 0 or g.last < g.first or (g.last != g.first and g.period <= 0):
+                raise CorruptData(f"availability of entries: invalid sequence group {tuple(g)}")
+        return cls(groups)
 
     def encode(self) -> bytes:
         out = bytearray(HEADER.pack(VERSION, len(self.groups)))

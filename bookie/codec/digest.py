@@ -66,7 +66,7 @@ class Digester:
         self.size = DIGEST_SIZES[self.digest_type]
         self._mac = hmac.new(mac_key(password), digestmod=hashlib.sha1) if digest_type == DigestType.HMAC else None
 
-    def digest(self, *chunks: bytes | memoryview) -> bytes:
+    def digest(self, *chunks: bytes) -> bytes:
         """The digest bytes of the concatenation of ``chunks``."""
         kind = self.digest_type
         if kind == DigestType.CRC32C:

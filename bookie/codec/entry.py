@@ -38,7 +38,7 @@ def frame_entry(digester: Digester, ledger_id: int, entry_id: int, lac: int, len
     return header + digester.digest(header, payload) + payload
 
 
-def entry_ids(framed: bytes | memoryview) -> tuple[int, int]:
+def entry_ids(framed: bytes) -> tuple[int, int]:
     """``(ledgerId, entryId)`` from a framed entry's first 16 bytes, without checking anything else."""
     return IDS.unpack_from(framed)
 
@@ -55,10 +55,9 @@ def parse_entry(
     if len(framed) < HEADER.size + size:
         raise CorruptEntry(f"entry of {len(framed)} bytes is shorter than its header{suffix}")
     lid, eid, lac, length = HEADER.unpack_from(framed)
-    view = memoryview(framed)
-    payload = view[HEADER.size + size :]
-    if digester.digest(view[: HEADER.size], payload) != framed[HEADER.size : HEADER.size + size]:
+    payload = bytes(framed[HEADER.size + size :])
+    if digester.digest(bytes(framed[: HEADER.size]), payload) != framed[HEADER.size : HEADER.size + size]:
         raise CorruptEntry(f"ledger {lid} entry {eid}: digest mismatch{suffix}")
     if (ledger_id is not None and lid != ledger_id) or (entry_id is not None and eid != entry_id):
         raise CorruptEntry(f"asked for ledger {ledger_id} entry {entry_id}, got ledger {lid} entry {eid}{suffix}")
-    return Entry(lid, eid, lac, length, payload.tobytes())
+    return Entry(lid, eid, lac, length, payload)

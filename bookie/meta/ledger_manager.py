@@ -7,11 +7,11 @@ tree, listing znode names only, in ascending id order: it never reads a ledger's
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from bookie.errors import LedgerExists, NoSuchLedger, NotFound
+from bookie.errors import CorruptData, LedgerExists, NoSuchLedger, NotFound
 from bookie.meta import ledger_metadata
 from bookie.meta.layout import RESERVED, read_layout
 from bookie.meta.ledger_metadata import LedgerMetadata
@@ -95,10 +95,13 @@ class LedgerManager:
             if child.isdigit():
                 yield from self._walk(f"{path}/{child}", digits + child, depth - 1)
 
-    def iter_ledgers(self, ledger_ids: Iterable[int] | None = None) -> Iterator[tuple[int, LedgerMetadata | None]]:
+    def iter_ledgers(
+        self, ledger_ids: Iterable[int] | None = None, on_corrupt: Callable[[CorruptData], None] | None = None
+    ) -> Iterator[tuple[int, LedgerMetadata]]:
         """``(ledgerId, metadata)`` for every ledger (or those given), reading up to ``PIPELINE`` at once.
 
-        A ledger deleted while iterating yields ``None`` for its metadata.
+        Ledgers deleted while iterating are skipped. Unreadable metadata raises :class:`CorruptData`, or, with
+        ``on_corrupt``, is handed to it and skipped so the iteration goes on.
         """
         zk = self.store.zk
         pending: deque = deque()
@@ -109,13 +112,20 @@ class LedgerManager:
                 with zk_errors(f"read ledger {ledger_id}"):
                     data, stat = result.get()
             except (NotFound, NoNodeError):
-                return ledger_id, None
-            return ledger_id, ledger_metadata.parse(data, path, stat.ctime)
+                return None
+            try:
+                return ledger_id, ledger_metadata.parse(data, path, stat.ctime)
+            except CorruptData as exc:
+                if on_corrupt is None:
+                    raise
+                on_corrupt(exc)
+                return None
 
         for ledger_id in self.iter_ledger_ids() if ledger_ids is None else ledger_ids:
             path = self.path(ledger_id)
             pending.append((ledger_id, path, zk.get_async(path)))
-            if len(pending) >= PIPELINE:
-                yield drain_one()
+            if len(pending) >= PIPELINE and (item := drain_one()):
+                yield item
         while pending:
-            yield drain_one()
+            if item := drain_one():
+                yield item

@@ -1,0 +1,3 @@
+from bkctl.cli import main
+
+main()

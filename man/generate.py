@@ -1,0 +1,125 @@
+"""Generate the man pages in this folder from bkctl's click command tree.
+
+    python man/generate.py            # rewrite man/*.1
+    python man/generate.py --out DIR  # write elsewhere (the staleness test uses this)
+
+bkctl(1) documents the global options, environment and exit status (from bkctl.errors, the one exit-code table);
+each top-level command gets bkctl-<command>(1) with every subcommand's usage and options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from pathlib import Path
+
+import click
+
+MAN_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(MAN_DIR.parent))
+
+from bkctl import __version__  # noqa: E402
+from bkctl.cli import cli  # noqa: E402
+from bkctl.errors import EXIT_CODE_MEANINGS  # noqa: E402
+
+ENVIRONMENT = {
+    "BKCTL_SERVICE_URI": "The metadata service URI, as -u/--service-uri.",
+    "BKCTL_CONF": "A bk_server.conf-style properties file, as -c/--conf.",
+    "BKCTL_SANDBOX_DIR": "The sandbox state directory (default ~/.local/state/bkctl/sandbox).",
+}
+
+
+def esc(text: str) -> str:
+    """Escape text for roff: backslashes, hyphens, and dots or quotes at the start of a line."""
+    text = text.replace("\\", "\\e").replace("-", "\\-")
+    return "\n".join("\\&" + line if line[:1] in (".", "'") else line for line in text.split("\n"))
+
+
+def _options(ctx: click.Context, command: click.Command) -> list[str]:
+    out = []
+    for param in command.get_params(ctx):
+        if not isinstance(param, click.Option) or param.name == "help":
+            continue
+        record = param.get_help_record(ctx)
+        if record:
+            out += [".TP", f"\\fB{esc(record[0])}\\fR", esc(record[1])]
+    return out
+
+
+def _help(command: click.Command) -> str:
+    return inspect.cleandoc(command.help or "").replace("\b\n", "")
+
+
+def _section_command(path: str, command: click.Command, parent: click.Context) -> list[str]:
+    ctx = click.Context(command, info_name=path.split()[-1], parent=parent)
+    usage = " ".join(command.collect_usage_pieces(ctx))
+    lines = [".SS " + esc(path), f"\\fB{esc(path)}\\fR {esc(usage)}", ".PP", esc(_help(command))]
+    options = _options(ctx, command)
+    return lines + ([".PP", "Options:", ".RS", *options, ".RE"] if options else [])
+
+
+def _header(name: str, summary: str) -> list[str]:
+    return [
+        f'.TH {esc(name.upper())} 1 "" "bkctl {__version__}" "bkctl manual"',
+        ".SH NAME",
+        f"{esc(name)} \\- {esc(summary)}",
+    ]
+
+
+def root_page() -> str:
+    ctx = click.Context(cli, info_name="bkctl")
+    lines = _header("bkctl", cli.get_short_help_str(200))
+    lines += [".SH SYNOPSIS", "\\fBbkctl\\fR [\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]..."]
+    lines += [".SH DESCRIPTION", esc(_help(cli).split("\n\n")[0])]
+    lines += [".SH OPTIONS", *_options(ctx, cli)]
+    lines += [".SH COMMANDS"]
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        lines += [".TP", f"\\fBbkctl-{esc(name)}\\fR(1)", esc(command.get_short_help_str(200))]
+    lines += [".SH ENVIRONMENT"]
+    for name, meaning in ENVIRONMENT.items():
+        lines += [".TP", f"\\fB{name}\\fR", esc(meaning)]
+    lines += [".SH EXIT STATUS"]
+    for code, meaning in EXIT_CODE_MEANINGS.items():
+        lines += [".TP", f"\\fB{int(code)}\\fR", esc(meaning)]
+    return "\n".join(lines) + "\n"
+
+
+def command_page(name: str) -> str:
+    root = click.Context(cli, info_name="bkctl")
+    command = cli.get_command(root, name)
+    lines = _header(f"bkctl-{name}", command.get_short_help_str(200))
+    lines += [".SH DESCRIPTION", esc(_help(command)), ".SH COMMANDS"]
+    if isinstance(command, click.Group):
+        group_ctx = click.Context(command, info_name=name, parent=root)
+        for sub in command.list_commands(group_ctx):
+            lines += _section_command(f"bkctl {name} {sub}", command.get_command(group_ctx, sub), group_ctx)
+    else:
+        lines += _section_command(f"bkctl {name}", command, root)
+    lines += [".SH SEE ALSO", "\\fBbkctl\\fR(1)"]
+    return "\n".join(lines) + "\n"
+
+
+def pages() -> dict[str, str]:
+    ctx = click.Context(cli, info_name="bkctl")
+    out = {"bkctl.1": root_page()}
+    for name in cli.list_commands(ctx):
+        out[f"bkctl-{name}.1"] = command_page(name)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=MAN_DIR)
+    out = parser.parse_args().out
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("bkctl*.1"):
+        stale.unlink()
+    for name, text in pages().items():
+        (out / name).write_text(text)
+    print(f"wrote {len(pages())} man pages to {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

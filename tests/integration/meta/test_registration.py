@@ -1,0 +1,69 @@
+import threading
+import time
+
+import pytest
+
+from bookie.errors import NotFound, OperationTimeout
+from bookie.meta.registration import READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
+from bookie.meta.store import MetadataStore
+from helpers import expire_session, wait_for
+
+
+def info(port: int, rack: str | None = None) -> BookieServiceInfo:
+    return BookieServiceInfo.for_bookie("127.0.0.1", port, **({"rack": rack} if rack else {}))
+
+
+def test_register_list_and_move_to_readonly(cluster):
+    registry = BookieRegistry(cluster)
+    registry.register("127.0.0.1:3181", info(3181, "/rack-a"))
+    registry.register("127.0.0.1:3182", info(3182))
+    assert [b.bookie_id for b in registry.list()] == ["127.0.0.1:3181", "127.0.0.1:3182"]  # "readonly" skipped
+    assert cluster.zk.exists(f"{cluster.root}/available/127.0.0.1:3181").ephemeralOwner != 0
+    registry.register("127.0.0.1:3182", info(3182), state=READONLY)
+    assert [b.bookie_id for b in registry.list()] == ["127.0.0.1:3181"]
+    assert [(b.bookie_id, b.state) for b in registry.list(writable=False, readonly=True)] == [
+        ("127.0.0.1:3182", READONLY)
+    ]
+    bookie = registry.get("127.0.0.1:3181")
+    assert (bookie.state, bookie.rack, bookie.address()) == (WRITABLE, "/rack-a", ("127.0.0.1", 3181))
+    assert registry.get("127.0.0.1:3182").rack == "/default-rack"
+    with pytest.raises(NotFound, match="not registered"):
+        registry.get("127.0.0.1:9999")
+
+
+def test_bookie_without_registration_data(cluster):
+    cluster.zk.create(f"{cluster.root}/available/10.0.0.1:3181", b"", ephemeral=True)
+    (bookie,) = BookieRegistry(cluster).list()
+    assert bookie.info is None and bookie.address() == ("10.0.0.1", 3181)
+
+
+def test_registration_goes_away_with_the_session(cluster, service_uri):
+    from bookie.meta.uri import parse_service_uri
+
+    with MetadataStore(parse_service_uri(service_uri)) as bookie_session:
+        BookieRegistry(bookie_session).register("127.0.0.1:3181", info(3181))
+        assert BookieRegistry(cluster).list()
+        expire_session(bookie_session)
+        wait_for(lambda: not BookieRegistry(cluster).list(), "the expired registration to disappear")
+
+
+def test_waits_out_a_stale_node_of_an_earlier_session(cluster, service_uri):
+    from bookie.meta.uri import parse_service_uri
+
+    earlier = MetadataStore(parse_service_uri(service_uri))
+    BookieRegistry(earlier).register("127.0.0.1:3181", info(3181))
+    threading.Timer(1.0, earlier.close).start()  # the earlier session ends a second later
+    started = time.monotonic()
+    BookieRegistry(cluster).register("127.0.0.1:3181", info(3181), stale_timeout=15)
+    assert time.monotonic() - started >= 0.9
+    owner = cluster.zk.exists(f"{cluster.root}/available/127.0.0.1:3181").ephemeralOwner
+    assert owner == cluster.zk.client_id[0]
+
+
+def test_a_live_stale_node_times_out(cluster, service_uri):
+    from bookie.meta.uri import parse_service_uri
+
+    with MetadataStore(parse_service_uri(service_uri)) as other:
+        BookieRegistry(other).register("127.0.0.1:3181", info(3181))
+        with pytest.raises(OperationTimeout, match="did not expire within 0.5 s"):
+            BookieRegistry(cluster).register("127.0.0.1:3181", info(3181), stale_timeout=0.5)

@@ -1,0 +1,41 @@
+import pytest
+
+from bookie.conf import load_properties, metadata_service_uri, parse_properties
+from bookie.errors import InvalidArgument
+
+
+def test_java_properties_forms():
+    text = (
+        "# comment\n! also a comment\n\nmetadataServiceUri=zk+hierarchical://a:1/ledgers\n"
+        "bookiePort : 3181\njournalDirectories /data/j1,\\\n    /data/j2\nescaped\\=key=x\\ty\nempty=\n"
+    )
+    assert parse_properties(text) == {
+        "metadataServiceUri": "zk+hierarchical://a:1/ledgers",
+        "bookiePort": "3181",
+        "journalDirectories": "/data/j1,/data/j2",
+        "escaped=key": "x\ty",
+        "empty": "",
+    }
+
+
+def test_legacy_zk_servers_keys():
+    assert metadata_service_uri({"zkServers": "a:1,b:2", "zkLedgersRootPath": "/bk"}) == "zk+hierarchical://a:1;b:2/bk"
+    assert metadata_service_uri({"metadataServiceUri": "zk://x/l", "zkServers": "a:1"}) == "zk://x/l"
+    assert metadata_service_uri({}) is None
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(InvalidArgument, match="does not exist"):
+        load_properties(tmp_path / "nope.conf")
+
+
+def test_binary_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "bad.conf"
+    path.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(InvalidArgument, match="cannot be read"):
+        load_properties(path)
+
+
+def test_value_without_key(tmp_path):
+    with pytest.raises(InvalidArgument, match=r"x.conf:2: a value without a key"):
+        parse_properties("a=1\n=2\n", "x.conf")
