@@ -12,6 +12,8 @@ from bkctl.errors import ExitCode, exit_code_for
 from bookie.errors import BKError
 
 COMMANDS = {
+    "bookie": "bkctl.bookie:bookie",
+    "bench": "bkctl.bench:bench",
     "bookies": "bkctl.bookies:bookies",
     "cluster": "bkctl.cluster:cluster",
     "completion": "bkctl.completion:completion",

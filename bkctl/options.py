@@ -44,3 +44,18 @@ def _app_class():
     from bkctl.app import Application
 
     return Application
+
+
+def settings_option(help_text: str):
+    """``--set KEY=VALUE`` (repeatable): configuration keys, collected into a dict."""
+
+    def parse(ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
+        settings = {}
+        for value in values:
+            key, sep, text = value.partition("=")
+            if not sep or not key.strip():
+                raise click.BadParameter(f"{value!r} is not KEY=VALUE", ctx=ctx)
+            settings[key.strip()] = text
+        return settings
+
+    return click.option("--set", "settings", multiple=True, callback=parse, metavar="KEY=VALUE", help=help_text)

@@ -1,17 +1,19 @@
 """How a sandbox's state is shown, shared by start and status."""
 
 
-def show(app, state) -> None:
-    doc = state.to_status()
-
+def show(app, doc: dict) -> None:
     def table():
         app.terminal.fields(
             [
                 ("Service URI", doc["serviceUri"]),
                 ("State dir", doc["stateDir"]),
                 ("ZooKeeper", f"{doc['zookeeper']['address']} (pid {doc['zookeeper']['pid']})"),
-                ("Bookies", len(doc["bookies"])),
             ]
         )
+        if doc["bookies"]:
+            app.terminal.table(
+                ["BOOKIE", "STATE", "PID", "METRICS"],
+                [[b["bookieId"], b["state"], b["pid"], b["metricsPort"]] for b in doc["bookies"]],
+            )
 
     app.terminal.document(doc, table)

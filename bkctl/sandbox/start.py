@@ -1,21 +1,24 @@
 import click
 
-from bkctl.options import output_option, sandbox_dir_option
+from bkctl.options import output_option, sandbox_dir_option, settings_option
 
 
 @click.command()
+@click.option("--bookies", type=click.IntRange(0, 32), default=3, show_default=True, help="Bookies to run.")
 @click.option("--zk-port", type=click.IntRange(1, 65535), help="ZooKeeper's port [default: the last one, or free].")
-@click.option("--no-init", is_flag=True, help="Leave ZooKeeper empty: no cluster (for `bkctl cluster init`).")
+@click.option("--no-init", is_flag=True, help="ZooKeeper only, left empty: no cluster, no bookies.")
+@settings_option("A bookie configuration key for every bookie, e.g. --set journalSyncData=false (repeatable).")
 @sandbox_dir_option
 @output_option
 @click.pass_obj
-def start(app, zk_port: int | None, no_init: bool, state_dir: str | None):
-    """Start the sandbox: ZooKeeper on 127.0.0.1, and a cluster in it unless --no-init
+def start(app, bookies: int, zk_port: int | None, no_init: bool, settings: dict, state_dir: str | None):
+    """Start the sandbox: ZooKeeper on 127.0.0.1, a cluster in it, and its bookies
 
     Data survives `sandbox stop`: starting the same directory again brings the same cluster back.
     """
     from bkctl.sandbox.render import show
     from bookie.local.sandbox import Sandbox
 
-    state = Sandbox(state_dir).start(zk_port=zk_port, init=not no_init)
-    show(app, state)
+    sandbox = Sandbox(state_dir)
+    sandbox.start(bookies=bookies, zk_port=zk_port, init=not no_init, settings=settings)
+    show(app, sandbox.status())

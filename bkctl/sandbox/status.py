@@ -10,11 +10,6 @@ from bkctl.options import output_option, sandbox_dir_option
 def status(app, state_dir: str | None):
     """Show the running sandbox: service URI, ZooKeeper, bookies (exit 5 when none is running)"""
     from bkctl.sandbox.render import show
-    from bookie.errors import NotFound
     from bookie.local.sandbox import Sandbox
 
-    sandbox = Sandbox(state_dir)
-    state = sandbox.running()
-    if state is None:
-        raise NotFound(f"no sandbox is running in {sandbox.dir}")
-    show(app, state)
+    show(app, Sandbox(state_dir).status())

@@ -1,0 +1,1 @@
+"""Operator workflows over bookie/: checks, recovery, GC fan-out, exports, benchmarks."""

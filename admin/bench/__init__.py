@@ -1,0 +1,1 @@
+"""Benchmarks: numbers are measured and reported, never asserted."""

@@ -1,0 +1,122 @@
+"""Offline tools over a (stopped) bookie's files, reading them with the same format modules the bookie uses."""
+
+import click
+
+from bkctl.options import output_option
+
+
+@click.group()
+def inspect():
+    """Read a bookie's journal, entry log, index or lastMark files offline"""
+
+
+@inspect.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--ledger", "ledger_id", type=int, help="Only this ledger's records.")
+@output_option
+@click.pass_obj
+def journal(app, path, ledger_id):
+    """List a journal file's records: offset, kind, ledger, entry, size (like BookKeeper's readjournal)"""
+    from pathlib import Path
+
+    from bookie.storage.journal import scan_journal
+
+    records = (r for r in scan_journal(Path(path)) if ledger_id is None or r.ledger_id == ledger_id)
+    app.terminal.stream(
+        records,
+        ["OFFSET", "KIND", "LEDGER", "ENTRY", "SIZE"],
+        lambda r: [r.offset, r.kind, r.ledger_id, r.entry_id if r.kind == "entry" else None, len(r.data)],
+        lambda r: {"offset": r.offset, "kind": r.kind, "ledgerId": r.ledger_id,
+                   "entryId": r.entry_id if r.kind == "entry" else None, "size": len(r.data)},
+        empty="no records",
+    )
+
+
+@inspect.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--ledger", "ledger_id", type=int, help="Only this ledger's entries.")
+@click.option("--map", "map_only", is_flag=True, help="Only the ledgers map (rebuilt by scanning when missing).")
+@output_option
+@click.pass_obj
+def entrylog(app, path, ledger_id, map_only):
+    """List an entry log's entries (position, size, ledger, entry) or its ledgers map (like readlog)"""
+    from pathlib import Path
+
+    from bookie.storage.entry_log import read_ledgers_map, rebuild_ledgers_map, scan_log
+
+    if map_only:
+        stored = read_ledgers_map(Path(path))
+        ledgers = stored if stored is not None else rebuild_ledgers_map(Path(path))
+        source = "stored" if stored is not None else "rebuilt"
+        docs = [{"ledgerId": lid, "bytes": size, "map": source} for lid, size in sorted(ledgers.items())]
+        app.terminal.document(docs, lambda: app.terminal.table(
+            ["LEDGER", "BYTES", "MAP"], [[d["ledgerId"], d["bytes"], d["map"]] for d in docs], "empty entry log"))
+        return
+    entries = (e for e in scan_log(Path(path)) if ledger_id is None or e[2] == ledger_id)
+    app.terminal.stream(
+        entries,
+        ["POS", "SIZE", "LEDGER", "ENTRY"],
+        list,
+        lambda e: {"pos": e[0], "size": e[1], "ledgerId": e[2], "entryId": e[3]},
+        empty="no entries",
+    )
+
+
+@inspect.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@output_option
+@click.pass_obj
+def index(app, path):
+    """Show an index file's header (master key, fenced, explicit LAC) and entry -> location (like `ledger`)"""
+    from pathlib import Path
+
+    from bookie.storage.entry_log import split_location
+    from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, ledger_id_of
+
+    file = IndexFile(Path(path).parent, ledger_id_of(Path(path)) or 0, path=Path(path))
+    header = file.read_header()
+    locations = []
+    for page_no in range(file.page_count()):
+        page = file.read_page(page_no)
+        for slot in range(ENTRIES_PER_PAGE):
+            loc = LOCATION.unpack_from(page, slot * 8)[0]
+            if loc:
+                locations.append((page_no * ENTRIES_PER_PAGE + slot, *split_location(loc)))
+    file.close()
+    doc = {
+        "ledgerId": ledger_id_of(Path(path)),
+        "masterKey": header.master_key.hex(),
+        "fenced": header.fenced,
+        "explicitLac": header.explicit_lac.hex() if header.explicit_lac else None,
+        "entries": [{"entryId": e, "logId": log_id, "pos": pos} for e, log_id, pos in locations],
+    }
+
+    def table():
+        app.terminal.fields([("Ledger", doc["ledgerId"]), ("Master key", doc["masterKey"]),
+                             ("Fenced", "yes" if header.fenced else "no"), ("Explicit LAC", doc["explicitLac"]),
+                             ("Entries", len(locations))])
+        if locations:
+            app.terminal.table(["ENTRY", "LOG", "POS"], [list(x) for x in locations])
+
+    app.terminal.document(doc, table)
+
+
+@inspect.command()
+@click.argument("path", type=click.Path(exists=True))
+@output_option
+@click.pass_obj
+def lastmark(app, path):
+    """Show the lastMark of a ledger directory (or of a lastMark file): journal id and offset"""
+    from pathlib import Path
+
+    from bookie.errors import NotFound
+    from bookie.storage.checkpoint import FILE, read_last_mark
+
+    target = Path(path)
+    directory = target.parent.parent if target.name == FILE else target
+    mark = read_last_mark(directory)
+    if mark is None:
+        raise NotFound(f"no lastMark in {directory}/current")
+    doc = {"journalId": mark.journal_id, "journalFile": f"{mark.journal_id:x}.txn", "offset": mark.offset}
+    app.terminal.document(doc, lambda: app.terminal.fields(
+        [("Journal", f"{doc['journalFile']} (id {mark.journal_id})"), ("Offset", mark.offset)]))

@@ -1,0 +1,31 @@
+import click
+
+from bkctl.options import dry_run_option
+
+
+@click.command()
+@click.argument("bookie_id", metavar="BOOKIE")
+@click.option("--on/--off", "read_only", required=True, help="Make the bookie read-only, or writable again.")
+@dry_run_option
+@click.pass_obj
+def readonly(app, bookie_id: str, read_only: bool, dry_run: bool):
+    """Put a bookie in read-only mode (it refuses new adds, still serves reads), or take it out
+
+    A bookie that is read-only because its disks are full stays read-only until they have room (--off only lifts
+    the operator's setting).
+    """
+    from bookie._proto import bookie_admin_pb2 as pb
+    from bookie.client.channel import BookieChannel
+    from bookie.meta.registration import BookieRegistry
+
+    bookie = BookieRegistry(app.metadata).get(bookie_id)
+    wanted = "read-only" if read_only else "writable"
+    if dry_run:
+        app.terminal.line(f"bookie/{bookie_id} would be made {wanted} (now {bookie.state}; dry run)")
+        return
+    with BookieChannel.to(bookie) as channel:
+        state = channel.call(channel.admin.SetReadOnly, pb.SetReadOnlyRequest(readOnly=read_only), "set read-only")
+    if read_only or not state.readOnly:
+        app.terminal.line(f"bookie/{bookie_id} {wanted}")
+    else:
+        app.terminal.line(f"bookie/{bookie_id} stays read-only: its disks are over the usage threshold")

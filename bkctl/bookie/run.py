@@ -1,0 +1,39 @@
+import click
+
+from bkctl.options import settings_option
+
+
+@click.command()
+@click.option("--conf", "conf_file", type=click.Path(dir_okay=False), help="bk_server.conf [default: bkctl's -c].")
+@click.option("--port", type=click.IntRange(1, 65535), help="bookiePort.")
+@click.option("--journal-dir", help="journalDirectories.")
+@click.option("--ledger-dir", help="ledgerDirectories.")
+@settings_option("Any configuration key, e.g. --set journalSyncData=false (repeatable).")
+@click.pass_obj
+def run(app, conf_file, port, journal_dir, ledger_dir, settings):
+    """Run a bookie in the foreground (logs to stderr; SIGTERM or Ctrl-C shuts it down cleanly)
+
+    Configuration: BookKeeper's bk_server.conf keys and defaults, then -u, then these flags. A bookie whose
+    directories or cookie do not match its cluster refuses to start, exit 1.
+    """
+    import logging
+
+    from bookie.errors import BKError
+    from bookie.server.bookie import run as run_bookie
+    from bookie.server.config import BookieConfig
+
+    overrides = dict(settings)
+    if app.service_uri_flag:
+        overrides["metadataServiceUri"] = app.service_uri_flag
+    for key, value in (("bookiePort", port), ("journalDirectories", journal_dir), ("ledgerDirectories", ledger_dir)):
+        if value is not None:
+            overrides[key] = str(value)
+    config = BookieConfig.load(conf_file or app.conf_path, overrides)
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG if app.terminal.verbosity > 1 else logging.INFO)
+    for handler in root.handlers:
+        handler.setLevel(root.level)
+    try:
+        run_bookie(config)
+    except OSError as exc:
+        raise BKError(f"bookie {config.bookie_id} cannot start: {exc}") from None

@@ -1,0 +1,28 @@
+import click
+
+from bkctl.options import sandbox_dir_option
+
+
+@click.command("stop-bookie")
+@click.argument("name", metavar="BOOKIE")
+@click.option("--kill", is_flag=True, help="SIGKILL: a crash, no clean shutdown.")
+@sandbox_dir_option
+@click.pass_obj
+def stop_bookie(app, name: str, kill: bool, state_dir: str | None):
+    """Stop one sandbox bookie (by number or bookie id), for fault drills"""
+    from bookie.local.sandbox import Sandbox
+
+    bookie = Sandbox(state_dir).stop_bookie(name, kill=kill)
+    app.terminal.line(f"bookie/{bookie.bookie_id} {'killed' if kill else 'stopped'}")
+
+
+@click.command("start-bookie")
+@click.argument("name", metavar="BOOKIE")
+@sandbox_dir_option
+@click.pass_obj
+def start_bookie(app, name: str, state_dir: str | None):
+    """Start a stopped sandbox bookie again on its disks, and wait until it registers"""
+    from bookie.local.sandbox import Sandbox
+
+    bookie = Sandbox(state_dir).start_bookie(name)
+    app.terminal.line(f"bookie/{bookie.bookie_id} started (pid {bookie.pid})")

@@ -1,0 +1,58 @@
+"""A synchronous channel to one bookie, for tools and admin calls. gRPC errors are translated here, at the stub
+boundary, into the core's exceptions; a non-OK BookKeeper status becomes the exception registered for it."""
+
+from __future__ import annotations
+
+import grpc
+
+from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
+from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, error_for_status
+from bookie.meta.registration import RegisteredBookie
+
+MAX_MESSAGE = 64 * 1024 * 1024
+OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
+
+
+def translate_rpc_error(exc: grpc.RpcError, bookie: str, what: str) -> BKError:
+    code = exc.code() if hasattr(exc, "code") else None
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return OperationTimeout(f"{what} on bookie {bookie} timed out")
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return ServiceUnavailable(f"bookie {bookie} is unreachable ({what})")
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        return BKError(f"bookie {bookie} does not support {what}")
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    return BKError(f"{what} on bookie {bookie} failed: {code.name if code else 'error'} {details}")
+
+
+class BookieChannel:
+    def __init__(self, bookie_id: str, address: tuple[str, int], timeout: float = 10.0):
+        self.bookie_id = bookie_id
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(f"{address[0]}:{address[1]}", options=OPTIONS)
+        self.bookie = bookkeeper_protocol_pb2_grpc.BookieStub(self._channel)
+        self.admin = bookie_admin_pb2_grpc.BookieAdminStub(self._channel)
+
+    @classmethod
+    def to(cls, registered: RegisteredBookie, timeout: float = 10.0) -> BookieChannel:
+        return cls(registered.bookie_id, registered.address(), timeout)
+
+    def __enter__(self) -> BookieChannel:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def call(self, method, request, what: str, timeout: float | None = None):
+        """Call a unary method; raise the core's exception for an RPC failure or a non-OK ``status``."""
+        try:
+            response = method(request, timeout=timeout or self.timeout)
+        except grpc.RpcError as exc:
+            raise translate_rpc_error(exc, self.bookie_id, what) from None
+        status = getattr(response, "status", 0)
+        if status:
+            raise error_for_status(status, f"{what} on bookie {self.bookie_id}: status {status}")
+        return response

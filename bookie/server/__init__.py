@@ -1,0 +1,1 @@
+"""The bookie process: configuration, lifecycle, gRPC servicers, read-only mode, metrics."""

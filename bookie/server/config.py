@@ -1,0 +1,120 @@
+"""Bookie configuration: a ``bk_server.conf`` properties file with Apache BookKeeper's key names and defaults
+(spec/defaults.md), overridden by flags. Only keys this bookie implements are read; unknown keys are ignored, as
+BookKeeper does, so one file serves both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from bookie.conf import load_properties, metadata_service_uri
+from bookie.errors import InvalidArgument
+from bookie.storage.ledger_storage import StorageConfig
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return value == "true"
+
+
+@dataclass
+class BookieConfig:
+    metadataServiceUri: str = "zk+hierarchical://localhost:2181/ledgers"
+    bookiePort: int = 3181
+    bookieId: str = ""
+    advertisedAddress: str = ""
+    listeningInterface: str = "127.0.0.1"  # ours: the address to bind (BookKeeper binds all interfaces)
+    bookieRack: str = ""  # ours: published in the registration for rack-aware placement
+    journalDirectories: str = "/tmp/bk-txn"
+    ledgerDirectories: str = "/tmp/bk-data"
+    indexDirectories: str = ""  # = ledgerDirectories
+    journalSyncData: bool = True
+    journalMaxGroupWaitMSec: float = 2.0
+    journalBufferedWritesThreshold: int = 524288
+    journalMaxSizeMB: int = 2048
+    journalPreAllocSizeMB: int = 16
+    journalMaxBackups: int = 5
+    logSizeLimit: int = 1073741824
+    flushInterval: int = 10000
+    pageLimit: int = -1
+    nettyMaxFrameSizeBytes: int = 5242880
+    diskUsageThreshold: float = 0.95
+    diskUsageWarnThreshold: float = 0.90
+    diskCheckInterval: int = 10000
+    readOnlyModeEnabled: bool = True
+    prometheusStatsHttpPort: int = 8000
+    zkTimeout: int = 10000
+
+    ALIASES = {"entryLogSizeLimit": "logSizeLimit", "journalDirectory": "journalDirectories",
+               "ledgerDirectory": "ledgerDirectories"}
+
+    @classmethod
+    def load(cls, path: str | None = None, overrides: dict[str, str] | None = None) -> BookieConfig:
+        """Defaults, then the file, then ``overrides`` (flags and ``--set KEY=VALUE``)."""
+        props = load_properties(path) if path else {}
+        if uri := metadata_service_uri(props):
+            props["metadataServiceUri"] = uri
+        props.update(overrides or {})
+        config = cls()
+        known = {f.name: f for f in fields(cls)}
+        where = f" in {path}" if path else ""
+        for raw_key, text in props.items():
+            key = cls.ALIASES.get(raw_key, raw_key)
+            field = known.get(key)
+            if field is None:
+                continue
+            convert = {"int": int, "float": float, "bool": _bool, "str": str}[field.type]
+            try:
+                setattr(config, key, convert(text.strip()) if field.type != "str" else text.strip())
+            except ValueError:
+                raise InvalidArgument(f"bad value for {raw_key}{where}: {text!r} is not a valid {field.type}") from None
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        if not 0 < self.bookiePort < 65536:
+            raise InvalidArgument(f"bookiePort {self.bookiePort} is not a port number")
+        for key in ("journalDirectories", "ledgerDirectories", "indexDirectories"):
+            if len(self.dirs(key)) > 1:
+                raise InvalidArgument(f"{key}: this bookie supports one directory, got {getattr(self, key)!r}")
+        if not 0 < self.diskUsageWarnThreshold <= self.diskUsageThreshold <= 1:
+            raise InvalidArgument("need 0 < diskUsageWarnThreshold <= diskUsageThreshold <= 1")
+
+    def dirs(self, key: str) -> list[str]:
+        return [d.strip() for d in getattr(self, key).split(",") if d.strip()]
+
+    @property
+    def journal_dir(self) -> Path:
+        return Path(self.dirs("journalDirectories")[0])
+
+    @property
+    def ledger_dir(self) -> Path:
+        return Path(self.dirs("ledgerDirectories")[0])
+
+    @property
+    def index_dir(self) -> Path:
+        return Path((self.dirs("indexDirectories") or self.dirs("ledgerDirectories"))[0])
+
+    @property
+    def bookie_id(self) -> str:
+        """The configured bookieId, else ``<advertised address or listening interface>:<bookiePort>``."""
+        return self.bookieId or f"{self.advertisedAddress or self.listeningInterface}:{self.bookiePort}"
+
+    def storage(self) -> StorageConfig:
+        return StorageConfig(
+            journal_dir=self.journal_dir,
+            ledger_dir=self.ledger_dir,
+            index_dir=self.index_dir,
+            journal_sync_data=self.journalSyncData,
+            journal_max_group_wait_ms=self.journalMaxGroupWaitMSec,
+            journal_buffered_writes_threshold=self.journalBufferedWritesThreshold,
+            journal_max_size_mb=self.journalMaxSizeMB,
+            journal_prealloc_mb=self.journalPreAllocSizeMB,
+            journal_max_backups=self.journalMaxBackups,
+            entry_log_size_limit=self.logSizeLimit,
+            flush_interval_ms=self.flushInterval,
+            page_limit=self.pageLimit if self.pageLimit > 0 else 65536,  # automatic: 512 MB of index pages
+            max_entry_size=self.nettyMaxFrameSizeBytes,
+        )

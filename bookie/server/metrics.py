@@ -1,0 +1,54 @@
+"""The bookie's Prometheus metrics, served on ``prometheusStatsHttpPort`` at /metrics."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class BookieStats:
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry()
+        self.adds = Counter("bookie_add_entries", "Entries added", ["status"], registry=registry)
+        self.add_batch_latency = Histogram(
+            "bookie_add_batch_latency_seconds", "From receiving an add batch to acknowledging it",
+            buckets=LATENCY_BUCKETS, registry=registry,
+        )
+        self.reads = Counter("bookie_read_entries", "Entries read", ["status"], registry=registry)
+        self.read_latency = Histogram(
+            "bookie_read_latency_seconds", "Single-entry read latency", buckets=LATENCY_BUCKETS, registry=registry
+        )
+        self.bytes_written = Counter("bookie_write_bytes", "Entry bytes added", registry=registry)
+        self.journal_sync_latency = Histogram(
+            "bookie_journal_sync_latency_seconds", "Journal fsync latency", buckets=LATENCY_BUCKETS, registry=registry
+        )
+        self.journal_group_items = Histogram(
+            "bookie_journal_group_items", "Queued writes per group commit",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=registry,
+        )
+        self.journal_group_bytes = Histogram(
+            "bookie_journal_group_bytes", "Bytes per group commit",
+            buckets=(512, 4096, 65536, 262144, 524288, 1 << 20, 4 << 20), registry=registry,
+        )
+        self.journal_queue = Gauge("bookie_journal_queue_depth", "Writes waiting for the journal", registry=registry)
+        self.cache_hit_ratio = Gauge("bookie_ledger_cache_hit_ratio", "Index page hit ratio", registry=registry)
+        self.cache_pages = Gauge("bookie_ledger_cache_pages", "Index pages in memory", registry=registry)
+        self.read_only = Gauge("bookie_read_only", "1 when the bookie is read-only", registry=registry)
+
+    def journal_sync(self, seconds: float, items: int, size: int) -> None:
+        self.journal_sync_latency.observe(seconds)
+        self.journal_group_items.observe(items)
+        self.journal_group_bytes.observe(size)
+
+    def watch(self, storage) -> None:
+        """Gauges read at scrape time from the storage engine."""
+        cache = storage.cache
+        self.cache_hit_ratio.set_function(lambda: cache.hits / max(1, cache.hits + cache.misses))
+        self.cache_pages.set_function(lambda: cache.page_count)
+        self.journal_queue.set_function(storage.journal.queue_depth)
+
+    def serve(self, port: int, address: str = "127.0.0.1") -> int:
+        """Start the /metrics endpoint; return its port (``port`` 0 picks a free one)."""
+        server, _ = start_http_server(port, addr=address, registry=self.registry)
+        return server.server_port

@@ -1,0 +1,268 @@
+"""The Bookie gRPC service: thin translation between protocol messages and ledger storage (spec/wire-protocol.md).
+
+Adds arrive in batches on a long-lived stream; each batch is stored, journaled, and answered once durable, while
+the stream keeps reading the next batches (answers go out in order). Reads, fence reads and LAC long polls are
+unary; range reads stream chunks of entries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import struct
+import time
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
+from bookie.codec.availability import AvailabilityOfEntries
+from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, NoSuchEntry, Unauthorized
+from bookie.storage.ledger_storage import AddKey
+
+log = logging.getLogger(__name__)
+SIZE = struct.Struct(">i")
+RECOVERY_PRIORITY = 100
+
+
+def status_of(exc: BaseException) -> int:
+    """The BookKeeper status code for an error (EIO for anything without one)."""
+    if isinstance(exc, CorruptData):
+        log.error("corruption: %s", exc)
+    elif not isinstance(exc, BKError):
+        log.exception("unexpected error", exc_info=exc)
+    return getattr(exc, "status", None) or pb.EIO
+
+
+class BookieServicer(pb_grpc.BookieServicer):
+    def __init__(self, bookie):
+        self.bookie = bookie
+        self.storage = bookie.storage
+        self.stats = bookie.stats
+        self._lac_waiters: dict[int, list[asyncio.Future]] = {}
+        self.storage.on_lac_advanced = self._lac_advanced
+
+    # ---- helpers ----
+    @staticmethod
+    def _durable():
+        """A future and the journal callback that resolves it from the journal thread."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def resolve(error):
+            if not future.done():
+                future.set_result(error)
+
+        return future, lambda error: loop.call_soon_threadsafe(resolve, error)
+
+    def _check_writable(self, priority: int) -> None:
+        if self.bookie.read_only:
+            raise BookieReadOnly("bookie is read-only")
+
+    def _lac_advanced(self, ledger_id: int) -> None:
+        for waiter in self._lac_waiters.pop(ledger_id, ()):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # ---- adds ----
+    async def AddEntry(self, request, context):
+        record = SIZE.pack(len(request.body)) + request.body
+        batch = pb.AddBatch(batchId=0, entries=record)
+        key = batch.keys.add(ledgerId=request.ledgerId, masterKey=request.masterKey, writeFlags=request.writeFlags)
+        if request.HasField("flag"):
+            key.flag = request.flag
+        response = await self._add_batch(batch)
+        if response.failed:
+            return response.failed[0]
+        return pb.AddResponse(status=pb.EOK, ledgerId=request.ledgerId, entryId=request.entryId)
+
+    async def AddEntries(self, request_iterator, context):
+        pending: asyncio.Queue = asyncio.Queue()
+
+        async def receive():
+            try:
+                async for batch in request_iterator:
+                    await pending.put(asyncio.ensure_future(self._add_batch(batch)))
+            finally:
+                await pending.put(None)
+
+        receiver = asyncio.ensure_future(receive())
+        try:
+            while (answer := await pending.get()) is not None:
+                yield await answer
+        finally:
+            receiver.cancel()
+
+    async def _add_batch(self, batch) -> pb.AddBatchResponse:
+        started = time.perf_counter()
+        response = pb.AddBatchResponse(batchId=batch.batchId, count=0)
+        keys = {
+            k.ledgerId: AddKey(k.masterKey, recovery=k.flag == pb.AddRequest.RECOVERY_ADD, deferred_sync=k.writeFlags & 1)
+            for k in batch.keys
+        }
+        records = batch.entries
+        try:
+            self._check_writable(batch.priority)
+            future, callback = self._durable()
+            added, refused = self.storage.add_batch(keys, records, callback)
+            error = await future
+        except BaseException as exc:  # the whole batch failed
+            return self._fail_all(response, records, status_of(exc))
+        if error is not None:
+            return self._fail_all(response, records, status_of(error))
+        response.count = added + len(refused)
+        for ledger_id, entry_id, exc in refused:
+            response.failed.add(status=status_of(exc), ledgerId=ledger_id, entryId=entry_id)
+        self.stats.adds.labels("ok").inc(added)
+        if refused:
+            self.stats.adds.labels("failed").inc(len(refused))
+        self.stats.bytes_written.inc(len(records))
+        self.stats.add_batch_latency.observe(time.perf_counter() - started)
+        return response
+
+    def _fail_all(self, response, records: bytes, status: int) -> pb.AddBatchResponse:
+        offset = 0
+        while offset + 20 <= len(records):
+            size, ledger_id, entry_id = struct.unpack_from(">iqq", records, offset)
+            response.failed.add(status=status, ledgerId=ledger_id, entryId=entry_id)
+            offset += 4 + max(size, 16)
+        response.count = len(response.failed)
+        self.stats.adds.labels("failed").inc(response.count)
+        return response
+
+    # ---- reads ----
+    async def ReadEntry(self, request, context):
+        started = time.perf_counter()
+        response = pb.ReadResponse(status=pb.EOK, ledgerId=request.ledgerId, entryId=request.entryId)
+        try:
+            if request.flag == pb.ReadRequest.FENCE_LEDGER:
+                if not request.HasField("masterKey"):
+                    raise Unauthorized("a fence read needs the master key")
+                future, callback = self._durable()
+                self.storage.fence(request.ledgerId, request.masterKey, callback)
+                if (error := await future) is not None:
+                    raise error
+            if request.HasField("previousLAC"):
+                return await self._long_poll(request, response)
+            response.body = self.storage.read_entry(request.ledgerId, request.entryId)
+            response.maxLAC = self.storage.lac(request.ledgerId)
+            self.stats.reads.labels("ok").inc()
+        except BaseException as exc:
+            response.status = status_of(exc)
+            self.stats.reads.labels("failed").inc()
+        self.stats.read_latency.observe(time.perf_counter() - started)
+        return response
+
+    async def _long_poll(self, request, response):
+        ledger_id, previous = request.ledgerId, request.previousLAC
+        piggyback = request.flag == pb.ReadRequest.ENTRY_PIGGYBACK
+        if piggyback and request.entryId != -1:
+            raise BadRequest("ENTRY_PIGGYBACK needs entryId -1")
+        lac = self.storage.lac(ledger_id)
+        if lac <= previous and request.timeOut > 0:
+            waiter = asyncio.get_running_loop().create_future()
+            self._lac_waiters.setdefault(ledger_id, []).append(waiter)
+            try:
+                await asyncio.wait_for(waiter, request.timeOut / 1000.0)
+            except asyncio.TimeoutError:
+                pass
+            lac = self.storage.lac(ledger_id)
+        response.maxLAC = lac
+        response.entryId = -1
+        if lac > previous and piggyback:
+            try:
+                response.body = self.storage.read_entry(ledger_id, previous + 1)
+                response.entryId = previous + 1
+            except NoSuchEntry:
+                pass
+        return response
+
+    async def ReadEntries(self, request, context):
+        ledger_id, entry_id = request.ledgerId, request.firstEntryId
+        limit = request.maxChunkBytes or (1 << 20)
+        try:
+            max_lac = self.storage.lac(ledger_id)
+        except BaseException as exc:
+            yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=entry_id)
+            return
+        while entry_id <= request.lastEntryId:
+            chunk, first, count, error = bytearray(), entry_id, 0, None
+            while entry_id <= request.lastEntryId and len(chunk) < limit:
+                try:
+                    body = self.storage.read_entry(ledger_id, entry_id)
+                except BaseException as exc:
+                    error = exc
+                    break
+                chunk += SIZE.pack(len(body)) + body
+                count += 1
+                entry_id += 1
+            self.stats.reads.labels("ok").inc(count)
+            if count:
+                yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=first, count=count,
+                                        entries=bytes(chunk), maxLAC=max_lac)
+            if error is not None:
+                self.stats.reads.labels("failed").inc()
+                yield pb.ReadRangeChunk(status=status_of(error), ledgerId=ledger_id, firstEntryId=entry_id)
+                return
+            await asyncio.sleep(0)
+
+    # ---- LAC, force, info ----
+    async def WriteLac(self, request, context):
+        response = pb.WriteLacResponse(status=pb.EOK, ledgerId=request.ledgerId)
+        try:
+            self._check_writable(0)
+            future, callback = self._durable()
+            self.storage.write_explicit_lac(request.ledgerId, request.masterKey, request.lac, request.body, callback)
+            if (error := await future) is not None:
+                raise error
+        except BaseException as exc:
+            response.status = status_of(exc)
+        return response
+
+    async def ReadLac(self, request, context):
+        response = pb.ReadLacResponse(status=pb.EOK, ledgerId=request.ledgerId)
+        try:
+            explicit = self.storage.explicit_lac(request.ledgerId)
+            if explicit:
+                response.lacBody = explicit
+            try:
+                response.lastEntryBody = self.storage.read_entry(request.ledgerId, -1)
+            except NoSuchEntry:
+                if not explicit:
+                    raise
+        except BaseException as exc:
+            response.status = status_of(exc)
+        return response
+
+    async def ForceLedger(self, request, context):
+        future, callback = self._durable()
+        self.storage.journal.log(b"", callback)
+        error = await future
+        return pb.ForceLedgerResponse(status=pb.EOK if error is None else status_of(error), ledgerId=request.ledgerId)
+
+    async def GetBookieInfo(self, request, context):
+        usage = shutil.disk_usage(self.bookie.config.ledger_dir)
+        response = pb.GetBookieInfoResponse(status=pb.EOK)
+        if request.requested & pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY:
+            response.totalDiskCapacity = usage.total
+        if request.requested & pb.GetBookieInfoRequest.FREE_DISK_SPACE:
+            response.freeDiskSpace = usage.free
+        return response
+
+    def _entries_of(self, ledger_id: int) -> pb.GetListOfEntriesOfLedgerResponse:
+        response = pb.GetListOfEntriesOfLedgerResponse(status=pb.EOK, ledgerId=ledger_id)
+        try:
+            entries = self.storage.entry_ids(ledger_id)
+            response.availabilityOfEntriesOfLedger = AvailabilityOfEntries.from_entries(entries).encode()
+        except BaseException as exc:
+            response.status = status_of(exc)
+        return response
+
+    async def GetListOfEntriesOfLedger(self, request, context):
+        return self._entries_of(request.ledgerId)
+
+    async def GetListOfEntriesOfLedgers(self, request, context):
+        for ledger_id in request.ledgerId:
+            yield self._entries_of(ledger_id)
+            await asyncio.sleep(0)
+
+

@@ -1,0 +1,1 @@
+"""The bookie's storage engine: journal, entry logs, index files behind a ledger cache, checkpoints and replay."""

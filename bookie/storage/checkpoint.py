@@ -1,0 +1,39 @@
+"""lastMark (spec/bookie-storage.md): ``<ledgerDir>/current/lastMark``, 16 bytes ``int64 journalId | int64 offset``.
+
+Every entry before that journal position is persisted in entry logs and index files, so a restart replays the
+journal from there.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+from bookie.errors import CorruptData
+from bookie.storage.group_commit import LogMark
+
+MARK = struct.Struct(">qq")
+FILE = "lastMark"
+
+
+def read_last_mark(directory: Path) -> LogMark | None:
+    path = Path(directory) / "current" / FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    if len(data) != MARK.size:
+        raise CorruptData(f"{path}: {len(data)} bytes, expected {MARK.size}")
+    return LogMark(*MARK.unpack(data))
+
+
+def write_last_mark(directory: Path, mark: LogMark) -> None:
+    current = Path(directory) / "current"
+    current.mkdir(parents=True, exist_ok=True)
+    tmp = current / (FILE + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(MARK.pack(*mark))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, current / FILE)

@@ -1,0 +1,268 @@
+"""Entry logs (spec/bookie-storage.md): ``<ledgerDir>/current/<hex log id>.log``, interleaving all ledgers' entries.
+
+Byte layout::
+
+    offset 0      1024-byte header: b"BKLO" | int32 version (1) | int64 ledgersMapOffset (at 8) |
+                  int32 ledgersCount (at 16) | zeros
+    offset 1024   entries, each: int32 size | framed entry (ledgerId, entryId, ...)
+                  an entry's location is (logId << 32) | pos, pos = offset of the framed entry (after the size)
+    ledgersMap    appended when the log is sealed, in batches of <= 10,000 ledgers, each:
+                  int32 (batchLength - 4) | int64 -1 | int64 -2 | int32 count | count x (int64 ledgerId, int64 bytes)
+                  (bytes include the 4-byte size prefixes); then the header's map offset and count are patched.
+                  A log without a map (offset 0) is scanned to rebuild it.
+
+``lastId`` in the directory holds the highest log id as hex text and a newline.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+from bookie.errors import CorruptData
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"BKLO"
+VERSION = 1
+HEADER_SIZE = 1024
+HEADER = struct.Struct(">4siqi")
+assert HEADER.size == 20
+SIZE = struct.Struct(">i")
+IDS = struct.Struct(">qq")
+MAP_BATCH_HEADER = struct.Struct(">iqqi")
+MAP_ENTRY = struct.Struct(">qq")
+MAP_BATCH = 10_000
+MAX_ENTRY_SIZE = 64 * 1024 * 1024
+WRITE_BUFFER = 1 << 20
+
+
+def log_path(directory: Path, log_id: int) -> Path:
+    return Path(directory) / "current" / f"{log_id:x}.log"
+
+
+def location(log_id: int, pos: int) -> int:
+    return (log_id << 32) | pos
+
+
+def split_location(loc: int) -> tuple[int, int]:
+    return loc >> 32, loc & 0xFFFFFFFF
+
+
+def list_log_ids(directory: Path) -> list[int]:
+    current = Path(directory) / "current"
+    ids = []
+    for path in current.glob("*.log") if current.exists() else ():
+        try:
+            ids.append(int(path.stem, 16))
+        except ValueError:
+            continue
+    return sorted(ids)
+
+
+def read_ledgers_map(path: Path) -> dict[int, int] | None:
+    """The sealed log's ledgers map ``{ledgerId: bytes}``, or None when it has none."""
+    with open(path, "rb") as f:
+        magic, version, map_offset, count = HEADER.unpack(f.read(HEADER.size))
+        if magic != MAGIC:
+            raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
+        if map_offset == 0:
+            return None
+        f.seek(map_offset)
+        result: dict[int, int] = {}
+        while len(result) < count:
+            head = f.read(MAP_BATCH_HEADER.size)
+            if len(head) < MAP_BATCH_HEADER.size:
+                raise CorruptData(f"{path}: ledgers map cut short at offset {f.tell()}")
+            _, m1, m2, n = MAP_BATCH_HEADER.unpack(head)
+            if (m1, m2) != (-1, -2) or n < 0:
+                raise CorruptData(f"{path}: bad ledgers map batch at offset {f.tell() - MAP_BATCH_HEADER.size}")
+            body = f.read(n * MAP_ENTRY.size)
+            for i in range(n):
+                ledger_id, size = MAP_ENTRY.unpack_from(body, i * MAP_ENTRY.size)
+                result[ledger_id] = size
+        return result
+
+
+def scan_log(path: Path) -> Iterator[tuple[int, int, int, int]]:
+    """``(pos, size, ledgerId, entryId)`` of every entry, up to the ledgers map or the end of the data."""
+    with open(path, "rb") as f:
+        magic, _, map_offset, _ = HEADER.unpack(f.read(HEADER.size))
+        if magic != MAGIC:
+            raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
+        end = map_offset or os.fstat(f.fileno()).st_size
+        position = HEADER_SIZE
+        f.seek(position)
+        while position + 4 <= end:
+            head = f.read(4 + IDS.size)
+            if len(head) < 4:
+                return
+            (size,) = SIZE.unpack_from(head)
+            if size == 0:
+                return  # unwritten tail
+            if size < IDS.size or position + 4 + size > end:
+                raise CorruptData(f"{path}: bad entry size {size} at offset {position}")
+            ledger_id, entry_id = IDS.unpack_from(head, 4)
+            yield position + 4, size, ledger_id, entry_id
+            position += 4 + size
+            f.seek(position)
+
+
+def rebuild_ledgers_map(path: Path) -> dict[int, int]:
+    sizes: dict[int, int] = defaultdict(int)
+    for _, size, ledger_id, _ in scan_log(path):
+        sizes[ledger_id] += 4 + size
+    return dict(sizes)
+
+
+class EntryLogger:
+    """Appends to the current entry log (with a write buffer), rotates at ``logSizeLimit``, reads any log."""
+
+    def __init__(self, directory: Path, size_limit: int = 1 << 30):
+        self.directory = Path(directory)
+        (self.directory / "current").mkdir(parents=True, exist_ok=True)
+        self.size_limit = size_limit
+        self.lock = threading.RLock()
+        self._read_fds: dict[int, int] = {}
+        self.current_id = -1
+        self._fd = -1
+        self._buffer = bytearray()
+        self._flushed = 0  # file offset where the buffer starts
+        self.ledger_sizes: dict[int, int] = defaultdict(int)  # of the current log
+        self.unsynced: set[int] = set()
+        self._roll()
+
+    # ---- writing ----
+    def _next_id(self) -> int:
+        last_file = self.directory / "current" / "lastId"
+        ids = list_log_ids(self.directory)
+        last = max(ids[-1] if ids else -1, int(last_file.read_text().strip() or "-1", 16) if last_file.exists() else -1)
+        return last + 1
+
+    def _roll(self) -> None:
+        if self._fd >= 0:
+            self._seal()
+        log_id = self._next_id()
+        path = log_path(self.directory, log_id)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(self._fd, HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"))
+        tmp = self.directory / "current" / "lastId.tmp"
+        tmp.write_text(f"{log_id:x}\n")
+        os.replace(tmp, self.directory / "current" / "lastId")
+        self.current_id = log_id
+        self._flushed = HEADER_SIZE
+        self._buffer = bytearray()
+        self.ledger_sizes = defaultdict(int)
+        self.unsynced.add(log_id)
+
+    def _seal(self) -> None:
+        """Flush the current log, append its ledgers map, patch the header."""
+        self._flush_buffer()
+        map_offset = self._flushed
+        items = sorted(self.ledger_sizes.items())
+        blob = bytearray()
+        for start in range(0, len(items), MAP_BATCH):
+            batch = items[start : start + MAP_BATCH]
+            body = b"".join(MAP_ENTRY.pack(lid, size) for lid, size in batch)
+            blob += MAP_BATCH_HEADER.pack(MAP_BATCH_HEADER.size - 4 + len(body), -1, -2, len(batch)) + body
+        os.pwrite(self._fd, bytes(blob), map_offset)
+        os.pwrite(self._fd, struct.pack(">qi", map_offset, len(items)), 8)
+        os.fsync(self._fd)
+        os.close(self._fd)
+        self.unsynced.discard(self.current_id)
+        self._fd = -1
+
+    def append(self, records: bytes, sizes: dict[int, int]) -> int:
+        """Append ``records`` (``int32 size | framed entry`` each) and return the file offset of the first record.
+        ``sizes`` is ``{ledgerId: bytes}`` of the records, for the ledgers map."""
+        with self.lock:
+            if self.position > HEADER_SIZE and self.position + len(records) > self.size_limit:
+                self._roll()
+            offset = self.position
+            self._buffer += records
+            for ledger_id, size in sizes.items():
+                self.ledger_sizes[ledger_id] += size
+            if len(self._buffer) >= WRITE_BUFFER:
+                self._flush_buffer()
+            return offset
+
+    @property
+    def position(self) -> int:
+        return self._flushed + len(self._buffer)
+
+    def _flush_buffer(self) -> None:
+        if self._buffer:
+            os.pwrite(self._fd, self._buffer, self._flushed)
+            self._flushed += len(self._buffer)
+            self._buffer = bytearray()
+
+    def flush(self) -> None:
+        """Make everything appended durable (the checkpoint's half for entry logs)."""
+        with self.lock:
+            self._flush_buffer()
+            pending = set(self.unsynced)
+        for log_id in pending:
+            fd = self._fd if log_id == self.current_id else self._reader(log_id)
+            os.fsync(fd)
+            if log_id != self.current_id:
+                self.unsynced.discard(log_id)
+
+    def close(self) -> None:
+        with self.lock:
+            if self._fd >= 0:
+                self._flush_buffer()
+                os.fsync(self._fd)
+                os.close(self._fd)
+                self._fd = -1
+            for fd in self._read_fds.values():
+                os.close(fd)
+            self._read_fds.clear()
+
+    # ---- reading ----
+    def _reader(self, log_id: int) -> int:
+        fd = self._read_fds.get(log_id)
+        if fd is None:
+            try:
+                fd = os.open(log_path(self.directory, log_id), os.O_RDONLY)
+            except FileNotFoundError:
+                raise CorruptData(f"entry log {log_path(self.directory, log_id)} is missing") from None
+            self._read_fds[log_id] = fd
+        return fd
+
+    def read(self, loc: int, ledger_id: int, entry_id: int) -> bytes:
+        """The framed entry at ``loc``, checked to be the one asked for."""
+        log_id, pos = split_location(loc)
+        with self.lock:
+            if log_id == self.current_id and pos - 4 >= self._flushed:
+                start = pos - 4 - self._flushed
+                head = bytes(self._buffer[start : start + 4])
+                size = SIZE.unpack(head)[0] if len(head) == 4 else -1
+                data = bytes(self._buffer[start + 4 : start + 4 + size]) if size > 0 else b""
+            else:
+                data, size = None, None
+        path = log_path(self.directory, log_id)
+        if data is None:
+            fd = self._reader(log_id)
+            head = os.pread(fd, 4 + 4096, pos - 4)
+            size = SIZE.unpack_from(head)[0] if len(head) >= 4 else -1
+            if IDS.size <= size <= MAX_ENTRY_SIZE:
+                data = head[4 : 4 + size]
+                if len(data) < size:
+                    data += os.pread(fd, size - len(data), pos + len(data))
+        if not IDS.size <= size <= MAX_ENTRY_SIZE or len(data) != size:
+            raise CorruptData(f"{path}: bad entry size {size} at offset {pos - 4} (ledger {ledger_id} entry {entry_id})")
+        found = IDS.unpack_from(data)
+        if found != (ledger_id, entry_id):
+            raise CorruptData(
+                f"{path}: offset {pos - 4} holds ledger {found[0]} entry {found[1]}, "
+                f"the index says ledger {ledger_id} entry {entry_id}"
+            )
+        return data
+
+    def sealed_log_ids(self) -> list[int]:
+        return [i for i in list_log_ids(self.directory) if i != self.current_id]

@@ -1,0 +1,129 @@
+"""Index files (spec/bookie-storage.md): one per ledger,
+``<indexDir>/current/<hex((id & 0xff00) >> 8)>/<hex(id & 0xff)>/<hex(id)>.idx``.
+
+Byte layout::
+
+    offset 0      1024-byte header: b"BKLE" | int32 version (1) | int32 masterKeyLen | master key |
+                  int32 state bits (0x1 = fenced) | int32 explicitLacLen | explicit LAC buffer | zeros
+    offset 1024   int64 location per entry id, at 1024 + 8 * entryId; 0 = absent.
+                  Pages of 8192 bytes (1024 entries).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookie.errors import CorruptData
+
+MAGIC = b"BKLE"
+VERSION = 1
+HEADER_SIZE = 1024
+PAGE_SIZE = 8192
+ENTRIES_PER_PAGE = PAGE_SIZE // 8
+FENCED = 0x1
+INT = struct.Struct(">i")
+LOCATION = struct.Struct(">q")
+
+
+def index_path(directory: Path, ledger_id: int) -> Path:
+    return (
+        Path(directory) / "current" / f"{(ledger_id & 0xFF00) >> 8:x}" / f"{ledger_id & 0xFF:x}" / f"{ledger_id:x}.idx"
+    )
+
+
+def ledger_id_of(path: Path) -> int | None:
+    try:
+        return int(path.stem, 16) if path.suffix == ".idx" else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class IndexHeader:
+    master_key: bytes = b""
+    fenced: bool = False
+    explicit_lac: bytes | None = None
+
+    def encode(self) -> bytes:
+        lac = self.explicit_lac or b""
+        head = MAGIC + INT.pack(VERSION) + INT.pack(len(self.master_key)) + self.master_key
+        head += INT.pack(FENCED if self.fenced else 0) + INT.pack(len(lac)) + lac
+        if len(head) > HEADER_SIZE:
+            raise CorruptData(f"index header of {len(head)} bytes does not fit {HEADER_SIZE}")
+        return head.ljust(HEADER_SIZE, b"\0")
+
+    @classmethod
+    def decode(cls, data: bytes, where: str) -> IndexHeader:
+        if len(data) < 16 or data[:4] != MAGIC:
+            raise CorruptData(f"{where}: not an index file")
+        (version,) = INT.unpack_from(data, 4)
+        if version != VERSION:
+            raise CorruptData(f"{where}: unknown index file version {version}")
+        offset = 8
+        (key_len,) = INT.unpack_from(data, offset)
+        if not 0 <= key_len <= HEADER_SIZE - 20:
+            raise CorruptData(f"{where}: bad master key length {key_len} at offset {offset}")
+        key = data[offset + 4 : offset + 4 + key_len]
+        offset += 4 + key_len
+        state, lac_len = struct.unpack_from(">ii", data, offset)
+        if not 0 <= lac_len <= HEADER_SIZE - offset - 8:
+            raise CorruptData(f"{where}: bad explicit LAC length {lac_len} at offset {offset + 4}")
+        lac = data[offset + 8 : offset + 8 + lac_len] if lac_len else None
+        return cls(key, bool(state & FENCED), lac)
+
+
+class IndexFile:
+    """Page-level access to one ledger's index file (created on first write)."""
+
+    def __init__(self, directory: Path, ledger_id: int, path: Path | None = None):
+        self.path = path or index_path(directory, ledger_id)
+        self._fd = -1
+
+    def exists(self) -> bool:
+        return self._fd >= 0 or self.path.exists()
+
+    def _open(self, create: bool) -> int:
+        if self._fd < 0:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_RDWR | (os.O_CREAT if create else 0)
+            self._fd = os.open(self.path, flags, 0o644)
+        return self._fd
+
+    def read_header(self) -> IndexHeader:
+        return IndexHeader.decode(os.pread(self._open(False), HEADER_SIZE, 0), str(self.path))
+
+    def write_raw_header(self, encoded: bytes) -> None:
+        os.pwrite(self._open(True), encoded, 0)
+
+    def page_count(self) -> int:
+        size = os.fstat(self._open(False)).st_size
+        return max(0, (size - HEADER_SIZE + PAGE_SIZE - 1) // PAGE_SIZE)
+
+    def read_page(self, page_no: int) -> bytearray:
+        if not self.exists():
+            return bytearray(PAGE_SIZE)
+        data = os.pread(self._open(False), PAGE_SIZE, HEADER_SIZE + page_no * PAGE_SIZE)
+        return bytearray(data.ljust(PAGE_SIZE, b"\0"))
+
+    def write_page(self, page_no: int, page: bytes) -> None:
+        os.pwrite(self._open(True), page, HEADER_SIZE + page_no * PAGE_SIZE)
+
+    def sync(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass

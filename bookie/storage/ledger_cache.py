@@ -1,0 +1,204 @@
+"""The ledger cache: each ledger's index pages and header state in memory, in front of its index file.
+
+Pages are held up to ``page_limit``; past it the least recently used pages are evicted, dirty ones written to their
+files first. The checkpoint writes every dirty page and header and fsyncs the files it wrote.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader, ledger_id_of
+
+
+class LedgerIndex:
+    """One ledger's state: master key, fence bit, explicit LAC, LAC, last entry, and its cached index pages."""
+
+    __slots__ = ("ledger_id", "file", "header", "header_dirty", "pages", "dirty", "last_entry", "lac", "_current")
+
+    def __init__(self, ledger_id: int, file: IndexFile, header: IndexHeader, last_entry: int):
+        self.ledger_id = ledger_id
+        self.file = file
+        self.header = header
+        self.header_dirty = False
+        self.pages: dict[int, bytearray] = {}
+        self.dirty: set[int] = set()
+        self.last_entry = last_entry
+        self.lac: int | None = None  # None: not known since start; derived from the last entry on demand
+        self._current: tuple[int, bytearray] | None = None
+
+    @property
+    def master_key(self) -> bytes:
+        return self.header.master_key
+
+    @property
+    def fenced(self) -> bool:
+        return self.header.fenced
+
+
+def _nonzero_slots(page: bytes) -> list[int]:
+    values = array.array("q", page)
+    return [slot for slot, value in enumerate(values) if value]
+
+
+class LedgerCache:
+    def __init__(self, index_dir: Path, page_limit: int = 8192):
+        self.index_dir = Path(index_dir)
+        self.page_limit = max(page_limit, 16)
+        self.ledgers: dict[int, LedgerIndex] = {}
+        self._lru: OrderedDict[tuple[int, int], None] = OrderedDict()
+        self._unsynced: dict[int, IndexFile] = {}
+        self.lock = threading.RLock()
+        self.hits = self.misses = 0
+
+    # ---- ledgers ----
+    def get(self, ledger_id: int) -> LedgerIndex | None:
+        """The ledger's state, loading its index file header when not cached; None when the bookie has no such
+        ledger."""
+        state = self.ledgers.get(ledger_id)
+        if state is not None:
+            return state
+        with self.lock:
+            file = IndexFile(self.index_dir, ledger_id)
+            if not file.exists():
+                return None
+            header = file.read_header()
+            state = LedgerIndex(ledger_id, file, header, self._last_entry_on_disk(file))
+            self.ledgers[ledger_id] = state
+            return state
+
+    def create(self, ledger_id: int, master_key: bytes) -> LedgerIndex:
+        with self.lock:
+            state = self.get(ledger_id)
+            if state is None:
+                state = LedgerIndex(ledger_id, IndexFile(self.index_dir, ledger_id), IndexHeader(master_key), -1)
+                state.header_dirty = True
+                self.ledgers[ledger_id] = state
+            return state
+
+    def delete(self, ledger_id: int) -> None:
+        with self.lock:
+            state = self.ledgers.pop(ledger_id, None) or LedgerIndex(
+                ledger_id, IndexFile(self.index_dir, ledger_id), IndexHeader(), -1
+            )
+            for page_no in list(state.pages):
+                self._lru.pop((ledger_id, page_no), None)
+            self._unsynced.pop(id(state.file), None)
+            state.file.delete()
+
+    def ledger_ids(self) -> list[int]:
+        """Every ledger this bookie has an index for (on disk or only in memory so far)."""
+        ids = set(self.ledgers)
+        current = self.index_dir / "current"
+        for path in current.glob("*/*/*.idx") if current.exists() else ():
+            ledger_id = ledger_id_of(path)
+            if ledger_id is not None:
+                ids.add(ledger_id)
+        return sorted(ids)
+
+    # ---- pages ----
+    def _page(self, state: LedgerIndex, page_no: int) -> bytearray:
+        page = state.pages.get(page_no)
+        key = (state.ledger_id, page_no)
+        if page is None:
+            self.misses += 1
+            page = state.file.read_page(page_no)
+            state.pages[page_no] = page
+            self._lru[key] = None
+            if len(self._lru) > self.page_limit:
+                self._evict()
+        else:
+            self.hits += 1
+            self._lru.move_to_end(key)
+        return page
+
+    def _evict(self) -> None:
+        while len(self._lru) > self.page_limit:
+            (ledger_id, page_no), _ = self._lru.popitem(last=False)
+            state = self.ledgers.get(ledger_id)
+            if state is None:
+                continue
+            page = state.pages.pop(page_no)
+            if state._current is not None and state._current[0] == page_no:
+                state._current = None
+            if page_no in state.dirty:
+                state.dirty.discard(page_no)
+                state.file.write_page(page_no, page)
+                self._unsynced[id(state.file)] = state.file
+
+    def set_location(self, state: LedgerIndex, entry_id: int, location: int) -> None:
+        page_no, slot = divmod(entry_id, ENTRIES_PER_PAGE)
+        current = state._current
+        if current is None or current[0] != page_no:
+            with self.lock:
+                current = state._current = (page_no, self._page(state, page_no))
+        LOCATION.pack_into(current[1], slot * 8, location)
+        state.dirty.add(page_no)
+        if entry_id > state.last_entry:
+            state.last_entry = entry_id
+
+    def get_location(self, state: LedgerIndex, entry_id: int) -> int:
+        if entry_id < 0 or entry_id > state.last_entry:
+            return 0
+        page_no, slot = divmod(entry_id, ENTRIES_PER_PAGE)
+        with self.lock:
+            page = self._page(state, page_no)
+        return LOCATION.unpack_from(page, slot * 8)[0]
+
+    def entry_ids(self, state: LedgerIndex) -> list[int]:
+        """Every entry id with a location, from the index only."""
+        ids: list[int] = []
+        pages = (state.last_entry // ENTRIES_PER_PAGE + 1) if state.last_entry >= 0 else 0
+        for page_no in range(pages):
+            with self.lock:
+                page = state.pages.get(page_no) or state.file.read_page(page_no)
+            base = page_no * ENTRIES_PER_PAGE
+            ids.extend(base + slot for slot in _nonzero_slots(page))
+        return ids
+
+    @staticmethod
+    def _last_entry_on_disk(file: IndexFile) -> int:
+        for page_no in range(file.page_count() - 1, -1, -1):
+            slots = _nonzero_slots(file.read_page(page_no))
+            if slots:
+                return page_no * ENTRIES_PER_PAGE + slots[-1]
+        return -1
+
+    # ---- checkpoint ----
+    def flush(self) -> int:
+        """Write every dirty page and header, fsync the files written; return the number of files synced.
+
+        Dirty state is taken and pages are copied under the lock (adds hold it per batch), so an update made
+        while the checkpoint runs is either in this flush or still marked dirty for the next one.
+        """
+        writes = []
+        with self.lock:
+            for state in list(self.ledgers.values()):
+                header = state.header.encode() if state.header_dirty else None
+                state.header_dirty = False
+                dirty, state.dirty = state.dirty, set()
+                pages = [(page_no, bytes(state.pages[page_no])) for page_no in sorted(dirty)]
+                if header is not None or pages:
+                    writes.append((state.file, header, pages))
+            unsynced, self._unsynced = self._unsynced, {}
+        for file, header, pages in writes:
+            if header is not None:
+                file.write_raw_header(header)
+            for page_no, page in pages:
+                file.write_page(page_no, page)
+            unsynced[id(file)] = file
+        for file in unsynced.values():
+            file.sync()
+        return len(unsynced)
+
+    def close(self) -> None:
+        with self.lock:
+            for state in self.ledgers.values():
+                state.file.close()
+
+    @property
+    def page_count(self) -> int:
+        return len(self._lru)
