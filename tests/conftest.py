@@ -16,6 +16,7 @@ from bookie.local.process import free_port, stop_process_group, tail
 from bookie.local.zookeeper import EmbeddedZooKeeper
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+from helpers import BookieHarness
 
 _namespaces = itertools.count(1)
 
@@ -71,3 +72,10 @@ def pytest_runtest_makereport(item, call):
 def pytest_configure(config):
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
+
+
+@pytest.fixture
+def harness(cluster, service_uri, tmp_path):
+    bookies = BookieHarness(cluster, service_uri, tmp_path)
+    yield bookies
+    bookies.close()

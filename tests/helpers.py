@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import struct
+import threading
 import time
 
+from bookie.codec.digest import Digester, DigestType, master_key
+from bookie.codec.entry import frame_entry
+from bookie.client.channel import BookieChannel
+from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.meta.store import MetadataStore
+from bookie.storage.ledger_storage import AddKey, LedgerStorage
 
 
 def expire_session(store: MetadataStore) -> None:
@@ -28,3 +35,105 @@ def wait_for(condition, what: str, timeout: float = 20.0):
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+# ---- storage ----
+KEY = master_key(b"pw")
+DIGESTER = Digester(DigestType.CRC32C)
+
+
+def payload(ledger_id: int, entry_id: int, size: int = 100) -> bytes:
+    return (f"{ledger_id}:{entry_id}:".encode() * size)[:size]
+
+
+def records(ledger_id: int, first: int, count: int, size: int = 100) -> bytes:
+    out = []
+    for entry_id in range(first, first + count):
+        framed = frame_entry(DIGESTER, ledger_id, entry_id, entry_id - 1, (entry_id + 1) * size,
+                             payload(ledger_id, entry_id, size))
+        out.append(struct.pack(">i", len(framed)) + framed)
+    return b"".join(out)
+
+
+def add(storage: LedgerStorage, ledger_id: int, first: int, count: int, key=KEY, recovery=False, size=100):
+    """Add and wait until durable; return the refused adds."""
+    done = threading.Event()
+    errors = []
+    _, refused = storage.add_batch(
+        {ledger_id: AddKey(key, recovery=recovery)}, records(ledger_id, first, count, size),
+        lambda e: (errors.append(e), done.set()),
+    )
+    assert done.wait(10) and errors == [None]
+    return refused
+
+
+# ---- bookie processes ----
+class StreamWriter(threading.Thread):
+    """Streams batches of adds of one ledger to a bookie and records which entries were acknowledged, until it is
+    stopped or the bookie goes away."""
+
+    def __init__(self, channel, ledger_id: int, batch: int = 50, size: int = 100, limit: int = 10**9):
+        super().__init__(daemon=True)
+        self.channel, self.ledger_id, self.batch, self.size, self.limit = channel, ledger_id, batch, size, limit
+        self.acked: list[int] = []
+        self.error: BaseException | None = None
+        self._halt = threading.Event()
+
+    def batches(self):
+        from bookie._proto import bookkeeper_protocol_pb2 as pb
+
+        first = 0
+        while not self._halt.is_set() and first < self.limit:
+            batch = pb.AddBatch(batchId=first, entries=records(self.ledger_id, first, self.batch, self.size))
+            batch.keys.add(ledgerId=self.ledger_id, masterKey=KEY)
+            yield batch
+            first += self.batch
+            time.sleep(0.002)
+
+    def run(self):
+        try:
+            for answer in self.channel.bookie.AddEntries(self.batches()):
+                assert not answer.failed, answer
+                self.acked.extend(range(answer.batchId, answer.batchId + answer.count))
+        except BaseException as exc:  # the bookie was killed: the stream breaks
+            self.error = exc
+
+    def stop(self):
+        self._halt.set()
+        self.join(30)
+
+
+class BookieHarness:
+    """Start, kill and restart real bookies (like BookKeeperClusterTestCase)."""
+
+    def __init__(self, store, service_uri, directory):
+        self.store, self.service_uri, self.directory = store, service_uri, directory
+        self.bookies: list[LocalBookie] = []
+        self.channels: list[BookieChannel] = []
+
+    def start(self, count: int = 1, **settings) -> list[LocalBookie]:
+        started = []
+        for _ in range(count):
+            index = len(self.bookies) + 1
+            bookie = LocalBookie.create(index, self.directory / f"bookie-{index}", self.service_uri,
+                                        {k: str(v) for k, v in settings.items()})
+            bookie.start()
+            self.bookies.append(bookie)
+            started.append(bookie)
+        wait_registered(self.store, started)
+        return started
+
+    def restart(self, bookie: LocalBookie) -> None:
+        bookie.start()
+        wait_registered(self.store, [bookie])
+
+    def channel(self, bookie: LocalBookie) -> BookieChannel:
+        channel = BookieChannel(bookie.bookie_id, ("127.0.0.1", bookie.port))
+        self.channels.append(channel)
+        return channel
+
+    def close(self):
+        for channel in self.channels:
+            channel.close()
+        for bookie in self.bookies:
+            bookie.stop(kill=True)

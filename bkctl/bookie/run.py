@@ -33,6 +33,8 @@ def run(app, conf_file, port, journal_dir, ledger_dir, settings):
     root.setLevel(logging.DEBUG if app.terminal.verbosity > 1 else logging.INFO)
     for handler in root.handlers:
         handler.setLevel(root.level)
+    # ZooKeeper connection losses matter to a bookie's operator; kazoo's routine chatter does not
+    logging.getLogger("kazoo").setLevel(logging.DEBUG if app.terminal.verbosity > 1 else logging.WARNING)
     try:
         run_bookie(config)
     except OSError as exc:

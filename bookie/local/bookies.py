@@ -81,14 +81,18 @@ class LocalBookie:
 
 
 def wait_registered(store, bookies: list[LocalBookie], timeout: float = 60.0) -> None:
-    """Wait until every bookie is registered (writable or read-only); fail early, with its log, if one exits."""
+    """Wait until every bookie process is registered (writable or read-only) — by its own session, not a stale
+    node of the process before it — and fail early, with its log, if one exits."""
     from bookie.meta.registration import BookieRegistry
 
     registry = BookieRegistry(store)
     deadline = time.monotonic() + timeout
     waiting = {b.bookie_id: b for b in bookies}
     while waiting:
-        registered = {b.bookie_id for b in registry.list(writable=True, readonly=True)}
+        registered = {
+            b.bookie_id for b in registry.list(writable=True, readonly=True)
+            if b.bookie_id in waiting and b.info and b.info.properties.get("pid") == str(waiting[b.bookie_id].pid)
+        }
         for bookie_id in list(waiting):
             if bookie_id in registered:
                 del waiting[bookie_id]

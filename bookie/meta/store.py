@@ -65,7 +65,7 @@ class MetadataStore:
             timeout=session_timeout,
             connection_retry=retry,
             command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-            logger=log,
+            logger=logging.getLogger("kazoo.client"),
         )
         try:
             self.zk.start(timeout=connect_timeout)

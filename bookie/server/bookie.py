@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import signal
 import threading
@@ -83,7 +84,9 @@ class BookieServer:
 
     # ---- registration and read-only mode ----
     def _info(self) -> BookieServiceInfo:
-        props = {"metricsPort": str(self.metrics_port)} if self.metrics_port else {}
+        props = {"pid": str(os.getpid())}
+        if self.metrics_port:
+            props["metricsPort"] = str(self.metrics_port)
         if self.config.bookieRack:
             props["rack"] = self.config.bookieRack
         host = self.config.advertisedAddress or self.config.listeningInterface
@@ -154,11 +157,11 @@ class BookieServer:
                 log.exception("unregister failed")
         if self.server is not None:
             await self.server.stop(grace=2)
-        if self.storage is not None:
-            await asyncio.to_thread(self.storage.shutdown)
         if self.store is not None:
             self.store.close()
-        log.info("bookie %s stopped", self.bookie_id)
+        if self.storage is not None:
+            await asyncio.to_thread(self.storage.shutdown)
+            log.info("bookie %s stopped", self.bookie_id)
 
 
 async def serve(config: BookieConfig) -> None:

@@ -51,6 +51,7 @@ def check_cookies(store: MetadataStore, bookie_id: str, journal: Path, ledger: P
                 f"bookie {bookie_id}: {d} has no cookie but ZooKeeper has one: the directory is new or was wiped; "
                 f"if on purpose, delete {cookies.path(bookie_id)} and start again"
             )
+    for d, cookie in local.items():
         if diff := cookie.differences(expected):
             raise CookieMismatch(f"bookie {bookie_id}: cookie of {d} does not match: {'; '.join(diff)}")
     if diff := remote.differences(expected):

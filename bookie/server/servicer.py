@@ -24,6 +24,11 @@ SIZE = struct.Struct(">i")
 RECOVERY_PRIORITY = 100
 
 
+def _flag(message, value: int) -> bool:
+    """Whether an optional enum ``flag`` is set to ``value`` (proto2: an unset enum reads as its first value)."""
+    return message.HasField("flag") and message.flag == value
+
+
 def status_of(exc: BaseException) -> int:
     """The BookKeeper status code for an error (EIO for anything without one)."""
     if isinstance(exc, CorruptData):
@@ -96,7 +101,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         started = time.perf_counter()
         response = pb.AddBatchResponse(batchId=batch.batchId, count=0)
         keys = {
-            k.ledgerId: AddKey(k.masterKey, recovery=k.flag == pb.AddRequest.RECOVERY_ADD, deferred_sync=k.writeFlags & 1)
+            k.ledgerId: AddKey(k.masterKey, recovery=_flag(k, pb.AddRequest.RECOVERY_ADD), deferred_sync=k.writeFlags & 1)
             for k in batch.keys
         }
         records = batch.entries
@@ -134,7 +139,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         started = time.perf_counter()
         response = pb.ReadResponse(status=pb.EOK, ledgerId=request.ledgerId, entryId=request.entryId)
         try:
-            if request.flag == pb.ReadRequest.FENCE_LEDGER:
+            if _flag(request, pb.ReadRequest.FENCE_LEDGER):
                 if not request.HasField("masterKey"):
                     raise Unauthorized("a fence read needs the master key")
                 future, callback = self._durable()
@@ -154,7 +159,7 @@ class BookieServicer(pb_grpc.BookieServicer):
 
     async def _long_poll(self, request, response):
         ledger_id, previous = request.ledgerId, request.previousLAC
-        piggyback = request.flag == pb.ReadRequest.ENTRY_PIGGYBACK
+        piggyback = _flag(request, pb.ReadRequest.ENTRY_PIGGYBACK)
         if piggyback and request.entryId != -1:
             raise BadRequest("ENTRY_PIGGYBACK needs entryId -1")
         lac = self.storage.lac(ledger_id)

@@ -65,9 +65,10 @@ def test_no_init_then_cluster_init_through_the_default_sandbox(sandbox_dir):
 
 
 def test_plain_start_initialises_and_restart_keeps_the_cluster(sandbox_dir):
-    first = json.loads(bkctl("sandbox", "start", "-o", "json", env_dir=sandbox_dir).stdout)
+    first = json.loads(bkctl("sandbox", "start", "--bookies", "1", "-o", "json", env_dir=sandbox_dir).stdout)
     nodes, children = cluster_znodes(first["serviceUri"])
-    assert children == ["INSTANCEID", "LAYOUT", "available"] and nodes["LAYOUT"] == SPEC_LAYOUT
+    assert children == ["INSTANCEID", "LAYOUT", "available", "cookies"]  # cookies: the bookie's
+    assert nodes["LAYOUT"] == SPEC_LAYOUT and nodes[""] == nodes["available/readonly"] == b""
 
     twice = bkctl("sandbox", "start", env_dir=sandbox_dir)
     assert twice.returncode == 1 and "already running" in twice.stderr
@@ -75,6 +76,40 @@ def test_plain_start_initialises_and_restart_keeps_the_cluster(sandbox_dir):
     assert bkctl("sandbox", "stop", env_dir=sandbox_dir).returncode == 0
     second = json.loads(bkctl("sandbox", "start", "-o", "json", env_dir=sandbox_dir).stdout)
     assert second["serviceUri"] == first["serviceUri"]  # same port, same data
+    assert second["bookies"][0]["bookieId"] == first["bookies"][0]["bookieId"]  # the same bookie, same port
+    assert len(second["bookies"]) == 3  # plus new ones up to the default 3
     assert cluster_znodes(second["serviceUri"])[0]["INSTANCEID"] == nodes["INSTANCEID"]
     status = json.loads(bkctl("sandbox", "status", "-o", "json", env_dir=sandbox_dir).stdout)
     assert status == second
+
+
+def test_bookie_fault_drills_and_bench(sandbox_dir):
+    started = bkctl("sandbox", "start", "--bookies", "2", "--set", "journalMaxGroupWaitMSec=1", "-o", "json",
+                    env_dir=sandbox_dir)
+    assert started.returncode == 0, started.stderr
+    status = json.loads(started.stdout)
+    assert [b["state"] for b in status["bookies"]] == ["writable", "writable"]
+    first = status["bookies"][0]
+    assert set(first) >= {"bookieId", "pid", "port", "state", "journalDir", "ledgerDir"}
+    assert "journalMaxGroupWaitMSec=1" in (sandbox_dir / "bookie-1" / "bk_server.conf").read_text()
+
+    killed = bkctl("sandbox", "stop-bookie", "1", "--kill", env_dir=sandbox_dir)
+    assert killed.stdout == f"bookie/{first['bookieId']} killed\n" and not pid_alive(first["pid"])
+    after = json.loads(bkctl("sandbox", "status", "-o", "json", env_dir=sandbox_dir).stdout)
+    assert [b["state"] for b in after["bookies"]] == ["stopped", "writable"]
+    again = bkctl("sandbox", "stop-bookie", "1", env_dir=sandbox_dir)
+    assert again.returncode == 5 and "is not running" in again.stderr
+
+    restarted = bkctl("sandbox", "start-bookie", first["bookieId"], env_dir=sandbox_dir)
+    assert restarted.returncode == 0, restarted.stderr
+    after = json.loads(bkctl("sandbox", "status", "-o", "json", env_dir=sandbox_dir).stdout)
+    assert [b["state"] for b in after["bookies"]] == ["writable", "writable"]
+
+    bench = bkctl("bench", "bookie", "--bookie", first["bookieId"], "--entries", "3000", "--batch", "100", "-o", "json",
+                  env_dir=sandbox_dir)
+    assert bench.returncode == 0, bench.stderr
+    result = json.loads(bench.stdout)
+    assert set(result) >= {"entries", "seconds", "entriesPerSec", "mbPerSec", "latencyMs", "rawEntriesPerSec", "ratio"}
+    assert result["entries"] == 3000 and set(result["latencyMs"]) == {"p50", "p95", "p99", "max"}
+    unknown = bkctl("sandbox", "start-bookie", "9", env_dir=sandbox_dir)
+    assert unknown.returncode == 5 and "no sandbox bookie '9'" in unknown.stderr

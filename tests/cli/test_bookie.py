@@ -1,0 +1,77 @@
+"""bkctl bookie info / readonly / inspect against real bookie processes and their files."""
+
+import json
+
+import pytest
+from helpers import KEY, records
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+
+
+@pytest.fixture
+def two_bookies(harness):
+    return harness.start(2)
+
+
+def test_info_all(bkctl, service_uri, two_bookies):
+    result = bkctl("-u", service_uri, "bookie", "info", "--all", "-o", "json")
+    assert result.exit_code == 0
+    docs = json.loads(result.stdout)
+    assert sorted(d["bookieId"] for d in docs) == sorted(b.bookie_id for b in two_bookies)
+    assert all(0 < d["freeDiskSpace"] < d["totalDiskCapacity"] and d["state"] == "writable" for d in docs)
+    table = bkctl("-u", service_uri, "bookie", "info", two_bookies[0].bookie_id).stdout.splitlines()
+    assert table[0].split() == ["BOOKIE", "STATE", "TOTAL", "FREE", "USED"] and len(table) == 2
+
+
+def test_info_of_a_dead_bookie_exits_6(bkctl, service_uri, two_bookies):
+    two_bookies[0].stop(kill=True)  # still registered until its session expires
+    result = bkctl("-u", service_uri, "bookie", "info", "--all", "-o", "json")
+    assert result.exit_code == 6
+    assert f"bookie {two_bookies[0].bookie_id} is unreachable" in result.stderr
+    assert len(json.loads(result.stdout)) == 2
+
+
+def test_info_usage_errors(bkctl, service_uri, two_bookies):
+    assert bkctl("-u", service_uri, "bookie", "info").exit_code == 2
+    unknown = bkctl("-u", service_uri, "bookie", "info", "10.0.0.9:3181")
+    assert (unknown.exit_code, unknown.stderr) == (5, "error: bookie 10.0.0.9:3181 is not registered\n")
+
+
+def test_readonly_on_off(bkctl, service_uri, two_bookies, harness):
+    bookie_id = two_bookies[0].bookie_id
+    dry = bkctl("-u", service_uri, "bookie", "readonly", bookie_id, "--on", "--dry-run")
+    assert dry.stdout == f"bookie/{bookie_id} would be made read-only (now writable; dry run)\n"
+    assert bkctl("-u", service_uri, "bookie", "readonly", bookie_id, "--on").stdout == f"bookie/{bookie_id} read-only\n"
+    listed = json.loads(bkctl("-u", service_uri, "bookies", "list", "--readonly", "-o", "json").stdout)
+    assert [b["bookieId"] for b in listed] == [bookie_id]
+    channel = harness.channel(two_bookies[0])
+    body = records(1, 0, 1)[4:]
+    assert channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=body)).status == pb.EREADONLY
+    assert bkctl("-u", service_uri, "bookie", "readonly", bookie_id, "--off").stdout == f"bookie/{bookie_id} writable\n"
+    assert channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=body)).status == pb.EOK
+
+
+def test_inspect_a_stopped_bookies_files(bkctl, harness):
+    (bookie,) = harness.start(1)
+    channel = harness.channel(bookie)
+    for entry_id in range(3):
+        channel.bookie.AddEntry(pb.AddRequest(ledgerId=258, entryId=entry_id, masterKey=KEY,
+                                              body=records(258, entry_id, 1)[4:]))
+    bookie.stop()
+    from pathlib import Path
+
+    journal = sorted(Path(bookie.journal_dir, "current").glob("*.txn"))[0]
+    records_doc = json.loads(bkctl("bookie", "inspect", "journal", str(journal), "-o", "json").stdout)
+    assert [(r["kind"], r["ledgerId"], r["entryId"]) for r in records_doc] == [
+        ("master_key", 258, None), ("entry", 258, 0), ("entry", 258, 1), ("entry", 258, 2)]
+    log = sorted(Path(bookie.ledger_dir, "current").glob("*.log"))[0]
+    entries = json.loads(bkctl("bookie", "inspect", "entrylog", str(log), "-o", "json").stdout)
+    assert [(e["ledgerId"], e["entryId"]) for e in entries] == [(258, 0), (258, 1), (258, 2)]
+    ledger_map = bkctl("bookie", "inspect", "entrylog", str(log), "--map").stdout.splitlines()
+    assert ledger_map[1].split()[:1] == ["258"] and ledger_map[1].split()[2] == "rebuilt"
+    index = Path(bookie.ledger_dir, "current", "1", "2", "102.idx")  # ledger 258 = 0x102
+    doc = json.loads(bkctl("bookie", "inspect", "index", str(index), "-o", "json").stdout)
+    assert doc["ledgerId"] == 258 and doc["fenced"] is False and doc["masterKey"] == KEY.hex()
+    assert [e["entryId"] for e in doc["entries"]] == [0, 1, 2]
+    mark = json.loads(bkctl("bookie", "inspect", "lastmark", bookie.ledger_dir, "-o", "json").stdout)
+    assert mark["journalFile"].endswith(".txn") and mark["offset"] >= 512

@@ -1,0 +1,83 @@
+"""A bookie's life: cookies, read-only when the disks are full, re-registration after a session expiry, a clean
+shutdown."""
+
+import os
+import signal
+import subprocess
+import sys
+
+from helpers import wait_for
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.meta.cookies import CookieStore
+from bookie.meta.registration import BookieRegistry
+
+
+def run_bookie(conf):
+    return subprocess.run([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cookie_written_on_first_start(harness, cluster):
+    (bookie,) = harness.start(1)
+    cookie, _ = CookieStore(cluster).read(bookie.bookie_id)
+    assert cookie.journal_dirs == (bookie.journal_dir,) and cookie.ledger_dirs == (bookie.ledger_dir,)
+    assert cookie.instance_id == cluster.zk.get(f"{cluster.root}/INSTANCEID")[0].decode()
+
+
+def test_new_ledger_directory_is_refused(harness, tmp_path):
+    (bookie,) = harness.start(1)
+    bookie.stop()
+    bookie.settings["ledgerDirectories"] = str(tmp_path / "other-disk")
+    bookie.write_conf(harness.service_uri)
+    result = run_bookie(bookie.conf_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: bookie {bookie.bookie_id}: {tmp_path / 'other-disk'} has no cookie but ZooKeeper has one: the "
+        "directory is new or was wiped; if on purpose, delete "
+        f"{harness.store.root}/cookies/{bookie.bookie_id} and start again"
+    ]
+
+
+def test_another_clusters_disks_are_refused(harness, zookeeper):
+    (bookie,) = harness.start(1)
+    bookie.stop()
+    from bookie.meta.layout import init_cluster
+    from bookie.meta.store import MetadataStore
+    from bookie.meta.uri import parse_service_uri
+
+    other = f"zk+hierarchical://{zookeeper.address}{harness.store.root}-other"
+    with MetadataStore(parse_service_uri(other)) as store:
+        init_cluster(store)
+    bookie.write_conf(other)
+    result = run_bookie(bookie.conf_path)
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
+    assert "has a cookie but ZooKeeper has none" in result.stderr
+
+
+def test_full_disks_make_the_bookie_read_only(harness, cluster):
+    (bookie,) = harness.start(1, diskUsageThreshold=0.001, diskUsageWarnThreshold=0.001)
+    assert [b.bookie_id for b in BookieRegistry(cluster).list(writable=False, readonly=True)] == [bookie.bookie_id]
+    channel = harness.channel(bookie)
+    from helpers import KEY, records
+
+    answer = channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=records(1, 0, 1)[4:]))
+    assert answer.status == pb.EREADONLY
+
+
+def test_reregisters_after_its_session_expires(harness, cluster):
+    (bookie,) = harness.start(1)  # zkTimeout 6 s
+    registry = BookieRegistry(cluster)
+    os.kill(bookie.pid, signal.SIGSTOP)  # a long pause: ZooKeeper expires the session
+    try:
+        wait_for(lambda: not registry.list(), "the session to expire", 30)
+    finally:
+        os.kill(bookie.pid, signal.SIGCONT)
+    wait_for(lambda: [b.bookie_id for b in registry.list()] == [bookie.bookie_id], "re-registration", 30)
+
+
+def test_sigterm_shuts_down_cleanly(harness, cluster):
+    (bookie,) = harness.start(1)
+    bookie.stop()  # SIGTERM
+    assert "bookie %s stopped" % bookie.bookie_id in bookie.log_path.read_text()
+    assert not BookieRegistry(cluster).list()  # unregistered at once, not after a session timeout

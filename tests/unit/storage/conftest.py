@@ -1,0 +1,28 @@
+import pytest
+
+from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
+
+
+@pytest.fixture
+def config(tmp_path):
+    return StorageConfig(tmp_path / "journal", tmp_path / "ledgers", tmp_path / "ledgers", flush_interval_ms=3_600_000)
+
+
+@pytest.fixture
+def open_storage(config):
+    opened = []
+
+    def make(**changes):
+        for key, value in changes.items():
+            setattr(config, key, value)
+        storage = LedgerStorage(config)
+        storage.start()
+        opened.append(storage)
+        return storage
+
+    yield make
+    for storage in opened:
+        try:
+            storage.journal.stop()
+        except Exception:
+            pass

@@ -1,0 +1,78 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bookie.errors import CorruptData
+from bookie.storage import journal as jf
+
+
+@given(st.integers(512, 10**7))
+def test_padding_realigns_to_512(position):
+    pad = jf.padding(position)
+    assert (position + len(pad)) % 512 == 0 and len(pad) >= 8
+    assert jf.PADDING.unpack_from(pad) == (jf.PADDING_MARKER, len(pad) - 8)
+
+
+def write_journal(tmp_path, *chunks):
+    journal = jf.JournalFile(tmp_path, 1, prealloc_bytes=1 << 20)
+    for chunk in chunks:
+        journal.append(chunk)
+    journal.close()
+    return jf.journal_path(tmp_path, 1)
+
+
+def entry_record(ledger_id, entry_id, body=b"x" * 20):
+    data = jf.META.pack(ledger_id, entry_id) + body
+    return jf.INT.pack(len(data)) + data
+
+
+def test_records_round_trip(tmp_path):
+    path = write_journal(
+        tmp_path,
+        jf.master_key_record(7, b"k" * 20) + entry_record(7, 0),
+        jf.fence_record(7) + jf.explicit_lac_record(7, b"lac-buffer") + entry_record(7, 1),
+    )
+    assert path.name == "1.txn" and path.read_bytes()[:8] == b"BKLG\x00\x00\x00\x06"
+    records = list(jf.scan_journal(path))
+    assert [(r.kind, r.ledger_id, r.entry_id) for r in records] == [
+        ("master_key", 7, -1), ("entry", 7, 0), ("fence", 7, -1), ("explicit_lac", 7, -1), ("entry", 7, 1)]
+    assert records[0].data == b"k" * 20 and records[3].data == b"lac-buffer"
+    assert records[0].offset == 512
+
+
+def test_torn_tail_replays_up_to_the_last_whole_record(tmp_path):
+    path = write_journal(tmp_path, entry_record(1, 0) + entry_record(1, 1))
+    data = path.read_bytes()
+    second = 512 + len(entry_record(1, 0))
+    # the crash cut the file inside the second record's body, or inside its length field
+    for cut in (second + 4 + 10, second + 2):
+        path.write_bytes(data[:cut])
+        assert [r.entry_id for r in jf.scan_journal(path)] == [0]
+    # the second record never reached the disk: preallocated zeros where its length would be
+    path.write_bytes(data[:second] + bytes(len(data) - second))
+    assert [r.entry_id for r in jf.scan_journal(path)] == [0]
+
+
+def test_corrupt_record_names_file_and_offset(tmp_path):
+    path = write_journal(tmp_path, entry_record(1, 0) + entry_record(1, 1))
+    data = bytearray(path.read_bytes())
+    second = 512 + len(entry_record(1, 0))
+    data[second : second + 4] = jf.INT.pack(-7)
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptData, match=rf"{path}: corrupt journal record at offset {second} \(length -7\)"):
+        list(jf.scan_journal(path))
+
+
+def test_not_a_journal(tmp_path):
+    path = tmp_path / "x.txn"
+    path.write_bytes(b"nope" + bytes(600))
+    with pytest.raises(CorruptData, match="not a journal file"):
+        list(jf.scan_journal(path))
+
+
+def test_preallocation_writes_zeros_ahead(tmp_path):
+    journal = jf.JournalFile(tmp_path, 2, prealloc_bytes=1 << 20)
+    journal.append(b"\x01" * 5000)
+    size = jf.journal_path(tmp_path, 2).stat().st_size
+    assert size >= journal.position + (1 << 20) // 4 and size % (1 << 20) == 0
+    journal.close()

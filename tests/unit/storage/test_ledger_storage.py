@@ -1,0 +1,133 @@
+"""Ledger storage in one process: adds, reads, fencing, LAC, eviction, and crashes at every checkpoint step."""
+
+import threading
+
+import pytest
+from helpers import DIGESTER, KEY, add, payload
+
+from bookie.codec.entry import parse_entry
+from bookie.errors import CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
+from bookie.storage.checkpoint import read_last_mark, write_last_mark
+from bookie.storage.index import IndexFile, index_path
+from bookie.storage.ledger_storage import LedgerStorage
+
+
+def entry(storage, ledger_id, entry_id):
+    return parse_entry(DIGESTER, storage.read_entry(ledger_id, entry_id), ledger_id, entry_id)
+
+
+def crash(storage):
+    """What kill -9 leaves: whatever reached the OS; no checkpoint, no shutdown."""
+    storage.journal.stop()  # the journal thread dies with the process; nothing more is written
+
+
+def test_add_read_last_and_list(open_storage):
+    storage = open_storage()
+    assert add(storage, 3, 0, 50) == []
+    assert entry(storage, 3, 17).payload == payload(3, 17)
+    assert parse_entry(DIGESTER, storage.read_entry(3, -1)).entry_id == 49
+    assert storage.lac(3) == 48  # the highest piggy-backed LAC
+    assert storage.entry_ids(3) == list(range(50))
+    with pytest.raises(NoSuchEntry):
+        storage.read_entry(3, 50)
+    with pytest.raises(NoSuchLedger):
+        storage.read_entry(4, 0)
+
+
+def test_fence_and_master_key(open_storage):
+    storage = open_storage()
+    add(storage, 5, 0, 3)
+    [(ledger, entry_id, error)] = add(storage, 5, 3, 1, key=b"wrong" * 4)
+    assert (ledger, entry_id, type(error)) == (5, 3, Unauthorized)
+    done = threading.Event()
+    storage.fence(5, KEY, lambda e: done.set())
+    assert done.wait(5) and storage.is_fenced(5)
+    [(_, _, error)] = add(storage, 5, 3, 1)
+    assert isinstance(error, LedgerFenced)
+    assert add(storage, 5, 3, 1, recovery=True) == []
+    with pytest.raises(Unauthorized):
+        storage.fence(5, b"wrong" * 4, lambda e: None)
+
+
+def test_crash_before_any_checkpoint_replays_everything(open_storage, config):
+    storage = open_storage()
+    add(storage, 1, 0, 300)
+    done = threading.Event()
+    storage.fence(1, KEY, lambda e: done.set())
+    done.wait(5)
+    crash(storage)
+    again = open_storage()
+    assert again.entry_ids(1) == list(range(300))
+    assert entry(again, 1, 299).payload == payload(1, 299)
+    assert again.is_fenced(1) and again.lac(1) == 298
+
+
+@pytest.mark.parametrize("step", ["after entry log flush", "after index flush", "after lastMark"])
+def test_crash_at_each_checkpoint_step_loses_nothing(open_storage, config, step):
+    storage = open_storage()
+    add(storage, 1, 0, 200)
+    mark = storage.journal.last_log_mark
+    add(storage, 1, 200, 100)  # after the mark: only in the journal until the next checkpoint
+    storage.entry_logger.flush()
+    if step != "after entry log flush":
+        storage.cache.flush()
+    if step == "after lastMark":
+        write_last_mark(config.ledger_dir, mark)
+    crash(storage)
+    again = open_storage()
+    assert again.entry_ids(1) == list(range(300))
+    assert all(entry(again, 1, e).payload == payload(1, e) for e in (0, 199, 200, 299))
+
+
+def test_checkpoint_moves_lastmark_and_cleans_old_journals(open_storage, config):
+    storage = open_storage(journal_max_backups=1)
+    add(storage, 1, 0, 10)
+    mark = storage.checkpoint()
+    assert read_last_mark(config.ledger_dir) == mark and mark.offset > 512
+    storage.shutdown()
+    for _ in range(3):  # each start opens a new journal
+        open_storage(journal_max_backups=1).shutdown()
+    journals = sorted((config.journal_dir / "current").glob("*.txn"))
+    assert len(journals) == 2  # the current one and one backup
+    assert entry(open_storage(), 1, 9).payload == payload(1, 9)
+
+
+def test_small_page_limit_evicts_dirty_pages_to_their_files(open_storage):
+    storage = open_storage(page_limit=16)
+    for ledger_id in range(1, 41):  # 40 ledgers x 1 page each > 16 pages
+        add(storage, ledger_id, 0, 5)
+    assert storage.cache.page_count <= 16
+    assert all(entry(storage, ledger_id, 4).payload == payload(ledger_id, 4) for ledger_id in range(1, 41))
+    evicted = [i for i in range(1, 41) if IndexFile(storage.config.index_dir, i).exists()]
+    assert evicted  # pages went to files before any checkpoint
+
+
+def test_index_entry_pointing_at_another_entry_is_corruption(open_storage, config):
+    storage = open_storage()
+    add(storage, 9, 0, 3)
+    storage.shutdown()
+    path = index_path(config.index_dir, 9)
+    data = bytearray(path.read_bytes())
+    data[1024 + 8 : 1024 + 16] = data[1024 + 16 : 1024 + 24]  # entry 1 now points at entry 2's record
+    path.write_bytes(bytes(data))
+    again = open_storage()
+    with pytest.raises(CorruptData, match="holds ledger 9 entry 2, the index says ledger 9 entry 1"):
+        again.read_entry(9, 1)
+    assert entry(again, 9, 2).payload == payload(9, 2)
+
+
+def test_oversized_and_unknown_ledger_records_are_refused(open_storage):
+    storage = open_storage(max_entry_size=150)
+    [(ledger, entry_id, error)] = add(storage, 2, 0, 1, size=200)
+    assert (ledger, entry_id) == (2, 0) and "over the 150-byte limit" in str(error)
+    with pytest.raises(NoSuchEntry):
+        storage.read_entry(2, 0)
+
+
+def test_clean_shutdown_needs_no_replay(open_storage):
+    storage = open_storage()
+    add(storage, 1, 0, 20)
+    storage.shutdown()
+    again = LedgerStorage(storage.config)
+    assert again.replay() == 0
+    assert again.cache.get(1).last_entry == 19
