@@ -72,8 +72,12 @@ class BookieServer:
         bookkeeper_protocol_pb2_grpc.add_BookieServicer_to_server(BookieServicer(self), self.server)
         bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(BookieAdminServicer(self), self.server)
         address = f"{config.listeningInterface}:{config.bookiePort}"
-        if self.server.add_insecure_port(address) == 0:
-            raise OSError(f"cannot listen on {address}")
+        try:
+            bound = self.server.add_insecure_port(address)
+        except RuntimeError:
+            bound = 0
+        if bound == 0:
+            raise OSError(f"cannot listen on {address} (in use?)")
         await self.server.start()
         if config.prometheusStatsHttpPort >= 0:
             self.metrics_port = self.stats.serve(config.prometheusStatsHttpPort, config.listeningInterface)
@@ -123,8 +127,8 @@ class BookieServer:
         await self._apply_read_only()
 
     def _disk_usage(self) -> float:
-        dirs = {self.config.journal_dir, self.config.ledger_dir, self.config.index_dir}
-        return max(1 - shutil.disk_usage(d).free / shutil.disk_usage(d).total for d in dirs)
+        usages = [shutil.disk_usage(d) for d in {self.config.journal_dir, self.config.ledger_dir, self.config.index_dir}]
+        return max(1 - u.free / u.total for u in usages)
 
     def _check_disks(self) -> None:
         """Read-only above diskUsageThreshold; writable again below diskUsageWarnThreshold."""

@@ -21,7 +21,6 @@ from bookie.storage.ledger_storage import AddKey
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
-RECOVERY_PRIORITY = 100
 
 
 def _flag(message, value: int) -> bool:
@@ -59,7 +58,7 @@ class BookieServicer(pb_grpc.BookieServicer):
 
         return future, lambda error: loop.call_soon_threadsafe(resolve, error)
 
-    def _check_writable(self, priority: int) -> None:
+    def _check_writable(self) -> None:
         if self.bookie.read_only:
             raise BookieReadOnly("bookie is read-only")
 
@@ -106,7 +105,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         }
         records = batch.entries
         try:
-            self._check_writable(batch.priority)
+            self._check_writable()
             future, callback = self._durable()
             added, refused = self.storage.add_batch(keys, records, callback)
             error = await future
@@ -214,7 +213,7 @@ class BookieServicer(pb_grpc.BookieServicer):
     async def WriteLac(self, request, context):
         response = pb.WriteLacResponse(status=pb.EOK, ledgerId=request.ledgerId)
         try:
-            self._check_writable(0)
+            self._check_writable()
             future, callback = self._durable()
             self.storage.write_explicit_lac(request.ledgerId, request.masterKey, request.lac, request.body, callback)
             if (error := await future) is not None:

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bookie.errors import CorruptData
+from bookie.storage.files import hex_ids
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +56,7 @@ def split_location(loc: int) -> tuple[int, int]:
 
 
 def list_log_ids(directory: Path) -> list[int]:
-    current = Path(directory) / "current"
-    ids = []
-    for path in current.glob("*.log") if current.exists() else ():
-        try:
-            ids.append(int(path.stem, 16))
-        except ValueError:
-            continue
-    return sorted(ids)
+    return hex_ids(directory, ".log")
 
 
 def read_ledgers_map(path: Path) -> dict[int, int] | None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bookie.errors import CorruptData
+from bookie.storage.files import fsync_dir, hex_ids
 
 MAGIC = b"BKLG"
 VERSION = 6
@@ -47,14 +48,7 @@ def journal_path(directory: Path, journal_id: int) -> Path:
 
 
 def list_journal_ids(directory: Path) -> list[int]:
-    current = Path(directory) / "current"
-    ids = []
-    for path in current.glob("*.txn") if current.exists() else ():
-        try:
-            ids.append(int(path.stem, 16))
-        except ValueError:
-            continue
-    return sorted(ids)
+    return hex_ids(directory, ".txn")
 
 
 def padding(position: int) -> bytes:
@@ -149,7 +143,7 @@ class JournalFile:
         os.pwrite(self.fd, HEADER.pack(MAGIC, VERSION), 0)
         self.position = HEADER_SIZE
         os.fsync(self.fd)
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
 
     def _preallocate(self, needed_end: int) -> None:
         while self.allocated < needed_end:
@@ -171,11 +165,3 @@ class JournalFile:
 
     def close(self) -> None:
         os.close(self.fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
