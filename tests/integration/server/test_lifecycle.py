@@ -81,3 +81,24 @@ def test_sigterm_shuts_down_cleanly(harness, cluster):
     bookie.stop()  # SIGTERM
     assert "bookie %s stopped" % bookie.bookie_id in bookie.log_path.read_text()
     assert not BookieRegistry(cluster).list()  # unregistered at once, not after a session timeout
+
+
+def test_metrics_count_adds_reads_and_fsyncs(harness):
+    import urllib.request
+
+    from helpers import StreamWriter
+
+    (bookie,) = harness.start(1)
+    channel = harness.channel(bookie)
+    writer = StreamWriter(channel, ledger_id=1, batch=25, limit=100)
+    writer.start()
+    writer.join(30)
+    channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=7), timeout=10)
+    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    metrics = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    assert float(metrics['bookie_add_entries_total{status="ok"}']) == 100
+    assert float(metrics['bookie_read_entries_total{status="ok"}']) == 1
+    assert float(metrics["bookie_journal_sync_latency_seconds_count"]) >= 1
+    assert float(metrics["bookie_write_bytes_total"]) > 100 * 100
+    assert "bookie_ledger_cache_hit_ratio" in metrics and metrics["bookie_read_only"] == "0.0"
