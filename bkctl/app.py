@@ -60,3 +60,12 @@ class Application:
         from bookie.meta.ledger_manager import LedgerManager
 
         return LedgerManager(self.metadata)
+
+    @cached_property
+    def client(self):
+        """A BookKeeper client on this command's ZooKeeper session, closed when the command ends."""
+        from bookie.client import BookKeeper
+
+        client = BookKeeper(store=self.metadata)
+        self.ctx.call_on_close(client.close)
+        return client

@@ -59,3 +59,26 @@ def settings_option(help_text: str):
         return settings
 
     return click.option("--set", "settings", multiple=True, callback=parse, metavar="KEY=VALUE", help=help_text)
+
+
+def password_options(command):
+    """``--password P`` / ``--password-file F``: the ledger's password (empty by default)."""
+    command = click.option("--password-file", type=click.Path(exists=True, dir_okay=False),
+                           help="Read the password from the first line of a file.")(command)
+    return click.option("--password", help="The ledger's password [default: empty].")(command)
+
+
+def read_password(password: str | None, password_file: str | None) -> bytes:
+    if password is not None and password_file is not None:
+        raise click.UsageError("give --password or --password-file, not both")
+    if password_file is not None:
+        with open(password_file, "rb") as f:
+            return f.readline().rstrip(b"\r\n")
+    return (password or "").encode()
+
+
+def quorum_options(command):
+    """``-e/-w/-a``: ensemble size, write quorum, ack quorum."""
+    command = click.option("-a", "--ack-quorum", type=click.IntRange(1), default=2, show_default=True)(command)
+    command = click.option("-w", "--write-quorum", type=click.IntRange(1), default=2, show_default=True)(command)
+    return click.option("-e", "--ensemble", type=click.IntRange(1), default=3, show_default=True)(command)

@@ -6,6 +6,7 @@ Formats: ``table`` (kubectl-style columns, name first, ``<none>`` for missing va
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import sys
@@ -101,6 +102,22 @@ class Terminal:
             for count, text in enumerate(format_rows(headers, rows, widths)):
                 click.echo(text)
         return count
+
+    # ---- progress (stderr, only on a terminal) ----
+    @contextlib.contextmanager
+    def progress(self, description: str, total: float | None = None, unit: str = "entries"):
+        """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n)``."""
+        if not sys.stderr.isatty():
+            yield lambda n=1: None
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
+                   TimeRemainingColumn()]
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(description, total=total)
+            yield lambda n=1: bar.advance(task, n)
 
     # ---- diagnostics (stderr) ----
     def info(self, message: str) -> None:

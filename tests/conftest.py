@@ -11,7 +11,9 @@ import os
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from bkctl.cli import cli
 from bookie.local.process import free_port, stop_process_group, tail
 from bookie.local.zookeeper import EmbeddedZooKeeper
 from bookie.meta.store import MetadataStore
@@ -79,3 +81,14 @@ def harness(cluster, service_uri, tmp_path):
     bookies = BookieHarness(cluster, service_uri, tmp_path)
     yield bookies
     bookies.close()
+
+
+@pytest.fixture
+def bkctl():
+    """Run bkctl in-process, as a user would type it; exit code, stdout and stderr apart."""
+    runner = CliRunner()
+
+    def run(*args: str, input: str | None = None):
+        return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+
+    return run

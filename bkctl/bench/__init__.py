@@ -1,6 +1,7 @@
 import click
 
 from bkctl.bench.bookie import bookie
+from bkctl.bench.client import read, write
 
 
 @click.group()
@@ -9,3 +10,5 @@ def bench():
 
 
 bench.add_command(bookie)
+bench.add_command(write)
+bench.add_command(read)

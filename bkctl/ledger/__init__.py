@@ -1,13 +1,18 @@
 import click
 
+from bkctl.ledger.create import create
+from bkctl.ledger.delete import delete
 from bkctl.ledger.list import list_ledgers
 from bkctl.ledger.metadata import metadata
+from bkctl.ledger.read import read
+from bkctl.ledger.recover import recover
+from bkctl.ledger.simpletest import simpletest
 
 
 @click.group()
 def ledger():
-    """Inspect ledgers"""
+    """Create, read, recover, delete and inspect ledgers"""
 
 
-ledger.add_command(list_ledgers)
-ledger.add_command(metadata)
+for command in (create, read, recover, delete, list_ledgers, metadata, simpletest):
+    ledger.add_command(command)

@@ -16,6 +16,7 @@ import time
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
 from bookie.codec.availability import AvailabilityOfEntries
+from bookie.codec.write_set import entries_of_bookie
 from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, NoSuchEntry, Unauthorized
 from bookie.storage.ledger_storage import AddKey
 
@@ -181,33 +182,40 @@ class BookieServicer(pb_grpc.BookieServicer):
         return response
 
     async def ReadEntries(self, request, context):
-        ledger_id, entry_id = request.ledgerId, request.firstEntryId
+        ledger_id, first, last = request.ledgerId, request.firstEntryId, request.lastEntryId
         limit = request.maxChunkBytes or (1 << 20)
         try:
             max_lac = self.storage.lac(ledger_id)
         except BaseException as exc:
-            yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=entry_id)
+            yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=first)
             return
-        while entry_id <= request.lastEntryId:
-            chunk, first, count, error = bytearray(), entry_id, 0, None
-            while entry_id <= request.lastEntryId and len(chunk) < limit:
-                try:
-                    body = self.storage.read_entry(ledger_id, entry_id)
-                except BaseException as exc:
-                    error = exc
-                    break
-                chunk += SIZE.pack(len(body)) + body
-                count += 1
-                entry_id += 1
-            self.stats.reads.labels("ok").inc(count)
-            if count:
-                yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=first, count=count,
-                                        entries=bytes(chunk), maxLAC=max_lac)
-            if error is not None:
+        if request.HasField("ensembleSize"):
+            wanted = entries_of_bookie(request.bookieIndex, first, last, request.ensembleSize, request.writeQuorumSize)
+        else:
+            wanted = iter(range(first, last + 1))
+        chunk, chunk_first, count = bytearray(), None, 0
+        for entry_id in wanted:
+            try:
+                body = self.storage.read_entry(ledger_id, entry_id)
+            except BaseException as exc:
+                if count:
+                    yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
+                                            entries=bytes(chunk), maxLAC=max_lac)
                 self.stats.reads.labels("failed").inc()
-                yield pb.ReadRangeChunk(status=status_of(error), ledgerId=ledger_id, firstEntryId=entry_id)
+                yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=entry_id)
                 return
-            await asyncio.sleep(0)
+            chunk_first = entry_id if chunk_first is None else chunk_first
+            chunk += SIZE.pack(len(body)) + body
+            count += 1
+            if len(chunk) >= limit:
+                self.stats.reads.labels("ok").inc(count)
+                yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
+                                        entries=bytes(chunk), maxLAC=max_lac)
+                chunk, chunk_first, count = bytearray(), None, 0
+        if count:
+            self.stats.reads.labels("ok").inc(count)
+            yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
+                                    entries=bytes(chunk), maxLAC=max_lac)
 
     # ---- LAC, force, info ----
     async def WriteLac(self, request, context):

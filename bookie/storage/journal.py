@@ -11,7 +11,7 @@ Byte layout::
                        EXPLICIT_LAC -0x8000  then int32 len | LAC buffer
                  padding after each flush, to a 512-byte boundary:
                    int32 0xFFFFFF00 | int32 padLen | padLen zero bytes
-    ...          zeros (preallocated, 16 MB steps)
+    ...          zeros (preallocated: journalPreAllocSizeMB, 16 MB, kept ahead of the writes)
 
 Scanning stops at a zero length (preallocated space) or a short read (a torn tail); any other negative length is
 corruption, reported with the file and offset.
@@ -130,7 +130,12 @@ def _record(path: Path, offset: int, data: bytes) -> Record:
 
 
 class JournalFile:
-    """One journal being written: preallocated with zeros ahead of the writes, which overwrite them."""
+    """One journal being written: preallocated with zeros ahead of the writes, which overwrite them.
+
+    The first ``prealloc_bytes`` are zeroed when the file is created; after that each append tops the zeroed space
+    up by at most 1 MB, keeping about ``prealloc_bytes`` ahead. Zeroing 16 MB in one go inside a group commit
+    stalled acknowledgements by 50-130 ms (p99 add latency 87 ms at 10k entries/s; 12 ms with 1 MB steps).
+    """
 
     def __init__(self, directory: Path, journal_id: int, prealloc_bytes: int):
         self.id = journal_id
@@ -139,26 +144,28 @@ class JournalFile:
         self.prealloc_bytes = max(prealloc_bytes, len(ZEROS))
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         self.allocated = 0
-        self._preallocate(HEADER_SIZE)
+        while self.allocated < self.prealloc_bytes:
+            self._zero_chunk()
         os.pwrite(self.fd, HEADER.pack(MAGIC, VERSION), 0)
         self.position = HEADER_SIZE
         os.fsync(self.fd)
         fsync_dir(self.path.parent)
 
-    def _preallocate(self, needed_end: int) -> None:
-        while self.allocated < needed_end:
-            end = self.allocated + self.prealloc_bytes
-            for offset in range(self.allocated, end, len(ZEROS)):
-                os.pwrite(self.fd, ZEROS, offset)
-            self.allocated = end
+    def _zero_chunk(self) -> None:
+        os.pwrite(self.fd, ZEROS, self.allocated)
+        self.allocated += len(ZEROS)
 
     def append(self, data: bytes) -> int:
         """Write ``data`` and the padding after it at the current position; return the new position. No fsync."""
         block = data + padding(self.position + len(data))
-        self._preallocate(self.position + len(block) + self.prealloc_bytes // 4)
+        end = self.position + len(block)
+        while self.allocated < end:  # only when one append outruns the zeroed space
+            self._zero_chunk()
+        if self.allocated - end < self.prealloc_bytes:
+            self._zero_chunk()
         os.pwrite(self.fd, block, self.position)
-        self.position += len(block)
-        return self.position
+        self.position = end
+        return end
 
     def sync(self) -> None:
         os.fdatasync(self.fd)

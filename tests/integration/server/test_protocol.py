@@ -126,3 +126,21 @@ def test_bookie_info(channel):
     flags = pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY | pb.GetBookieInfoRequest.FREE_DISK_SPACE
     info = channel.bookie.GetBookieInfo(pb.GetBookieInfoRequest(requested=flags), timeout=10)
     assert info.status == pb.EOK and 0 < info.freeDiskSpace < info.totalDiskCapacity
+
+
+def test_range_read_of_one_bookies_stripe(channel):
+    for entry_id in range(30):
+        if (1 - entry_id) % 3 < 2:  # what bookie 1 of E=3, WQ=2 holds
+            add(channel, 9, entry_id)
+    request = pb.ReadRangeRequest(ledgerId=9, firstEntryId=0, lastEntryId=29, ensembleSize=3, writeQuorumSize=2,
+                                  bookieIndex=1, maxChunkBytes=1000)
+    chunks = list(channel.bookie.ReadEntries(request, timeout=10))
+    got = []
+    for chunk in chunks:
+        assert chunk.status == pb.EOK
+        data, offset = chunk.entries, 0
+        while offset < len(data):
+            size = int.from_bytes(data[offset : offset + 4], "big")
+            got.append(parse_entry(DIGESTER, data[offset + 4 : offset + 4 + size], 9).entry_id)
+            offset += 4 + size
+    assert got == [e for e in range(30) if (1 - e) % 3 < 2]

@@ -70,9 +70,15 @@ def test_not_a_journal(tmp_path):
         list(jf.scan_journal(path))
 
 
-def test_preallocation_writes_zeros_ahead(tmp_path):
-    journal = jf.JournalFile(tmp_path, 2, prealloc_bytes=1 << 20)
-    journal.append(b"\x01" * 5000)
-    size = jf.journal_path(tmp_path, 2).stat().st_size
-    assert size >= journal.position + (1 << 20) // 4 and size % (1 << 20) == 0
+def test_preallocation_keeps_zeros_ahead_in_small_steps(tmp_path):
+    journal = jf.JournalFile(tmp_path, 2, prealloc_bytes=4 << 20)
+    path = jf.journal_path(tmp_path, 2)
+    assert path.stat().st_size == 4 << 20  # zeroed when created
+    for _ in range(10):
+        before = path.stat().st_size
+        journal.append(b"\x01" * 300_000)
+        assert path.stat().st_size - before <= 1 << 20  # topped up at most 1 MB per append
+        assert path.stat().st_size - journal.position >= (4 << 20) - (1 << 20)
+    journal.append(b"\x02" * (3 << 20))  # one append larger than a step still fits
+    assert path.stat().st_size >= journal.position
     journal.close()

@@ -1,0 +1,77 @@
+"""bench write / bench read: the ledger client against the cluster."""
+
+import click
+
+from bkctl.options import output_option, quorum_options
+
+
+def _show(app, result: dict, what: str) -> None:
+    lat = result["latencyMs"]
+    app.terminal.document(result, lambda: app.terminal.fields([
+        (what, f"{result['entries']:,} entries in {result['seconds']} s"),
+        ("Throughput", f"{result['entriesPerSec']:,} entries/s, {result['mbPerSec']} MB/s"),
+        ("Latency", f"p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms, max {lat['max']} ms"),
+    ]))
+
+
+def _workload(command):
+    for option in reversed([
+        click.option("--entry-size", type=click.IntRange(1), default=1024, show_default=True),
+        click.option("--ledgers", type=click.IntRange(1), default=1, show_default=True),
+        click.option("--max-outstanding", type=click.IntRange(1), default=5000, show_default=True,
+                     help="Adds in flight at most."),
+        click.option("--entries", type=click.IntRange(1), help="Stop after this many entries."),
+        click.option("--time", "seconds", type=click.FloatRange(0.1), help="Stop after this many seconds."),
+    ]):
+        command = option(command)
+    return quorum_options(command)
+
+
+@click.command()
+@_workload
+@click.option("--rate", type=click.FloatRange(1), help="Entries per second to offer [default: as fast as possible].")
+@output_option
+@click.pass_obj
+def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, rate):
+    """Write entries through the ledger client; report entries/s, MB/s and add latency (p50/p95/p99/max)
+
+    Without --entries or --time it writes for 10 seconds. The ledgers are deleted afterwards.
+    """
+    from admin.bench import client
+
+    if entries is None and seconds is None:
+        seconds = 10.0
+    with app.terminal.progress("writing", total=entries) as advance:
+        result, _ = app.client.run(client.write(
+            app.client.core, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries,
+            seconds, rate, advance,
+        ))
+    _show(app, result, "Wrote")
+
+
+@click.command()
+@_workload
+@click.option("--ledger", "ledger_id", type=int, help="Read this closed bench ledger instead of writing one first.")
+@output_option
+@click.pass_obj
+def read(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, ledger_id):
+    """Read a closed ledger sequentially through the client; report entries/s, MB/s and latency per read window
+
+    Without --ledger it first writes one (--entries, default 100,000; not timed), reads it, and deletes it.
+    """
+    from admin.bench import client
+
+    created = None
+    if ledger_id is None:
+        _, (created,) = app.client.run(client.write(
+            app.client.core, ensemble, write_quorum, ack_quorum, entry_size, 1, max_outstanding,
+            entries or 100_000, None, None, keep=True,
+        ))
+        ledger_id = created
+    try:
+        with app.terminal.progress("reading") as advance:
+            result = app.client.run(client.read(app.client.core, ledger_id, advance))
+    finally:
+        if created is not None:
+            app.client.delete_ledger(created)
+    _show(app, result, "Read")

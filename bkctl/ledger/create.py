@@ -1,0 +1,67 @@
+import click
+
+from bkctl.options import output_option, password_options, quorum_options, read_password
+
+
+def _meta(ctx, _param, values):
+    pairs = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE", ctx=ctx)
+        pairs[key] = text.encode()
+    return pairs
+
+
+def _records(stream, delimiter: str):
+    if delimiter == "none":
+        yield stream.read()
+        return
+    for line in stream:
+        yield line.rstrip(b"\n")
+
+
+@click.command()
+@quorum_options
+@click.option("--digest", type=click.Choice(["crc32", "crc32c", "mac", "dummy"]), default="crc32c", show_default=True)
+@password_options
+@click.option("--meta", "custom", multiple=True, callback=_meta, metavar="KEY=VALUE", help="Custom metadata (repeatable).")
+@click.option("--input", "source", type=click.File("rb"), help="Entries to write: a file, or - for stdin.")
+@click.option("--delimiter", type=click.Choice(["newline", "none"]), default="newline", show_default=True,
+              help="newline: one entry per line; none: the whole input is one entry.")
+@click.option("--no-close", is_flag=True, help="Leave the ledger open after writing.")
+@output_option
+@click.pass_obj
+def create(app, ensemble, write_quorum, ack_quorum, digest, password, password_file, custom, source, delimiter,
+           no_close):
+    """Create a ledger, write one entry per input record, and close it; print its id
+
+    If writing fails (an oversized entry, too few bookies), the ledger is deleted again: nothing is half written.
+    """
+    from bookie.errors import BKError
+
+    secret = read_password(password, password_file)
+    ledger = app.client.create_ledger(ensemble, write_quorum, ack_quorum, digest, secret, custom)
+    entries = 0
+    try:
+        if source is not None:
+            with app.terminal.progress(f"ledger {ledger.ledger_id}") as advance:
+                def counted():
+                    nonlocal entries
+                    for record in _records(source, delimiter):
+                        entries += 1
+                        advance()
+                        yield record
+
+                ledger.add_entries(counted())
+        md = None if no_close else ledger.close()
+    except BKError as exc:
+        app.client.delete_ledger(ledger.ledger_id)
+        raise type(exc)(f"{exc} (ledger {ledger.ledger_id} deleted again: nothing written)") from None
+    doc = {
+        "ledgerId": ledger.ledger_id,
+        "entries": entries,
+        "length": ledger.length,
+        "state": md.state.name if md else "OPEN",
+    }
+    app.terminal.document(doc, lambda: app.terminal.line(str(ledger.ledger_id)))

@@ -1,0 +1,44 @@
+import click
+
+from bkctl.options import dry_run_option
+
+
+@click.command()
+@click.argument("ledger_ids", metavar="ID...", nargs=-1, required=True)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@dry_run_option
+@click.pass_obj
+def delete(app, ledger_ids, yes, dry_run):
+    """Delete ledgers (their metadata; bookies reclaim the space by garbage collection)
+
+    Asks for confirmation unless --yes. An unknown id is reported, the others are still deleted, and the exit
+    code is 5.
+    """
+    from bkctl.errors import ExitCode
+    from bookie.errors import InvalidArgument, NoSuchLedger
+    from bookie.meta.paths import parse_ledger_id
+
+    ids = [parse_ledger_id(i) for i in ledger_ids]
+    missing = [i for i in ids if not app.ledgers.exists(i)]
+    present = [i for i in ids if i not in missing]
+    for lid in missing:
+        app.terminal.error(f"ledger {lid} does not exist")
+    if dry_run:
+        for lid in present:
+            app.terminal.line(f"ledger/{lid} would be deleted (dry run)")
+    elif present:
+        if not yes:
+            import sys
+
+            if not sys.stdin.isatty():
+                raise InvalidArgument("refusing to delete without --yes: no terminal to confirm on")
+            click.confirm(f"Delete {len(present)} ledger(s): {', '.join(map(str, present))}?", abort=True, err=True)
+        for lid in present:
+            try:
+                app.client.delete_ledger(lid)
+                app.terminal.line(f"ledger/{lid} deleted")
+            except NoSuchLedger:
+                app.terminal.error(f"ledger {lid} does not exist")
+                missing.append(lid)
+    if missing:
+        raise click.exceptions.Exit(ExitCode.NOT_FOUND)

@@ -1,0 +1,71 @@
+import click
+
+from bkctl.options import output_option, password_options, read_password
+
+
+def _render(payload: bytes, fmt: str) -> str:
+    import base64
+
+    if fmt == "hex":
+        return payload.hex()
+    if fmt == "base64":
+        return base64.b64encode(payload).decode()
+    return payload.decode("utf-8", "replace")
+
+
+@click.command()
+@click.argument("ledger_id", metavar="ID")
+@click.option("--from", "first", type=click.IntRange(0), default=0, help="First entry [default: 0].")
+@click.option("--to", "last", type=click.IntRange(0), help="Last entry [default: the last one, or the LAC].")
+@click.option("--format", "fmt", type=click.Choice(["text", "hex", "base64", "raw"]), default="text",
+              show_default=True, help="How payloads are printed; raw writes the bytes back to back.")
+@click.option("--follow", is_flag=True, help="Keep reading new entries of an open ledger as they are confirmed.")
+@password_options
+@output_option
+@click.pass_obj
+def read(app, ledger_id, first, last, fmt, follow, password, password_file):
+    """Print a ledger's entries, one per line (-o json: one JSON object per line)
+
+    Never fences: an open ledger is read up to its LAC, and its writer keeps going. A corrupt replica is reported
+    on stderr and the entry read from another one.
+    """
+    import base64
+    import json
+    import sys
+
+    from bookie.meta.paths import parse_ledger_id
+
+    lid = parse_ledger_id(ledger_id)
+    handle = app.client.open_ledger(lid, read_password(password, password_file), recovery=False)
+    out = sys.stdout.buffer
+    seen = 0
+
+    def emit(entries):
+        nonlocal seen
+        for entry in entries:
+            if app.terminal.output == "json":
+                doc = {"ledgerId": lid, "entryId": entry.entry_id, "length": len(entry.payload),
+                       "payload": base64.b64encode(entry.payload).decode()}
+                out.write(json.dumps(doc).encode() + b"\n")
+            elif fmt == "raw":
+                out.write(entry.payload)
+            else:
+                out.write(_render(entry.payload, fmt).encode() + b"\n")
+        out.flush()
+        for message in handle.corruptions[seen:]:
+            app.terminal.warn(message)
+        seen = len(handle.corruptions)
+
+    end = handle.last_add_confirmed if last is None else min(last, handle.last_add_confirmed)
+    emit(handle.iter_entries(first, end))
+    if not follow:
+        return
+    position = max(end, first - 1)
+    while last is None or position < last:
+        lac = handle.wait_for_lac(position, timeout=10)
+        if lac > position:
+            stop = lac if last is None else min(lac, last)
+            emit(handle.iter_entries(position + 1, stop))
+            position = stop
+        elif app.client.ledger_metadata(lid).is_closed and handle.read_lac() <= position:
+            return  # closed and fully read

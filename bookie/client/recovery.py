@@ -1,0 +1,175 @@
+"""Ledger recovery (spec/client-protocol.md, "Open with recovery"): what makes a ledger whose writer died safe to
+read, and closes it.
+
+1. CAS the metadata OPEN -> IN_RECOVERY.
+2. Fence-read entry -1 on every bookie of the last segment; keep the highest piggy-backed LAC; done once the
+   coverage rule holds.
+3. LAC = max(that, first entry of the last segment - 1).
+4. Read LAC+1, LAC+2, ... (fence flag, high priority): present on the first valid answer, missing once WQ-AQ+1
+   bookies said ENOENTRY/ENOLEDGER.
+5. Re-add each present entry with RECOVERY_ADD, as it was framed, to its whole write set.
+6. At the first missing entry, CAS IN_RECOVERY -> CLOSED at the LAC.
+Two recoveries may race: both fence and re-add (harmless), exactly one CAS wins, the other finds the ledger closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client.bookie_client import RECOVERY_PRIORITY
+from bookie.client.reader import LedgerReader, covered
+from bookie.codec.entry import Entry, frame_entry
+from bookie.codec.write_set import write_set
+from bookie.errors import BKError, LedgerClosed, MetadataVersionConflict, ServiceUnavailable, error_for_status
+from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState
+
+log = logging.getLogger(__name__)
+SIZE = struct.Struct(">i")
+
+
+class _RecoveryTarget:
+    """Collects the answers of one recovery add."""
+
+    def __init__(self, ledger_id: int, needed: int):
+        self.ledger_id = ledger_id
+        self.needed = needed
+        self.acks = 0
+        self.errors: list[int] = []
+        self.done = asyncio.get_running_loop().create_future()
+
+    def added(self, token, index, status, bookie) -> None:
+        if status == pb.EOK:
+            self.acks += 1
+        else:
+            self.errors.append(status)
+        if not self.done.done() and self.acks + len(self.errors) >= self.needed:
+            self.done.set_result(None)
+
+
+class _Token:
+    __slots__ = ("entry_id",)
+
+    def __init__(self, entry_id: int):
+        self.entry_id = entry_id
+
+
+async def _to_in_recovery(client, ledger_id: int) -> tuple[LedgerMetadata, int]:
+    while True:
+        md, version = await asyncio.to_thread(client.ledgers.read, ledger_id)
+        if md.state != LedgerState.OPEN:
+            return md, version
+        try:
+            changed = md.with_changes(state=LedgerState.IN_RECOVERY)
+            return changed, await asyncio.to_thread(client.ledgers.write, ledger_id, changed, version)
+        except MetadataVersionConflict:
+            continue
+
+
+async def _fence(client, reader: LedgerReader, md: LedgerMetadata, master_key: bytes) -> int:
+    """Fence the last segment's bookies; return the highest LAC they know, once coverage holds."""
+    segment = md.segments[-1]
+    answered: set[int] = set()
+    lac = -1
+
+    async def fence(index: int):
+        request = pb.ReadRequest(ledgerId=reader.ledger_id, entryId=-1, flag=pb.ReadRequest.FENCE_LEDGER,
+                                 masterKey=master_key)
+        return index, await client.bookie(segment.bookies[index]).read_entry(
+            request, client.config.read_entry_timeout, f"fence ledger {reader.ledger_id}"
+        )
+
+    for result in asyncio.as_completed([fence(i) for i in range(md.ensemble_size)]):
+        try:
+            index, answer = await result
+        except BKError as exc:
+            log.warning("recovery of ledger %d: %s", reader.ledger_id, exc)
+            continue
+        if answer.status == pb.EOK:
+            entry = reader._parse(answer.body, None, segment.bookies[index])
+            if entry is not None:
+                answered.add(index)
+                lac = max(lac, entry.last_add_confirmed)
+        elif answer.status in (pb.ENOENTRY, pb.ENOLEDGER):
+            answered.add(index)
+        elif answer.status == pb.EUA:
+            raise error_for_status(answer.status, f"ledger {reader.ledger_id}: wrong password for fencing")
+    if not covered(md.ensemble_size, md.write_quorum_size, md.ack_quorum_size, answered):
+        raise ServiceUnavailable(
+            f"cannot recover ledger {reader.ledger_id}: too few bookies of its last ensemble answered the fence"
+        )
+    return lac
+
+
+async def _recovery_read(client, reader: LedgerReader, md: LedgerMetadata, entry_id: int, key: bytes) -> Entry | None:
+    """The entry if some replica has a valid copy; None once WQ-AQ+1 bookies say they have none."""
+    segment = md.segment_of(entry_id)
+    missing_needed = md.write_quorum_size - md.ack_quorum_size + 1
+    missing = 0
+    for index in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
+        bookie_id = segment.bookies[index]
+        request = pb.ReadRequest(ledgerId=reader.ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER,
+                                 masterKey=key)
+        try:
+            answer = await client.bookie(bookie_id).read_entry(
+                request, client.config.read_entry_timeout, f"recovery read of ledger {reader.ledger_id}"
+            )
+        except BKError:
+            continue
+        if answer.status == pb.EOK:
+            if (entry := reader._parse(answer.body, entry_id, bookie_id)) is not None:
+                return entry
+        elif answer.status in (pb.ENOENTRY, pb.ENOLEDGER):
+            missing += 1
+            if missing >= missing_needed:
+                return None
+    raise ServiceUnavailable(
+        f"cannot recover ledger {reader.ledger_id}: entry {entry_id} is neither readable nor known missing"
+    )
+
+
+async def _recovery_add(client, md: LedgerMetadata, entry: Entry, body: bytes, key: bytes, ledger_id: int) -> None:
+    segment = md.segment_of(entry.entry_id)
+    indexes = write_set(entry.entry_id, md.ensemble_size, md.write_quorum_size)
+    target = _RecoveryTarget(ledger_id, len(indexes))
+    record = SIZE.pack(len(body)) + body
+    for index in indexes:
+        client.bookie(segment.bookies[index]).add(ledger_id, key, True, record, target, _Token(entry.entry_id), index)
+    await asyncio.wait_for(target.done, client.config.add_entry_timeout)
+    if target.acks < md.ack_quorum_size:
+        raise ServiceUnavailable(
+            f"cannot recover ledger {ledger_id}: re-adding entry {entry.entry_id} reached {target.acks} bookies"
+        )
+
+
+async def recover(client, ledger_id: int, password: bytes, master_key: bytes) -> LedgerMetadata:
+    """Fence and close the ledger; return its CLOSED metadata (at once if it is closed already)."""
+    md, version = await _to_in_recovery(client, ledger_id)
+    if md.state == LedgerState.CLOSED:
+        return md
+    reader = LedgerReader(client, ledger_id, md, password, -1)
+    lac = max(await _fence(client, reader, md, master_key), md.segments[-1].first_entry_id - 1)
+    length = 0
+    if lac >= 0:
+        length = (await reader.read_entry(lac)).length
+    entry_id = lac + 1
+    while (entry := await _recovery_read(client, reader, md, entry_id, master_key)) is not None:
+        body = frame_entry(reader.digester, ledger_id, entry.entry_id, entry.last_add_confirmed, entry.length,
+                           entry.payload)
+        await _recovery_add(client, md, entry, body, master_key, ledger_id)
+        lac, length = entry.entry_id, entry.length
+        entry_id += 1
+    while True:
+        closed = md.with_changes(state=LedgerState.CLOSED, last_entry_id=lac, length=length)
+        try:
+            await asyncio.to_thread(client.ledgers.write, ledger_id, closed, version)
+            log.info("ledger %d recovered: closed at entry %d, %d bytes", ledger_id, lac, length)
+            return closed
+        except MetadataVersionConflict:
+            md, version = await asyncio.to_thread(client.ledgers.read, ledger_id)
+            if md.state == LedgerState.CLOSED:
+                return md  # a concurrent recovery won the race
+            if md.state == LedgerState.OPEN:
+                raise LedgerClosed(f"ledger {ledger_id} was reopened during recovery") from None
