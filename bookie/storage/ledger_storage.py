@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookie.errors import BadRequest, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
+from bookie.errors import BadRequest, CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
 from bookie.storage import journal as jf
 from bookie.storage.checkpoint import read_last_mark, write_last_mark
 from bookie.storage.entry_log import EntryLogger, location
@@ -120,18 +120,24 @@ class LedgerStorage:
         """Re-apply the journal from lastMark: master keys, fences, explicit LACs and entries."""
         mark = read_last_mark(self.config.ledger_dir) or LogMark(0, 0)
         count = 0
+        lacs: dict[int, int] = {}
         for journal_id in jf.list_journal_ids(self.config.journal_dir):
             if journal_id < mark.journal_id:
                 continue
             start = mark.offset if journal_id == mark.journal_id else jf.HEADER_SIZE
             for record in jf.scan_journal(jf.journal_path(self.config.journal_dir, journal_id), start):
-                self._apply(record)
+                self._apply(record, lacs)
                 count += 1
+        # Only now may the disk be read: until replay repointed them, index entries written before the crash can
+        # point at entry-log bytes that were still in the lost write buffer.
+        for ledger_id, lac in lacs.items():
+            state = self.cache.get(ledger_id)
+            state.lac = max(lac, self._lac_on_disk(state))
         if count:
             log.info("replayed %d journal records from %s", count, mark)
         return count
 
-    def _apply(self, record: jf.Record) -> None:
+    def _apply(self, record: jf.Record, lacs: dict[int, int]) -> None:
         if record.kind == "master_key":
             self.cache.create(record.ledger_id, record.data)
             return
@@ -147,7 +153,7 @@ class LedgerStorage:
                 data = record.data
                 offset = self.entry_logger.append(struct.pack(">i", len(data)) + data, {record.ledger_id: 4 + len(data)})
                 self.cache.set_location(state, record.entry_id, location(self.entry_logger.current_id, offset + 4))
-                self._raise_lac(state, LAC_IN_ENTRY.unpack_from(data, 16)[0])
+                lacs[record.ledger_id] = max(lacs.get(record.ledger_id, -1), LAC_IN_ENTRY.unpack_from(data, 16)[0])
 
     # ---- adds ----
     def _ledger_for_add(self, ledger_id: int, key: AddKey, journal: list[bytes]) -> LedgerIndex:
@@ -256,6 +262,9 @@ class LedgerStorage:
         try:
             return LAC_IN_ENTRY.unpack_from(self.read_entry(state.ledger_id, state.last_entry), 16)[0]
         except NoSuchEntry:
+            return -1
+        except CorruptData as exc:  # e.g. an entry never acknowledged whose data a power loss took
+            log.error("ledger %d: cannot read its last entry for the LAC: %s", state.ledger_id, exc)
             return -1
 
     def ledger(self, ledger_id: int) -> LedgerIndex:

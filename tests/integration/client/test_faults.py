@@ -154,3 +154,29 @@ def test_flipped_bytes_on_one_bookie_are_read_around_and_reported(harness, bkctl
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [p.decode() for p in payloads]
     assert f"ledger {ledger.ledger_id} entry 5 on bookie {victim_id} is corrupt" in result.stderr
+
+
+def test_a_frozen_bookie_times_out_and_is_replaced(harness):
+    import os
+    import signal
+
+    from bookie.client import ClientConfig
+
+    bookies = harness.start(4)
+    with BookKeeper(harness.service_uri, ClientConfig(add_entry_timeout=1.0)) as bk:
+        ledger = bk.create_ledger(3, 2, 2)
+        for i in range(100):
+            ledger.add_entry(payload(i))
+        frozen_id = bk.ledger_metadata(ledger.ledger_id).segments[0].bookies[0]
+        frozen = next(b for b in bookies if b.bookie_id == frozen_id)
+        os.kill(frozen.pid, signal.SIGSTOP)  # no answers, no broken connection: only the timeout can tell
+        try:
+            started = time.monotonic()
+            futures = [ledger.add_entry_async(payload(i)) for i in range(100, 400)]
+            assert [f.result(30) for f in futures] == list(range(100, 400))
+            assert time.monotonic() - started >= 0.9
+            md = ledger.close()
+        finally:
+            os.kill(frozen.pid, signal.SIGCONT)
+        assert len(md.segments) == 2 and frozen_id not in md.segments[1].bookies
+        assert [e.payload for e in bk.open_ledger(ledger.ledger_id).read(0, 399)] == [payload(i) for i in range(400)]

@@ -131,3 +131,18 @@ def test_clean_shutdown_needs_no_replay(open_storage):
     again = LedgerStorage(storage.config)
     assert again.replay() == 0
     assert again.cache.get(1).last_entry == 19
+
+
+def test_replay_does_not_trust_index_entries_it_has_not_repointed_yet(open_storage, config):
+    """kill -9 in the middle of a checkpoint: the index on disk already points at entries whose bytes were still
+    in the entry log's write buffer (lost), while lastMark is older. Replay must repair it, and start."""
+    storage = open_storage()
+    add(storage, 1, 0, 100)
+    storage.checkpoint()  # lastMark after entry 99
+    add(storage, 1, 100, 50)  # in the entry log's write buffer only, and in the journal
+    storage.cache.flush()  # ... but the index on disk already points at them
+    storage.entry_logger._buffer = bytearray()  # the crash loses the write buffer
+    crash(storage)
+    again = open_storage()
+    assert again.lac(1) == 148
+    assert all(entry(again, 1, e).payload == payload(1, e) for e in (0, 99, 100, 149))
