@@ -55,7 +55,7 @@ def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outs
 @output_option
 @click.pass_obj
 def read(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, ledger_id):
-    """Read a closed ledger sequentially through the client; report entries/s, MB/s and latency per read window
+    """Read a closed ledger sequentially through the client; report entries/s, MB/s and time per 4096 entries
 
     Without --ledger it first writes one (--entries, default 100,000; not timed), reads it, and deletes it.
     """

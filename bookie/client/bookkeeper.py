@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -39,6 +40,16 @@ from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 from bookie.meta.registration import BookieRegistry, RegisteredBookie
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+
+
+def _put(handoff: queue.Queue, item, stopped: threading.Event) -> None:
+    """Hand a batch to the consumer; give up once it stopped reading."""
+    while not stopped.is_set():
+        try:
+            handoff.put(item, timeout=0.2)
+            return
+        except queue.Full:
+            continue
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
@@ -278,12 +289,32 @@ class ReadHandle:
     def read(self, first: int, last: int) -> list[Entry]:
         return self._bk.run(self._reader.read(first, last))
 
-    def iter_entries(self, first: int, last: int, window: int = 4096) -> Iterator[Entry]:
-        """Entries ``first..last``, read a window at a time."""
-        while first <= last:
-            stop = min(last, first + window - 1)
-            yield from self.read(first, stop)
-            first = stop + 1
+    def iter_entries(self, first: int, last: int) -> Iterator[Entry]:
+        """Entries ``first..last`` in order, streamed: the client reads ahead while the caller consumes."""
+        handoff: queue.Queue = queue.Queue(maxsize=4)
+        stopped = threading.Event()
+
+        async def pump():
+            batch: list[Entry] = []
+            try:
+                async for entry in self._reader.iter_entries(first, last):
+                    batch.append(entry)
+                    if len(batch) >= 1024:
+                        await asyncio.to_thread(_put, handoff, batch, stopped)
+                        batch = []
+                await asyncio.to_thread(_put, handoff, batch, stopped)
+                await asyncio.to_thread(_put, handoff, None, stopped)
+            except BaseException as exc:
+                await asyncio.to_thread(_put, handoff, exc, stopped)
+
+        asyncio.run_coroutine_threadsafe(pump(), self._bk._loop)
+        try:
+            while (item := handoff.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield from item
+        finally:
+            stopped.set()
 
     def read_lac(self) -> int:
         return self._bk.run(self._reader.read_lac())

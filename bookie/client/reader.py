@@ -18,7 +18,8 @@ from bookie.errors import BKError, CorruptEntry, NoSuchEntry, ServiceUnavailable
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 
 log = logging.getLogger(__name__)
-WINDOW = 4096  # entries read per round of striped range reads
+WINDOW_BYTES = 16 << 20  # a round of striped range reads holds about this much (and one more is read ahead)
+MAX_WINDOW = 16384  # entries: 1 KiB entries read 112k/s with 16384, 102-108k/s with 4096
 
 
 def covered(ensemble_size: int, write_quorum: int, ack_quorum: int, answered: set[int]) -> bool:
@@ -38,6 +39,9 @@ class LedgerReader:
         self.digester = Digester(metadata.digest_type, password)
         self.lac = lac
         self.corruptions: list[str] = []  # "ledger L entry E on bookie B: ..." for every bad replica met
+        entries = metadata.last_entry_id + 1 if metadata.is_closed else 0
+        average = metadata.length / entries if entries and metadata.length else 64 * 1024
+        self.window = max(16, min(MAX_WINDOW, int(WINDOW_BYTES / max(average, 1))))
 
     def _segment_end(self, index: int) -> int:
         segments = self.metadata.segments
@@ -86,7 +90,7 @@ class LedgerReader:
         for index, segment in enumerate(self.metadata.segments):
             start, end = max(first, segment.first_entry_id), min(last, self._segment_end(index))
             while start <= end:
-                stop = min(end, start + WINDOW - 1)
+                stop = min(end, start + self.window - 1)
                 windows.append((segment, start, stop))
                 start = stop + 1
         ahead = None  # the next window is read while this one is handed out
