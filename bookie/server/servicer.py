@@ -45,6 +45,9 @@ class BookieServicer(pb_grpc.BookieServicer):
         self.stats = bookie.stats
         self._lac_waiters: dict[int, list[asyncio.Future]] = {}
         self.storage.on_lac_advanced = self._lac_advanced
+        stats = self.stats  # metric children looked up once, not per batch
+        self._adds_ok, self._adds_failed = stats.adds.labels("ok"), stats.adds.labels("failed")
+        self._bytes_written, self._batch_latency = stats.bytes_written, stats.add_batch_latency
 
     # ---- helpers ----
     @staticmethod
@@ -81,23 +84,25 @@ class BookieServicer(pb_grpc.BookieServicer):
         return pb.AddResponse(status=pb.EOK, ledgerId=request.ledgerId, entryId=request.entryId)
 
     async def AddEntries(self, request_iterator, context):
+        # Each batch is stored as it arrives (no task per batch); answers go out in order once durable.
         pending: asyncio.Queue = asyncio.Queue()
 
         async def receive():
             try:
                 async for batch in request_iterator:
-                    await pending.put(asyncio.ensure_future(self._add_batch(batch)))
+                    pending.put_nowait(self._submit(batch))
             finally:
-                await pending.put(None)
+                pending.put_nowait(None)
 
         receiver = asyncio.ensure_future(receive())
         try:
-            while (answer := await pending.get()) is not None:
-                yield await answer
+            while (submitted := await pending.get()) is not None:
+                yield await self._answer(*submitted)
         finally:
             receiver.cancel()
 
-    async def _add_batch(self, batch) -> pb.AddBatchResponse:
+    def _submit(self, batch):
+        """Store and journal a batch now; return what ``_answer`` needs once the journal says it is durable."""
         started = time.perf_counter()
         response = pb.AddBatchResponse(batchId=batch.batchId, count=0)
         keys = {
@@ -109,20 +114,28 @@ class BookieServicer(pb_grpc.BookieServicer):
             self._check_writable()
             future, callback = self._durable()
             added, refused = self.storage.add_batch(keys, records, callback)
-            error = await future
         except BaseException as exc:  # the whole batch failed
-            return self._fail_all(response, records, status_of(exc))
+            future = asyncio.get_running_loop().create_future()
+            future.set_result(exc)
+            added, refused = 0, []
+        return response, records, future, added, refused, started
+
+    async def _answer(self, response, records, future, added, refused, started) -> pb.AddBatchResponse:
+        error = await future
         if error is not None:
             return self._fail_all(response, records, status_of(error))
         response.count = added + len(refused)
         for ledger_id, entry_id, exc in refused:
             response.failed.add(status=status_of(exc), ledgerId=ledger_id, entryId=entry_id)
-        self.stats.adds.labels("ok").inc(added)
+        self._adds_ok.inc(added)
         if refused:
-            self.stats.adds.labels("failed").inc(len(refused))
-        self.stats.bytes_written.inc(len(records))
-        self.stats.add_batch_latency.observe(time.perf_counter() - started)
+            self._adds_failed.inc(len(refused))
+        self._bytes_written.inc(len(records))
+        self._batch_latency.observe(time.perf_counter() - started)
         return response
+
+    async def _add_batch(self, batch) -> pb.AddBatchResponse:
+        return await self._answer(*self._submit(batch))
 
     def _fail_all(self, response, records: bytes, status: int) -> pb.AddBatchResponse:
         offset = 0
@@ -131,7 +144,7 @@ class BookieServicer(pb_grpc.BookieServicer):
             response.failed.add(status=status, ledgerId=ledger_id, entryId=entry_id)
             offset += 4 + max(size, 16)
         response.count = len(response.failed)
-        self.stats.adds.labels("failed").inc(response.count)
+        self._adds_failed.inc(response.count)
         return response
 
     # ---- reads ----
