@@ -162,6 +162,15 @@ class BookieClient:
         except grpc.aio.AioRpcError as exc:
             raise rpc_error(exc, self.bookie_id, f"range read of ledger {request.ledgerId}") from None
 
+    async def list_entries(self, ledger_ids: list[int], timeout: float):
+        """GET_LIST_OF_ENTRIES_OF_LEDGER for many ledgers in one call: yield ``(ledgerId, status, encoded)``."""
+        request = pb.GetListOfEntriesOfLedgersRequest(ledgerId=ledger_ids)
+        try:
+            async for answer in self.stub.GetListOfEntriesOfLedgers(request, timeout=timeout):
+                yield answer.ledgerId, answer.status, answer.availabilityOfEntriesOfLedger
+        except grpc.aio.AioRpcError as exc:
+            raise rpc_error(exc, self.bookie_id, f"list of entries of {len(ledger_ids)} ledgers") from None
+
     async def close(self) -> None:
         self.closed = True
         if self._outbox is not None and self._stream is not None:

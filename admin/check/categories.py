@@ -1,0 +1,25 @@
+"""What a check reports, under Apache BookKeeper's gauge names."""
+
+PLACEMENT_FAIL = "NUM_LEDGERS_NOT_ADHERING_TO_PLACEMENT_POLICY"
+PLACEMENT_SOFT = "NUM_LEDGERS_SOFTLY_ADHERING_TO_PLACEMENT_POLICY"
+UNDER_REPLICATED_TOO_LONG = "NUM_UNDERREPLICATED_LEDGERS_ELAPSED_RECOVERY_GRACE_PERIOD"
+NO_REPLICA = "NUM_LEDGERS_HAVING_NO_REPLICA_OF_AN_ENTRY"
+LESS_THAN_AQ = "NUM_LEDGERS_HAVING_LESS_THAN_AQ_REPLICAS_OF_AN_ENTRY"
+LESS_THAN_WQ = "NUM_LEDGERS_HAVING_LESS_THAN_WQ_REPLICAS_OF_AN_ENTRY"
+UNAVAILABLE_BOOKIES = "NUM_BOOKIES_UNAVAILABLE"  # ours: registered, yet did not answer on the recheck either
+
+ALL = (PLACEMENT_FAIL, PLACEMENT_SOFT, UNDER_REPLICATED_TOO_LONG, NO_REPLICA, LESS_THAN_AQ, LESS_THAN_WQ,
+       UNAVAILABLE_BOOKIES)
+WARNINGS = frozenset({PLACEMENT_SOFT})  # counted and listed, but not problems: they do not make a check fail
+
+
+def replica_category(write_quorum: int, ack_quorum: int, most_missing: int) -> str | None:
+    """The durability category of a ledger whose worst entry misses ``most_missing`` of its WQ copies."""
+    left = write_quorum - most_missing
+    if most_missing <= 0:
+        return None
+    if left == 0:
+        return NO_REPLICA
+    if left < ack_quorum:
+        return LESS_THAN_AQ
+    return LESS_THAN_WQ

@@ -1,0 +1,78 @@
+"""The pure halves of the checker: placement verdicts and the replicas analysis."""
+
+from admin.check import categories as c
+from admin.check.placement import FAIL, MEETS_SOFT, MEETS_STRICT, segment_verdict
+from admin.check.replicas import analyse
+from bookie.codec.availability import AvailabilityOfEntries
+from bookie.codec.write_set import entries_of_bookie
+from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
+
+
+def A(entries):
+    return AvailabilityOfEntries.from_entries(entries)
+
+
+def closed(bookies, last, e=3, wq=2, aq=2, segments=None):
+    return LedgerMetadata(e, wq, aq, segments or (Segment(0, tuple(bookies)),), state=LedgerState.CLOSED,
+                          last_entry_id=last)
+
+
+def full(md, bookie_index, first=0, last=None):
+    last = md.last_entry_id if last is None else last
+    return A(entries_of_bookie(bookie_index, first, last, md.ensemble_size, md.write_quorum_size))
+
+
+def test_placement_verdicts():
+    racks = {"a1": "/a", "a2": "/a", "b1": "/b", "c1": "/c"}
+    assert segment_verdict(("a1", "b1", "c1"), 2, racks, 3) == MEETS_STRICT
+    assert segment_verdict(("a1", "a2", "b1"), 2, racks, 3) == FAIL  # write quorum (a1, a2) in one rack
+    assert segment_verdict(("a1", "b1", "a2"), 3, racks, 3) == MEETS_SOFT  # 2 racks, 3 would be strict
+    one_rack = {"a1": "/a", "a2": "/a", "a3": "/a"}
+    assert segment_verdict(("a1", "a2", "a3"), 2, one_rack, 1) == MEETS_STRICT  # nothing more is possible
+
+
+def test_complete_ledger_has_no_finding():
+    md = closed(["x", "y", "z"], 29)
+    assert analyse(md, {b: full(md, i) for i, b in enumerate("xyz")}) is None
+
+
+def test_a_wiped_bookie():
+    md = closed(["x", "y", "z"], 29, e=3, wq=3, aq=2)  # one wiped bookie leaves 2 copies: at AQ, below WQ
+    finding = analyse(md, {"x": full(md, 0), "y": A([]), "z": full(md, 2)})
+    assert finding.category == c.LESS_THAN_WQ and finding.bookies == ["y"]
+    assert finding.missing_entries["y"] == list(range(30))
+    md = closed(["x", "y", "z"], 29, e=3, wq=2, aq=2)  # leaves 1 copy of some entries: below AQ
+    finding = analyse(md, {"x": full(md, 0), "y": A([]), "z": full(md, 2)})
+    assert finding.category == c.LESS_THAN_AQ
+    assert finding.missing_entries["y"] == list(entries_of_bookie(1, 0, 29, 3, 2))
+
+
+def test_two_bookies_lose_the_same_entry():
+    md = closed(["x", "y", "z"], 5, e=3, wq=2, aq=1)  # entry 1 is written to y and z
+    held = {"x": full(md, 0), "y": A([e for e in entries_of_bookie(1, 0, 5, 3, 2) if e != 1]),
+            "z": full(md, 2)}
+    assert analyse(md, held).category == c.LESS_THAN_WQ  # entry 1 lost one of its 2 copies; AQ 1 still met
+    held["z"] = A([e for e in entries_of_bookie(2, 0, 5, 3, 2) if e != 1])
+    finding = analyse(md, held)
+    assert finding.category == c.NO_REPLICA and finding.missing_entries == {"y": [1], "z": [1]}
+
+
+def test_fewer_than_aq():
+    md = closed(["w", "x", "y", "z"], 11, e=4, wq=3, aq=2)
+    held = {b: full(md, i) for i, b in enumerate("wxyz")}
+    held["x"] = A([])
+    held["y"] = A([])
+    assert analyse(md, held).category == c.LESS_THAN_AQ  # an entry on w, x, y keeps 1 copy: below AQ 2
+
+
+def test_segments_are_checked_against_their_own_ensembles():
+    segments = (Segment(0, ("x", "y", "z")), Segment(10, ("x", "q", "z")))
+    md = closed(None, 19, segments=segments)
+    held = {"x": A(list(entries_of_bookie(0, 0, 9, 3, 2)) + list(entries_of_bookie(0, 10, 19, 3, 2))),
+            "y": A(entries_of_bookie(1, 0, 9, 3, 2)), "z": A(list(entries_of_bookie(2, 0, 9, 3, 2)) +
+                                                          list(entries_of_bookie(2, 10, 19, 3, 2))),
+            "q": A(entries_of_bookie(1, 10, 19, 3, 2))}
+    assert analyse(md, held) is None  # y need not hold anything past entry 9
+    held["q"] = A([])
+    finding = analyse(md, held)
+    assert finding.segment == 10 and finding.bookies == ["q"]
