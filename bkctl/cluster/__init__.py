@@ -1,13 +1,17 @@
 import click
 
+from bkctl.cluster.check import check
+from bkctl.cluster.check_impact import check_impact
 from bkctl.cluster.info import info
 from bkctl.cluster.init import init
 
 
 @click.group()
 def cluster():
-    """Create and inspect the cluster's metadata"""
+    """Create, inspect and check the cluster's metadata"""
 
 
 cluster.add_command(init)
 cluster.add_command(info)
+cluster.add_command(check)
+cluster.add_command(check_impact)

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from google.protobuf import text_format
 from kazoo.exceptions import NodeExistsError
 
-from bookie._proto.data_formats_pb2 import LedgerRereplicationLayoutFormat, LockDataFormat, UnderreplicatedLedgerFormat
+from bookie._proto.data_formats_pb2 import (
+    CheckAllLedgersFormat,
+    LedgerRereplicationLayoutFormat,
+    LockDataFormat,
+    PlacementPolicyCheckFormat,
+    ReplicasCheckFormat,
+    UnderreplicatedLedgerFormat,
+)
 from bookie.errors import CorruptData, MetadataVersionConflict, NotFound
 from bookie.meta.store import MetadataStore, zk_errors
 
@@ -128,6 +135,33 @@ class UnderReplicationManager:
 
     def count(self) -> int:
         return sum(1 for _ in self.iter_ledger_ids())
+
+    CHECK_TIMES = {
+        "placement": ("placementpolicycheckctime", PlacementPolicyCheckFormat, "placementPolicyCheckCTime"),
+        "replicas": ("replicascheckctime", ReplicasCheckFormat, "replicasCheckCTime"),
+        "all": ("checkallledgersctime", CheckAllLedgersFormat, "checkAllLedgersCTime"),
+    }
+
+    def set_check_time(self, kind: str, when_ms: int) -> None:
+        """Record when a check completed (binary protobuf, one int64 field 1), as BookKeeper's auditor does."""
+        name, message, field = self.CHECK_TIMES[kind]
+        data = message(**{field: when_ms}).SerializeToString()
+        path = f"{self.root}/{name}"
+        with zk_errors(f"record the {kind} check time"):
+            try:
+                self.store.zk.create(path, data, makepath=True)
+            except NodeExistsError:
+                self.store.zk.set(path, data)
+
+    def check_time(self, kind: str) -> int | None:
+        name, message, field = self.CHECK_TIMES[kind]
+        try:
+            data, _ = self.store.get(f"{self.root}/{name}")
+        except NotFound:
+            return None
+        parsed = message()
+        parsed.ParseFromString(data)
+        return getattr(parsed, field)
 
     def lock_path(self, ledger_id: int) -> str:
         return f"{self.root}/locks/urL{ledger_id:010d}"

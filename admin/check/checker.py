@@ -1,0 +1,295 @@
+"""The cluster metadata checker (BP-34; spec/audit-and-recovery.md). It reports; it never repairs.
+
+Per closed ledger: placement of every segment; and the durability contract — what each bookie must hold by the
+write-set rule against what it says it holds (GET_LIST_OF_ENTRIES_OF_LEDGER, answered from its index, asked for
+many ledgers per request). Open ledgers are skipped; already under-replicated ones are reported only once their
+marker is older than the grace period. A registered bookie that does not answer is asked again after a delay and
+reported only if it still fails and is still registered. Before a ledger is reported, its metadata is read again:
+changed means analyse again, marked under-replicated meanwhile means skip — no false alarms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.codec.availability import AvailabilityOfEntries
+from bookie.codec.digest import Digester
+from bookie.codec.entry import parse_entry
+from bookie.codec.write_set import entries_of_bookie
+from bookie.errors import BKError, CorruptEntry, NoSuchLedger
+from bookie.meta.ledger_metadata import LedgerMetadata
+from bookie.meta.registration import DEFAULT_RACK
+from bookie.meta.underreplication import UnderReplicationManager
+
+from admin.check import categories as cat
+from admin.check.placement import FAIL, MEETS_SOFT, segment_verdict
+from admin.check.replicas import analyse, segment_ranges
+
+log = logging.getLogger(__name__)
+EMPTY = AvailabilityOfEntries([])
+LEDGERS_PER_REQUEST = 1000
+REANALYSE = 3  # times a ledger whose metadata keeps changing is analysed again before giving up on it
+
+
+@dataclass
+class CheckOptions:
+    placement: bool = True
+    replicas: bool = True
+    under_replicated_grace: float | None = None  # seconds; None: under-replicated ledgers are only skipped
+    ledger_ids: list[int] | None = None
+    concurrency: int = 8
+    verify_entries: float = 0.0  # percent of all entries read from every replica
+    recheck_delay: float = 5.0
+    timeout: float = 30.0
+    before_report: Callable[[int], Awaitable[None]] | None = None  # test hook: runs before the last re-read
+
+
+@dataclass
+class Violation:
+    ledger_id: int | None
+    category: str
+    segment: int | None
+    bookies: list[str]
+    missing_entries: dict[str, list[int]] = field(default_factory=dict)
+
+    def doc(self) -> dict:
+        return {"ledgerId": self.ledger_id, "category": self.category, "segment": self.segment,
+                "bookies": self.bookies, "missingEntries": self.missing_entries}
+
+
+@dataclass
+class CheckReport:
+    checked: int = 0
+    skipped_open: int = 0
+    skipped_under_replicated: int = 0
+    seconds: float = 0.0
+    violations: list[Violation] = field(default_factory=list)
+    unavailable_bookies: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Ledgers per category (bookies, for unavailable bookies)."""
+        ledgers: dict[str, set] = defaultdict(set)
+        for violation in self.violations:
+            ledgers[violation.category].add(violation.ledger_id)
+        counts = {name: len(ledgers[name]) for name in cat.ALL}
+        counts[cat.UNAVAILABLE_BOOKIES] = len(self.unavailable_bookies)
+        return counts
+
+    @property
+    def problems(self) -> list[Violation]:
+        return [v for v in self.violations if v.category not in cat.WARNINGS]
+
+    def doc(self) -> dict:
+        return {
+            "checkedLedgers": self.checked,
+            "skippedOpen": self.skipped_open,
+            "skippedUnderReplicated": self.skipped_under_replicated,
+            "durationSeconds": round(self.seconds, 3),
+            "counts": self.counts,
+            "violations": [v.doc() for v in self.violations],
+            "unavailableBookies": self.unavailable_bookies,
+        }
+
+
+class Checker:
+    def __init__(self, core, options: CheckOptions, progress: Callable[[int], None] = lambda n: None):
+        self.core = core
+        self.options = options
+        self.progress = progress
+        self.registered: dict = {}
+
+    async def run(self) -> CheckReport:
+        started = time.monotonic()
+        report = CheckReport()
+        options = self.options
+        self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
+        under_replication = UnderReplicationManager(self.core.store)
+        marked = {m.ledger_id: m for m in await asyncio.to_thread(lambda: list(under_replication.iter_marked()))}
+        closed = []
+        for ledger_id, md in await asyncio.to_thread(self._ledgers):
+            if not md.is_closed:
+                report.skipped_open += 1
+            elif ledger_id in marked:
+                report.skipped_under_replicated += 1
+                self._under_replicated(report, marked[ledger_id])
+            else:
+                closed.append((ledger_id, md))
+        report.checked = len(closed)
+        if options.placement:
+            for ledger_id, md in closed:
+                report.violations.extend(self._placement(ledger_id, md))
+        if options.replicas:
+            await self._replicas(report, dict(closed), under_replication)
+        now_ms = int(time.time() * 1000)
+        for kind, done in (("placement", options.placement), ("replicas", options.replicas)):
+            if done:
+                await asyncio.to_thread(under_replication.set_check_time, kind, now_ms)
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _ledgers(self) -> list[tuple[int, LedgerMetadata]]:
+        wanted = self.options.ledger_ids
+        found = list(self.core.ledgers.iter_ledgers(wanted, on_corrupt=lambda exc: log.error("%s", exc)))
+        if wanted is not None and len(found) < len(set(wanted)):
+            missing = sorted(set(wanted) - {lid for lid, _ in found})
+            raise NoSuchLedger(f"ledger {', '.join(map(str, missing))} does not exist")
+        return found
+
+    def _under_replicated(self, report: CheckReport, marker) -> None:
+        grace = self.options.under_replicated_grace
+        if grace is None or marker.ctime is None:
+            return
+        if time.time() * 1000 - marker.ctime > grace * 1000:
+            report.violations.append(
+                Violation(marker.ledger_id, cat.UNDER_REPLICATED_TOO_LONG, None, list(marker.replicas)))
+
+    # ---- placement ----
+    def _placement(self, ledger_id: int, md: LedgerMetadata) -> list[Violation]:
+        rack_of = defaultdict(lambda: DEFAULT_RACK, {b: r.rack for b, r in self.registered.items()})
+        racks = len({r.rack for r in self.registered.values()}) or 1
+        worst = None
+        for segment in md.segments:
+            verdict = segment_verdict(segment.bookies, md.write_quorum_size, rack_of, racks)
+            if verdict == FAIL or (verdict == MEETS_SOFT and worst is None):
+                worst = (verdict, segment)
+            if verdict == FAIL:
+                break
+        if worst is None:
+            return []
+        category = cat.PLACEMENT_FAIL if worst[0] == FAIL else cat.PLACEMENT_SOFT
+        return [Violation(ledger_id, category, worst[1].first_entry_id, list(worst[1].bookies))]
+
+    # ---- replicas ----
+    async def _replicas(self, report: CheckReport, ledgers: dict[int, LedgerMetadata], marks) -> None:
+        held, unknown = await self._ask_bookies(ledgers)
+        report.unavailable_bookies = sorted(unknown)
+        for bookie_id in report.unavailable_bookies:
+            report.violations.append(Violation(None, cat.UNAVAILABLE_BOOKIES, None, [bookie_id]))
+        for ledger_id, md in ledgers.items():
+            finding = self._analyse(ledger_id, md, held, unknown)
+            self.progress(1)
+            if finding is not None:
+                finding = await self._confirm(ledger_id, md, finding, marks)
+            if finding is not None:
+                report.violations.append(Violation(ledger_id, finding.category, finding.segment, finding.bookies,
+                                                   finding.missing_entries))
+
+    def _analyse(self, ledger_id, md, held, unknown):
+        bookies = {b for s in md.segments for b in s.bookies}
+        if bookies & unknown:
+            return None  # a registered bookie that does not answer: reported as unavailable, not guessed about
+        return analyse(md, {b: held.get((b, ledger_id), EMPTY) for b in bookies})
+
+    async def _confirm(self, ledger_id, md, finding, marks):
+        """Re-read before reporting: skip a ledger marked under-replicated meanwhile; analyse again when its
+        metadata changed (an ensemble change, a re-replication)."""
+        for _ in range(REANALYSE):
+            if self.options.before_report is not None:
+                await self.options.before_report(ledger_id)
+            if await asyncio.to_thread(marks.get, ledger_id) is not None:
+                return None
+            try:
+                current, _ = await asyncio.to_thread(self.core.ledgers.read, ledger_id)
+            except NoSuchLedger:
+                return None
+            if current == md:
+                return finding
+            md = current
+            if not md.is_closed:
+                return None
+            held, unknown = await self._ask_bookies({ledger_id: md})
+            finding = self._analyse(ledger_id, md, held, unknown)
+            if finding is None:
+                return None
+        return finding
+
+    async def _ask_bookies(self, ledgers: dict[int, LedgerMetadata]):
+        """What each bookie holds of its ledgers: ``{(bookie, ledger): availability}``, and the registered
+        bookies that failed twice (``recheck_delay`` apart). Unregistered bookies are not asked: they hold
+        nothing anyone can read."""
+        wanted: dict[str, set[int]] = defaultdict(set)
+        for ledger_id, md in ledgers.items():
+            for segment in md.segments:
+                for bookie_id in segment.bookies:
+                    if bookie_id in self.registered:
+                        wanted[bookie_id].add(ledger_id)
+        held: dict[tuple[str, int], AvailabilityOfEntries] = {}
+        failed = await self._fetch(wanted, held)
+        if failed:
+            await asyncio.sleep(self.options.recheck_delay)
+            self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
+            gone = {b for b in failed if b not in self.registered}
+            failed = await self._fetch({b: wanted[b] for b in failed - gone}, held)
+            log.info("recheck: %d bookies gone from the registry, %d still failing", len(gone), len(failed))
+        if self.options.verify_entries > 0:
+            await self._verify_entries(ledgers, held, failed)
+        return held, failed
+
+    async def _fetch(self, wanted: dict[str, set[int]], held: dict) -> set[str]:
+        window = asyncio.Semaphore(self.options.concurrency)
+        failed: set[str] = set()
+
+        async def ask(bookie_id: str, chunk: list[int]) -> None:
+            async with window:
+                try:
+                    async for ledger_id, status, data in self.core.bookie(bookie_id).list_entries(
+                        chunk, self.options.timeout
+                    ):
+                        if status == pb.EOK:
+                            held[(bookie_id, ledger_id)] = AvailabilityOfEntries.decode(data)
+                        elif status == pb.ENOLEDGER:
+                            held[(bookie_id, ledger_id)] = EMPTY
+                        else:
+                            raise BKError(f"bookie {bookie_id} answered status {status} for ledger {ledger_id}")
+                except BKError as exc:
+                    log.warning("%s", exc)
+                    failed.add(bookie_id)
+
+        jobs = []
+        for bookie_id, ids in wanted.items():
+            ordered = sorted(ids)
+            for start in range(0, len(ordered), LEDGERS_PER_REQUEST):
+                jobs.append(ask(bookie_id, ordered[start : start + LEDGERS_PER_REQUEST]))
+        await asyncio.gather(*jobs)
+        return failed
+
+    async def _verify_entries(self, ledgers, held, failed) -> None:
+        """BookKeeper's costly "ledger check": read a share of all entries from every replica and count an
+        unreadable or corrupt copy as missing."""
+        share = self.options.verify_entries / 100.0
+        window = asyncio.Semaphore(self.options.concurrency * 16)
+        sample = random.Random(0)
+
+        async def read(md, ledger_id, bookie_id, entry_id, digester, lacking):
+            async with window:
+                try:
+                    answer = await self.core.bookie(bookie_id).read_entry(
+                        pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id), self.options.timeout, "verify entry")
+                    if answer.status != pb.EOK:
+                        raise BKError(f"status {answer.status}")
+                    parse_entry(digester, answer.body, ledger_id, entry_id)
+                except (BKError, CorruptEntry):
+                    lacking.append(entry_id)
+
+        for ledger_id, md in ledgers.items():
+            digester = Digester(md.digest_type, md.password or b"")
+            for first, last, bookies in segment_ranges(md):
+                for index, bookie_id in enumerate(bookies):
+                    if bookie_id in failed or bookie_id not in self.registered:
+                        continue
+                    available = held.get((bookie_id, ledger_id), EMPTY)
+                    expected = [e for e in entries_of_bookie(index, first, last, md.ensemble_size,
+                                                             md.write_quorum_size) if sample.random() < share]
+                    lacking: list[int] = []
+                    await asyncio.gather(*(read(md, ledger_id, bookie_id, e, digester, lacking) for e in expected))
+                    if lacking:
+                        keep = set(available) - set(lacking)
+                        held[(bookie_id, ledger_id)] = AvailabilityOfEntries.from_entries(keep)

@@ -1,0 +1,192 @@
+"""cluster check and check-impact against real bookies (spec/audit-and-recovery.md)."""
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+from helpers import wait_for
+
+from admin.check import categories as cat
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client import BookKeeper
+from bookie.codec.digest import master_key
+from bookie.meta.ledger_manager import LedgerManager
+from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
+from bookie.meta.underreplication import UnderReplicationManager
+
+
+def write_ledgers(uri, count, quorum=(3, 3, 2), entries=20):
+    with BookKeeper(uri) as bk:
+        ids = []
+        for _ in range(count):
+            ledger = bk.create_ledger(*quorum)
+            ledger.add_entries(b"entry-%d" % i for i in range(entries))
+            ledger.close()
+            ids.append(ledger.ledger_id)
+        return ids
+
+
+def wipe(bookie):
+    """Lose a bookie's data but keep its cookies (as if its disks were restored empty, same identity)."""
+    bookie.stop()
+    for directory in (bookie.journal_dir, bookie.ledger_dir):
+        for path in Path(directory, "current").iterdir():
+            if path.name != "VERSION":
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def check(bkctl, uri, *args):
+    result = bkctl("-u", uri, "cluster", "check", "--recheck-delay", "1", *args, "-o", "json")
+    return result.exit_code, json.loads(result.stdout) if result.stdout else None
+
+
+def test_clean_cluster_then_a_wiped_bookie(harness, bkctl, cluster, tmp_path):
+    bookies = harness.start(3)
+    ids = write_ledgers(harness.service_uri, 5)
+    code, doc = check(bkctl, harness.service_uri, "--prometheus-file", str(tmp_path / "check.prom"))
+    assert code == 0 and doc["checkedLedgers"] == 5 and doc["violations"] == []
+    assert "bkctl_check_num_ledgers_having_no_replica_of_an_entry 0" in (tmp_path / "check.prom").read_text()
+    assert UnderReplicationManager(cluster).check_time("replicas") is not None
+
+    victim = bookies[1]
+    wipe(victim)
+    harness.restart(victim)
+    code, doc = check(bkctl, harness.service_uri)
+    assert code == 3
+    assert doc["counts"][cat.LESS_THAN_WQ] == 5 and doc["counts"][cat.NO_REPLICA] == 0
+    assert sorted(v["ledgerId"] for v in doc["violations"]) == sorted(ids)
+    for violation in doc["violations"]:
+        assert violation["category"] == cat.LESS_THAN_WQ and violation["bookies"] == [victim.bookie_id]
+        assert violation["missingEntries"] == {victim.bookie_id: list(range(20))}  # E=WQ=3: it held all
+
+
+def test_placement_reports_a_write_quorum_inside_one_rack(harness, bkctl, cluster):
+    a1, a2 = harness.start(2, bookieRack="/rack-a")
+    b1, b2 = harness.start(2, bookieRack="/rack-b")
+    ledgers = LedgerManager(cluster)
+    bad = LedgerMetadata(3, 2, 2, (Segment(0, (a1.bookie_id, a2.bookie_id, b1.bookie_id)),),
+                         state=LedgerState.CLOSED, last_entry_id=-1, password=b"")
+    good = bad.with_changes(segments=(Segment(0, (a1.bookie_id, b1.bookie_id, a2.bookie_id, b2.bookie_id)),),
+                            ensemble_size=4)
+    ledgers.create(100, bad)
+    ledgers.create(101, good)
+    code, doc = check(bkctl, harness.service_uri, "--placement")
+    assert code == 3
+    assert [(v["ledgerId"], v["category"]) for v in doc["violations"]] == [(100, cat.PLACEMENT_FAIL)]
+
+
+def test_open_and_under_replicated_ledgers_are_skipped_or_reported_after_the_grace(harness, bkctl, cluster):
+    harness.start(3)
+    (closed,) = write_ledgers(harness.service_uri, 1)
+    with BookKeeper(harness.service_uri) as bk:
+        open_ledger = bk.create_ledger(3, 2, 2)
+        open_ledger.add_entry(b"x")
+        UnderReplicationManager(cluster).mark(closed, ["127.0.0.1:1"], now_ms=int(time.time() * 1000) - 60_000)
+        code, doc = check(bkctl, harness.service_uri)
+        assert (code, doc["skippedOpen"], doc["skippedUnderReplicated"], doc["checkedLedgers"]) == (0, 1, 1, 0)
+        code, doc = check(bkctl, harness.service_uri, "--under-replicated-grace", "30")
+        assert code == 3 and doc["counts"][cat.UNDER_REPLICATED_TOO_LONG] == 1
+        assert check(bkctl, harness.service_uri, "--under-replicated-grace", "120")[0] == 0
+        open_ledger.close()
+
+
+def test_a_dead_but_registered_bookie_is_reported_only_after_the_recheck(harness, bkctl):
+    bookies = harness.start(3, zkTimeout=30000)  # its registration outlives it for 30 s
+    write_ledgers(harness.service_uri, 2)
+    bookies[0].stop(kill=True)
+    started = time.monotonic()
+    code, doc = check(bkctl, harness.service_uri)
+    assert time.monotonic() - started >= 1  # the recheck delay
+    assert code == 3 and doc["unavailableBookies"] == [bookies[0].bookie_id]
+    assert doc["counts"][cat.UNAVAILABLE_BOOKIES] == 1 and doc["counts"][cat.LESS_THAN_WQ] == 0
+
+
+def test_a_bookie_that_answers_on_the_recheck_is_not_reported(harness, bkctl):
+    bookies = harness.start(3, zkTimeout=30000)
+    write_ledgers(harness.service_uri, 2)
+    os.kill(bookies[0].pid, signal.SIGSTOP)
+    threading.Timer(2.0, os.kill, (bookies[0].pid, signal.SIGCONT)).start()
+    result = bkctl("-u", harness.service_uri, "cluster", "check", "--recheck-delay", "4", "-o", "json")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0 and doc["unavailableBookies"] == [] and doc["violations"] == []
+
+
+def test_an_ensemble_change_during_the_check_raises_no_false_alarm(harness, cluster):
+    """A ledger on a wiped bookie is re-replicated to a spare (copy, then CAS) while the check runs: the checker
+    re-reads the metadata before reporting, analyses again, and finds nothing wrong."""
+    from admin.check.checker import Checker, CheckOptions
+
+    a, x, spare = harness.start(3)
+    ledgers = LedgerManager(cluster)
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(2, 2, 2)
+        ledger.add_entries(b"e%d" % i for i in range(10))
+        ledger.close()
+        md, version = ledgers.read(ledger.ledger_id)
+        victim = next(b for b in (a, x) if b.bookie_id == md.segments[0].bookies[1])
+        source = next(b for b in (a, x) if b is not victim)
+        wipe(victim)
+        harness.restart(victim)
+
+        async def re_replicate(ledger_id):
+            if ledgers.read(ledger_id)[0] != md:
+                return
+            channel = harness.channel(source)
+            target = harness.channel(spare)
+            for entry_id in range(10):
+                body = channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id)).body
+                request = pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=master_key(b""), body=body,
+                                        flag=pb.AddRequest.RECOVERY_ADD)
+                assert target.bookie.AddEntry(request).status == pb.EOK
+            swapped = tuple(spare.bookie_id if b == victim.bookie_id else b for b in md.segments[0].bookies)
+            ledgers.write(ledger_id, md.with_changes(segments=(Segment(0, swapped),)), version)
+
+        before = bk.run(Checker(bk.core, CheckOptions(recheck_delay=1)).run())
+        assert [v.bookies for v in before.violations] == [[victim.bookie_id]]  # the wiped copy is seen
+        options = CheckOptions(recheck_delay=1, before_report=re_replicate)
+        report = bk.run(Checker(bk.core, options).run())
+        assert report.violations == [] and report.checked == 1
+        plain = bk.run(Checker(bk.core, CheckOptions(recheck_delay=1)).run())
+        assert plain.violations == []  # and it really is complete now
+
+
+def test_verify_entries_finds_a_corrupt_copy_the_index_cannot_show(harness, bkctl):
+    harness.start(3, flushInterval=50)
+    (ledger_id,) = write_ledgers(harness.service_uri, 1, entries=10)
+    victim = harness.bookies[0]
+
+    def flip():
+        for log in Path(victim.ledger_dir, "current").glob("*.log"):
+            data = log.read_bytes()
+            at = data.find(b"entry-7")
+            if at >= 0:
+                with open(log, "r+b") as f:
+                    f.seek(at + 2)
+                    f.write(b"X")
+                return True
+        return False
+
+    wait_for(flip, "entry 7 in an entry log file")
+    assert check(bkctl, harness.service_uri)[0] == 0  # the index still lists the entry
+    code, doc = check(bkctl, harness.service_uri, "--verify-entries", "100")
+    assert code == 3
+    (violation,) = doc["violations"]
+    assert violation["missingEntries"] == {victim.bookie_id: [7]} and violation["category"] == cat.LESS_THAN_WQ
+
+
+def test_check_impact(harness, bkctl):
+    bookies = harness.start(3)
+    write_ledgers(harness.service_uri, 2, quorum=(3, 3, 2))
+    one = bkctl("-u", harness.service_uri, "cluster", "check-impact", "--bookie", bookies[0].bookie_id, "-o", "json")
+    doc = json.loads(one.stdout)
+    assert one.exit_code == 0 and doc["safe"] is True and len(doc["ledgers"]) == 2  # under WQ, at AQ
+    two = bkctl("-u", harness.service_uri, "cluster", "check-impact", "--bookie", bookies[0].bookie_id,
+                "--bookie", bookies[1].bookie_id)
+    assert two.exit_code == 3 and two.stdout.startswith("UNSAFE: 2 ledgers would drop below their ack quorum")
+    write_ledgers(harness.service_uri, 1, quorum=(3, 2, 2))
+    aq = bkctl("-u", harness.service_uri, "cluster", "check-impact", "--bookie", bookies[2].bookie_id, "-o", "json")
+    assert aq.exit_code == 3 and json.loads(aq.stdout)["safe"] is False
