@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import struct
 import threading
 import time
+from pathlib import Path
 
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry
+from bookie.client import BookKeeper
 from bookie.client.channel import BookieChannel
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.meta.store import MetadataStore
@@ -137,3 +141,29 @@ class BookieHarness:
             channel.close()
         for bookie in self.bookies:
             bookie.stop(kill=True)
+
+
+# ---- cluster checks ----
+def write_ledgers(uri, count, quorum=(3, 3, 2), entries=20):
+    with BookKeeper(uri) as bk:
+        ids = []
+        for _ in range(count):
+            ledger = bk.create_ledger(*quorum)
+            ledger.add_entries(b"entry-%d" % i for i in range(entries))
+            ledger.close()
+            ids.append(ledger.ledger_id)
+        return ids
+
+
+def wipe(bookie):
+    """Lose a bookie's data but keep its cookies (as if its disks were restored empty, same identity)."""
+    bookie.stop()
+    for directory in (bookie.journal_dir, bookie.ledger_dir):
+        for path in Path(directory, "current").iterdir():
+            if path.name != "VERSION":
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def check(bkctl, uri, *args):
+    result = bkctl("-u", uri, "cluster", "check", "--recheck-delay", "1", *args, "-o", "json")
+    return result.exit_code, json.loads(result.stdout) if result.stdout else None

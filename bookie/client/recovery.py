@@ -7,7 +7,9 @@ read, and closes it.
 3. LAC = max(that, first entry of the last segment - 1).
 4. Read LAC+1, LAC+2, ... (fence flag, high priority): present on the first valid answer, missing once WQ-AQ+1
    bookies said ENOENTRY/ENOLEDGER.
-5. Re-add each present entry with RECOVERY_ADD, as it was framed, to its whole write set.
+5. Re-add each present entry with RECOVERY_ADD, as it was framed, to its whole write set. Bookies of the last
+   segment that did not answer the fence are first replaced, in a new segment at LAC+1 (an ensemble change by CAS,
+   as BookKeeper's recovering handle does), so re-adds can reach a quorum with a bookie down.
 6. At the first missing entry, CAS IN_RECOVERY -> CLOSED at the LAC.
 Two recoveries may race: both fence and re-add (harmless), exactly one CAS wins, the other finds the ledger closed.
 """
@@ -20,11 +22,12 @@ import struct
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.client.bookie_client import RECOVERY_PRIORITY
+from bookie.client.placement import replacement
 from bookie.client.reader import LedgerReader, covered
 from bookie.codec.entry import Entry, frame_entry
 from bookie.codec.write_set import write_set
 from bookie.errors import BKError, LedgerClosed, MetadataVersionConflict, ServiceUnavailable, error_for_status
-from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState
+from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
@@ -68,8 +71,9 @@ async def _to_in_recovery(client, ledger_id: int) -> tuple[LedgerMetadata, int]:
             continue
 
 
-async def _fence(client, reader: LedgerReader, md: LedgerMetadata, master_key: bytes) -> int:
-    """Fence the last segment's bookies; return the highest LAC they know, once coverage holds."""
+async def _fence(client, reader: LedgerReader, md: LedgerMetadata, master_key: bytes) -> tuple[int, set[int]]:
+    """Fence the last segment's bookies; return the highest LAC they know, once coverage holds, and the ensemble
+    indexes that did not answer."""
     segment = md.segments[-1]
     answered: set[int] = set()
     lac = -1
@@ -100,7 +104,32 @@ async def _fence(client, reader: LedgerReader, md: LedgerMetadata, master_key: b
         raise ServiceUnavailable(
             f"cannot recover ledger {reader.ledger_id}: too few bookies of its last ensemble answered the fence"
         )
-    return lac
+    return lac, set(range(md.ensemble_size)) - answered
+
+
+async def _replace_silent(client, ledger_id: int, md: LedgerMetadata, version: int, first: int, silent: set[str]):
+    """Ensemble change during recovery: a segment at ``first`` without the bookies that did not answer."""
+    while True:
+        last = md.segments[-1]
+        if last.first_entry_id == first and not silent & set(last.bookies):
+            return md, version  # a racing recovery made the change already
+        writable = await client.writable_bookies()
+        ensemble = list(last.bookies)
+        for index, bookie_id in enumerate(ensemble):
+            if bookie_id in silent:
+                ensemble[index] = replacement(writable, ensemble, index, silent | set(last.bookies))
+        segments = list(md.segments)
+        if last.first_entry_id == first:
+            segments[-1] = Segment(first, tuple(ensemble))
+        else:
+            segments.append(Segment(first, tuple(ensemble)))
+        changed = md.with_changes(segments=tuple(segments))
+        try:
+            return changed, await asyncio.to_thread(client.ledgers.write, ledger_id, changed, version)
+        except MetadataVersionConflict:
+            md, version = await asyncio.to_thread(client.ledgers.read, ledger_id)
+            if md.state == LedgerState.CLOSED:
+                raise LedgerClosed(f"ledger {ledger_id} was closed by a concurrent recovery") from None
 
 
 async def _recovery_read(client, reader: LedgerReader, md: LedgerMetadata, entry_id: int, key: bytes) -> Entry | None:
@@ -150,17 +179,26 @@ async def recover(client, ledger_id: int, password: bytes, master_key: bytes) ->
     if md.state == LedgerState.CLOSED:
         return md
     reader = LedgerReader(client, ledger_id, md, password, -1)
-    lac = max(await _fence(client, reader, md, master_key), md.segments[-1].first_entry_id - 1)
+    fenced_lac, silent_indexes = await _fence(client, reader, md, master_key)
+    silent = {md.segments[-1].bookies[i] for i in silent_indexes}
+    lac = max(fenced_lac, md.segments[-1].first_entry_id - 1)
     length = 0
     if lac >= 0:
         length = (await reader.read_entry(lac)).length
     entry_id = lac + 1
+    write_md = md  # reads use the ensemble the entries were written to; re-adds may go to a changed one
     while (entry := await _recovery_read(client, reader, md, entry_id, master_key)) is not None:
+        if silent and write_md is md:
+            try:
+                write_md, version = await _replace_silent(client, ledger_id, md, version, entry_id, silent)
+            except LedgerClosed:
+                return (await asyncio.to_thread(client.ledgers.read, ledger_id))[0]
         body = frame_entry(reader.digester, ledger_id, entry.entry_id, entry.last_add_confirmed, entry.length,
                            entry.payload)
-        await _recovery_add(client, md, entry, body, master_key, ledger_id)
+        await _recovery_add(client, write_md, entry, body, master_key, ledger_id)
         lac, length = entry.entry_id, entry.length
         entry_id += 1
+    md = write_md
     while True:
         closed = md.with_changes(state=LedgerState.CLOSED, last_entry_id=lac, length=length)
         try:

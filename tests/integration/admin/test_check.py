@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from helpers import wait_for
+from helpers import check, wait_for, wipe, write_ledgers
 
 from admin.check import categories as cat
 from bookie._proto import bookkeeper_protocol_pb2 as pb
@@ -17,31 +17,6 @@ from bookie.codec.digest import master_key
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 from bookie.meta.underreplication import UnderReplicationManager
-
-
-def write_ledgers(uri, count, quorum=(3, 3, 2), entries=20):
-    with BookKeeper(uri) as bk:
-        ids = []
-        for _ in range(count):
-            ledger = bk.create_ledger(*quorum)
-            ledger.add_entries(b"entry-%d" % i for i in range(entries))
-            ledger.close()
-            ids.append(ledger.ledger_id)
-        return ids
-
-
-def wipe(bookie):
-    """Lose a bookie's data but keep its cookies (as if its disks were restored empty, same identity)."""
-    bookie.stop()
-    for directory in (bookie.journal_dir, bookie.ledger_dir):
-        for path in Path(directory, "current").iterdir():
-            if path.name != "VERSION":
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-
-
-def check(bkctl, uri, *args):
-    result = bkctl("-u", uri, "cluster", "check", "--recheck-delay", "1", *args, "-o", "json")
-    return result.exit_code, json.loads(result.stdout) if result.stdout else None
 
 
 def test_clean_cluster_then_a_wiped_bookie(harness, bkctl, cluster, tmp_path):
@@ -120,15 +95,16 @@ def test_an_ensemble_change_during_the_check_raises_no_false_alarm(harness, clus
     re-reads the metadata before reporting, analyses again, and finds nothing wrong."""
     from admin.check.checker import Checker, CheckOptions
 
-    a, x, spare = harness.start(3)
+    started = harness.start(3)
     ledgers = LedgerManager(cluster)
     with BookKeeper(harness.service_uri) as bk:
         ledger = bk.create_ledger(2, 2, 2)
         ledger.add_entries(b"e%d" % i for i in range(10))
         ledger.close()
         md, version = ledgers.read(ledger.ledger_id)
-        victim = next(b for b in (a, x) if b.bookie_id == md.segments[0].bookies[1])
-        source = next(b for b in (a, x) if b is not victim)
+        by_id = {b.bookie_id: b for b in started}
+        source, victim = (by_id[b] for b in md.segments[0].bookies)
+        (spare,) = (b for b in started if b not in (source, victim))
         wipe(victim)
         harness.restart(victim)
 

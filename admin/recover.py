@@ -1,0 +1,232 @@
+"""Re-replication of a lost bookie's ledgers (spec/audit-and-recovery.md, `recover` and `decommission`).
+
+For every ledger with the bookie in a segment: an OPEN ledger whose last segment holds it is recovered (fenced and
+closed) first; then, for each segment holding it, the entries it had to hold (write-set rule) are read from the
+surviving replicas — each streaming its own stripe, digests checked — and written with RECOVERY_ADD, as framed, to
+a replacement chosen by the placement policy; then the segment is swapped by a CAS on the metadata. One failing
+ledger does not stop the run. Re-running continues where it stopped: fixed segments no longer name the bookie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client.placement import replacement
+from bookie.codec.digest import Digester, master_key
+from bookie.codec.entry import parse_entry
+from bookie.codec.write_set import entries_of_bookie, write_set
+from bookie.errors import BKError, CorruptEntry, MetadataVersionConflict, NoSuchLedger
+from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
+
+log = logging.getLogger(__name__)
+SIZE = struct.Struct(">i")
+IN_FLIGHT_BYTES = 4 << 20  # recovery adds outstanding to one target
+
+
+@dataclass
+class RecoverReport:
+    ledgers: list[int] = field(default_factory=list)  # ledgers that named the bookies
+    recovered: list[int] = field(default_factory=list)
+    skipped_open: list[int] = field(default_factory=list)
+    failed: dict[int, str] = field(default_factory=dict)
+    fragments: int = 0
+    entries: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+    def doc(self) -> dict:
+        return {"ledgers": len(self.ledgers), "recovered": self.recovered, "skippedOpen": self.skipped_open,
+                "failed": {str(k): v for k, v in self.failed.items()}, "fragments": self.fragments,
+                "entries": self.entries, "bytes": self.bytes, "seconds": round(self.seconds, 3),
+                "mbPerSec": round(self.bytes / self.seconds / 1e6, 1) if self.seconds else 0.0}
+
+
+class _Acks:
+    """Collects the target bookie's answers to recovery adds."""
+
+    def __init__(self, ledger_id: int):
+        self.ledger_id = ledger_id
+        self.outstanding = 0
+        self.errors: list[str] = []
+        self.drained = asyncio.Event()
+        self.drained.set()
+
+    def sent(self) -> None:
+        self.outstanding += 1
+        self.drained.clear()
+
+    def added(self, token, index, status, bookie) -> None:
+        if status != pb.EOK:
+            self.errors.append(f"entry {token.entry_id} on {bookie.bookie_id}: status {status}")
+        self.outstanding -= 1
+        if self.outstanding == 0:
+            self.drained.set()
+
+
+class _Token:
+    __slots__ = ("entry_id",)
+
+    def __init__(self, entry_id: int):
+        self.entry_id = entry_id
+
+
+class RateLimit:
+    """A token bucket over bytes per second (None: unlimited)."""
+
+    def __init__(self, bytes_per_second: float | None):
+        self.rate = bytes_per_second
+        self.allowance = bytes_per_second or 0
+        self.last = time.monotonic()
+
+    async def take(self, size: int) -> None:
+        if not self.rate:
+            return
+        now = time.monotonic()
+        self.allowance = min(self.rate, self.allowance + (now - self.last) * self.rate)
+        self.last = now
+        self.allowance -= size
+        if self.allowance < 0:
+            await asyncio.sleep(-self.allowance / self.rate)
+
+
+class BookieRecovery:
+    def __init__(self, core, lost: set[str], skip_open: bool = False, rate: float | None = None,
+                 progress: Callable[[str, int], None] = lambda kind, n: None):
+        self.core, self.lost, self.skip_open = core, set(lost), skip_open
+        self.limit = RateLimit(rate)
+        self.progress = progress
+
+    def affected(self, ledger_ids: list[int] | None = None) -> list[tuple[int, LedgerMetadata]]:
+        """The ledgers with a lost bookie in some segment (blocking: metadata reads)."""
+        found = self.core.ledgers.iter_ledgers(ledger_ids)
+        return [(lid, md) for lid, md in found if any(self.lost & set(s.bookies) for s in md.segments)]
+
+    async def run(self, ledgers: list[tuple[int, LedgerMetadata]]) -> RecoverReport:
+        report = RecoverReport(ledgers=[lid for lid, _ in ledgers])
+        started = time.monotonic()
+        for ledger_id, md in ledgers:
+            try:
+                if await self._ledger(ledger_id, md, report):
+                    report.recovered.append(ledger_id)
+                else:
+                    report.skipped_open.append(ledger_id)
+            except (BKError, asyncio.TimeoutError) as exc:
+                log.warning("ledger %d not recovered: %s", ledger_id, exc)
+                report.failed[ledger_id] = str(exc) or type(exc).__name__
+            self.progress("ledgers", 1)
+        report.seconds = time.monotonic() - started
+        return report
+
+    async def _ledger(self, ledger_id: int, md: LedgerMetadata, report: RecoverReport) -> bool:
+        password = md.password or b""
+        if not md.is_closed:
+            if self.lost & set(md.segments[-1].bookies):
+                if self.skip_open:
+                    return False
+                await self.core.open(ledger_id, password, recovery=True)  # fence and close first
+            md, _ = await asyncio.to_thread(self.core.ledgers.read, ledger_id)
+        for index, segment in enumerate(md.segments):
+            for position, bookie_id in enumerate(segment.bookies):
+                if bookie_id in self.lost:
+                    md = await self._fragment(ledger_id, md, index, position, password, report)
+        return True
+
+    def _range(self, md: LedgerMetadata, index: int) -> tuple[int, int]:
+        first = md.segments[index].first_entry_id
+        if index + 1 < len(md.segments):
+            return first, md.segments[index + 1].first_entry_id - 1
+        return first, md.last_entry_id
+
+    async def _fragment(self, ledger_id, md, index, position, password, report) -> LedgerMetadata:
+        segment = md.segments[index]
+        writable = await self.core.writable_bookies()
+        target = replacement(writable, list(segment.bookies), position, self.lost)
+        first, last = self._range(md, index)
+        needed = set(entries_of_bookie(position, first, last, md.ensemble_size, md.write_quorum_size))
+        if needed:
+            await self._copy(ledger_id, md, segment, position, needed, target, password, report)
+        report.fragments += 1
+        self.progress("fragments", 1)
+        return await asyncio.to_thread(self._swap, ledger_id, index, segment.bookies[position], position, target)
+
+    async def _copy(self, ledger_id, md, segment, position, needed, target, password, report) -> None:
+        digester = Digester(md.digest_type, password)
+        key = master_key(password)
+        acks = _Acks(ledger_id)
+        destination = self.core.bookie(target)
+        first, last = min(needed), max(needed)
+
+        async def put(entry_id: int, body: bytes) -> None:
+            await self.limit.take(len(body))
+            while acks.outstanding * len(body) > IN_FLIGHT_BYTES:
+                await asyncio.sleep(0.001)
+            acks.sent()
+            destination.add(ledger_id, key, True, SIZE.pack(len(body)) + body, acks, _Token(entry_id), position)
+            needed.discard(entry_id)
+            report.entries += 1
+            report.bytes += len(body)
+            self.progress("bytes", len(body))
+
+        survivors = [i for i, b in enumerate(segment.bookies) if b not in self.lost]
+        for source in survivors:  # each survivor streams its stripe; take what is still needed
+            if not needed:
+                break
+            request = pb.ReadRangeRequest(ledgerId=ledger_id, firstEntryId=first, lastEntryId=last,
+                                          ensembleSize=md.ensemble_size, writeQuorumSize=md.write_quorum_size,
+                                          bookieIndex=source, priority=100)
+            try:
+                async for entry_id, body in self.core.bookie(segment.bookies[source]).read_range(request, 60.0):
+                    if isinstance(body, int) or entry_id not in needed:
+                        continue
+                    try:
+                        parse_entry(digester, body, ledger_id, entry_id)
+                    except CorruptEntry as exc:
+                        log.warning("ledger %d: %s; another replica will do", ledger_id, exc)
+                        continue
+                    await put(entry_id, body)
+            except BKError as exc:
+                log.warning("ledger %d: %s", ledger_id, exc)
+        for entry_id in sorted(needed):  # whatever no stripe gave: one replica at a time
+            for source in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
+                if segment.bookies[source] in self.lost:
+                    continue
+                answer = await self.core.bookie(segment.bookies[source]).read_entry(
+                    pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id), 10.0, "recovery read")
+                if answer.status == pb.EOK:
+                    try:
+                        parse_entry(digester, answer.body, ledger_id, entry_id)
+                    except CorruptEntry:
+                        continue
+                    await put(entry_id, answer.body)
+                    break
+        await asyncio.wait_for(acks.drained.wait(), 60)
+        if needed:
+            raise BKError(f"entries {sorted(needed)[:10]} have no readable replica left: not recoverable")
+        if acks.errors:
+            raise BKError(f"writing to {target} failed: {acks.errors[0]}")
+
+    def _swap(self, ledger_id: int, index: int, lost: str, position: int, target: str) -> LedgerMetadata:
+        """CAS the segment: the target takes the lost bookie's place (retried over concurrent changes)."""
+        while True:
+            md, version = self.core.ledgers.read(ledger_id)
+            segment = md.segments[index]
+            if segment.bookies[position] != lost:
+                return md  # someone (another recover, the auditor) already replaced it
+            bookies = list(segment.bookies)
+            bookies[position] = target
+            segments = list(md.segments)
+            segments[index] = Segment(segment.first_entry_id, tuple(bookies))
+            changed = md.with_changes(segments=tuple(segments))
+            try:
+                self.core.ledgers.write(ledger_id, changed, version)
+                return changed
+            except MetadataVersionConflict:
+                continue
+            except NoSuchLedger:
+                raise BKError(f"ledger {ledger_id} was deleted during recovery") from None

@@ -1,0 +1,85 @@
+import click
+
+from bkctl.options import dry_run_option, output_option
+
+
+def run_recovery(app, lost: set[str], ledger_ids, skip_open: bool, rate: float | None):
+    """Shared by recover and decommission: find the ledgers, re-replicate with a progress display."""
+    from admin.recover import BookieRecovery
+
+    recovery = BookieRecovery(app.client.core, lost, skip_open, rate)
+    ledgers = recovery.affected(list(ledger_ids) or None)
+    with app.terminal.progress("re-replicating", total=len(ledgers), unit="ledgers") as advance:
+        recovery.progress = lambda kind, n: advance(n) if kind == "ledgers" else None
+        return ledgers, app.client.run(recovery.run(ledgers))
+
+
+def show(app, report) -> None:
+    doc = report.doc()
+
+    def table():
+        app.terminal.fields([
+            ("Ledgers", f"{len(report.recovered)} of {len(report.ledgers)} re-replicated"),
+            ("Fragments", report.fragments),
+            ("Copied", f"{report.entries} entries, {report.bytes / 1e6:.1f} MB in {report.seconds:.1f} s "
+                       f"({doc['mbPerSec']} MB/s)"),
+        ])
+        if report.skipped_open:
+            app.terminal.line(f"skipped (open): {', '.join(map(str, report.skipped_open))}")
+        for ledger_id, reason in report.failed.items():
+            app.terminal.line(f"ledger/{ledger_id} FAILED: {reason}")
+
+    app.terminal.document(doc, table)
+
+
+@click.command()
+@click.argument("bookies", metavar="BOOKIE[,BOOKIE...]")
+@click.option("--query", is_flag=True, help="Only list the ledgers that name these bookies.")
+@click.option("--ledger", "ledger_ids", type=click.IntRange(0), multiple=True, help="Only this ledger (repeatable).")
+@click.option("--skip-open", is_flag=True, help="Leave open ledgers alone (default: fence and close them first).")
+@click.option("--skip-unrecoverable", is_flag=True, help="Exit 0 even if some ledgers could not be recovered.")
+@click.option("--rate", type=click.FloatRange(1), metavar="BYTES_PER_S", help="Limit the copy rate.")
+@click.option("--delete-cookie", is_flag=True, help="Delete the bookies' cookies when everything was recovered.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@dry_run_option
+@output_option
+@click.pass_obj
+def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate, delete_cookie, yes, dry_run):
+    """Re-replicate every ledger fragment stored on lost bookies to other bookies, then point metadata at them
+
+    Open ledgers on a lost bookie are fenced and closed first. A ledger that fails is listed at the end and the
+    run goes on; running again continues where it stopped. Exit 1 if some ledger failed (0 with
+    --skip-unrecoverable).
+    """
+    import sys
+
+    from admin.recover import BookieRecovery
+    from bkctl.errors import ExitCode
+    from bookie.errors import InvalidArgument
+    from bookie.meta.cookies import CookieStore
+
+    lost = {b.strip() for b in bookies.split(",") if b.strip()}
+    if query or dry_run:
+        ledgers = BookieRecovery(app.client.core, lost).affected(list(ledger_ids) or None)
+        docs = [{"ledgerId": lid, "state": md.state.name,
+                 "segments": [s.first_entry_id for s in md.segments if lost & set(s.bookies)]} for lid, md in ledgers]
+        app.terminal.document(docs, lambda: app.terminal.table(
+            ["LEDGER", "STATE", "SEGMENTS"], [[d["ledgerId"], d["state"], d["segments"]] for d in docs],
+            empty=f"no ledger names {', '.join(sorted(lost))}"))
+        if dry_run and docs:
+            app.terminal.info(f"{len(docs)} ledgers would be re-replicated (dry run)")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidArgument("refusing to recover without --yes: no terminal to confirm on")
+        click.confirm(f"Re-replicate everything on {', '.join(sorted(lost))}?", abort=True, err=True)
+    _, report = run_recovery(app, lost, ledger_ids, skip_open, rate)
+    show(app, report)
+    if delete_cookie and not report.failed and not report.skipped_open:
+        cookies = CookieStore(app.metadata)
+        for bookie_id in sorted(lost):
+            if bookie_id in cookies.list():
+                cookies.delete(bookie_id)
+                app.terminal.info(f"cookie of {bookie_id} deleted")
+    if report.failed and not skip_unrecoverable:
+        raise click.exceptions.Exit(ExitCode.FAILED)
