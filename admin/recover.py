@@ -26,7 +26,8 @@ from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
-IN_FLIGHT_BYTES = 4 << 20  # recovery adds outstanding to one target
+IN_FLIGHT_BYTES = 4 << 20  # recovery adds outstanding to one target, per fragment
+LEDGERS_AT_ONCE = 8  # one ledger at a time re-replicated 22.8 MB/s; ledgers are independent
 
 
 @dataclass
@@ -108,18 +109,25 @@ class BookieRecovery:
         return [(lid, md) for lid, md in found if any(self.lost & set(s.bookies) for s in md.segments)]
 
     async def run(self, ledgers: list[tuple[int, LedgerMetadata]]) -> RecoverReport:
+        """Recover the ledgers, ``LEDGERS_AT_ONCE`` at a time (a ledger's own segments one after another)."""
         report = RecoverReport(ledgers=[lid for lid, _ in ledgers])
         started = time.monotonic()
-        for ledger_id, md in ledgers:
-            try:
-                if await self._ledger(ledger_id, md, report):
-                    report.recovered.append(ledger_id)
-                else:
-                    report.skipped_open.append(ledger_id)
-            except (BKError, asyncio.TimeoutError) as exc:
-                log.warning("ledger %d not recovered: %s", ledger_id, exc)
-                report.failed[ledger_id] = str(exc) or type(exc).__name__
-            self.progress("ledgers", 1)
+        window = asyncio.Semaphore(LEDGERS_AT_ONCE)
+
+        async def one(ledger_id: int, md: LedgerMetadata) -> None:
+            async with window:
+                try:
+                    if await self._ledger(ledger_id, md, report):
+                        report.recovered.append(ledger_id)
+                    else:
+                        report.skipped_open.append(ledger_id)
+                except (BKError, asyncio.TimeoutError) as exc:
+                    log.warning("ledger %d not recovered: %s", ledger_id, exc)
+                    report.failed[ledger_id] = str(exc) or type(exc).__name__
+                self.progress("ledgers", 1)
+
+        await asyncio.gather(*(one(ledger_id, md) for ledger_id, md in ledgers))
+        report.recovered.sort()
         report.seconds = time.monotonic() - started
         return report
 
@@ -163,20 +171,17 @@ class BookieRecovery:
         first, last = min(needed), max(needed)
 
         async def put(entry_id: int, body: bytes) -> None:
+            needed.discard(entry_id)  # claimed before any await: another stripe may offer the same entry
             await self.limit.take(len(body))
             while acks.outstanding * len(body) > IN_FLIGHT_BYTES:
                 await asyncio.sleep(0.001)
             acks.sent()
             destination.add(ledger_id, key, True, SIZE.pack(len(body)) + body, acks, _Token(entry_id), position)
-            needed.discard(entry_id)
             report.entries += 1
             report.bytes += len(body)
             self.progress("bytes", len(body))
 
-        survivors = [i for i, b in enumerate(segment.bookies) if b not in self.lost]
-        for source in survivors:  # each survivor streams its stripe; take what is still needed
-            if not needed:
-                break
+        async def stream(source: int) -> None:  # each survivor streams its stripe; the first copy of an entry wins
             request = pb.ReadRangeRequest(ledgerId=ledger_id, firstEntryId=first, lastEntryId=last,
                                           ensembleSize=md.ensemble_size, writeQuorumSize=md.write_quorum_size,
                                           bookieIndex=source, priority=100)
@@ -189,9 +194,12 @@ class BookieRecovery:
                     except CorruptEntry as exc:
                         log.warning("ledger %d: %s; another replica will do", ledger_id, exc)
                         continue
-                    await put(entry_id, body)
+                    if entry_id in needed:
+                        await put(entry_id, body)
             except BKError as exc:
                 log.warning("ledger %d: %s", ledger_id, exc)
+
+        await asyncio.gather(*(stream(i) for i, b in enumerate(segment.bookies) if b not in self.lost))
         for entry_id in sorted(needed):  # whatever no stripe gave: one replica at a time
             for source in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
                 if segment.bookies[source] in self.lost:
