@@ -82,7 +82,7 @@ class BookieStub:
         self.GetListOfEntriesOfLedgers = channel.unary_stream(
                 '/bookkeeper.protocol.Bookie/GetListOfEntriesOfLedgers',
                 request_serializer=bookie_dot___proto_dot_bookkeeper__protocol__pb2.GetListOfEntriesOfLedgersRequest.SerializeToString,
-                response_deserializer=bookie_dot___proto_dot_bookkeeper__protocol__pb2.GetListOfEntriesOfLedgerResponse.FromString,
+                response_deserializer=bookie_dot___proto_dot_bookkeeper__protocol__pb2.ListOfEntriesOfLedgers.FromString,
                 _registered_method=True)
 
 
@@ -201,7 +201,7 @@ def add_BookieServicer_to_server(servicer, server):
             'GetListOfEntriesOfLedgers': grpc.unary_stream_rpc_method_handler(
                     servicer.GetListOfEntriesOfLedgers,
                     request_deserializer=bookie_dot___proto_dot_bookkeeper__protocol__pb2.GetListOfEntriesOfLedgersRequest.FromString,
-                    response_serializer=bookie_dot___proto_dot_bookkeeper__protocol__pb2.GetListOfEntriesOfLedgerResponse.SerializeToString,
+                    response_serializer=bookie_dot___proto_dot_bookkeeper__protocol__pb2.ListOfEntriesOfLedgers.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -473,7 +473,7 @@ class Bookie:
             target,
             '/bookkeeper.protocol.Bookie/GetListOfEntriesOfLedgers',
             bookie_dot___proto_dot_bookkeeper__protocol__pb2.GetListOfEntriesOfLedgersRequest.SerializeToString,
-            bookie_dot___proto_dot_bookkeeper__protocol__pb2.GetListOfEntriesOfLedgerResponse.FromString,
+            bookie_dot___proto_dot_bookkeeper__protocol__pb2.ListOfEntriesOfLedgers.FromString,
             options,
             channel_credentials,
             insecure,

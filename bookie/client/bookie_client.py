@@ -166,8 +166,9 @@ class BookieClient:
         """GET_LIST_OF_ENTRIES_OF_LEDGER for many ledgers in one call: yield ``(ledgerId, status, encoded)``."""
         request = pb.GetListOfEntriesOfLedgersRequest(ledgerId=ledger_ids)
         try:
-            async for answer in self.stub.GetListOfEntriesOfLedgers(request, timeout=timeout):
-                yield answer.ledgerId, answer.status, answer.availabilityOfEntriesOfLedger
+            async for chunk in self.stub.GetListOfEntriesOfLedgers(request, timeout=timeout):
+                for answer in chunk.ledgers:
+                    yield answer.ledgerId, answer.status, answer.availabilityOfEntriesOfLedger
         except grpc.aio.AioRpcError as exc:
             raise rpc_error(exc, self.bookie_id, f"list of entries of {len(ledger_ids)} ledgers") from None
 

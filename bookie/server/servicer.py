@@ -286,8 +286,16 @@ class BookieServicer(pb_grpc.BookieServicer):
         return self._entries_of(request.ledgerId)
 
     async def GetListOfEntriesOfLedgers(self, request, context):
+        chunk, size = pb.ListOfEntriesOfLedgers(), 0
         for ledger_id in request.ledgerId:
-            yield self._entries_of(ledger_id)
-            await asyncio.sleep(0)
+            answer = self._entries_of(ledger_id)
+            chunk.ledgers.append(answer)
+            size += len(answer.availabilityOfEntriesOfLedger) + 32
+            if len(chunk.ledgers) >= 500 or size >= 1 << 20:
+                yield chunk
+                chunk, size = pb.ListOfEntriesOfLedgers(), 0
+                await asyncio.sleep(0)
+        if chunk.ledgers:
+            yield chunk
 
 

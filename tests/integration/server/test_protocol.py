@@ -72,8 +72,11 @@ def test_list_of_entries_from_the_index(channel):
     answer = channel.bookie.GetListOfEntriesOfLedger(pb.GetListOfEntriesOfLedgerRequest(ledgerId=5), timeout=10)
     assert answer.availabilityOfEntriesOfLedger == AvailabilityOfEntries.from_entries(present).encode()
     assert sorted(AvailabilityOfEntries.decode(answer.availabilityOfEntriesOfLedger)) == present
-    many = list(channel.bookie.GetListOfEntriesOfLedgers(pb.GetListOfEntriesOfLedgersRequest(ledgerId=[5, 77])))
-    assert [(m.ledgerId, m.status) for m in many] == [(5, pb.EOK), (77, pb.ENOLEDGER)]
+    chunks = list(channel.bookie.GetListOfEntriesOfLedgers(
+        pb.GetListOfEntriesOfLedgersRequest(ledgerId=[5, 77] + list(range(1000, 1600)))))
+    answers = [a for chunk in chunks for a in chunk.ledgers]
+    assert len(chunks) == 2 and len(answers) == 602  # many answers to a message, in request order
+    assert [(a.ledgerId, a.status) for a in answers[:2]] == [(5, pb.EOK), (77, pb.ENOLEDGER)]
 
 
 def test_explicit_lac_and_read_lac(channel):
