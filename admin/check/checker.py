@@ -113,21 +113,31 @@ class Checker:
         self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
         under_replication = UnderReplicationManager(self.core.store)
         marked = {m.ledger_id: m for m in await asyncio.to_thread(lambda: list(under_replication.iter_marked()))}
-        closed = []
-        for ledger_id, md in await asyncio.to_thread(self._ledgers):
-            if not md.is_closed:
-                report.skipped_open += 1
-            elif ledger_id in marked:
-                report.skipped_under_replicated += 1
-                self._under_replicated(report, marked[ledger_id])
-            else:
-                closed.append((ledger_id, md))
+        closed: dict[int, LedgerMetadata] = {}
+        held: dict[tuple[str, int], AvailabilityOfEntries] = {}
+        fetches = []  # bookies are asked about each chunk of ledgers while the next chunk's metadata arrives
+        async for chunk in self._ledger_chunks():
+            batch = {}
+            for ledger_id, md in chunk:
+                if not md.is_closed:
+                    report.skipped_open += 1
+                elif ledger_id in marked:
+                    report.skipped_under_replicated += 1
+                    self._under_replicated(report, marked[ledger_id])
+                else:
+                    closed[ledger_id] = batch[ledger_id] = md
+            if options.replicas and batch:
+                fetches.append(asyncio.ensure_future(self._fetch(self._wanted(batch), held)))
         report.checked = len(closed)
         if options.placement:
-            for ledger_id, md in closed:
+            for ledger_id, md in closed.items():
                 report.violations.extend(self._placement(ledger_id, md))
         if options.replicas:
-            await self._replicas(report, dict(closed), under_replication)
+            failed = set().union(*await asyncio.gather(*fetches))
+            unknown = await self._recheck(failed, self._wanted(closed), held)
+            if options.verify_entries > 0:
+                await self._verify_entries(closed, held, unknown)
+            await self._replicas(report, closed, held, unknown, under_replication)
         now_ms = int(time.time() * 1000)
         for kind, done in (("placement", options.placement), ("replicas", options.replicas)):
             if done:
@@ -135,13 +145,40 @@ class Checker:
         report.seconds = time.monotonic() - started
         return report
 
-    def _ledgers(self) -> list[tuple[int, LedgerMetadata]]:
+    async def _ledger_chunks(self, size: int = LEDGERS_PER_REQUEST):
+        """The ledgers' metadata, read on a thread and handed over ``size`` at a time."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+
+        def read() -> None:
+            try:
+                chunk = []
+                for item in self._ledgers():
+                    chunk.append(item)
+                    if len(chunk) >= size:
+                        loop.call_soon_threadsafe(queue.put_nowait, chunk)
+                        chunk = []
+                loop.call_soon_threadsafe(queue.put_nowait, chunk)
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+            except BaseException as exc:
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+
+        reader = loop.run_in_executor(None, read)
+        while (chunk := await queue.get()) is not None:
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
+        await reader
+
+    def _ledgers(self):
         wanted = self.options.ledger_ids
-        found = list(self.core.ledgers.iter_ledgers(wanted, on_corrupt=lambda exc: log.error("%s", exc)))
-        if wanted is not None and len(found) < len(set(wanted)):
-            missing = sorted(set(wanted) - {lid for lid, _ in found})
+        seen = set()
+        for ledger_id, md in self.core.ledgers.iter_ledgers(wanted, on_corrupt=lambda exc: log.error("%s", exc)):
+            seen.add(ledger_id)
+            yield ledger_id, md
+        if wanted is not None and len(seen) < len(set(wanted)):
+            missing = sorted(set(wanted) - seen)
             raise NoSuchLedger(f"ledger {', '.join(map(str, missing))} does not exist")
-        return found
 
     def _under_replicated(self, report: CheckReport, marker) -> None:
         grace = self.options.under_replicated_grace
@@ -168,8 +205,7 @@ class Checker:
         return [Violation(ledger_id, category, worst[1].first_entry_id, list(worst[1].bookies))]
 
     # ---- replicas ----
-    async def _replicas(self, report: CheckReport, ledgers: dict[int, LedgerMetadata], marks) -> None:
-        held, unknown = await self._ask_bookies(ledgers)
+    async def _replicas(self, report: CheckReport, ledgers: dict[int, LedgerMetadata], held, unknown, marks):
         report.unavailable_bookies = sorted(unknown)
         for bookie_id in report.unavailable_bookies:
             report.violations.append(Violation(None, cat.UNAVAILABLE_BOOKIES, None, [bookie_id]))
@@ -211,9 +247,8 @@ class Checker:
                 return None
         return finding
 
-    async def _ask_bookies(self, ledgers: dict[int, LedgerMetadata]):
-        """What each bookie holds of its ledgers: ``{(bookie, ledger): availability}``, and the registered
-        bookies that failed twice (``recheck_delay`` apart). Unregistered bookies are not asked: they hold
+    def _wanted(self, ledgers: dict[int, LedgerMetadata]) -> dict[str, set[int]]:
+        """Which ledgers to ask each registered bookie about. Unregistered bookies are not asked: they hold
         nothing anyone can read."""
         wanted: dict[str, set[int]] = defaultdict(set)
         for ledger_id, md in ledgers.items():
@@ -221,17 +256,28 @@ class Checker:
                 for bookie_id in segment.bookies:
                     if bookie_id in self.registered:
                         wanted[bookie_id].add(ledger_id)
+        return wanted
+
+    async def _recheck(self, failed: set[str], wanted: dict[str, set[int]], held: dict) -> set[str]:
+        """Ask the bookies that failed again after ``recheck_delay``; return those still failing and still
+        registered (a bookie gone from the registry meanwhile holds nothing)."""
+        if not failed:
+            return set()
+        await asyncio.sleep(self.options.recheck_delay)
+        self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
+        gone = {b for b in failed if b not in self.registered}
+        still = await self._fetch({b: wanted[b] for b in failed - gone}, held)
+        log.info("recheck: %d bookies gone from the registry, %d still failing", len(gone), len(still))
+        return still
+
+    async def _ask_bookies(self, ledgers: dict[int, LedgerMetadata]):
+        """What each bookie holds of these ledgers, and the registered bookies that failed twice."""
+        wanted = self._wanted(ledgers)
         held: dict[tuple[str, int], AvailabilityOfEntries] = {}
-        failed = await self._fetch(wanted, held)
-        if failed:
-            await asyncio.sleep(self.options.recheck_delay)
-            self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
-            gone = {b for b in failed if b not in self.registered}
-            failed = await self._fetch({b: wanted[b] for b in failed - gone}, held)
-            log.info("recheck: %d bookies gone from the registry, %d still failing", len(gone), len(failed))
+        unknown = await self._recheck(await self._fetch(wanted, held), wanted, held)
         if self.options.verify_entries > 0:
-            await self._verify_entries(ledgers, held, failed)
-        return held, failed
+            await self._verify_entries(ledgers, held, unknown)
+        return held, unknown
 
     async def _fetch(self, wanted: dict[str, set[int]], held: dict) -> set[str]:
         window = asyncio.Semaphore(self.options.concurrency)
