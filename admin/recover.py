@@ -170,9 +170,12 @@ class BookieRecovery:
         destination = self.core.bookie(target)
         first, last = min(needed), max(needed)
 
+        limited = self.limit.rate is not None
+
         async def put(entry_id: int, body: bytes) -> None:
             needed.discard(entry_id)  # claimed before any await: another stripe may offer the same entry
-            await self.limit.take(len(body))
+            if limited:
+                await self.limit.take(len(body))
             while acks.outstanding * len(body) > IN_FLIGHT_BYTES:
                 await asyncio.sleep(0.001)
             acks.sent()

@@ -14,6 +14,7 @@ from bookie.errors import BKError
 COMMANDS = {
     "bookie": "bkctl.bookie:bookie",
     "bench": "bkctl.bench:bench",
+    "autorecovery": "bkctl.autorecovery:autorecovery",
     "bookies": "bkctl.bookies:bookies",
     "cluster": "bkctl.cluster:cluster",
     "completion": "bkctl.completion:completion",

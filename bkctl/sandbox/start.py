@@ -7,11 +7,13 @@ from bkctl.options import output_option, sandbox_dir_option, settings_option
 @click.option("--bookies", type=click.IntRange(0, 32), default=3, show_default=True, help="Bookies to run.")
 @click.option("--zk-port", type=click.IntRange(1, 65535), help="ZooKeeper's port [default: the last one, or free].")
 @click.option("--no-init", is_flag=True, help="ZooKeeper only, left empty: no cluster, no bookies.")
+@click.option("--autorecovery", is_flag=True, help="Also run `bkctl autorecovery run` (auditor and re-replication).")
 @settings_option("A bookie configuration key for every bookie, e.g. --set journalSyncData=false (repeatable).")
 @sandbox_dir_option
 @output_option
 @click.pass_obj
-def start(app, bookies: int, zk_port: int | None, no_init: bool, settings: dict, state_dir: str | None):
+def start(app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: bool, settings: dict,
+          state_dir: str | None):
     """Start the sandbox: ZooKeeper on 127.0.0.1, a cluster in it, and its bookies
 
     Data survives `sandbox stop`: starting the same directory again brings the same cluster back.
@@ -20,5 +22,5 @@ def start(app, bookies: int, zk_port: int | None, no_init: bool, settings: dict,
     from bookie.local.sandbox import Sandbox
 
     sandbox = Sandbox(state_dir)
-    sandbox.start(bookies=bookies, zk_port=zk_port, init=not no_init, settings=settings)
+    sandbox.start(bookies=bookies, zk_port=zk_port, init=not no_init, settings=settings, autorecovery=autorecovery)
     show(app, sandbox.status())

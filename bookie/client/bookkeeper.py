@@ -160,6 +160,11 @@ class BookKeeper:
         self._thread.start()
         self.core = ClientCore(self._store, self.config)
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The client's event loop (its own thread): where the async core's coroutines run."""
+        return self._loop
+
     def run(self, coroutine):
         """Run a coroutine of the async core on the client's loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()

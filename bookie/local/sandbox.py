@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bookie.errors import BKError, ClusterAlreadyInitialised, NotFound
 from bookie.local.bookies import LocalBookie, wait_registered
-from bookie.local.process import free_port, pid_alive, stop_process_group
+from bookie.local.process import free_port, pid_alive, spawn, stop_process_group
 from bookie.local.zookeeper import EmbeddedZooKeeper
 
 STATE_FILE = "sandbox.json"
@@ -39,6 +40,7 @@ class SandboxState:
     zk_port: int
     zk_pid: int | None = None
     bookies: list[dict] = field(default_factory=list)  # LocalBookie fields
+    autorecovery_pid: int | None = None
 
     @property
     def service_uri(self) -> str:
@@ -69,6 +71,7 @@ class SandboxState:
             "stateDir": self.state_dir,
             "zookeeper": {"address": f"127.0.0.1:{self.zk_port}", "pid": self.zk_pid},
             "bookies": bookies,
+            "autorecovery": {"pid": self.autorecovery_pid} if pid_alive(self.autorecovery_pid) else None,
         }
 
 
@@ -101,7 +104,8 @@ class Sandbox:
         return state
 
     def start(
-        self, bookies: int = 3, zk_port: int | None = None, init: bool = True, settings: dict[str, str] | None = None
+        self, bookies: int = 3, zk_port: int | None = None, init: bool = True, settings: dict[str, str] | None = None,
+        autorecovery: bool = False,
     ) -> SandboxState:
         """Start ZooKeeper (reusing the directory's earlier port unless ``zk_port`` is given), initialise the
         cluster unless ``init`` is False, and start the bookies (those of an earlier run, plus new ones up to
@@ -118,6 +122,12 @@ class Sandbox:
             if init:
                 self._init_cluster(state)
                 self._start_bookies(state, bookies, settings or {})
+                if autorecovery:
+                    state.autorecovery_pid = spawn(
+                        [sys.executable, "-m", "bkctl", "-u", state.service_uri, "autorecovery", "run"],
+                        self.dir / "autorecovery.log",
+                    )
+                    self.save(state)
         except BaseException:
             self.stop()
             raise
@@ -203,6 +213,9 @@ class Sandbox:
         bookies = state.local_bookies() if state else []
         if state is None or not (pid_alive(state.zk_pid) or any(b.running() for b in bookies)):
             raise NotFound(f"no sandbox is running in {self.dir}")
+        if pid_alive(state.autorecovery_pid):
+            stop_process_group(state.autorecovery_pid)
+        state.autorecovery_pid = None
         for bookie in bookies:
             bookie.stop()
         state.bookies = [b.to_dict() for b in bookies]

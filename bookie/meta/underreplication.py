@@ -15,6 +15,7 @@ from google.protobuf import text_format
 from kazoo.exceptions import NodeExistsError
 
 from bookie._proto.data_formats_pb2 import (
+    AuditorVoteFormat,
     CheckAllLedgersFormat,
     LedgerRereplicationLayoutFormat,
     LockDataFormat,
@@ -162,6 +163,67 @@ class UnderReplicationManager:
         parsed = message()
         parsed.ParseFromString(data)
         return getattr(parsed, field)
+
+    # ---- autorecovery controls ----
+    def is_enabled(self) -> bool:
+        """Autorecovery runs unless ``underreplication/disable`` exists."""
+        return self.store.exists(f"{self.root}/disable") is None
+
+    def set_enabled(self, enabled: bool) -> None:
+        path = f"{self.root}/disable"
+        if enabled:
+            try:
+                with zk_errors("enable autorecovery"):
+                    self.store.zk.delete(path)
+            except NotFound:
+                pass
+            return
+        try:
+            with zk_errors("disable autorecovery"):
+                self.store.zk.create(path, b"", makepath=True)
+        except NodeExistsError:
+            pass
+
+    def lost_bookie_recovery_delay(self) -> int:
+        """Seconds the auditor waits before marking a lost bookie's ledgers (0: at once)."""
+        try:
+            data, _ = self.store.get(f"{self.root}/lostBookieRecoveryDelay")
+        except NotFound:
+            return 0
+        text = data.decode().strip()
+        if not text.lstrip("-").isdigit():
+            raise CorruptData(f"{self.root}/lostBookieRecoveryDelay: not a number of seconds: {text!r}")
+        return int(text)
+
+    def set_lost_bookie_recovery_delay(self, seconds: int) -> None:
+        """Write the delay (rewriting the same value is how an audit is triggered: the auditor watches it)."""
+        path = f"{self.root}/lostBookieRecoveryDelay"
+        with zk_errors("set lostBookieRecoveryDelay"):
+            try:
+                self.store.zk.create(path, str(seconds).encode(), makepath=True)
+            except NodeExistsError:
+                self.store.zk.set(path, str(seconds).encode())
+
+    def vote(self, bookie_id: str) -> str:
+        """Stand in the auditor election: an EPHEMERAL_SEQUENTIAL vote; return its path."""
+        data = text_format.MessageToString(AuditorVoteFormat(bookieId=bookie_id)).encode()
+        with zk_errors("vote for the auditor"):
+            return self.store.zk.create(f"{self.root}/auditorelection/V_", data, ephemeral=True, sequence=True,
+                                        makepath=True)
+
+    def auditor(self) -> tuple[str, str] | None:
+        """``(vote path, id)`` of the elected auditor (the lowest vote), or None when nobody stands."""
+        folder = f"{self.root}/auditorelection"
+        votes = sorted(self.store.children(folder), key=lambda name: name.rsplit("_", 1)[-1])
+        for name in votes:
+            try:
+                data, _ = self.store.get(f"{folder}/{name}")
+            except NotFound:
+                continue
+            vote = AuditorVoteFormat()
+            text_format.Parse(data.decode(), vote)
+            return f"{folder}/{name}", vote.bookieId
+        return None
 
     def lock_path(self, ledger_id: int) -> str:
         return f"{self.root}/locks/urL{ledger_id:010d}"

@@ -12,7 +12,7 @@ def test_help_lists_the_command_groups(bkctl):
     assert result.exit_code == 0
     section = result.stdout.split("Commands:\n")[1].splitlines()
     assert [line.split()[0] for line in section if line.startswith("  ") and not line.startswith("   ")] == [
-        "bench", "bookie", "bookies", "cluster", "completion", "ledger", "sandbox",
+        "autorecovery", "bench", "bookie", "bookies", "cluster", "completion", "ledger", "sandbox",
     ]
 
 

@@ -113,3 +113,18 @@ def test_bookie_fault_drills_and_bench(sandbox_dir):
     assert result["entries"] == 3000 and set(result["latencyMs"]) == {"p50", "p95", "p99", "max"}
     unknown = bkctl("sandbox", "start-bookie", "9", env_dir=sandbox_dir)
     assert unknown.returncode == 5 and "no sandbox bookie '9'" in unknown.stderr
+
+
+def test_sandbox_with_autorecovery(sandbox_dir):
+    started = bkctl("sandbox", "start", "--bookies", "1", "--autorecovery", "-o", "json", env_dir=sandbox_dir)
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(started.stdout)["autorecovery"]["pid"]
+    assert pid_alive(pid)
+    import time
+
+    deadline = time.monotonic() + 30
+    while bkctl("autorecovery", "who-is-auditor", env_dir=sandbox_dir).returncode != 0:
+        assert time.monotonic() < deadline, "no auditor elected"
+        time.sleep(0.3)
+    assert bkctl("sandbox", "stop", env_dir=sandbox_dir).returncode == 0
+    assert not pid_alive(pid)

@@ -1,0 +1,149 @@
+"""Autorecovery (spec/audit-and-recovery.md): an auditor that marks a lost bookie's ledgers under-replicated, and
+replication workers that re-replicate marked ledgers — every `autorecovery run` process is a worker and stands in
+the auditor election (the lowest vote audits).
+
+Auditor: a bookie named in ledger metadata but no longer registered is lost. Once lost for
+``lostBookieRecoveryDelay`` seconds (at once when several are lost together), every ledger naming it is marked
+with it as the missing replica. It audits when the registrations change, when `trigger-audit` rewrites the delay,
+and every ``audit_interval``.
+
+Worker: takes a marker's lock (ephemeral: it dies with the worker), re-replicates what the ledger has on lost
+bookies — an open ledger only after ``open_grace`` from the marking, then fenced and closed first — and removes the
+marker. A ledger that fails keeps its lock for ``failed_lock_grace`` before others may try again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+
+from bookie.errors import BKError, NoSuchLedger
+from bookie.meta.underreplication import UnderReplicationManager
+
+from admin.recover import BookieRecovery
+
+log = logging.getLogger(__name__)
+_UNSEEN = object()  # the delay znode's version before the first audit: its existence is no trigger
+
+
+class AutoRecovery:
+    def __init__(self, core, name: str, poll: float = 1.0, open_grace: float = 30.0, failed_lock_grace: float = 60.0,
+                 audit_interval: float = 3600.0):
+        self.core = core
+        self.name = name
+        self.poll, self.open_grace, self.failed_lock_grace = poll, open_grace, failed_lock_grace
+        self.audit_interval = audit_interval
+        self.ur = UnderReplicationManager(core.store)
+        self._vote: str | None = None
+        self._registered: frozenset[str] | None = None
+        self._trigger_version = _UNSEEN
+        self._lost_since: dict[str, float] = {}  # lost, not yet marked: since when
+        self._marked: set[str] = set()
+        self._next_audit = 0.0
+        self._held_failed: dict[int, float] = {}  # ledger -> when to release its lock after a failure
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await asyncio.to_thread(self.ur.ensure_layout)
+        self._vote = await asyncio.to_thread(self.ur.vote, self.name)
+        log.info("autorecovery %s: vote %s", self.name, self._vote)
+        while not stop.is_set():
+            try:
+                if await self.is_auditor():
+                    await self.audit()
+                if await asyncio.to_thread(self.ur.is_enabled):
+                    await self.replicate()
+                await self._release_failed()
+            except BKError as exc:
+                log.warning("autorecovery round failed: %s", exc)
+            try:
+                await asyncio.wait_for(stop.wait(), self.poll)
+            except asyncio.TimeoutError:
+                pass
+
+    async def is_auditor(self) -> bool:
+        if self._vote is None or await asyncio.to_thread(self.core.store.exists, self._vote) is None:
+            self._vote = await asyncio.to_thread(self.ur.vote, self.name)  # our vote expired with a session
+        elected = await asyncio.to_thread(self.ur.auditor)
+        return elected is not None and elected[0] == self._vote
+
+    # ---- auditor ----
+    async def audit(self) -> None:
+        registered = frozenset(b.bookie_id for b in await asyncio.to_thread(self.core.registry.list, True, True))
+        delay_node = await asyncio.to_thread(self.core.store.exists, f"{self.ur.root}/lostBookieRecoveryDelay")
+        trigger = delay_node.mzxid if delay_node else None
+        triggered = self._trigger_version is not _UNSEEN and trigger != self._trigger_version
+        now = time.monotonic()
+        due = registered != self._registered or triggered or now >= self._next_audit or self._lost_since
+        self._registered, self._trigger_version = registered, trigger
+        if not due:
+            return
+        self._next_audit = now + self.audit_interval
+        ledgers = await asyncio.to_thread(lambda: list(self.core.ledgers.iter_ledgers()))
+        lost = {b for _, md in ledgers for s in md.segments for b in s.bookies} - registered
+        self._marked &= lost  # a bookie that came back, or is no longer named, may be lost (and marked) anew
+        self._lost_since = {b: self._lost_since.get(b, now) for b in lost - self._marked}
+        delay = await asyncio.to_thread(self.ur.lost_bookie_recovery_delay)
+        if triggered:
+            ready = set(lost)  # trigger-audit: every lost bookie, now
+        elif len(self._lost_since) > 1:
+            ready = set(self._lost_since)  # several bookies lost at once: no waiting
+        else:
+            ready = {b for b, since in self._lost_since.items() if now - since >= delay}
+        if not ready:
+            return
+        marked = 0
+        for ledger_id, md in ledgers:
+            missing = sorted(ready & {b for s in md.segments for b in s.bookies})
+            if missing:
+                await asyncio.to_thread(self.ur.mark, ledger_id, missing)
+                marked += 1
+        self._marked |= ready
+        for bookie_id in ready:
+            self._lost_since.pop(bookie_id, None)
+        log.info("auditor: marked %d ledgers of lost bookies %s", marked, sorted(ready))
+
+    # ---- replication worker ----
+    async def replicate(self) -> None:
+        ids = await asyncio.to_thread(lambda: list(self.ur.iter_ledger_ids()))
+        random.shuffle(ids)  # workers spread over the markers
+        registered = {b.bookie_id for b in await asyncio.to_thread(self.core.registry.list, True, True)}
+        for ledger_id in ids:
+            if ledger_id in self._held_failed or not await asyncio.to_thread(self.ur.try_lock, ledger_id, self.name):
+                continue
+            try:
+                done = await self._replicate_ledger(ledger_id, registered)
+            except BKError as exc:
+                log.warning("re-replication of ledger %d failed: %s", ledger_id, exc)
+                self._held_failed[ledger_id] = time.monotonic() + self.failed_lock_grace
+                continue
+            if done:
+                await asyncio.to_thread(self.ur.unmark, ledger_id)
+                log.info("ledger %d re-replicated", ledger_id)
+            await asyncio.to_thread(self.ur.release_lock, ledger_id)
+
+    async def _replicate_ledger(self, ledger_id: int, registered: set[str]) -> bool:
+        marker = await asyncio.to_thread(self.ur.get, ledger_id)
+        try:
+            md, _ = await asyncio.to_thread(self.core.ledgers.read, ledger_id)
+        except NoSuchLedger:
+            return True  # deleted: nothing to re-replicate
+        lost = {b for s in md.segments for b in s.bookies} - registered
+        if not lost:
+            return True  # the bookie came back, or someone else replaced it
+        if not md.is_closed and lost & set(md.segments[-1].bookies):
+            marked_at = (marker.ctime or 0) / 1000 if marker else 0
+            if time.time() - marked_at < self.open_grace:
+                return False  # its writer may still change the ensemble itself
+        report = await BookieRecovery(self.core, lost).run([(ledger_id, md)])
+        if report.failed:
+            raise BKError(report.failed[ledger_id])
+        return True
+
+    async def _release_failed(self) -> None:
+        now = time.monotonic()
+        for ledger_id, when in list(self._held_failed.items()):
+            if now >= when:
+                await asyncio.to_thread(self.ur.release_lock, ledger_id)
+                del self._held_failed[ledger_id]

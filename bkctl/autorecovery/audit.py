@@ -1,0 +1,32 @@
+import click
+
+from bkctl.options import output_option
+
+
+@click.command("who-is-auditor")
+@output_option
+@click.pass_obj
+def who_is_auditor(app):
+    """Print the elected auditor (exit 5 when no autorecovery is running)"""
+    from bookie.errors import NotFound
+    from bookie.meta.underreplication import UnderReplicationManager
+
+    auditor = UnderReplicationManager(app.metadata).auditor()
+    if auditor is None:
+        raise NotFound("no auditor: no `bkctl autorecovery run` is running")
+    app.terminal.document({"auditor": auditor[1]}, lambda: app.terminal.line(auditor[1]))
+
+
+@click.command("trigger-audit")
+@click.pass_obj
+def trigger_audit(app):
+    """Make the auditor look for lost bookies now and mark their ledgers without waiting for the delay"""
+    from bookie.errors import NotFound
+    from bookie.meta.underreplication import UnderReplicationManager
+
+    ur = UnderReplicationManager(app.metadata)
+    auditor = ur.auditor()
+    if auditor is None:
+        raise NotFound("no auditor to trigger: no `bkctl autorecovery run` is running")
+    ur.set_lost_bookie_recovery_delay(ur.lost_bookie_recovery_delay())  # the auditor watches this znode
+    app.terminal.line(f"audit triggered (auditor {auditor[1]})")

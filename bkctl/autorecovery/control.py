@@ -1,0 +1,64 @@
+import click
+
+from bkctl.options import dry_run_option, output_option
+
+
+@click.command()
+@output_option
+@click.pass_obj
+def status(app):
+    """Show whether autorecovery is enabled, its delay, the auditor, and the under-replicated count"""
+    from bookie.meta.underreplication import UnderReplicationManager
+
+    ur = UnderReplicationManager(app.metadata)
+    auditor = ur.auditor()
+    doc = {"enabled": ur.is_enabled(), "lostBookieRecoveryDelay": ur.lost_bookie_recovery_delay(),
+           "auditor": auditor[1] if auditor else None, "underReplicatedLedgers": ur.count()}
+    app.terminal.document(doc, lambda: app.terminal.fields([
+        ("Autorecovery", "enabled" if doc["enabled"] else "disabled"),
+        ("Lost bookie recovery delay", f"{doc['lostBookieRecoveryDelay']} s"),
+        ("Auditor", doc["auditor"]),
+        ("Under-replicated ledgers", doc["underReplicatedLedgers"]),
+    ]))
+
+
+def _toggle(app, enabled: bool, dry_run: bool) -> None:
+    from bookie.meta.underreplication import UnderReplicationManager
+
+    word = "enabled" if enabled else "disabled"
+    if dry_run:
+        app.terminal.line(f"autorecovery would be {word} (dry run)")
+        return
+    UnderReplicationManager(app.metadata).set_enabled(enabled)
+    app.terminal.line(f"autorecovery {word}")
+
+
+@click.command()
+@dry_run_option
+@click.pass_obj
+def enable(app, dry_run):
+    """Let the replication workers re-replicate marked ledgers"""
+    _toggle(app, True, dry_run)
+
+
+@click.command()
+@dry_run_option
+@click.pass_obj
+def disable(app, dry_run):
+    """Pause the replication workers (ledgers are still marked)"""
+    _toggle(app, False, dry_run)
+
+
+@click.command("lost-bookie-recovery-delay")
+@click.option("--set", "seconds", type=click.IntRange(0), metavar="SECONDS", help="Set the delay.")
+@output_option
+@click.pass_obj
+def lost_bookie_recovery_delay(app, seconds):
+    """Show or set how long the auditor waits before marking a lost bookie's ledgers"""
+    from bookie.meta.underreplication import UnderReplicationManager
+
+    ur = UnderReplicationManager(app.metadata)
+    if seconds is not None:
+        ur.set_lost_bookie_recovery_delay(seconds)
+    value = ur.lost_bookie_recovery_delay()
+    app.terminal.document({"lostBookieRecoveryDelay": value}, lambda: app.terminal.line(f"{value} s"))
