@@ -22,7 +22,7 @@ from bookie.codec.digest import Digester, master_key
 from bookie.codec.entry import parse_entry
 from bookie.codec.write_set import entries_of_bookie, write_set
 from bookie.errors import BKError, CorruptEntry, MetadataVersionConflict, NoSuchLedger
-from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
+from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")

@@ -167,3 +167,21 @@ def wipe(bookie):
 def check(bkctl, uri, *args):
     result = bkctl("-u", uri, "cluster", "check", "--recheck-delay", "1", *args, "-o", "json")
     return result.exit_code, json.loads(result.stdout) if result.stdout else None
+
+
+def flip_byte(bookie, needle: bytes, offset: int = 2) -> bool:
+    """Corrupt the first copy of ``needle`` in the bookie's entry log files; False while it is not on disk yet."""
+    for log in Path(bookie.ledger_dir, "current").glob("*.log"):
+        data = log.read_bytes()
+        at = data.find(needle)
+        if at >= 0:
+            with open(log, "r+b") as f:
+                f.seek(at + offset)
+                f.write(b"X")
+            return True
+    return False
+
+
+def ledgers_naming(bkctl, uri, bookie_id) -> list[int]:
+    result = bkctl("-u", uri, "bookie", "recover", bookie_id, "--query", "-o", "json")
+    return [d["ledgerId"] for d in json.loads(result.stdout)]

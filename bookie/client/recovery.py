@@ -21,7 +21,6 @@ import logging
 import struct
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
-from bookie.client.bookie_client import RECOVERY_PRIORITY
 from bookie.client.placement import replacement
 from bookie.client.reader import LedgerReader, covered
 from bookie.codec.entry import Entry, frame_entry

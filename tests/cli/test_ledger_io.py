@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from bookie.meta.ledger_metadata import LedgerState
 
 
 @pytest.fixture

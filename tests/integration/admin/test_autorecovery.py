@@ -3,15 +3,11 @@
 import json
 import sys
 
-from helpers import check, wait_for, write_ledgers
+from helpers import check, ledgers_naming, wait_for, write_ledgers
 
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.underreplication import UnderReplicationManager
 
-
-def ledgers_naming(bkctl, uri, bookie_id):
-    result = bkctl("-u", uri, "bookie", "recover", bookie_id, "--query", "-o", "json")
-    return [d["ledgerId"] for d in json.loads(result.stdout)]
 
 
 def test_a_lost_bookie_is_re_replicated_without_operator_action(harness, bkctl, cluster, tmp_path):

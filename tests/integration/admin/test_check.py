@@ -2,13 +2,11 @@
 
 import json
 import os
-import shutil
 import signal
 import threading
 import time
-from pathlib import Path
 
-from helpers import check, wait_for, wipe, write_ledgers
+from helpers import check, flip_byte, wait_for, wipe, write_ledgers
 
 from admin.check import categories as cat
 from bookie._proto import bookkeeper_protocol_pb2 as pb
@@ -134,19 +132,7 @@ def test_verify_entries_finds_a_corrupt_copy_the_index_cannot_show(harness, bkct
     harness.start(3, flushInterval=50)
     (ledger_id,) = write_ledgers(harness.service_uri, 1, entries=10)
     victim = harness.bookies[0]
-
-    def flip():
-        for log in Path(victim.ledger_dir, "current").glob("*.log"):
-            data = log.read_bytes()
-            at = data.find(b"entry-7")
-            if at >= 0:
-                with open(log, "r+b") as f:
-                    f.seek(at + 2)
-                    f.write(b"X")
-                return True
-        return False
-
-    wait_for(flip, "entry 7 in an entry log file")
+    wait_for(lambda: flip_byte(victim, b"entry-7"), "entry 7 in an entry log file")
     assert check(bkctl, harness.service_uri)[0] == 0  # the index still lists the entry
     code, doc = check(bkctl, harness.service_uri, "--verify-entries", "100")
     assert code == 3

@@ -2,16 +2,12 @@
 
 import json
 
-from helpers import check, wipe, write_ledgers
+from helpers import check, ledgers_naming, wipe, write_ledgers
 
 from admin.check import categories as cat
 from bookie.client import BookKeeper
 from bookie.meta.cookies import CookieStore
 
-
-def ledgers_naming(bkctl, uri, bookie_id):
-    result = bkctl("-u", uri, "bookie", "recover", bookie_id, "--query", "-o", "json")
-    return [d["ledgerId"] for d in json.loads(result.stdout)]
 
 
 def test_wiped_bookie_is_reported_then_recovered_and_the_check_is_clean(harness, bkctl):

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from helpers import wait_for
+from helpers import flip_byte, wait_for
 
 from bookie.client import BookKeeper
 from bookie.errors import LedgerFenced
@@ -136,20 +136,7 @@ def test_flipped_bytes_on_one_bookie_are_read_around_and_reported(harness, bkctl
         ensemble = bk.ledger_metadata(ledger.ledger_id).segments[0].bookies
     victim_id = ensemble[5 % 3]  # the first replica of entry 5: where a reader goes first
     victim = next(b for b in harness.bookies if b.bookie_id == victim_id)
-    from pathlib import Path
-
-    def flip() -> bool:
-        for log in Path(victim.ledger_dir, "current").glob("*.log"):
-            data = log.read_bytes()
-            at = data.find(payloads[5])
-            if at >= 0:
-                with open(log, "r+b") as f:
-                    f.seek(at + 3)
-                    f.write(b"X")
-                return True
-        return False
-
-    wait_for(flip, "entry 5 to reach the entry log file")
+    wait_for(lambda: flip_byte(victim, payloads[5], offset=3), "entry 5 to reach the entry log file")
     result = bkctl("-u", harness.service_uri, "ledger", "read", str(ledger.ledger_id))
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [p.decode() for p in payloads]
