@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
 IN_FLIGHT_BYTES = 4 << 20  # recovery adds outstanding to one target, per fragment
 LEDGERS_AT_ONCE = 8  # one ledger at a time re-replicated 22.8 MB/s; ledgers are independent
+WRITABLE_TTL = 5.0  # seconds
 
 
 @dataclass
@@ -102,6 +103,14 @@ class BookieRecovery:
         self.core, self.lost, self.skip_open = core, set(lost), skip_open
         self.limit = RateLimit(rate)
         self.progress = progress
+        self._writable: tuple[float, list] | None = None
+
+    async def _writable_bookies(self) -> list:
+        """The writable bookies, listed again at most every ``WRITABLE_TTL`` seconds (not once per fragment)."""
+        now = time.monotonic()
+        if self._writable is None or now - self._writable[0] > WRITABLE_TTL:
+            self._writable = (now, await self.core.writable_bookies())
+        return self._writable[1]
 
     def affected(self, ledger_ids: list[int] | None = None) -> list[tuple[int, LedgerMetadata]]:
         """The ledgers with a lost bookie in some segment (blocking: metadata reads)."""
@@ -153,8 +162,7 @@ class BookieRecovery:
 
     async def _fragment(self, ledger_id, md, index, position, password, report) -> LedgerMetadata:
         segment = md.segments[index]
-        writable = await self.core.writable_bookies()
-        target = replacement(writable, list(segment.bookies), position, self.lost)
+        target = replacement(await self._writable_bookies(), list(segment.bookies), position, self.lost)
         first, last = self._range(md, index)
         needed = set(entries_of_bookie(position, first, last, md.ensemble_size, md.write_quorum_size))
         if needed:
@@ -187,7 +195,7 @@ class BookieRecovery:
         async def stream(source: int) -> None:  # each survivor streams its stripe; the first copy of an entry wins
             request = pb.ReadRangeRequest(ledgerId=ledger_id, firstEntryId=first, lastEntryId=last,
                                           ensembleSize=md.ensemble_size, writeQuorumSize=md.write_quorum_size,
-                                          bookieIndex=source, priority=100)
+                                          bookieIndex=source, alsoHeldByIndex=position, priority=100)
             try:
                 async for entry_id, body in self.core.bookie(segment.bookies[source]).read_range(request, 60.0):
                     if isinstance(body, int) or entry_id not in needed:

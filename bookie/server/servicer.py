@@ -16,7 +16,7 @@ import time
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
 from bookie.codec.availability import AvailabilityOfEntries
-from bookie.codec.write_set import entries_of_bookie
+from bookie.codec.write_set import entries_of_bookie, holds
 from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, NoSuchEntry, Unauthorized
 from bookie.storage.ledger_storage import AddKey
 
@@ -203,7 +203,11 @@ class BookieServicer(pb_grpc.BookieServicer):
             yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=first)
             return
         if request.HasField("ensembleSize"):
-            wanted = entries_of_bookie(request.bookieIndex, first, last, request.ensembleSize, request.writeQuorumSize)
+            size, quorum = request.ensembleSize, request.writeQuorumSize
+            wanted = entries_of_bookie(request.bookieIndex, first, last, size, quorum)
+            if request.HasField("alsoHeldByIndex"):
+                other = request.alsoHeldByIndex
+                wanted = (e for e in wanted if holds(other, e, size, quorum))
         else:
             wanted = iter(range(first, last + 1))
         chunk, chunk_first, count = bytearray(), None, 0
