@@ -12,18 +12,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import temporary_sandbox
 
-from bookie.client import BookKeeper  # noqa: E402
-from bookie.codec.digest import DigestType  # noqa: E402
-from bookie.local.sandbox import Sandbox  # noqa: E402
+from bookie.client import BookKeeper
+from bookie.codec.digest import DigestType
 
 
 async def populate(core, ledgers: int, entries: int, parallel: int = 64) -> None:
@@ -51,19 +47,13 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=10)
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bkctl-bench-check-") as state_dir:
-        sandbox = Sandbox(state_dir)
-        state = sandbox.start(bookies=3)
-        env = {**os.environ, "BKCTL_SANDBOX_DIR": state_dir}
-        try:
-            started = time.perf_counter()
-            with BookKeeper(state.service_uri) as bk:
-                bk.run(populate(bk.core, args.ledgers, args.entries))
-            populate_s = time.perf_counter() - started
-            check_s, check = timed(["cluster", "check"], env)
-            verify_s, verify = timed(["cluster", "check", "--verify-entries", "100"], env)
-        finally:
-            sandbox.stop()
+    with temporary_sandbox(bookies=3) as (_, state, env):
+        started = time.perf_counter()
+        with BookKeeper(state.service_uri) as bk:
+            bk.run(populate(bk.core, args.ledgers, args.entries))
+        populate_s = time.perf_counter() - started
+        check_s, check = timed(["cluster", "check"], env)
+        verify_s, verify = timed(["cluster", "check", "--verify-entries", "100"], env)
     assert check["checkedLedgers"] == verify["checkedLedgers"] == args.ledgers, (check, verify)
     result = {
         "ledgers": args.ledgers,

@@ -13,18 +13,15 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import temporary_sandbox
 
-from bookie.codec.digest import DigestType  # noqa: E402
-from bookie.local.sandbox import Sandbox  # noqa: E402
-from bookie.meta.ledger_manager import LedgerManager  # noqa: E402
-from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment, serialize  # noqa: E402
-from bookie.meta.store import MetadataStore  # noqa: E402
-from bookie.meta.uri import parse_service_uri  # noqa: E402
+from bookie.codec.digest import DigestType
+from bookie.meta.ledger_manager import LedgerManager
+from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment, serialize
+from bookie.meta.store import MetadataStore
+from bookie.meta.uri import parse_service_uri
 
 BKCTL = [sys.executable, "-m", "bkctl"]
 
@@ -65,21 +62,13 @@ def main() -> None:
     parser.add_argument("--ledgers", type=int, default=100_000)
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     args = parser.parse_args()
-    import os
-
-    with tempfile.TemporaryDirectory(prefix="bkctl-bench-") as state_dir:
-        sandbox = Sandbox(state_dir)
-        state = sandbox.start()
-        env = {**os.environ, "BKCTL_SANDBOX_DIR": state_dir}
-        try:
-            populate_s = populate(state.service_uri, args.ledgers)
-            list_s, lines = timed([*BKCTL, "ledger", "list"], env)
-            json_s, _ = timed([*BKCTL, "ledger", "list", "-o", "json"], env)
-            meta_s, meta_lines = timed([*BKCTL, "ledger", "list", "--meta"], env)
-            assert lines == args.ledgers + 1 and meta_lines == args.ledgers + 1, (lines, meta_lines)
-            help_runs = [timed([*BKCTL, "--help"], env)[0] for _ in range(10)]
-        finally:
-            sandbox.stop()
+    with temporary_sandbox(bookies=0) as (_, state, env):
+        populate_s = populate(state.service_uri, args.ledgers)
+        list_s, lines = timed([*BKCTL, "ledger", "list"], env)
+        json_s, _ = timed([*BKCTL, "ledger", "list", "-o", "json"], env)
+        meta_s, meta_lines = timed([*BKCTL, "ledger", "list", "--meta"], env)
+        assert lines == args.ledgers + 1 and meta_lines == args.ledgers + 1, (lines, meta_lines)
+        help_runs = [timed([*BKCTL, "--help"], env)[0] for _ in range(10)]
     result = {
         "ledgers": args.ledgers,
         "populateSeconds": round(populate_s, 2),

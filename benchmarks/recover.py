@@ -13,14 +13,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import temporary_sandbox
 
-from bookie.client import BookKeeper  # noqa: E402
-from bookie.local.sandbox import Sandbox  # noqa: E402
+from bookie.client import BookKeeper
 
 
 def main() -> None:
@@ -30,24 +27,18 @@ def main() -> None:
     parser.add_argument("--entry-size", type=int, default=1024)
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bkctl-bench-recover-") as state_dir:
-        sandbox = Sandbox(state_dir)
-        state = sandbox.start(bookies=4)
-        env = {**os.environ, "BKCTL_SANDBOX_DIR": state_dir}
-        try:
-            payload = os.urandom(args.entry_size)
-            with BookKeeper(state.service_uri) as bk:
-                for _ in range(args.ledgers):
-                    ledger = bk.create_ledger(3, 2, 2, digest_type="crc32c")
-                    ledger.add_entries(payload for _ in range(args.entries))
-                    ledger.close()
-            victim = sandbox.stop_bookie("1")
-            started = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "bkctl", "bookie", "recover", victim.bookie_id, "--yes",
-                                  "-o", "json"], capture_output=True, env=env, check=True).stdout
-            seconds = time.perf_counter() - started
-        finally:
-            sandbox.stop()
+    with temporary_sandbox(bookies=4) as (sandbox, state, env):
+        payload = os.urandom(args.entry_size)
+        with BookKeeper(state.service_uri) as bk:
+            for _ in range(args.ledgers):
+                ledger = bk.create_ledger(3, 2, 2, digest_type="crc32c")
+                ledger.add_entries(payload for _ in range(args.entries))
+                ledger.close()
+        victim = sandbox.stop_bookie("1")
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "bkctl", "bookie", "recover", victim.bookie_id, "--yes",
+                              "-o", "json"], capture_output=True, env=env, check=True).stdout
+        seconds = time.perf_counter() - started
     report = json.loads(out)
     result = {"ledgers": report["ledgers"], "entries": report["entries"], "bytes": report["bytes"],
               "copySeconds": report["seconds"], "copyMbPerSec": report["mbPerSec"],
