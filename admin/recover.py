@@ -154,16 +154,10 @@ class BookieRecovery:
                     md = await self._fragment(ledger_id, md, index, position, password, report)
         return True
 
-    def _range(self, md: LedgerMetadata, index: int) -> tuple[int, int]:
-        first = md.segments[index].first_entry_id
-        if index + 1 < len(md.segments):
-            return first, md.segments[index + 1].first_entry_id - 1
-        return first, md.last_entry_id
-
     async def _fragment(self, ledger_id, md, index, position, password, report) -> LedgerMetadata:
         segment = md.segments[index]
         target = replacement(await self._writable_bookies(), list(segment.bookies), position, self.lost)
-        first, last = self._range(md, index)
+        first, last = segment.first_entry_id, md.segment_end(index, md.last_entry_id)
         needed = set(entries_of_bookie(position, first, last, md.ensemble_size, md.write_quorum_size))
         if needed:
             await self._copy(ledger_id, md, segment, position, needed, target, password, report)

@@ -11,7 +11,7 @@ import itertools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -129,7 +129,3 @@ class Terminal:
 
     def error(self, message: str) -> None:
         click.echo(f"error: {message}", err=True)
-
-    def abort(self, message: str, code: int = 1) -> NoReturn:
-        self.error(message)
-        raise SystemExit(code)

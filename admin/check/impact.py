@@ -31,7 +31,7 @@ def ledger_impact(ledger_id: int, md: LedgerMetadata, gone: set[str]) -> Impact 
     last_entry = md.last_entry_id if md.is_closed else None
     for i, segment in enumerate(md.segments):
         first = segment.first_entry_id
-        end = md.segments[i + 1].first_entry_id - 1 if i + 1 < len(md.segments) else last_entry
+        end = md.segment_end(i, last_entry)
         if end is not None and end < first:
             continue  # a segment without entries
         lost = [index for index, b in enumerate(segment.bookies) if b in gone]

@@ -25,7 +25,7 @@ def segment_ranges(md: LedgerMetadata) -> list[tuple[int, int, tuple[str, ...]]]
     """``(first, last, ensemble)`` of every segment holding entries (last = lastEntryId for the final one)."""
     out = []
     for i, segment in enumerate(md.segments):
-        last = md.segments[i + 1].first_entry_id - 1 if i + 1 < len(md.segments) else md.last_entry_id
+        last = md.segment_end(i, md.last_entry_id)
         if last >= segment.first_entry_id:
             out.append((segment.first_entry_id, last, segment.bookies))
     return out

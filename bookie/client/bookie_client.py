@@ -20,20 +20,13 @@ import grpc
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
-from bookie.client.channel import OPTIONS
-from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
+from bookie.client.channel import OPTIONS, translate_rpc_error
 
 log = logging.getLogger(__name__)
 CONNECTION_LOST = -1  # a client-side status: the stream to the bookie broke
 MAX_BATCH_BYTES = 1 << 20
 SIZE = struct.Struct(">i")
 RECOVERY_PRIORITY = 100
-
-
-def rpc_error(exc: grpc.aio.AioRpcError, bookie_id: str, what: str) -> BKError:
-    if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return OperationTimeout(f"{what}: bookie {bookie_id} did not answer in time")
-    return ServiceUnavailable(f"{what}: bookie {bookie_id} unreachable ({exc.code().name})")
 
 
 class BookieClient:
@@ -137,13 +130,13 @@ class BookieClient:
         try:
             return await self.stub.ReadEntry(request, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            raise rpc_error(exc, self.bookie_id, what) from None
+            raise translate_rpc_error(exc, self.bookie_id, what) from None
 
     async def read_lac(self, ledger_id: int, timeout: float) -> pb.ReadLacResponse:
         try:
             return await self.stub.ReadLac(pb.ReadLacRequest(ledgerId=ledger_id), timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            raise rpc_error(exc, self.bookie_id, f"read LAC of ledger {ledger_id}") from None
+            raise translate_rpc_error(exc, self.bookie_id, f"read LAC of ledger {ledger_id}") from None
 
     async def read_range(self, request: pb.ReadRangeRequest, timeout: float):
         """Yield ``(entryId, framed entry)`` in order; then, if the bookie stopped early, one ``(entryId, status)``
@@ -160,7 +153,7 @@ class BookieClient:
                     yield struct.unpack_from(">q", body, 8)[0], body
                     offset += 4 + size
         except grpc.aio.AioRpcError as exc:
-            raise rpc_error(exc, self.bookie_id, f"range read of ledger {request.ledgerId}") from None
+            raise translate_rpc_error(exc, self.bookie_id, f"range read of ledger {request.ledgerId}") from None
 
     async def list_entries(self, ledger_ids: list[int], timeout: float):
         """GET_LIST_OF_ENTRIES_OF_LEDGER for many ledgers in one call: yield ``(ledgerId, status, encoded)``."""
@@ -170,7 +163,7 @@ class BookieClient:
                 for answer in chunk.ledgers:
                     yield answer.ledgerId, answer.status, answer.availabilityOfEntriesOfLedger
         except grpc.aio.AioRpcError as exc:
-            raise rpc_error(exc, self.bookie_id, f"list of entries of {len(ledger_ids)} ledgers") from None
+            raise translate_rpc_error(exc, self.bookie_id, f"list of entries of {len(ledger_ids)} ledgers") from None
 
     async def close(self) -> None:
         self.closed = True

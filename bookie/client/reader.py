@@ -43,10 +43,6 @@ class LedgerReader:
         average = metadata.length / entries if entries and metadata.length else 64 * 1024
         self.window = max(16, min(MAX_WINDOW, int(WINDOW_BYTES / max(average, 1))))
 
-    def _segment_end(self, index: int) -> int:
-        segments = self.metadata.segments
-        return segments[index + 1].first_entry_id - 1 if index + 1 < len(segments) else 2**63 - 1
-
     def _parse(self, body: bytes, entry_id: int, bookie_id: str) -> Entry | None:
         try:
             return parse_entry(self.digester, body, self.ledger_id, entry_id, where=f"bookie {bookie_id}")
@@ -88,7 +84,7 @@ class LedgerReader:
             return
         windows = []
         for index, segment in enumerate(self.metadata.segments):
-            start, end = max(first, segment.first_entry_id), min(last, self._segment_end(index))
+            start, end = max(first, segment.first_entry_id), min(last, self.metadata.segment_end(index, 2**63 - 1))
             while start <= end:
                 stop = min(end, start + self.window - 1)
                 windows.append((segment, start, stop))

@@ -72,6 +72,12 @@ class LedgerMetadata:
             chosen = segment
         return chosen
 
+    def segment_end(self, index: int, last: int) -> int:
+        """The last entry id of segment ``index``: the next segment's first entry - 1; ``last`` for the final one."""
+        if index + 1 < len(self.segments):
+            return self.segments[index + 1].first_entry_id - 1
+        return last
+
     def with_changes(self, **changes) -> LedgerMetadata:
         return replace(self, **changes)
 

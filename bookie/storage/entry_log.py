@@ -257,6 +257,3 @@ class EntryLogger:
                 f"the index says ledger {ledger_id} entry {entry_id}"
             )
         return data
-
-    def sealed_log_ids(self) -> list[int]:
-        return [i for i in list_log_ids(self.directory) if i != self.current_id]

@@ -89,7 +89,7 @@ class LedgerStorage:
         if self._sync_thread is not None:
             self._sync_thread.join()
         self.journal.stop()
-        self.checkpoint(journal_running=False)
+        self.checkpoint()
         self.entry_logger.close()
         self.cache.close()
 
@@ -111,7 +111,7 @@ class LedgerStorage:
                 log.exception("checkpoint failed")
 
     # ---- checkpoint and replay ----
-    def checkpoint(self, journal_running: bool = True) -> LogMark:
+    def checkpoint(self) -> LogMark:
         """Persist everything before the journal's current durable position, then record it as lastMark."""
         with self._checkpoint_lock:
             mark = self.journal.last_log_mark
