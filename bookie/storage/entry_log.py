@@ -218,6 +218,17 @@ class EntryLogger:
             self._read_fds.clear()
 
     # ---- reading ----
+    def holds(self, loc: int) -> bool:
+        """Whether a location lies inside data this logger has (its files, or the write buffer)."""
+        log_id, pos = split_location(loc)
+        with self.lock:
+            if log_id == self.current_id:
+                return pos + IDS.size <= self.position
+        try:
+            return pos + IDS.size <= os.stat(log_path(self.directory, log_id)).st_size
+        except FileNotFoundError:
+            return False
+
     def _reader(self, log_id: int) -> int:
         fd = self._read_fds.get(log_id)
         if fd is None:

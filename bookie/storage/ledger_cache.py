@@ -9,6 +9,7 @@ from __future__ import annotations
 import array
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader, ledger_id_of
@@ -45,8 +46,10 @@ def _nonzero_slots(page: bytes) -> list[int]:
 
 
 class LedgerCache:
-    def __init__(self, index_dir: Path, page_limit: int = 8192):
+    def __init__(self, index_dir: Path, page_limit: int = 8192, holds: Callable[[int], bool] = lambda loc: True):
+        """``holds(location)`` says whether a location points into entry-log data that exists."""
         self.index_dir = Path(index_dir)
+        self.holds = holds
         self.page_limit = max(page_limit, 16)
         self.ledgers: dict[int, LedgerIndex] = {}
         self._lru: OrderedDict[tuple[int, int], None] = OrderedDict()
@@ -159,12 +162,15 @@ class LedgerCache:
             ids.extend(base + slot for slot in _nonzero_slots(page))
         return ids
 
-    @staticmethod
-    def _last_entry_on_disk(file: IndexFile) -> int:
+    def _last_entry_on_disk(self, file: IndexFile) -> int:
+        """The highest entry whose location points at data that exists. A checkpoint may have written the index
+        slot of an add whose entry-log bytes and journal record a crash then lost: never acknowledged, and
+        never to be the ledger's last entry."""
         for page_no in range(file.page_count() - 1, -1, -1):
-            slots = _nonzero_slots(file.read_page(page_no))
-            if slots:
-                return page_no * ENTRIES_PER_PAGE + slots[-1]
+            page = file.read_page(page_no)
+            for slot in reversed(_nonzero_slots(page)):
+                if self.holds(LOCATION.unpack_from(page, slot * 8)[0]):
+                    return page_no * ENTRIES_PER_PAGE + slot
         return -1
 
     # ---- checkpoint ----

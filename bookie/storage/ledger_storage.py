@@ -67,7 +67,7 @@ class LedgerStorage:
             stats=stats,
         )
         self.entry_logger = EntryLogger(config.ledger_dir, config.entry_log_size_limit)
-        self.cache = LedgerCache(config.index_dir, config.page_limit)
+        self.cache = LedgerCache(config.index_dir, config.page_limit, self.entry_logger.holds)
         self._checkpoint_lock = threading.Lock()
         self._stop = threading.Event()
         self._sync_thread: threading.Thread | None = None

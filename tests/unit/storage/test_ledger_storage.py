@@ -146,3 +146,23 @@ def test_replay_does_not_trust_index_entries_it_has_not_repointed_yet(open_stora
     again = open_storage()
     assert again.lac(1) == 148
     assert all(entry(again, 1, e).payload == payload(1, e) for e in (0, 99, 100, 149))
+
+
+def test_an_index_entry_whose_add_never_reached_the_journal_is_not_the_last_entry(open_storage, config):
+    """kill -9 after a checkpoint flushed an index page holding an add whose journal record was never written:
+    the index on disk points past the end of the entry log. Acknowledged entries are all intact; the bookie's
+    "last entry" (read -1, used by fencing and READ_LAC) must be the last real one."""
+    from helpers import KEY, records
+
+    from bookie.storage.ledger_storage import AddKey
+
+    storage = open_storage()
+    add(storage, 1, 0, 100)
+    storage.checkpoint()
+    storage.journal.stop()  # the crash comes before the journal writes the next add
+    storage.add_batch({1: AddKey(KEY)}, records(1, 100, 10), lambda error: None)
+    storage.cache.flush()
+    storage.entry_logger._buffer = bytearray()  # the write buffer dies with the process
+    again = open_storage()
+    assert parse_entry(DIGESTER, again.read_entry(1, -1)).entry_id == 99
+    assert again.lac(1) == 98
