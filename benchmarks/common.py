@@ -14,11 +14,11 @@ from bookie.local.sandbox import Sandbox  # noqa: E402
 
 
 @contextlib.contextmanager
-def temporary_sandbox(bookies: int):
+def temporary_sandbox(bookies: int, settings: dict[str, str] | None = None):
     """Yield ``(sandbox, state, env)``: a started sandbox in a temp dir, and an environment whose `bkctl` uses it."""
     with tempfile.TemporaryDirectory(prefix="bkctl-bench-") as state_dir:
         sandbox = Sandbox(state_dir)
-        state = sandbox.start(bookies=bookies)
+        state = sandbox.start(bookies=bookies, settings=settings)
         try:
             yield sandbox, state, {**os.environ, "BKCTL_SANDBOX_DIR": state_dir}
         finally:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from bookie.codec.digest import Digester, DigestType, master_key
-from bookie.codec.entry import frame_entry
+from bookie.codec.entry import frame_entry, parse_entry
 from bookie.client import BookKeeper
 from bookie.client.channel import BookieChannel
 from bookie.local.bookies import LocalBookie, wait_registered
@@ -69,6 +69,15 @@ def add(storage: LedgerStorage, ledger_id: int, first: int, count: int, key=KEY,
     )
     assert done.wait(10) and errors == [None]
     return refused
+
+
+def stored_entry(storage: LedgerStorage, ledger_id: int, entry_id: int):
+    return parse_entry(DIGESTER, storage.read_entry(ledger_id, entry_id), ledger_id, entry_id)
+
+
+def crash(storage: LedgerStorage) -> None:
+    """What kill -9 leaves: whatever reached the OS; no checkpoint, no shutdown."""
+    storage.journal.stop()  # the journal thread dies with the process; nothing more is written
 
 
 # ---- bookie processes ----

@@ -1,6 +1,9 @@
 import click
 
+from bkctl.bookie.compaction import compaction
 from bkctl.bookie.decommission import decommission
+from bkctl.bookie.gc import gc
+from bkctl.bookie.gc_status import gc_status
 from bkctl.bookie.info import info
 from bkctl.bookie.inspect import inspect
 from bkctl.bookie.readonly import readonly
@@ -19,3 +22,6 @@ bookie.add_command(readonly)
 bookie.add_command(inspect)
 bookie.add_command(recover)
 bookie.add_command(decommission)
+bookie.add_command(gc)
+bookie.add_command(gc_status)
+bookie.add_command(compaction)

@@ -33,17 +33,31 @@ def journal(app, path, ledger_id):
 
 
 @inspect.command()
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path", type=click.Path(exists=True))
 @click.option("--ledger", "ledger_id", type=int, help="Only this ledger's entries.")
 @click.option("--map", "map_only", is_flag=True, help="Only the ledgers map (rebuilt by scanning when missing).")
+@click.option("--usage", is_flag=True,
+              help="PATH is a ledger directory: the usage of each of its entry logs, as garbage collection sees it.")
+@click.option("--index-dir", type=click.Path(exists=True, file_okay=False),
+              help="With --usage: the index directory, when not the ledger directory.")
 @output_option
 @click.pass_obj
-def entrylog(app, path, ledger_id, map_only):
-    """List an entry log's entries (position, size, ledger, entry) or its ledgers map (like readlog)"""
+def entrylog(app, path, ledger_id, map_only, usage, index_dir):
+    """List an entry log's entries (position, size, ledger, entry) or its ledgers map (like readlog)
+
+    With --usage, PATH is a stopped bookie's ledger directory: per entry log, its size, the bytes of ledgers the
+    bookie still has an index for, and the usage (what minor and major compaction compare to their thresholds).
+    """
     from pathlib import Path
 
+    from bookie.errors import InvalidArgument
     from bookie.storage.entry_log import read_ledgers_map, rebuild_ledgers_map, scan_log
 
+    if usage:
+        _usage(app, Path(path), Path(index_dir or path))
+        return
+    if Path(path).is_dir():
+        raise InvalidArgument(f"{path} is a directory: name an entry log file, or pass --usage")
     if map_only:
         stored = read_ledgers_map(Path(path))
         ledgers = stored if stored is not None else rebuild_ledgers_map(Path(path))
@@ -60,6 +74,24 @@ def entrylog(app, path, ledger_id, map_only):
         lambda e: {"pos": e[0], "size": e[1], "ledgerId": e[2], "entryId": e[3]},
         empty="no entries",
     )
+
+
+def _usage(app, ledger_dir, index_dir) -> None:
+    from bookie.errors import NotFound
+    from bookie.storage.entry_log import list_log_ids
+    from bookie.storage.gc import entry_log_usage
+    from bookie.storage.ledger_cache import LedgerCache
+
+    if not (ledger_dir / "current").is_dir():
+        raise NotFound(f"{ledger_dir} is not a ledger directory (no current/ in it)")
+    log_ids = list_log_ids(ledger_dir)
+    local = set(LedgerCache(index_dir).ledger_ids())
+    logs = entry_log_usage(ledger_dir, log_ids, local.__contains__)
+    docs = [{"logId": m.log_id, "file": f"{m.log_id:x}.log", "totalSize": m.total_size,
+             "remainingSize": m.remaining_size, "usage": round(m.usage, 4), "ledgers": len(m.ledgers)} for m in logs]
+    rows = [[d["file"], d["totalSize"], d["remainingSize"], f"{100 * d['usage']:.1f}%", d["ledgers"]] for d in docs]
+    app.terminal.document(docs, lambda: app.terminal.table(
+        ["LOG", "BYTES", "LIVE", "USAGE", "LEDGERS"], rows, "no entry logs"))
 
 
 @inspect.command()

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n bookie/_proto/bookie_admin.proto\x12\x10\x62ookkeeper.admin\"\x14\n\x12\x42ookieStateRequest\"&\n\x12SetReadOnlyRequest\x12\x10\n\x08readOnly\x18\x01 \x02(\x08\"Y\n\x13\x42ookieStateResponse\x12\x10\n\x08readOnly\x18\x01 \x02(\x08\x12\x1a\n\x12readOnlyByOperator\x18\x02 \x01(\x08\x12\x14\n\x0cshuttingDown\x18\x03 \x01(\x08\":\n\x10TriggerGcRequest\x12\x12\n\nforceMajor\x18\x01 \x01(\x08\x12\x12\n\nforceMinor\x18\x02 \x01(\x08\"$\n\x11TriggerGcResponse\x12\x0f\n\x07started\x18\x01 \x02(\x08\"\x11\n\x0fGcStatusRequest\"H\n\rEntryLogUsage\x12\r\n\x05logId\x18\x01 \x02(\x03\x12\x11\n\ttotalSize\x18\x02 \x02(\x03\x12\x15\n\rremainingSize\x18\x03 \x02(\x03\"\xec\x02\n\x10GcStatusResponse\x12\x11\n\tisInForce\x18\x01 \x02(\x08\x12\x17\n\x0fmajorCompacting\x18\x02 \x01(\x08\x12\x17\n\x0fminorCompacting\x18\x03 \x01(\x08\x12\x1f\n\x17lastMajorCompactionTime\x18\x04 \x01(\x03\x12\x1f\n\x17lastMinorCompactionTime\x18\x05 \x01(\x03\x12\x1e\n\x16majorCompactionCounter\x18\x06 \x01(\x03\x12\x1e\n\x16minorCompactionCounter\x18\x07 \x01(\x03\x12\x16\n\x0emajorSuspended\x18\x08 \x01(\x08\x12\x16\n\x0eminorSuspended\x18\t \x01(\x08\x12\x16\n\x0e\x62ytesReclaimed\x18\n \x01(\x03\x12\x15\n\rlogsCompacted\x18\x0b \x01(\x03\x12\x32\n\tentryLogs\x18\x0c \x03(\x0b\x32\x1f.bookkeeper.admin.EntryLogUsage\"P\n\x1dSetCompactionSuspendedRequest\x12\x11\n\tsuspended\x18\x01 \x02(\x08\x12\r\n\x05major\x18\x02 \x01(\x08\x12\r\n\x05minor\x18\x03 \x01(\x08\x32\xe3\x03\n\x0b\x42ookieAdmin\x12]\n\x0eGetBookieState\x12$.bookkeeper.admin.BookieStateRequest\x1a%.bookkeeper.admin.BookieStateResponse\x12Z\n\x0bSetReadOnly\x12$.bookkeeper.admin.SetReadOnlyRequest\x1a%.bookkeeper.admin.BookieStateResponse\x12T\n\tTriggerGc\x12\".bookkeeper.admin.TriggerGcRequest\x1a#.bookkeeper.admin.TriggerGcResponse\x12T\n\x0bGetGcStatus\x12!.bookkeeper.admin.GcStatusRequest\x1a\".bookkeeper.admin.GcStatusResponse\x12m\n\x16SetCompactionSuspended\x12/.bookkeeper.admin.SetCompactionSuspendedRequest\x1a\".bookkeeper.admin.GcStatusResponse')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n bookie/_proto/bookie_admin.proto\x12\x10\x62ookkeeper.admin\"\x14\n\x12\x42ookieStateRequest\"&\n\x12SetReadOnlyRequest\x12\x10\n\x08readOnly\x18\x01 \x02(\x08\"Y\n\x13\x42ookieStateResponse\x12\x10\n\x08readOnly\x18\x01 \x02(\x08\x12\x1a\n\x12readOnlyByOperator\x18\x02 \x01(\x08\x12\x14\n\x0cshuttingDown\x18\x03 \x01(\x08\":\n\x10TriggerGcRequest\x12\x12\n\nforceMajor\x18\x01 \x01(\x08\x12\x12\n\nforceMinor\x18\x02 \x01(\x08\"3\n\x11TriggerGcResponse\x12\x0f\n\x07started\x18\x01 \x02(\x08\x12\r\n\x05runId\x18\x02 \x01(\x03\"\x11\n\x0fGcStatusRequest\"H\n\rEntryLogUsage\x12\r\n\x05logId\x18\x01 \x02(\x03\x12\x11\n\ttotalSize\x18\x02 \x02(\x03\x12\x15\n\rremainingSize\x18\x03 \x02(\x03\"\xf8\x01\n\x0bGcRunResult\x12\r\n\x05runId\x18\x01 \x02(\x03\x12\x0e\n\x06\x66orced\x18\x02 \x01(\x08\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x16\n\x0eledgersDeleted\x18\x04 \x01(\x03\x12\x13\n\x0blogsDeleted\x18\x05 \x01(\x03\x12\x15\n\rlogsCompacted\x18\x06 \x01(\x03\x12\x15\n\rentriesCopied\x18\x07 \x01(\x03\x12\x13\n\x0b\x62ytesCopied\x18\x08 \x01(\x03\x12\x16\n\x0e\x62ytesReclaimed\x18\t \x01(\x03\x12\x11\n\tstartTime\x18\n \x01(\x03\x12\x12\n\ndurationMs\x18\x0b \x01(\x03\x12\r\n\x05\x65rror\x18\x0c \x01(\t\"\xe7\x03\n\x10GcStatusResponse\x12\x11\n\tisInForce\x18\x01 \x02(\x08\x12\x17\n\x0fmajorCompacting\x18\x02 \x01(\x08\x12\x17\n\x0fminorCompacting\x18\x03 \x01(\x08\x12\x1f\n\x17lastMajorCompactionTime\x18\x04 \x01(\x03\x12\x1f\n\x17lastMinorCompactionTime\x18\x05 \x01(\x03\x12\x1e\n\x16majorCompactionCounter\x18\x06 \x01(\x03\x12\x1e\n\x16minorCompactionCounter\x18\x07 \x01(\x03\x12\x16\n\x0emajorSuspended\x18\x08 \x01(\x08\x12\x16\n\x0eminorSuspended\x18\t \x01(\x08\x12\x16\n\x0e\x62ytesReclaimed\x18\n \x01(\x03\x12\x15\n\rlogsCompacted\x18\x0b \x01(\x03\x12\x32\n\tentryLogs\x18\x0c \x03(\x0b\x32\x1f.bookkeeper.admin.EntryLogUsage\x12\x0f\n\x07running\x18\r \x01(\x08\x12\x0c\n\x04runs\x18\x0e \x01(\x03\x12.\n\x07lastRun\x18\x0f \x01(\x0b\x32\x1d.bookkeeper.admin.GcRunResult\x12\x14\n\x0cmajorEnabled\x18\x10 \x01(\x08\x12\x14\n\x0cminorEnabled\x18\x11 \x01(\x08\"P\n\x1dSetCompactionSuspendedRequest\x12\x11\n\tsuspended\x18\x01 \x02(\x08\x12\r\n\x05major\x18\x02 \x01(\x08\x12\r\n\x05minor\x18\x03 \x01(\x08\x32\xe3\x03\n\x0b\x42ookieAdmin\x12]\n\x0eGetBookieState\x12$.bookkeeper.admin.BookieStateRequest\x1a%.bookkeeper.admin.BookieStateResponse\x12Z\n\x0bSetReadOnly\x12$.bookkeeper.admin.SetReadOnlyRequest\x1a%.bookkeeper.admin.BookieStateResponse\x12T\n\tTriggerGc\x12\".bookkeeper.admin.TriggerGcRequest\x1a#.bookkeeper.admin.TriggerGcResponse\x12T\n\x0bGetGcStatus\x12!.bookkeeper.admin.GcStatusRequest\x1a\".bookkeeper.admin.GcStatusResponse\x12m\n\x16SetCompactionSuspended\x12/.bookkeeper.admin.SetCompactionSuspendedRequest\x1a\".bookkeeper.admin.GcStatusResponse')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,15 +40,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TRIGGERGCREQUEST']._serialized_start=207
   _globals['_TRIGGERGCREQUEST']._serialized_end=265
   _globals['_TRIGGERGCRESPONSE']._serialized_start=267
-  _globals['_TRIGGERGCRESPONSE']._serialized_end=303
-  _globals['_GCSTATUSREQUEST']._serialized_start=305
-  _globals['_GCSTATUSREQUEST']._serialized_end=322
-  _globals['_ENTRYLOGUSAGE']._serialized_start=324
-  _globals['_ENTRYLOGUSAGE']._serialized_end=396
-  _globals['_GCSTATUSRESPONSE']._serialized_start=399
-  _globals['_GCSTATUSRESPONSE']._serialized_end=763
-  _globals['_SETCOMPACTIONSUSPENDEDREQUEST']._serialized_start=765
-  _globals['_SETCOMPACTIONSUSPENDEDREQUEST']._serialized_end=845
-  _globals['_BOOKIEADMIN']._serialized_start=848
-  _globals['_BOOKIEADMIN']._serialized_end=1331
+  _globals['_TRIGGERGCRESPONSE']._serialized_end=318
+  _globals['_GCSTATUSREQUEST']._serialized_start=320
+  _globals['_GCSTATUSREQUEST']._serialized_end=337
+  _globals['_ENTRYLOGUSAGE']._serialized_start=339
+  _globals['_ENTRYLOGUSAGE']._serialized_end=411
+  _globals['_GCRUNRESULT']._serialized_start=414
+  _globals['_GCRUNRESULT']._serialized_end=662
+  _globals['_GCSTATUSRESPONSE']._serialized_start=665
+  _globals['_GCSTATUSRESPONSE']._serialized_end=1152
+  _globals['_SETCOMPACTIONSUSPENDEDREQUEST']._serialized_start=1154
+  _globals['_SETCOMPACTIONSUSPENDEDREQUEST']._serialized_end=1234
+  _globals['_BOOKIEADMIN']._serialized_start=1237
+  _globals['_BOOKIEADMIN']._serialized_end=1720
 # @@protoc_insertion_point(module_scope)

@@ -1,9 +1,22 @@
-"""The BookieAdmin gRPC service: operator controls. Read-only mode here; garbage collection comes with GC."""
+"""The BookieAdmin gRPC service: operator controls — read-only mode, forced garbage collection and compaction,
+their status, and suspending compaction (spec/gc-compaction.md)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from bookie._proto import bookie_admin_pb2 as pb
 from bookie._proto import bookie_admin_pb2_grpc as pb_grpc
+from bookie.storage.gc import MAJOR, MINOR, GcRun
+
+
+def _run_result(run: GcRun) -> pb.GcRunResult:
+    return pb.GcRunResult(
+        runId=run.run_id, forced=run.forced, kind=run.kind, ledgersDeleted=run.ledgers_deleted,
+        logsDeleted=run.logs_deleted, logsCompacted=run.logs_compacted, entriesCopied=run.entries_copied,
+        bytesCopied=run.bytes_copied, bytesReclaimed=run.bytes_reclaimed, startTime=int(run.started * 1000),
+        durationMs=int(run.seconds * 1000), error=run.error,
+    )
 
 
 class BookieAdminServicer(pb_grpc.BookieAdminServicer):
@@ -23,3 +36,44 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
     async def SetReadOnly(self, request, context):
         await self.bookie.set_read_only_by_operator(request.readOnly)
         return self._state()
+
+    # ---- garbage collection ----
+    async def TriggerGc(self, request, context):
+        """Runs even when the bookie is read-only for full disks: that is when operators need the space back."""
+        started, run_id = self.bookie.gc.trigger(request.forceMajor, request.forceMinor)
+        return pb.TriggerGcResponse(started=started, runId=run_id)
+
+    async def _gc_status(self) -> pb.GcStatusResponse:
+        gc = self.bookie.gc
+        state, config = gc.state, gc.config
+        usage = await asyncio.to_thread(gc.usage)
+        response = pb.GcStatusResponse(
+            isInForce=state.running and state.forced,
+            running=state.running,
+            majorCompacting=state.compacting == MAJOR,
+            minorCompacting=state.compacting == MINOR,
+            lastMajorCompactionTime=int(state.last_compaction[MAJOR] * 1000),
+            lastMinorCompactionTime=int(state.last_compaction[MINOR] * 1000),
+            majorCompactionCounter=state.counters[MAJOR],
+            minorCompactionCounter=state.counters[MINOR],
+            majorSuspended=MAJOR in state.suspended,
+            minorSuspended=MINOR in state.suspended,
+            majorEnabled=config.enabled(MAJOR),
+            minorEnabled=config.enabled(MINOR),
+            bytesReclaimed=state.bytes_reclaimed,
+            logsCompacted=state.logs_compacted,
+            runs=state.runs,
+            entryLogs=[pb.EntryLogUsage(logId=m.log_id, totalSize=m.total_size, remainingSize=m.remaining_size)
+                       for m in usage],
+        )
+        if state.last_run is not None:
+            response.lastRun.CopyFrom(_run_result(state.last_run))
+        return response
+
+    async def GetGcStatus(self, request, context):
+        return await self._gc_status()
+
+    async def SetCompactionSuspended(self, request, context):
+        kinds = [kind for kind, asked in ((MAJOR, request.major), (MINOR, request.minor)) if asked]
+        self.bookie.gc.suspend(kinds or [MAJOR, MINOR], request.suspended)
+        return await self._gc_status()

@@ -18,6 +18,7 @@ import grpc
 from kazoo.protocol.states import KazooState
 
 from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
+from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.registration import READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
@@ -26,6 +27,7 @@ from bookie.server.config import BookieConfig
 from bookie.server.cookie_check import check_cookies
 from bookie.server.metrics import BookieStats
 from bookie.server.servicer import BookieServicer
+from bookie.storage.gc import GarbageCollector
 from bookie.storage.ledger_storage import LedgerStorage
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,7 @@ class BookieServer:
         self.stats = BookieStats()
         self.store: MetadataStore | None = None
         self.storage: LedgerStorage | None = None
+        self.gc: GarbageCollector | None = None
         self.server: grpc.aio.Server | None = None
         self.read_only_by_operator = False
         self.read_only_by_disk = False
@@ -67,6 +70,8 @@ class BookieServer:
         self.storage = LedgerStorage(config.storage(), self.stats)
         replayed = await asyncio.to_thread(self.storage.start)
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
+        self.gc = GarbageCollector(self.storage, config.gc(), self._live_ledgers)
+        self.gc.start()
         self.stats.watch(self.storage)
 
         self.server = grpc.aio.server(options=GRPC_OPTIONS)
@@ -132,8 +137,17 @@ class BookieServer:
         self.read_only_by_operator = read_only
         await self._apply_read_only()
 
+    def _live_ledgers(self, local: list[int]) -> set[int]:
+        """For ledger GC: which of the bookie's ledgers the metadata store still has. A scan of every ledger id,
+        then a direct look at each local ledger the scan missed (created after the scan passed its range)."""
+        manager = LedgerManager(self.store)
+        listed = set(manager.iter_ledger_ids())
+        return {lid for lid in local if lid in listed or manager.exists(lid)}
+
     def _disk_usage(self) -> float:
-        usages = [shutil.disk_usage(d) for d in {self.config.journal_dir, self.config.ledger_dir, self.config.index_dir}]
+        """Of the ledger and index disks: those are what GC can free, and what BookKeeper watches (its journal
+        disks do not make a bookie read-only)."""
+        usages = [shutil.disk_usage(d) for d in {self.config.ledger_dir, self.config.index_dir}]
         return max(1 - u.free / u.total for u in usages)
 
     def _check_disks(self) -> None:
@@ -169,6 +183,8 @@ class BookieServer:
             await self.server.stop(grace=2)
         if self.store is not None:
             self.store.close()
+        if self.gc is not None:
+            await asyncio.to_thread(self.gc.stop)
         if self.storage is not None:
             await asyncio.to_thread(self.storage.shutdown)
             log.info("bookie %s stopped", self.bookie_id)

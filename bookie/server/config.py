@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bookie.conf import load_properties, metadata_service_uri
 from bookie.errors import InvalidArgument
+from bookie.storage.gc import GcConfig
 from bookie.storage.ledger_storage import StorageConfig
 
 
@@ -32,6 +33,7 @@ class BookieConfig:
     indexDirectories: str = ""  # = ledgerDirectories
     journalSyncData: bool = True
     journalMaxGroupWaitMSec: float = 2.0
+    journalFlushWhenQueueEmpty: bool = False
     journalBufferedWritesThreshold: int = 524288
     journalMaxSizeMB: int = 2048
     journalPreAllocSizeMB: int = 16
@@ -45,6 +47,12 @@ class BookieConfig:
     diskCheckInterval: int = 10000
     readOnlyModeEnabled: bool = True
     prometheusStatsHttpPort: int = 8000
+    gcWaitTime: int = 600000
+    minorCompactionThreshold: float = 0.2
+    minorCompactionInterval: int = 3600
+    majorCompactionThreshold: float = 0.8
+    majorCompactionInterval: int = 86400
+    compactionRate: int = 1000
     zkTimeout: int = 10000
 
     ALIASES = {"entryLogSizeLimit": "logSizeLimit", "journalDirectory": "journalDirectories",
@@ -79,8 +87,23 @@ class BookieConfig:
         for key in ("journalDirectories", "ledgerDirectories", "indexDirectories"):
             if len(self.dirs(key)) > 1:
                 raise InvalidArgument(f"{key}: this bookie supports one directory, got {getattr(self, key)!r}")
+        for kind in ("minor", "major"):
+            interval = getattr(self, f"{kind}CompactionInterval")
+            if 0 < interval * 1000 < self.gcWaitTime:
+                raise InvalidArgument(f"{kind}CompactionInterval {interval} s is shorter than gcWaitTime "
+                                      f"{self.gcWaitTime} ms")
         if not 0 < self.diskUsageWarnThreshold <= self.diskUsageThreshold <= 1:
             raise InvalidArgument("need 0 < diskUsageWarnThreshold <= diskUsageThreshold <= 1")
+
+    def gc(self) -> GcConfig:
+        return GcConfig(
+            gc_wait_ms=self.gcWaitTime,
+            minor_threshold=self.minorCompactionThreshold,
+            minor_interval_s=self.minorCompactionInterval,
+            major_threshold=self.majorCompactionThreshold,
+            major_interval_s=self.majorCompactionInterval,
+            compaction_rate=self.compactionRate,
+        )
 
     def dirs(self, key: str) -> list[str]:
         return [d.strip() for d in getattr(self, key).split(",") if d.strip()]
@@ -109,6 +132,7 @@ class BookieConfig:
             index_dir=self.index_dir,
             journal_sync_data=self.journalSyncData,
             journal_max_group_wait_ms=self.journalMaxGroupWaitMSec,
+            journal_flush_when_queue_empty=self.journalFlushWhenQueueEmpty,
             journal_buffered_writes_threshold=self.journalBufferedWritesThreshold,
             journal_max_size_mb=self.journalMaxSizeMB,
             journal_prealloc_mb=self.journalPreAllocSizeMB,

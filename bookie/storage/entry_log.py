@@ -20,12 +20,13 @@ import logging
 import os
 import struct
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
 from bookie.errors import CorruptData
-from bookie.storage.files import hex_ids
+from bookie.storage.files import fsync_dir, hex_ids
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ MAP_ENTRY = struct.Struct(">qq")
 MAP_BATCH = 10_000
 MAX_ENTRY_SIZE = 64 * 1024 * 1024
 WRITE_BUFFER = 1 << 20
+RETIRE_AFTER = 5.0  # seconds a removed log's read descriptor stays open for reads in flight
 
 
 def log_path(directory: Path, log_id: int) -> Path:
@@ -83,28 +85,42 @@ def read_ledgers_map(path: Path) -> dict[int, int] | None:
         return result
 
 
-def scan_log(path: Path) -> Iterator[tuple[int, int, int, int]]:
-    """``(pos, size, ledgerId, entryId)`` of every entry, up to the ledgers map or the end of the data."""
-    with open(path, "rb") as f:
+def iter_records(path: Path, chunk: int = 4 << 20) -> Iterator[tuple[int, int, int, memoryview]]:
+    """``(pos, ledgerId, entryId, record)`` of every entry, up to the ledgers map or the end of the data;
+    ``record`` is ``int32 size | framed entry``, valid until the next item. Reads the log in large chunks: compaction
+    and map rebuilding read whole logs, and a read per entry costs more than the entry."""
+    with open(path, "rb", buffering=0) as f:
         magic, _, map_offset, _ = HEADER.unpack(f.read(HEADER.size))
         if magic != MAGIC:
             raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
         end = map_offset or os.fstat(f.fileno()).st_size
-        position = HEADER_SIZE
-        f.seek(position)
+        data, base, position = b"", HEADER_SIZE, HEADER_SIZE  # data holds the file from offset base
         while position + 4 <= end:
-            head = f.read(4 + IDS.size)
-            if len(head) < 4:
-                return
-            (size,) = SIZE.unpack_from(head)
+            start = position - base
+            if start + 4 + IDS.size > len(data):
+                data = data[start:] + os.pread(f.fileno(), chunk, base + len(data))
+                base, start = position, 0
+            if start + 4 > len(data):
+                return  # cut short
+            (size,) = SIZE.unpack_from(data, start)
             if size == 0:
                 return  # unwritten tail
             if size < IDS.size or position + 4 + size > end:
                 raise CorruptData(f"{path}: bad entry size {size} at offset {position}")
-            ledger_id, entry_id = IDS.unpack_from(head, 4)
-            yield position + 4, size, ledger_id, entry_id
+            if start + 4 + size > len(data):
+                data = data[start:] + os.pread(f.fileno(), max(chunk, 4 + size), base + len(data))
+                base, start = position, 0
+                if 4 + size > len(data):
+                    raise CorruptData(f"{path}: entry at offset {position} cut short")
+            ledger_id, entry_id = IDS.unpack_from(data, start + 4)
+            yield position + 4, ledger_id, entry_id, memoryview(data)[start : start + 4 + size]
             position += 4 + size
-            f.seek(position)
+
+
+def scan_log(path: Path) -> Iterator[tuple[int, int, int, int]]:
+    """``(pos, size, ledgerId, entryId)`` of every entry, up to the ledgers map or the end of the data."""
+    for pos, ledger_id, entry_id, record in iter_records(path):
+        yield pos, len(record) - 4, ledger_id, entry_id
 
 
 def rebuild_ledgers_map(path: Path) -> dict[int, int]:
@@ -123,6 +139,7 @@ class EntryLogger:
         self.size_limit = size_limit
         self.lock = threading.RLock()
         self._read_fds: dict[int, int] = {}
+        self._retired: list[tuple[float, int]] = []  # (when, fd) of removed logs
         self.current_id = -1
         self._fd = -1
         self._buffer = bytearray()
@@ -200,14 +217,42 @@ class EntryLogger:
         with self.lock:
             self._flush_buffer()
             pending = set(self.unsynced)
+            self._close_retired(RETIRE_AFTER)
         for log_id in pending:
             fd = self._fd if log_id == self.current_id else self._reader(log_id)
             os.fsync(fd)
             if log_id != self.current_id:
                 self.unsynced.discard(log_id)
 
+    def remove_log(self, log_id: int) -> int:
+        """Delete a sealed log (garbage collection); return its size. A read that already looked up the log's
+        descriptor may still be using it, so the descriptor is closed a few seconds later, not now."""
+        path = log_path(self.directory, log_id)
+        with self.lock:
+            if log_id == self.current_id:
+                raise ValueError(f"entry log {log_id:x} is the current log")
+            size = path.stat().st_size
+            path.unlink()
+            fd = self._read_fds.pop(log_id, None)
+            if fd is not None:
+                self._retired.append((time.monotonic(), fd))
+            self._close_retired(RETIRE_AFTER)
+        fsync_dir(path.parent)
+        return size
+
+    def _close_retired(self, age: float) -> None:
+        now = time.monotonic()
+        keep = []
+        for when, fd in self._retired:
+            if now - when >= age:
+                os.close(fd)
+            else:
+                keep.append((when, fd))
+        self._retired = keep
+
     def close(self) -> None:
         with self.lock:
+            self._close_retired(0)
             if self._fd >= 0:
                 self._flush_buffer()
                 os.fsync(self._fd)

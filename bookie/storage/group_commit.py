@@ -1,9 +1,10 @@
 """The journal thread: group commit (spec/bookie-storage.md).
 
 Callers enqueue records with a callback. The thread takes everything pending, waiting at most
-``journalMaxGroupWaitMSec`` after the oldest record or until ``journalBufferedWritesThreshold`` bytes are pending,
-writes the group with one call, fsyncs (``journalSyncData``), advances the in-memory lastLogMark, and only then
-runs the callbacks of the group — which is when adds are acknowledged.
+``journalMaxGroupWaitMSec`` after the oldest record or until ``journalBufferedWritesThreshold`` bytes are
+pending (or, with ``journalFlushWhenQueueEmpty``, only until the queue is empty), writes the group with one call,
+fsyncs (``journalSyncData``), advances the in-memory lastLogMark, and only then runs the callbacks of the group —
+which is when adds are acknowledged.
 """
 
 from __future__ import annotations
@@ -43,12 +44,14 @@ class Journal:
         buffered_writes_threshold: int = 512 * 1024,
         max_size_mb: int = 2048,
         prealloc_mb: int = 16,
+        flush_when_queue_empty: bool = False,
         stats=None,
     ):
         self.directory = Path(directory)
         self.sync_data = sync_data
         self.max_wait = max_group_wait_ms / 1000.0
         self.threshold = buffered_writes_threshold
+        self.flush_when_queue_empty = flush_when_queue_empty
         self.max_size = max_size_mb * 1024 * 1024
         self.prealloc = prealloc_mb * 1024 * 1024
         self.stats = stats
@@ -115,6 +118,8 @@ class Journal:
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
+                    if self.flush_when_queue_empty:
+                        break
                     wait = deadline - time.monotonic()
                     if wait <= 0:
                         break

@@ -43,6 +43,7 @@ class StorageConfig:
     index_dir: Path
     journal_sync_data: bool = True
     journal_max_group_wait_ms: float = 2.0
+    journal_flush_when_queue_empty: bool = False
     journal_buffered_writes_threshold: int = 512 * 1024
     journal_max_size_mb: int = 2048
     journal_prealloc_mb: int = 16
@@ -61,6 +62,7 @@ class LedgerStorage:
             config.journal_dir,
             sync_data=config.journal_sync_data,
             max_group_wait_ms=config.journal_max_group_wait_ms,
+            flush_when_queue_empty=config.journal_flush_when_queue_empty,
             buffered_writes_threshold=config.journal_buffered_writes_threshold,
             max_size_mb=config.journal_max_size_mb,
             prealloc_mb=config.journal_prealloc_mb,
@@ -306,7 +308,13 @@ class LedgerStorage:
         loc = self.cache.get_location(state, entry_id)
         if not loc:
             raise NoSuchEntry(f"ledger {ledger_id} entry {entry_id} is not on this bookie")
-        return self.entry_logger.read(loc, ledger_id, entry_id)
+        try:
+            return self.entry_logger.read(loc, ledger_id, entry_id)
+        except CorruptData:
+            moved = self.cache.get_location(state, entry_id)
+            if moved == loc:
+                raise
+            return self.entry_logger.read(moved, ledger_id, entry_id)  # compaction moved it while we read
 
     def last_entry_id(self, ledger_id: int) -> int:
         return self.ledger(ledger_id).last_entry

@@ -3,22 +3,13 @@
 import threading
 
 import pytest
-from helpers import DIGESTER, KEY, add, payload
+from helpers import DIGESTER, KEY, add, crash, payload, stored_entry as entry
 
 from bookie.codec.entry import parse_entry
 from bookie.errors import CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
 from bookie.storage.checkpoint import read_last_mark, write_last_mark
 from bookie.storage.index import IndexFile, index_path
 from bookie.storage.ledger_storage import LedgerStorage
-
-
-def entry(storage, ledger_id, entry_id):
-    return parse_entry(DIGESTER, storage.read_entry(ledger_id, entry_id), ledger_id, entry_id)
-
-
-def crash(storage):
-    """What kill -9 leaves: whatever reached the OS; no checkpoint, no shutdown."""
-    storage.journal.stop()  # the journal thread dies with the process; nothing more is written
 
 
 def test_add_read_last_and_list(open_storage):

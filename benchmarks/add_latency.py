@@ -1,0 +1,43 @@
+"""p99 add latency at a fixed rate, A/B: the bookies' journal settings as given vs. a variant, alternating runs.
+
+    .venv/bin/python benchmarks/add_latency.py --rate 10000 --time 20 --runs 3 --variant journalMaxGroupWaitMSec=0
+
+Both sandboxes run at once (an idle one costs little), and the runs alternate, so machine noise hits both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+from common import temporary_sandbox
+
+
+def bench(env: dict, rate: int, seconds: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "bkctl", "bench", "write", "--time", str(seconds), "--rate", str(rate), "-o", "json"],
+        env=env, check=True, capture_output=True, text=True,
+    ).stdout
+    return json.loads(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=int, default=10000)
+    parser.add_argument("--time", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+    variant = dict(s.split("=", 1) for s in args.variant)
+    with temporary_sandbox(3) as (*_, base), temporary_sandbox(3, variant) as (*_, changed):
+        for run in range(args.runs):
+            for name, env in (("default", base), (",".join(args.variant), changed)):
+                result = bench(env, args.rate, args.time)
+                print(f"run {run + 1} {name:32} {json.dumps(result['latencyMs'])} {result['entriesPerSec']:.0f}/s",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""``BOOKIE … | --all``: the bookies an admin command fans out to, and the admin calls it makes to each."""
+
+from __future__ import annotations
+
+import click
+
+
+def bookies_argument(command):
+    command = click.option("--all", "all_bookies", is_flag=True,
+                           help="Every registered bookie, writable or read-only.")(command)
+    return click.argument("bookie_ids", metavar="[BOOKIE]...", nargs=-1)(command)
+
+
+def target_bookies(app, bookie_ids: tuple[str, ...], all_bookies: bool) -> list:
+    """The registered bookies named, or all of them; an unknown name is an error before anything is sent."""
+    from bookie.errors import InvalidArgument, NotFound
+    from bookie.meta.registration import BookieRegistry
+
+    if bool(bookie_ids) == all_bookies:
+        raise InvalidArgument("name one or more BOOKIEs, or pass --all")
+    registry = BookieRegistry(app.metadata)
+    bookies = registry.list(writable=True, readonly=True)
+    if all_bookies:
+        if not bookies:
+            raise NotFound("no bookies are registered")
+        return bookies
+    by_id = {b.bookie_id: b for b in bookies}
+    missing = [i for i in bookie_ids if i not in by_id]
+    if missing:
+        raise NotFound(f"no registered bookie {', '.join(missing)}")
+    return [by_id[i] for i in dict.fromkeys(bookie_ids)]
+
+
+def admin_call(bookie, method: str, request, what: str, timeout: float = 10.0):
+    """One BookieAdmin call; errors are the project's (a dead bookie: ServiceUnavailable)."""
+    from bookie.client.channel import BookieChannel
+
+    with BookieChannel.to(bookie, timeout=timeout) as channel:
+        return channel.call(getattr(channel.admin, method), request, what)
+
+
+def fields_doc(message) -> dict:
+    """A flat message as a JSON object with its own (camelCase) field names and native values."""
+    return {f.name: getattr(message, f.name) for f in message.DESCRIPTOR.fields if not f.is_repeated
+            and f.message_type is None}
+
+
+def gc_status_doc(bookie_id: str, status) -> dict:
+    """GcStatusResponse as the JSON of `gc-status`; times in ms since the epoch."""
+    doc = {"bookieId": bookie_id, **fields_doc(status)}
+    doc["lastRun"] = fields_doc(status.lastRun) if status.HasField("lastRun") else None
+    doc["entryLogs"] = [{**fields_doc(u), "usage": round(u.remainingSize / u.totalSize, 4) if u.totalSize else 0.0}
+                        for u in status.entryLogs]
+    return doc

@@ -1,0 +1,341 @@
+"""Garbage collection and compaction (spec/gc-compaction.md).
+
+Each run: 1. ledger GC — forget the local ledgers the metadata store no longer has (drop their index files);
+2. entry log metadata — ``{totalSize, remainingSize, ledgerId -> bytes}`` of every sealed log, from its ledgers map
+or by scanning it; deleted ledgers are taken out, and a log left with none is deleted; 3. compaction — major when
+``majorCompactionInterval`` has passed (or forced), else minor: every log under the kind's usage threshold, emptiest
+first, has its live entries copied into the current entry log.
+
+Compacting a log is crash-safe by its order: copy, flush the copies to disk, repoint the index (only slots that
+still point at the old log), checkpoint (index pages fsynced), and only then delete the old log. A crash before the
+checkpoint leaves the index on the old log, which still exists; the copies are garbage for a later run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from bookie.storage.entry_log import (
+    iter_records,
+    list_log_ids,
+    location,
+    log_path,
+    read_ledgers_map,
+    rebuild_ledgers_map,
+)
+
+log = logging.getLogger(__name__)
+COPY_BATCH = 1 << 20  # bytes appended to the current entry log at once
+MAJOR, MINOR = "major", "minor"
+
+
+@dataclass
+class GcConfig:
+    """BookKeeper's keys: gcWaitTime (ms), {minor,major}Compaction{Threshold,Interval (s)}, compactionRate."""
+
+    gc_wait_ms: int = 600_000
+    minor_threshold: float = 0.2
+    minor_interval_s: float = 3600
+    major_threshold: float = 0.8
+    major_interval_s: float = 86400
+    compaction_rate: int = 1000  # entries/s; <= 0 means unthrottled (our choice: BookKeeper has no such value)
+
+    def enabled(self, kind: str) -> bool:
+        """A threshold or interval <= 0 disables that kind of compaction, forced runs included (as BookKeeper
+        without forceAllowCompaction)."""
+        threshold, interval = self.kind(kind)
+        return threshold > 0 and interval > 0
+
+    def kind(self, kind: str) -> tuple[float, float]:
+        return (self.major_threshold, self.major_interval_s) if kind == MAJOR else (
+            self.minor_threshold, self.minor_interval_s)
+
+
+@dataclass
+class EntryLogMetadata:
+    log_id: int
+    total_size: int
+    ledgers: dict[int, int]  # ledgerId -> bytes of entries still live
+
+    @property
+    def remaining_size(self) -> int:
+        return sum(self.ledgers.values())
+
+    @property
+    def usage(self) -> float:
+        return self.remaining_size / self.total_size if self.total_size else 0.0
+
+    def forget(self, live: Callable[[int], bool]) -> None:
+        self.ledgers = {lid: size for lid, size in self.ledgers.items() if live(lid)}
+
+
+def log_metadata(directory, log_id: int) -> EntryLogMetadata:
+    """From the sealed log's ledgers map, or by scanning it when it has none (a log a crash left unsealed)."""
+    path = log_path(directory, log_id)
+    ledgers = read_ledgers_map(path)
+    if ledgers is None:
+        ledgers = rebuild_ledgers_map(path)
+    return EntryLogMetadata(log_id, sum(ledgers.values()), ledgers)
+
+
+def entry_log_usage(directory, log_ids: Iterable[int], live: Callable[[int], bool],
+                    known: dict[int, EntryLogMetadata] | None = None) -> list[EntryLogMetadata]:
+    """Usage of each log: live = the ledgers whose index the bookie still has. Logs removed meanwhile are left out."""
+    result = []
+    for log_id in log_ids:
+        try:
+            meta = (known or {}).get(log_id) or log_metadata(directory, log_id)
+        except FileNotFoundError:
+            continue
+        result.append(EntryLogMetadata(log_id, meta.total_size, {k: v for k, v in meta.ledgers.items() if live(k)}))
+    return result
+
+
+class Throttle:
+    """``compactionRate``: at most ``rate`` entries/s over a whole run (``rate`` <= 0: no limit), checked every
+    32 entries. ``take`` returns False once ``stop`` is set."""
+
+    def __init__(self, rate: int, stop: threading.Event):
+        self.rate, self.stop = rate, stop
+        self.began = time.monotonic()
+        self.taken = 0
+
+    def take(self) -> bool:
+        self.taken += 1
+        if self.rate > 0 and self.taken % 32 == 0:
+            ahead = self.taken / self.rate - (time.monotonic() - self.began)
+            if ahead > 0:
+                return not self.stop.wait(ahead)
+        return not self.stop.is_set()
+
+
+@dataclass
+class GcRun:
+    """What one run did."""
+
+    run_id: int
+    forced: bool
+    kind: str = ""  # "major", "minor", or "" for no compaction
+    ledgers_deleted: int = 0
+    logs_deleted: int = 0
+    logs_compacted: int = 0
+    entries_copied: int = 0
+    bytes_copied: int = 0
+    bytes_reclaimed: int = 0  # sizes of the logs deleted, less what was copied out of them
+    started: float = 0.0  # epoch seconds
+    seconds: float = 0.0
+    error: str = ""
+
+
+@dataclass
+class GcState:
+    """What the admin RPCs report."""
+
+    running: bool = False
+    forced: bool = False
+    compacting: str = ""
+    suspended: set[str] = field(default_factory=set)
+    last_compaction: dict[str, float] = field(default_factory=dict)  # kind -> epoch seconds
+    counters: dict[str, int] = field(default_factory=lambda: {MAJOR: 0, MINOR: 0})
+    bytes_reclaimed: int = 0
+    logs_compacted: int = 0
+    runs: int = 0
+    last_run: GcRun | None = None
+
+
+class GarbageCollector:
+    """The GC thread of one bookie. ``live_ledgers(ids)`` answers which of the given ledger ids still exist in the
+    metadata store (None: no metadata store, no ledger GC)."""
+
+    def __init__(self, storage, config: GcConfig, live_ledgers: Callable[[list[int]], set[int]] | None = None):
+        self.storage = storage
+        self.config = config
+        self.live_ledgers = live_ledgers
+        self.state = GcState()
+        self.logs: dict[int, EntryLogMetadata] = {}
+        now = time.time()  # intervals count from start-up, as BookKeeper's
+        self.state.last_compaction = {MAJOR: now, MINOR: now}
+        self._wake = threading.Condition()
+        self._forced: tuple[bool, bool] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- control ----
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="gc", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def trigger(self, force_major: bool = False, force_minor: bool = False) -> tuple[bool, int]:
+        """Ask for a forced run now. Returns whether it was newly asked for (False: a forced run is already pending
+        or running, and that one will do) and the id of the run that will do it."""
+        with self._wake:
+            if self.state.running and self.state.forced:
+                return False, self.state.runs
+            started = self._forced is None
+            if started:
+                self._forced = (force_major, force_minor)
+                self._wake.notify_all()
+            return started, self.state.runs + 1
+
+    def suspend(self, kinds: Iterable[str], suspended: bool) -> None:
+        for kind in kinds:
+            (self.state.suspended.add if suspended else self.state.suspended.discard)(kind)
+
+    def usage(self) -> list[EntryLogMetadata]:
+        """Usage of every sealed entry log now (the current log is still being written)."""
+        logger = self.storage.entry_logger
+        local = set(self.storage.ledger_ids())
+        sealed = [log_id for log_id in list_log_ids(logger.directory) if log_id < logger.current_id]
+        return entry_log_usage(logger.directory, sealed, local.__contains__, dict(self.logs))
+
+    def _loop(self) -> None:
+        wait = self.config.gc_wait_ms / 1000.0
+        while not self._stop.is_set():
+            with self._wake:
+                if self._forced is None:
+                    self._wake.wait(wait if wait > 0 else None)
+                if self._stop.is_set():
+                    return
+                forced, self._forced = self._forced, None
+                self.state.running, self.state.forced = True, forced is not None
+            try:
+                self.run(forced)
+            finally:
+                with self._wake:
+                    self.state.running = self.state.forced = False
+
+    # ---- one run ----
+    def _kind(self, forced: tuple[bool, bool] | None) -> str:
+        """Major when due or forced, else minor when due or forced; never a suspended or disabled kind."""
+        now = time.time()
+        for kind, force in ((MAJOR, forced and forced[0]), (MINOR, forced and forced[1])):
+            if kind in self.state.suspended or not self.config.enabled(kind):
+                continue
+            if force or now - self.state.last_compaction[kind] >= self.config.kind(kind)[1]:
+                return kind
+        return ""
+
+    def run(self, forced: tuple[bool, bool] | None = None) -> GcRun:
+        """One GC run, forced with ``(forceMajor, forceMinor)``, or as scheduled when ``forced`` is None."""
+        with self._wake:
+            self.state.runs += 1
+            result = GcRun(self.state.runs, forced is not None, started=time.time())
+        began = time.monotonic()
+        try:
+            result.ledgers_deleted = self._collect_ledgers()
+            self._update_logs(result)
+            result.kind = self._kind(forced)
+            if result.kind:
+                self._compact_logs(result.kind, result)
+        except Exception as exc:  # a failed run is reported and retried at the next one
+            log.exception("garbage collection failed")
+            result.error = str(exc)
+        result.seconds = time.monotonic() - began
+        self.state.bytes_reclaimed += result.bytes_reclaimed
+        self.state.logs_compacted += result.logs_compacted
+        self.state.last_run = result
+        if result.ledgers_deleted or result.logs_deleted or result.logs_compacted:
+            log.info("gc run %d: %s", result.run_id, result)
+        return result
+
+    def _collect_ledgers(self) -> int:
+        if self.live_ledgers is None:
+            return 0
+        local = self.storage.ledger_ids()
+        if not local:
+            return 0
+        live = self.live_ledgers(local)
+        dead = [ledger_id for ledger_id in local if ledger_id not in live]
+        for ledger_id in dead:
+            self.storage.delete_ledger(ledger_id)
+        return len(dead)
+
+    def _update_logs(self, result: GcRun) -> None:
+        logger = self.storage.entry_logger
+        local = set(self.storage.ledger_ids())
+        sealed = [log_id for log_id in list_log_ids(logger.directory) if log_id < logger.current_id]
+        self.logs = {log_id: self.logs.get(log_id) or log_metadata(logger.directory, log_id) for log_id in sealed}
+        for meta in list(self.logs.values()):
+            meta.forget(local.__contains__)
+            if not meta.ledgers:
+                result.bytes_reclaimed += logger.remove_log(meta.log_id)
+                result.logs_deleted += 1
+                del self.logs[meta.log_id]
+
+    def _compact_logs(self, kind: str, result: GcRun) -> None:
+        threshold = self.config.kind(kind)[0]
+        self.state.compacting = kind
+        throttle = Throttle(self.config.compaction_rate, self._stop)
+        try:
+            for meta in sorted(self.logs.values(), key=lambda m: m.usage):
+                if meta.usage >= threshold or self._stop.is_set() or kind in self.state.suspended:
+                    break
+                size = log_path(self.storage.entry_logger.directory, meta.log_id).stat().st_size
+                entries, copied = self._compact(meta, throttle)
+                if entries is None:
+                    break  # stopping: the log is left as it was
+                self.storage.entry_logger.remove_log(meta.log_id)
+                del self.logs[meta.log_id]
+                result.logs_compacted += 1
+                result.entries_copied += entries
+                result.bytes_copied += copied
+                result.bytes_reclaimed += max(0, size - copied)
+        finally:
+            self.state.compacting = ""
+        self.state.last_compaction[kind] = time.time()
+        self.state.counters[kind] += 1
+
+    def _compact(self, meta: EntryLogMetadata, throttle: Throttle) -> tuple[int | None, int]:
+        """Copy the log's live entries into the current entry log and repoint the index at the copies.
+        Returns (entries, bytes) copied, or (None, 0) when the bookie is stopping."""
+        storage, cache, logger = self.storage, self.storage.cache, self.storage.entry_logger
+        moved: list[tuple[object, int, int, int]] = []  # (ledger state, entryId, old location, new location)
+        batch, pending, sizes = bytearray(), [], defaultdict(int)
+        copied = entries = 0
+
+        def append() -> None:
+            with cache.lock:
+                base = logger.append(bytes(batch), sizes)
+                log_id = logger.current_id
+            moved.extend((state, entry_id, old, location(log_id, base + offset + 4))
+                         for state, entry_id, old, offset in pending)
+            batch.clear(), pending.clear(), sizes.clear()
+
+        for pos, ledger_id, entry_id, record in iter_records(log_path(logger.directory, meta.log_id)):
+            if ledger_id not in meta.ledgers:
+                continue
+            state = cache.get(ledger_id)
+            old = location(meta.log_id, pos)
+            if state is None or cache.get_location(state, entry_id) != old:
+                continue  # deleted, or superseded by a later copy of the entry
+            pending.append((state, entry_id, old, len(batch)))
+            batch += record
+            sizes[ledger_id] += len(record)
+            copied += len(record)
+            entries += 1
+            if len(batch) >= COPY_BATCH:
+                append()
+            if not throttle.take():
+                return None, 0
+        if batch:
+            append()
+        logger.flush()  # the copies are on disk before any index slot points at them
+        with cache.lock:
+            for state, entry_id, old, new in moved:
+                if cache.ledgers.get(state.ledger_id) is state and cache.get_location(state, entry_id) == old:
+                    cache.set_location(state, entry_id, new)
+        storage.checkpoint()  # the repointed index pages are on disk before the old log goes
+        return entries, copied

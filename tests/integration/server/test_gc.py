@@ -1,0 +1,178 @@
+"""Garbage collection and compaction on real bookie processes, driven through bkctl."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from helpers import wait_for
+
+from bookie.client import BookKeeper
+from bookie.meta.registration import BookieRegistry
+
+SMALL_LOGS = {"logSizeLimit": 256 * 1024}
+
+
+def payload(name: bytes, i: int) -> bytes:
+    return (name + b"-%06d-" % i) * 113  # 1017 bytes
+
+
+def write_interleaved(uri, count: int, quorum=(3, 3, 2)) -> tuple[int, int]:
+    """Ledgers A and B, their entries alternating, so every entry log holds half of each; A is then deleted."""
+    with BookKeeper(uri) as bk:
+        a, b = bk.create_ledger(*quorum), bk.create_ledger(*quorum)
+        for start in range(0, count, 100):  # 100 at a time: small batches, so logs roll near logSizeLimit
+            futures = []
+            for i in range(start, min(count, start + 100)):
+                futures += [a.add_entry_async(payload(b"A", i)), b.add_entry_async(payload(b"B", i))]
+            for future in futures:
+                future.result(30)
+        a.close(), b.close()
+        bk.delete_ledger(a.ledger_id)
+        return a.ledger_id, b.ledger_id
+
+
+def assert_b_intact(uri, ledger_id, count):
+    with BookKeeper(uri) as bk, bk.open_ledger(ledger_id, recovery=False) as reader:
+        assert reader.last_add_confirmed == count - 1
+        assert [e.payload for e in reader.iter_entries(0, count - 1)] == [payload(b"B", i) for i in range(count)]
+
+
+def log_bytes(bookie) -> int:
+    return sum(p.stat().st_size for p in (Path(bookie.ledger_dir) / "current").glob("*.log"))
+
+
+def gc(bkctl, uri, *args):
+    result = bkctl("-u", uri, "bookie", "gc", *args, "-o", "json")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return {d["bookieId"]: d for d in json.loads(result.stdout)}
+
+
+def test_major_gc_gives_back_the_deleted_ledgers_share(harness, bkctl):
+    bookies = harness.start(3, **SMALL_LOGS)
+    _, b = write_interleaved(harness.service_uri, 3000)
+    before = {x.bookie_id: log_bytes(x) for x in bookies}
+    runs = gc(bkctl, harness.service_uri, "--major", "--all", "--wait")
+    for bookie in bookies:
+        run = runs[bookie.bookie_id]
+        assert (run["kind"], run["ledgersDeleted"], run["error"]) == ("major", 1, "")
+        assert run["logsCompacted"] >= 10 and run["bytesReclaimed"] > 0.4 * before[bookie.bookie_id]
+        assert 0.4 < log_bytes(bookie) / before[bookie.bookie_id] < 0.62  # A was half of every log
+    assert_b_intact(harness.service_uri, b, 3000)
+    status = json.loads(bkctl("-u", harness.service_uri, "bookie", "gc-status", "--all", "-o", "json").stdout)
+    assert all(s["majorCompactionCounter"] == 1 and s["lastRun"]["logsCompacted"] >= 10 for s in status)
+    for s in status:  # what is left is B's (the log that was current during the run still holds some of A)
+        logs = s["entryLogs"]
+        assert sum(log["remainingSize"] for log in logs) > 0.85 * sum(log["totalSize"] for log in logs)
+
+
+def test_kill_9_mid_compaction_loses_nothing_and_a_later_gc_finishes(harness, bkctl):
+    (bookie,) = harness.start(1, compactionRate=400, **SMALL_LOGS)
+    uri = harness.service_uri
+    _, b = write_interleaved(uri, 3000, quorum=(1, 1, 1))
+    before = log_bytes(bookie)
+    with BookKeeper(uri) as bk:
+        c = bk.create_ledger(1, 1, 1)   # a writer acknowledged while the compaction runs
+        assert bkctl("-u", uri, "bookie", "gc", "--major", bookie.bookie_id).exit_code == 0
+
+        def compacting():
+            out = bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json").stdout
+            return json.loads(out)[0]["majorCompacting"]
+
+        wait_for(compacting, "the compaction to start")
+        acked = [c.add_entry(payload(b"C", i)) for i in range(200)]
+        time.sleep(1.5)  # ~600 entries copied at 400/s; several logs still to go
+        assert compacting()
+        bookie.stop(kill=True)
+    harness.restart(bookie)
+    assert_b_intact(uri, b, 3000)
+    with BookKeeper(uri) as bk, bk.open_ledger(c.ledger_id) as reader:   # recovery closes C
+        assert [e.payload for e in reader.read(0, acked[-1])] == [payload(b"C", i) for i in acked]
+    runs = gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")
+    assert runs[bookie.bookie_id]["error"] == ""
+    assert log_bytes(bookie) < 0.62 * before
+    assert_b_intact(uri, b, 3000)
+
+
+def test_suspended_and_disabled_kinds_do_not_run(harness, bkctl):
+    active, disabled = harness.start(1, **SMALL_LOGS) + harness.start(1, majorCompactionThreshold=0, **SMALL_LOGS)
+    uri = harness.service_uri
+    write_interleaved(uri, 600, quorum=(2, 2, 2))
+    out = bkctl("-u", uri, "bookie", "compaction", "suspend", "--major", active.bookie_id)
+    assert out.stdout == f"bookie/{active.bookie_id} major compaction suspended\n"
+    runs = gc(bkctl, uri, "--major", "--all", "--wait")
+    assert [runs[b.bookie_id]["kind"] for b in (active, disabled)] == ["", ""]
+    assert all(runs[b.bookie_id]["ledgersDeleted"] == 1 and runs[b.bookie_id]["logsCompacted"] == 0
+               for b in (active, disabled))
+    status = bkctl("-u", uri, "bookie", "gc-status", "--all")
+    assert "suspended" in status.stdout and "disabled" in status.stdout
+    assert bkctl("-u", uri, "bookie", "compaction", "resume", "--all").exit_code == 0
+    runs = gc(bkctl, uri, "--major", "--all", "--wait")
+    assert runs[active.bookie_id]["kind"] == "major" and runs[active.bookie_id]["logsCompacted"] > 0
+    assert runs[disabled.bookie_id]["kind"] == ""
+
+
+def test_inspect_usage_of_a_stopped_bookie(harness, bkctl):
+    (bookie,) = harness.start(1, **SMALL_LOGS)
+    write_interleaved(harness.service_uri, 1000, quorum=(1, 1, 1))
+    gc(bkctl, harness.service_uri, bookie.bookie_id, "--wait")  # forgets A, compacts nothing
+    bookie.stop()
+    result = bkctl("bookie", "inspect", "entrylog", "--usage", bookie.ledger_dir, "-o", "json")
+    logs = json.loads(result.stdout)
+    assert len(logs) >= 5 and all(0.4 < log["usage"] < 0.6 for log in logs[:-1])
+    table = bkctl("bookie", "inspect", "entrylog", "--usage", bookie.ledger_dir).stdout
+    assert table.splitlines()[0].split() == ["LOG", "BYTES", "LIVE", "USAGE", "LEDGERS"]
+    bad = bkctl("bookie", "inspect", "entrylog", bookie.ledger_dir)
+    assert bad.exit_code == 2 and "is a directory" in bad.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 32 MB filesystem for a bookie's ledger directory (the machine's own disk is far too big to fill)."""
+    mount = tmp_path / "bookie-1" / "ledgers"
+    mount.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small filesystem needs root (CI runs as root)")
+def test_a_read_only_bookie_on_a_full_disk_gets_space_back_from_a_forced_gc(harness, bkctl, cluster, small_disk):
+    (bookie,) = harness.start(1, logSizeLimit=1 << 20, diskCheckInterval=300)
+    assert bookie.ledger_dir == str(small_disk)
+    uri = harness.service_uri
+    with BookKeeper(uri) as bk:
+        big = bk.create_ledger(1, 1, 1)
+        big.add_entries(payload(b"A", i) for i in range(16_000))   # ~16 MB: half the disk
+        big.close()
+    bookie.stop()
+    bookie.settings.update(diskUsageThreshold="0.4", diskUsageWarnThreshold="0.3")
+    bookie.write_conf(uri)
+    harness.restart(bookie)
+    registry = BookieRegistry(cluster)
+    assert registry.get(bookie.bookie_id).state == "readonly"
+    with BookKeeper(uri) as bk:
+        bk.delete_ledger(big.ledger_id)
+    runs = gc(bkctl, uri, bookie.bookie_id, "--wait")
+    assert runs[bookie.bookie_id]["bytesReclaimed"] > 12 << 20
+    wait_for(lambda: registry.get(bookie.bookie_id).state == "writable", "the bookie to become writable")
+    with BookKeeper(uri) as bk:
+        ledger = bk.create_ledger(1, 1, 1)
+        assert ledger.add_entry(b"room again") == 0
+
+
+def test_gc_commands_name_what_is_wrong(harness, bkctl):
+    (bookie,) = harness.start(1)
+    uri = harness.service_uri
+    none = bkctl("-u", uri, "bookie", "gc")
+    assert none.exit_code == 2 and none.stderr == "error: name one or more BOOKIEs, or pass --all\n"
+    unknown = bkctl("-u", uri, "bookie", "gc-status", "127.0.0.1:1")
+    assert unknown.exit_code == 5 and unknown.stderr == "error: no registered bookie 127.0.0.1:1\n"
+    dry = bkctl("-u", uri, "bookie", "compaction", "suspend", "--minor", "--all", "--dry-run")
+    assert dry.stdout == f"bookie/{bookie.bookie_id} minor compaction would be suspended (dry run)\n"
+    assert "no" in bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id).stdout.splitlines()[1]
+    bookie.stop(kill=True)  # still registered until its session expires, but not answering
+    dead = bkctl("-u", uri, "bookie", "gc", bookie.bookie_id, "--wait")
+    assert dead.exit_code == 6 and bookie.bookie_id in dead.stderr and "Traceback" not in dead.stderr

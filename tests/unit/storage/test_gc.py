@@ -1,0 +1,172 @@
+"""Garbage collection and compaction in one process, on real files: which logs each kind takes, what it keeps, and
+what a restart at each step of a compaction leaves."""
+
+import threading
+
+import pytest
+from helpers import add, crash, records
+from helpers import stored_entry as entry
+
+from bookie.storage.entry_log import HEADER_SIZE, iter_records, list_log_ids, log_path
+from bookie.storage.gc import MAJOR, MINOR, GarbageCollector, GcConfig, Throttle
+from bookie.storage.ledger_storage import LedgerStorage
+
+RECORD = len(records(1, 0, 1))
+PER_LOG = 10
+
+
+@pytest.fixture
+def storage(open_storage):
+    # Each entry log holds exactly PER_LOG records, so a test decides what each log contains.
+    return open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
+
+
+def collector(storage, deleted: set[int], **config) -> GarbageCollector:
+    return GarbageCollector(storage, GcConfig(**config), lambda ids: set(ids) - deleted)
+
+
+def fill_log(storage, counts: dict[int, int], next_entry: dict[int, int]) -> None:
+    """One whole entry log: ``counts[ledger]`` entries of each ledger, in order."""
+    for ledger_id, count in counts.items():
+        first = next_entry.get(ledger_id, 0)
+        assert add(storage, ledger_id, first, count) == []
+        next_entry[ledger_id] = first + count
+
+
+def log_bytes(storage) -> int:
+    return sum(log_path(storage.config.ledger_dir, i).stat().st_size for i in list_log_ids(storage.config.ledger_dir))
+
+
+def assert_reads(storage, ledger_id, count):
+    assert [entry(storage, ledger_id, e).entry_id for e in range(count)] == list(range(count))
+
+
+@pytest.fixture
+def half_and_tenth(storage):
+    """Log 0: ledger 1 (kept) 5 entries, ledger 2 (deleted) 5 — 50% live once 2 is gone. Log 1: ledger 3 (kept) 1
+    entry, ledger 4 (deleted) 9 — 10% live. Log 2 is the current log."""
+    next_entry = {}
+    fill_log(storage, {1: 5, 2: 5}, next_entry)
+    fill_log(storage, {3: 1, 4: 9}, next_entry)
+    fill_log(storage, {5: 1}, next_entry)
+    assert list_log_ids(storage.config.ledger_dir) == [0, 1, 2]
+    return storage
+
+
+def test_ledger_gc_forgets_deleted_ledgers_and_deletes_logs_left_empty(storage):
+    next_entry = {}
+    fill_log(storage, {1: 10}, next_entry)      # log 0: only the ledger to delete
+    fill_log(storage, {1: 5, 2: 5}, next_entry)  # log 1: half of it
+    fill_log(storage, {2: 1}, next_entry)
+    size = log_path(storage.config.ledger_dir, 0).stat().st_size
+    gc = collector(storage, {1})
+    run = gc.run()
+    assert (run.ledgers_deleted, run.logs_deleted, run.kind) == (1, 1, "")
+    assert storage.ledger_ids() == [2] and list_log_ids(storage.config.ledger_dir) == [1, 2]
+    assert run.bytes_reclaimed == size
+    assert [round(m.usage, 2) for m in gc.usage()] == [0.5]
+    assert_reads(storage, 2, 6)
+
+
+def test_minor_takes_the_log_at_10_percent_and_leaves_the_one_at_50(half_and_tenth):
+    storage = half_and_tenth
+    gc = collector(storage, {2, 4})
+    run = gc.run((False, True))
+    assert (run.kind, run.logs_compacted, run.entries_copied) == (MINOR, 1, 1)
+    assert list_log_ids(storage.config.ledger_dir)[:1] == [0] and 1 not in list_log_ids(storage.config.ledger_dir)
+    assert_reads(storage, 1, 5)
+    assert_reads(storage, 3, 1)
+    assert gc.state.counters == {MAJOR: 0, MINOR: 1}
+
+
+def test_major_takes_both_emptiest_first(half_and_tenth):
+    storage = half_and_tenth
+    sizes = sum(log_path(storage.config.ledger_dir, i).stat().st_size for i in (0, 1))
+    before = log_bytes(storage)
+    gc = collector(storage, {2, 4})
+    run = gc.run((True, False))
+    assert (run.kind, run.logs_compacted, run.entries_copied, run.bytes_copied) == (MAJOR, 2, 6, 6 * RECORD)
+    assert not {0, 1} & set(list_log_ids(storage.config.ledger_dir))
+    assert run.bytes_reclaimed == sizes - 6 * RECORD
+    assert log_bytes(storage) <= before - 14 * RECORD
+    assert_reads(storage, 1, 5)
+    assert_reads(storage, 3, 1)
+    assert_reads(storage, 5, 1)
+
+
+def test_suspended_kinds_wait_until_resumed(half_and_tenth):
+    gc = collector(half_and_tenth, {2, 4})
+    gc.suspend([MAJOR, MINOR], True)
+    assert gc.run((True, True)).kind == ""
+    gc.suspend([MINOR], False)
+    assert (gc.run((True, True)).kind, gc.state.counters[MAJOR]) == (MINOR, 0)
+    gc.suspend([MAJOR], False)
+    assert gc.run((True, False)).logs_compacted == 1
+
+
+@pytest.mark.parametrize("changes", [{"minor_threshold": 0}, {"minor_interval_s": -1}])
+def test_a_threshold_or_interval_at_or_below_zero_disables_the_kind(half_and_tenth, changes):
+    gc = collector(half_and_tenth, {2, 4}, **changes)
+    assert not gc.config.enabled(MINOR)
+    assert gc.run((False, True)).kind == ""
+    assert 1 in list_log_ids(half_and_tenth.config.ledger_dir)
+
+
+def test_scheduled_runs_follow_the_intervals(half_and_tenth):
+    gc = collector(half_and_tenth, {2, 4}, minor_interval_s=3600, major_interval_s=86400)
+    assert gc.run().kind == ""                   # neither interval has passed since start-up
+    gc.state.last_compaction[MINOR] -= 3600
+    assert gc.run().kind == MINOR
+    gc.state.last_compaction[MAJOR] -= 86400
+    assert gc.run().kind == MAJOR
+
+
+def test_compaction_rate_throttles_the_copy(storage):
+    fill_log(storage, {7: 10}, {})
+    fill_log(storage, {8: 10}, {})
+    fill_log(storage, {9: 10}, {})
+    fill_log(storage, {10: 10}, {})
+    fill_log(storage, {11: 1}, {})
+    run = collector(storage, set(), compaction_rate=20, major_threshold=1.01).run((True, False))
+    assert run.entries_copied == 40 and run.seconds >= 32 / 20  # a pause every 32 entries keeps it at 20/s
+
+
+def test_restart_after_the_repointed_index_was_checkpointed_but_before_the_old_log_went(half_and_tenth, config):
+    storage = half_and_tenth
+    gc = collector(storage, {2, 4})
+    gc.run()  # ledger GC and log metadata
+    # copy, flush, repoint, checkpoint ... then the process dies before deleting the log
+    entries, copied = gc._compact(gc.logs[1], Throttle(0, threading.Event()))
+    assert entries == 1
+    crash(storage)
+    reopened = LedgerStorage(config)
+    reopened.start()
+    try:
+        assert_reads(reopened, 3, 1)
+        assert_reads(reopened, 1, 5)
+        again = collector(reopened, {2, 4}).run((True, False))  # a later run finishes the job
+        assert 1 not in list_log_ids(config.ledger_dir) and again.logs_compacted == 2
+        assert_reads(reopened, 3, 1)
+    finally:
+        reopened.shutdown()
+
+
+def test_restart_after_the_copy_before_the_index_moved(half_and_tenth, config):
+    storage = half_and_tenth
+    gc = collector(storage, {2, 4})
+    gc.run()
+    # The copy step alone: the live entry appended to the current log and flushed; the index still on log 1.
+    record = next(r for _, lid, _, r in iter_records(log_path(config.ledger_dir, 1)) if lid == 3)
+    storage.entry_logger.append(bytes(record), {3: len(record)})
+    storage.entry_logger.flush()
+    crash(storage)
+    reopened = LedgerStorage(config)
+    reopened.start()
+    try:
+        assert_reads(reopened, 3, 1)
+        run = collector(reopened, {2, 4}).run((True, False))
+        assert not run.error and not {0, 1} & set(list_log_ids(config.ledger_dir))
+        assert_reads(reopened, 3, 1)
+        assert_reads(reopened, 1, 5)
+    finally:
+        reopened.shutdown()

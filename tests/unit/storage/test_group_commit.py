@@ -1,0 +1,48 @@
+import threading
+
+from bookie.storage import journal as jf
+from bookie.storage.group_commit import Journal
+
+
+class Stats:
+    def __init__(self):
+        self.groups = []
+
+    def journal_sync(self, seconds, records, size):
+        self.groups.append(records)
+
+
+def record(entry_id):
+    body = (1).to_bytes(8, "big") + entry_id.to_bytes(8, "big") + b"payload"
+    return len(body).to_bytes(4, "big") + body
+
+
+def test_a_group_is_acknowledged_once_durable_and_advances_the_log_mark(tmp_path):
+    stats = Stats()
+    journal = Journal(tmp_path, max_group_wait_ms=200, prealloc_mb=1, stats=stats)
+    journal.start()
+    acked = threading.Semaphore(0)
+    try:
+        start = journal.last_log_mark
+        for entry_id in range(10):
+            journal.log(record(entry_id), lambda error: acked.release())
+        for _ in range(10):
+            assert acked.acquire(timeout=5)
+        assert journal.last_log_mark > start
+    finally:
+        journal.stop()
+    assert sum(stats.groups) == 10 and len(stats.groups) <= 2   # grouped, not one fsync per record
+    paths = [jf.journal_path(tmp_path, journal_id) for journal_id in jf.list_journal_ids(tmp_path)]
+    replayed = [r for path in paths for r in jf.scan_journal(path)]
+    assert len(replayed) == 10
+
+
+def test_flush_when_queue_empty_does_not_wait_for_the_group_window(tmp_path):
+    journal = Journal(tmp_path, max_group_wait_ms=60_000, prealloc_mb=1, flush_when_queue_empty=True)
+    journal.start()
+    acked = threading.Event()
+    try:
+        journal.log(record(0), lambda error: acked.set())
+        assert acked.wait(10), "a lone record waited for the 60 s group window"
+    finally:
+        journal.stop()
