@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -15,7 +16,9 @@ from bookie.local.sandbox import Sandbox  # noqa: E402
 
 @contextlib.contextmanager
 def temporary_sandbox(bookies: int, settings: dict[str, str] | None = None):
-    """Yield ``(sandbox, state, env)``: a started sandbox in a temp dir, and an environment whose `bkctl` uses it."""
+    """Yield ``(sandbox, state, env)``: a started sandbox in a temp dir, and an environment whose `bkctl` uses it.
+    SIGTERM (a timeout, a kill) raises SystemExit, so the sandbox is still stopped."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="bkctl-bench-") as state_dir:
         sandbox = Sandbox(state_dir)
         state = sandbox.start(bookies=bookies, settings=settings)

@@ -40,11 +40,11 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
     # ---- garbage collection ----
     async def TriggerGc(self, request, context):
         """Runs even when the bookie is read-only for full disks: that is when operators need the space back."""
-        started, run_id = self.bookie.gc.trigger(request.forceMajor, request.forceMinor)
+        started, run_id = self.bookie.collector.trigger(request.forceMajor, request.forceMinor)
         return pb.TriggerGcResponse(started=started, runId=run_id)
 
     async def _gc_status(self) -> pb.GcStatusResponse:
-        gc = self.bookie.gc
+        gc = self.bookie.collector
         state, config = gc.state, gc.config
         usage = await asyncio.to_thread(gc.usage)
         response = pb.GcStatusResponse(
@@ -75,5 +75,5 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
 
     async def SetCompactionSuspended(self, request, context):
         kinds = [kind for kind, asked in ((MAJOR, request.major), (MINOR, request.minor)) if asked]
-        self.bookie.gc.suspend(kinds or [MAJOR, MINOR], request.suspended)
+        self.bookie.collector.suspend(kinds or [MAJOR, MINOR], request.suspended)
         return await self._gc_status()

@@ -46,7 +46,7 @@ class BookieServer:
         self.stats = BookieStats()
         self.store: MetadataStore | None = None
         self.storage: LedgerStorage | None = None
-        self.gc: GarbageCollector | None = None
+        self.collector: GarbageCollector | None = None
         self.server: grpc.aio.Server | None = None
         self.read_only_by_operator = False
         self.read_only_by_disk = False
@@ -70,8 +70,9 @@ class BookieServer:
         self.storage = LedgerStorage(config.storage(), self.stats)
         replayed = await asyncio.to_thread(self.storage.start)
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
-        self.gc = GarbageCollector(self.storage, config.gc(), self._live_ledgers)
-        self.gc.start()
+        self.collector = GarbageCollector(self.storage, config.gc(), self._live_ledgers)
+        self.collector.start()
+        self.stats.watch_gc(self.collector)
         self.stats.watch(self.storage)
 
         self.server = grpc.aio.server(options=GRPC_OPTIONS)
@@ -174,6 +175,8 @@ class BookieServer:
         if self.shutting_down:
             return
         self.shutting_down = True
+        if self.collector is not None:  # first: its ledger GC uses the metadata store
+            await asyncio.to_thread(self.collector.stop)
         if self.store is not None:
             try:
                 BookieRegistry(self.store).unregister(self.bookie_id)
@@ -183,8 +186,6 @@ class BookieServer:
             await self.server.stop(grace=2)
         if self.store is not None:
             self.store.close()
-        if self.gc is not None:
-            await asyncio.to_thread(self.gc.stop)
         if self.storage is not None:
             await asyncio.to_thread(self.storage.shutdown)
             log.info("bookie %s stopped", self.bookie_id)

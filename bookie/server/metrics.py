@@ -35,6 +35,12 @@ class BookieStats:
         self.cache_hit_ratio = Gauge("bookie_ledger_cache_hit_ratio", "Index page hit ratio", registry=registry)
         self.cache_pages = Gauge("bookie_ledger_cache_pages", "Index pages in memory", registry=registry)
         self.read_only = Gauge("bookie_read_only", "1 when the bookie is read-only", registry=registry)
+        self.gc_runs = Gauge("bookie_gc_runs", "Garbage collection runs since start", registry=registry)
+        self.gc_bytes_reclaimed = Gauge("bookie_gc_bytes_reclaimed", "Entry-log bytes freed by garbage collection "
+                                        "and compaction since start", registry=registry)
+        self.compactions = Gauge("bookie_compactions", "Compaction runs since start", ["kind"], registry=registry)
+        self.compacting = Gauge("bookie_compacting", "1 while a compaction of this kind runs", ["kind"],
+                                registry=registry)
 
     def journal_sync(self, seconds: float, items: int, size: int) -> None:
         self.journal_sync_latency.observe(seconds)
@@ -47,6 +53,14 @@ class BookieStats:
         self.cache_hit_ratio.set_function(lambda: cache.hits / max(1, cache.hits + cache.misses))
         self.cache_pages.set_function(lambda: cache.page_count)
         self.journal_queue.set_function(storage.journal.queue_depth)
+
+    def watch_gc(self, collector) -> None:
+        state = collector.state
+        self.gc_runs.set_function(lambda: state.runs)
+        self.gc_bytes_reclaimed.set_function(lambda: state.bytes_reclaimed)
+        for kind in ("major", "minor"):
+            self.compactions.labels(kind).set_function(lambda kind=kind: state.counters[kind])
+            self.compacting.labels(kind).set_function(lambda kind=kind: int(state.compacting == kind))
 
     def serve(self, port: int, address: str = "127.0.0.1") -> int:
         """Start the /metrics endpoint; return its port (``port`` 0 picks a free one)."""

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,10 @@ def test_major_gc_gives_back_the_deleted_ledgers_share(harness, bkctl):
     for s in status:  # what is left is B's (the log that was current during the run still holds some of A)
         logs = s["entryLogs"]
         assert sum(log["remainingSize"] for log in logs) > 0.85 * sum(log["totalSize"] for log in logs)
+    with urllib.request.urlopen(f"http://127.0.0.1:{bookies[0].metrics_port}/metrics", timeout=10) as answer:
+        metrics = dict(line.rsplit(" ", 1) for line in answer.read().decode().splitlines() if line[:1] != "#")
+    assert float(metrics['bookie_compactions{kind="major"}']) == 1 and float(metrics["bookie_gc_runs"]) >= 1
+    assert float(metrics["bookie_gc_bytes_reclaimed"]) == runs[bookies[0].bookie_id]["bytesReclaimed"]
 
 
 def test_kill_9_mid_compaction_loses_nothing_and_a_later_gc_finishes(harness, bkctl):
