@@ -211,8 +211,10 @@ class GarbageCollector:
                     return
                 forced, self._forced = self._forced, None
                 self.state.running, self.state.forced = True, forced is not None
+                self.state.runs += 1  # with `running`, under the lock: trigger() counts on both
+                run_id = self.state.runs
             try:
-                self.run(forced)
+                self.run(forced, run_id)
             finally:
                 with self._wake:
                     self.state.running = self.state.forced = False
@@ -228,11 +230,13 @@ class GarbageCollector:
                 return kind
         return ""
 
-    def run(self, forced: tuple[bool, bool] | None = None) -> GcRun:
+    def run(self, forced: tuple[bool, bool] | None = None, run_id: int | None = None) -> GcRun:
         """One GC run, forced with ``(forceMajor, forceMinor)``, or as scheduled when ``forced`` is None."""
-        with self._wake:
-            self.state.runs += 1
-            result = GcRun(self.state.runs, forced is not None, started=time.time())
+        if run_id is None:
+            with self._wake:
+                self.state.runs += 1
+                run_id = self.state.runs
+        result = GcRun(run_id, forced is not None, started=time.time())
         began = time.monotonic()
         try:
             result.ledgers_deleted = self._collect_ledgers()

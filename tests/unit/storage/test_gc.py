@@ -2,6 +2,7 @@
 what a restart at each step of a compaction leaves."""
 
 import threading
+import time
 
 import pytest
 from helpers import add, crash, records
@@ -170,3 +171,19 @@ def test_restart_after_the_copy_before_the_index_moved(half_and_tenth, config):
         assert_reads(reopened, 1, 5)
     finally:
         reopened.shutdown()
+
+
+def test_a_forced_run_is_asked_for_once_and_reported_by_its_id(half_and_tenth):
+    gc = collector(half_and_tenth, {2, 4}, gc_wait_ms=3_600_000, compaction_rate=20)
+    gc.start()
+    try:
+        assert gc.trigger(True, False) == (True, 1)
+        assert gc.trigger(False, True) == (False, 1)   # pending or running: that run will do
+        deadline = time.monotonic() + 10
+        while (gc.state.last_run is None or gc.state.running) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run = gc.state.last_run
+        assert (run.run_id, run.forced, run.kind, run.logs_compacted) == (1, True, MAJOR, 2)
+        assert gc.trigger() == (True, 2)
+    finally:
+        gc.stop()
