@@ -2,6 +2,7 @@ import click
 
 from bkctl.ledger.create import create
 from bkctl.ledger.delete import delete
+from bkctl.ledger.export import export
 from bkctl.ledger.list import list_ledgers
 from bkctl.ledger.metadata import metadata
 from bkctl.ledger.read import read
@@ -11,8 +12,8 @@ from bkctl.ledger.simpletest import simpletest
 
 @click.group()
 def ledger():
-    """Create, read, recover, delete and inspect ledgers"""
+    """Create, read, recover, delete, inspect and export ledgers"""
 
 
-for command in (create, read, recover, delete, list_ledgers, metadata, simpletest):
+for command in (create, read, recover, delete, list_ledgers, metadata, simpletest, export):
     ledger.add_command(command)

@@ -1,0 +1,128 @@
+import click
+
+from bkctl.options import dry_run_option, output_option
+
+
+def _spark_conf(ctx, _param, values):
+    conf = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key.strip().startswith("spark."):
+            raise click.BadParameter(f"{value!r} is not spark.KEY=VALUE", ctx=ctx)
+        conf[key.strip()] = text
+    return conf
+
+
+def _may_replace(path: str, overwrite: bool) -> bool:
+    """Whether Spark may replace ``path``. An existing local path that is not an empty directory needs --overwrite;
+    on other file systems Spark itself refuses an existing path unless told to overwrite."""
+    import os
+    from urllib.parse import urlparse
+
+    from bookie.errors import InvalidArgument
+
+    local = path.removeprefix("file://") if urlparse(path).scheme in ("", "file") else None
+    if local is None or not os.path.exists(local):
+        return overwrite
+    if not overwrite and not (os.path.isdir(local) and not os.listdir(local)):
+        raise InvalidArgument(f"{path} exists and is not empty: pass --overwrite to replace it")
+    return True
+
+
+@click.command()
+@click.argument("ledger_ids", metavar="[ID|FIRST-LAST]...", nargs=-1)
+@click.option("--all", "all_ledgers", is_flag=True, help="Export every ledger.")
+@click.option("--meta", multiple=True, metavar="KEY=VALUE",
+              help="Only ledgers whose custom metadata has KEY=VALUE (repeatable: all must match); without IDs, "
+                   "chosen among all ledgers.")
+@click.option("--to", "path", required=True, metavar="PATH",
+              help="Output directory: a local path, or any path Spark writes (hdfs://, s3a://, ...).")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "json"]), default="parquet", show_default=True,
+              help="parquet, or json: JSON lines with base64 payloads.")
+@click.option("--master", metavar="MASTER",
+              help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or spark-submit's "
+                   "when run by it].")
+@click.option("--conf", "spark_conf", multiple=True, callback=_spark_conf, metavar="spark.KEY=VALUE",
+              help="A Spark setting (repeatable), as spark-submit --conf.")
+@click.option("--partition-bytes", default="64MB", show_default=True, metavar="SIZE",
+              help="About this much payload per Spark task (ledgers are cut into entry ranges).")
+@click.option("--include-open", is_flag=True, help="Export open ledgers too, up to their LAC; writers are not fenced.")
+@click.option("--skip-missing", is_flag=True,
+              help="Skip named ledgers that do not exist or whose metadata cannot be read, instead of failing.")
+@click.option("--overwrite", is_flag=True, help="Replace PATH when it exists and is not empty.")
+@click.option("--verify", is_flag=True,
+              help="Read the files back: entries and bytes per ledger against the metadata, and a payload checksum.")
+@dry_run_option
+@output_option
+@click.pass_obj
+def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, partition_bytes, include_open,
+           skip_missing, overwrite, verify, dry_run):
+    """Export ledgers to Parquet or JSON-lines files with Spark, on this machine or on a cluster
+
+    Rows: ledgerId, entryId, payload, length (payload bytes), lastAddConfirmed. Ledgers are read as an
+    administrator (with the password in their metadata); open ledgers are left out unless --include-open. A missing
+    ledger, or an entry no bookie can give, fails the export naming the ledger (exit 5); --verify exits 3 when
+    the files do not match. Seconds and MB/s count the Spark job, not Spark's start.
+    """
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from admin.export.plan import parse_custom_metadata, parse_selection, parse_size, plan_export
+    from bkctl.errors import CheckFailed
+    from bookie.errors import BKError
+
+    if (ledger_ids and all_ledgers) or not (ledger_ids or all_ledgers or meta):
+        raise click.UsageError("name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE")
+    selection = parse_selection(ledger_ids) if ledger_ids else None
+    filters = parse_custom_metadata(meta) if meta else {}
+    size = parse_size(partition_bytes)
+    replace = _may_replace(path, overwrite) if not dry_run else overwrite
+    plan = plan_export(app.client, selection, filters, include_open, size, skip_missing)
+    for reason in plan.skipped.values():
+        app.terminal.warn(f"{reason}: skipped")
+    if plan.left_open:
+        app.terminal.warn(f"{len(plan.left_open)} open ledger(s) left out "
+                          "(--include-open exports them up to their LAC)")
+    if dry_run:
+        app.terminal.document(plan.doc(), lambda: app.terminal.line(
+            f"would export {len(plan.ledgers)} ledgers, {plan.entries} entries, {plan.bytes} bytes in "
+            f"{len(plan.partitions)} partitions to {path} (dry run)"))
+        return
+    from admin.export.job import run_export
+    from admin.export.session import spark_session
+
+    work = Path(tempfile.mkdtemp(prefix="bkctl-export-"))  # the plan (it holds passwords) and Spark's log
+    log, keep_log = work / "spark.log", False
+    shown = 0
+
+    def tasks_done(advance, done: int) -> None:  # tasks run in partition order: count the first ``done``
+        nonlocal shown
+        entries = sum(p.entries for p in plan.partitions[:done])
+        advance(entries - shown)
+        shown = entries
+
+    try:
+        with spark_session(master, spark_conf, log) as spark, app.terminal.progress(
+                f"export {len(plan.ledgers)} ledgers ({plan.bytes / 1e6:.1f} MB)", total=plan.entries) as advance:
+            report = run_export(spark, str(app.service_uri), plan, path, work, fmt, replace, verify,
+                                lambda done, _total: tasks_done(advance, done))
+    except BKError as exc:
+        if type(exc) is BKError and log.exists():  # Spark failed on its own: its log says why
+            keep_log = True
+            (work / "plan.pickle").unlink(missing_ok=True)
+            raise BKError(f"{exc} (Spark's log: {log})") from None
+        raise
+    finally:
+        if not keep_log:
+            shutil.rmtree(work, ignore_errors=True)
+    doc = {**report.doc(), "skipped": plan.doc()["skipped"], "leftOpen": plan.left_open}
+    app.terminal.document(doc, lambda: app.terminal.fields([
+        ("Path", path), ("Format", fmt), ("Ledgers", doc["ledgers"]), ("Entries", doc["entries"]),
+        ("Bytes", doc["bytes"]), ("Files", doc["files"]), ("Seconds", doc["seconds"]), ("MB/s", doc["mbPerSec"]),
+        ("Verified", {None: "no (--verify to check)", True: "yes", False: "NO"}[report.verified]),
+    ]))
+    for problem in report.problems:
+        app.terminal.error(problem)
+    if report.problems:
+        raise CheckFailed(f"the export at {path} does not match its ledgers ({len(report.problems)} problems)")
