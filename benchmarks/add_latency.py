@@ -1,6 +1,7 @@
-"""p99 add latency at a fixed rate, A/B: the bookies' journal settings as given vs. a variant, alternating runs.
+"""p99 add latency at a fixed rate, A/B: two sets of bookie settings (--base, default none; --variant), runs
+alternating between them.
 
-    .venv/bin/python benchmarks/add_latency.py --rate 10000 --time 20 --runs 3 --variant journalMaxGroupWaitMSec=0
+    .venv/bin/python benchmarks/add_latency.py --rate 10000 --time 20 --runs 3 --variant journalFlushWhenQueueEmpty=true
 
 Both sandboxes run at once (an idle one costs little), and the runs alternate, so machine noise hits both alike.
 """
@@ -28,14 +29,16 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=10000)
     parser.add_argument("--time", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--base", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
-    variant = dict(s.split("=", 1) for s in args.variant)
-    with temporary_sandbox(3) as (*_, base), temporary_sandbox(3, variant) as (*_, changed):
+    settings = [dict(s.split("=", 1) for s in items) for items in (args.base, args.variant)]
+    names = [",".join(items) or "defaults" for items in (args.base, args.variant)]
+    with temporary_sandbox(3, settings[0]) as (*_, base), temporary_sandbox(3, settings[1]) as (*_, changed):
         for run in range(args.runs):
-            for name, env in (("default", base), (",".join(args.variant), changed)):
+            for name, env in ((names[0], base), (names[1], changed)):
                 result = bench(env, args.rate, args.time)
-                print(f"run {run + 1} {name:32} {json.dumps(result['latencyMs'])} {result['entriesPerSec']:.0f}/s",
+                print(f"run {run + 1} {name:60} {json.dumps(result['latencyMs'])} {result['entriesPerSec']:.0f}/s",
                       flush=True)
 
 

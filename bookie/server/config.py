@@ -40,6 +40,7 @@ class BookieConfig:
     journalMaxBackups: int = 5
     logSizeLimit: int = 1073741824
     flushInterval: int = 10000
+    flushEntrylogBytes: int = 0
     pageLimit: int = -1
     nettyMaxFrameSizeBytes: int = 5242880
     diskUsageThreshold: float = 0.95
@@ -138,6 +139,7 @@ class BookieConfig:
             journal_prealloc_mb=self.journalPreAllocSizeMB,
             journal_max_backups=self.journalMaxBackups,
             entry_log_size_limit=self.logSizeLimit,
+            entry_log_flush_bytes=self.flushEntrylogBytes,
             flush_interval_ms=self.flushInterval,
             page_limit=self.pageLimit if self.pageLimit > 0 else 65536,  # automatic: 512 MB of index pages
             max_entry_size=self.nettyMaxFrameSizeBytes,

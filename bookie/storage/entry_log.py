@@ -22,7 +22,7 @@ import struct
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bookie.errors import CorruptData
@@ -131,12 +131,27 @@ def rebuild_ledgers_map(path: Path) -> dict[int, int]:
 
 
 class EntryLogger:
-    """Appends to the current entry log (with a write buffer), rotates at ``logSizeLimit``, reads any log."""
+    """Appends to the current entry log (with a write buffer), rotates at ``logSizeLimit``, reads any log.
 
-    def __init__(self, directory: Path, size_limit: int = 1 << 30):
+    Args:
+        directory: the ledger directory (logs live in its ``current`` subdirectory).
+        size_limit: ``logSizeLimit``: a log is sealed and a new one started past this many bytes.
+        flush_bytes: ``flushEntrylogBytes``: call ``on_flush_due`` once this many bytes were appended since the last
+            :meth:`flush`; 0 = never.
+        on_flush_due: called on the appending thread, so it must only signal whoever flushes, never flush itself.
+    """
+
+    def __init__(
+        self, directory: Path, size_limit: int = 1 << 30, flush_bytes: int = 0,
+        on_flush_due: Callable[[], None] | None = None,
+    ):
         self.directory = Path(directory)
         (self.directory / "current").mkdir(parents=True, exist_ok=True)
         self.size_limit = size_limit
+        self.flush_bytes = flush_bytes
+        self.on_flush_due = on_flush_due
+        self.unflushed_bytes = 0  # appended since the last flush() or roll
+        self.flushes = 0
         self.lock = threading.RLock()
         self._read_fds: dict[int, int] = {}
         self._retired: list[tuple[float, int]] = []  # (when, fd) of removed logs
@@ -169,6 +184,7 @@ class EntryLogger:
         self._flushed = HEADER_SIZE
         self._buffer = bytearray()
         self.ledger_sizes = defaultdict(int)
+        self.unflushed_bytes = 0  # sealing fsynced the previous log
         self.unsynced.add(log_id)
 
     def _seal(self) -> None:
@@ -200,6 +216,9 @@ class EntryLogger:
                 self.ledger_sizes[ledger_id] += size
             if len(self._buffer) >= WRITE_BUFFER:
                 self._flush_buffer()
+            before, self.unflushed_bytes = self.unflushed_bytes, self.unflushed_bytes + len(records)
+            if 0 < self.flush_bytes and before < self.flush_bytes <= self.unflushed_bytes and self.on_flush_due:
+                self.on_flush_due()  # once per crossing: the flush resets the count
             return offset
 
     @property
@@ -216,6 +235,7 @@ class EntryLogger:
         """Make everything appended durable (the checkpoint's half for entry logs)."""
         with self.lock:
             self._flush_buffer()
+            self.unflushed_bytes = 0  # what the fsyncs below cover
             pending = set(self.unsynced)
             self._close_retired(RETIRE_AFTER)
         for log_id in pending:
@@ -223,6 +243,8 @@ class EntryLogger:
             os.fsync(fd)
             if log_id != self.current_id:
                 self.unsynced.discard(log_id)
+        with self.lock:  # the sync thread and a checkpoint may flush at once
+            self.flushes += 1
 
     def remove_log(self, log_id: int) -> int:
         """Delete a sealed log (garbage collection); return its size. A read that already looked up the log's

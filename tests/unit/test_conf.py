@@ -2,6 +2,7 @@ import pytest
 
 from bookie.conf import load_properties, metadata_service_uri, parse_properties
 from bookie.errors import InvalidArgument
+from bookie.server.config import BookieConfig
 
 
 def test_java_properties_forms():
@@ -39,3 +40,13 @@ def test_binary_file_is_a_clear_error(tmp_path):
 def test_value_without_key(tmp_path):
     with pytest.raises(InvalidArgument, match=r"x.conf:2: a value without a key"):
         parse_properties("a=1\n=2\n", "x.conf")
+
+
+def test_flush_entrylog_bytes_reaches_storage(tmp_path):
+    assert BookieConfig.load().storage().entry_log_flush_bytes == 0  # BookKeeper's default: disabled
+    path = tmp_path / "bk_server.conf"
+    path.write_text("flushEntrylogBytes=268435456\n")
+    assert BookieConfig.load(path).storage().entry_log_flush_bytes == 268435456
+    assert BookieConfig.load(path, {"flushEntrylogBytes": "65536"}).storage().entry_log_flush_bytes == 65536
+    with pytest.raises(InvalidArgument, match="bad value for flushEntrylogBytes"):
+        BookieConfig.load(overrides={"flushEntrylogBytes": "lots"})

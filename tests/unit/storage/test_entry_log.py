@@ -59,3 +59,28 @@ def test_another_entry_at_the_location_is_never_served(tmp_path):
         logger.read(loc, 1, 0)
     assert split_location(loc) == (logger.current_id, offset + 31)
     logger.close()
+
+
+def test_flush_bytes_signals_once_per_crossing_until_flushed(tmp_path):
+    signals = []
+    logger = EntryLogger(tmp_path, flush_bytes=100, on_flush_due=lambda: signals.append(logger.unflushed_bytes))
+    for entry_id in range(3):
+        logger.append(record(1, entry_id), {1: 27})  # 81 bytes
+    assert signals == []
+    logger.append(record(1, 3), {1: 27})  # 108: crosses
+    logger.append(record(1, 4), {1: 27})  # still over, but already signalled
+    assert signals == [108]
+    logger.flush()
+    assert (logger.unflushed_bytes, logger.flushes) == (0, 1)
+    for entry_id in range(5, 9):
+        logger.append(record(1, entry_id), {1: 27})
+    assert signals == [108, 108]
+    logger.close()
+
+
+def test_flush_bytes_zero_never_signals(tmp_path):
+    signals = []
+    logger = EntryLogger(tmp_path, on_flush_due=lambda: signals.append(1))
+    logger.append(record(1, 0) * 1000, {1: 27_000})
+    assert signals == [] and logger.unflushed_bytes == 27_000
+    logger.close()

@@ -1,12 +1,15 @@
 """Ledger storage in one process: adds, reads, fencing, LAC, eviction, and crashes at every checkpoint step."""
 
+import itertools
 import threading
+import time
 
 import pytest
-from helpers import DIGESTER, KEY, add, crash, payload, stored_entry as entry
+from helpers import DIGESTER, KEY, add, crash, payload, stored_entry as entry, wait_for
 
 from bookie.codec.entry import parse_entry
 from bookie.errors import CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
+from bookie.storage import ledger_storage
 from bookie.storage.checkpoint import read_last_mark, write_last_mark
 from bookie.storage.index import IndexFile, index_path
 from bookie.storage.ledger_storage import LedgerStorage
@@ -157,3 +160,28 @@ def test_an_index_entry_whose_add_never_reached_the_journal_is_not_the_last_entr
     again = open_storage()
     assert parse_entry(DIGESTER, again.read_entry(1, -1)).entry_id == 99
     assert again.lac(1) == 98
+
+
+@pytest.mark.parametrize("flush_bytes", [0, 64 * 1024])
+def test_flush_entrylog_bytes_writes_back_without_waiting(open_storage, monkeypatch, flush_bytes):
+    """flushEntrylogBytes: the sync thread fsyncs the entry log as soon as that many bytes were added, long before
+    the checkpoint (an hour) or the periodic writeback (an hour too, here); with 0 nothing extra happens."""
+    monkeypatch.setattr(ledger_storage, "WRITEBACK_INTERVAL", 3600.0)
+    storage = open_storage(entry_log_flush_bytes=flush_bytes)
+    logger = storage.entry_logger
+    flushes = logger.flushes
+    for first in range(0, 120, 10):  # ~127 KB of records in batches of ~10.6 KB
+        add(storage, 1, first, 10, size=1000)
+    if flush_bytes:
+        wait_for(lambda: logger.flushes > flushes and logger.unflushed_bytes < flush_bytes, "a writeback", 5)
+    else:
+        time.sleep(0.5)
+        assert logger.flushes == flushes and logger.unflushed_bytes > 120_000
+
+
+def test_checkpoints_keep_their_schedule_while_flush_entrylog_bytes_fire(open_storage, config):
+    storage = open_storage(flush_interval_ms=300, entry_log_flush_bytes=1)  # every add wakes the sync thread
+    first = read_last_mark(config.ledger_dir)
+    entry_ids = itertools.count()
+    wait_for(lambda: add(storage, 1, next(entry_ids), 1) == [] and read_last_mark(config.ledger_dir) > first,
+             "a checkpoint", 5)
