@@ -191,16 +191,17 @@ class BookieRecovery:
                                           ensembleSize=md.ensemble_size, writeQuorumSize=md.write_quorum_size,
                                           bookieIndex=source, alsoHeldByIndex=position, priority=100)
             try:
-                async for entry_id, body in self.core.bookie(segment.bookies[source]).read_range(request, 60.0):
-                    if isinstance(body, int) or entry_id not in needed:
-                        continue
-                    try:
-                        parse_entry(digester, body, ledger_id, entry_id)
-                    except CorruptEntry as exc:
-                        log.warning("ledger %d: %s; another replica will do", ledger_id, exc)
-                        continue
-                    if entry_id in needed:
-                        await put(entry_id, body)
+                async for chunk in self.core.bookie(segment.bookies[source]).read_range(request, 60.0):
+                    for entry_id, body in chunk:
+                        if isinstance(body, int) or entry_id not in needed:
+                            continue
+                        try:
+                            parse_entry(digester, body, ledger_id, entry_id)
+                        except CorruptEntry as exc:
+                            log.warning("ledger %d: %s; another replica will do", ledger_id, exc)
+                            continue
+                        if entry_id in needed:
+                            await put(entry_id, body)
             except BKError as exc:
                 log.warning("ledger %d: %s", ledger_id, exc)
 

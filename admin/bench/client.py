@@ -73,13 +73,14 @@ async def read(core, ledger_id: int, progress: Callable[[int], None] = lambda n:
     clock = time.perf_counter
     latencies, count, size = [], 0, 0
     started = mark = clock()
-    async for entry in reader.iter_entries(0, reader.lac):
-        count += 1
-        size += len(entry.payload)
-        if count % window == 0:
-            now = clock()
-            latencies.append(now - mark)
-            mark = now
-            progress(window)
+    async for entries in reader.iter_windows(0, reader.lac):
+        for entry in entries:
+            count += 1
+            size += len(entry.payload)
+            if count % window == 0:
+                now = clock()
+                latencies.append(now - mark)
+                mark = now
+                progress(window)
     elapsed = clock() - started
     return {**throughput(count, size // max(count, 1), elapsed), "latencyMs": latency_ms(latencies)}

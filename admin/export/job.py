@@ -1,28 +1,31 @@
-"""The export on a Spark session: a plan's ledgers written as Parquet or JSON lines, then optionally verified.
+"""The export on a Spark session: a plan's partitions read and written by Spark's Python tasks, one file each, then
+optionally verified.
 
-Verification reads the written files back with Spark (so it works on any path Spark writes: local, HDFS, S3) and
-checks, per ledger, the entry count (lastEntryId + 1, or LAC + 1 for an open ledger), that the entry ids run from 0
-to the last, and the payload bytes against the metadata's length. A payload checksum ties the files to what was
-read from the bookies: XOR over entries of ``xxhash64(ledgerId, entryId, payload)``, computed once as the rows
-pass from the data source to the writer (a Spark observation, in the same job) and once over the files. XOR keeps
-it independent of file and row order, and hashing the ids with the payload catches an entry moved or repeated.
+Commit: each task attempt writes ``<path>/_temporary/<job>/<partition>-<attempt>/part-NNNNN.<format>``; once the
+job succeeded, the driver removes what an earlier export left (``--overwrite``), moves each partition's file into
+place, removes ``_temporary`` and writes ``_SUCCESS``. A failed export leaves the earlier files as they were.
+
+Verification reads the written files back in Spark tasks and checks, per ledger, the entry count (lastEntryId + 1,
+or LAC + 1 for an open ledger), that the entry ids run from 0 to the last, the payload bytes against the metadata's
+length, and the payload checksum (:mod:`admin.export.files`) against the one the write tasks computed as the
+entries came from the bookies.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import pickle
 import re
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from admin.export.plan import ExportPlan
+from pyarrow.fs import FileSelector, FileType
+
+from admin.export.files import SUFFIX, LedgerStats, filesystem, read_file, write_file
+from admin.export.plan import ExportPlan, Partition
 from admin.export.session import TaskProgress
-from admin.export.source import SCHEMA, BookKeeperDataSource
+from admin.export.source import read_partition, task_client
 from bookie import errors
 
 _CORE_ERROR = re.compile(r"bookie\.errors\.(\w+): (.+)")
@@ -48,7 +51,7 @@ class ExportReport:
                 "verified": self.verified, "problems": self.problems}
 
 
-def spark_error(exc: Exception, path: str) -> errors.BKError:
+def spark_error(exc: Exception) -> errors.BKError:
     """A failed Spark job as the core's exception: the one a task or the planner raised, when there is one."""
     try:
         text = str(exc)
@@ -58,8 +61,6 @@ def spark_error(exc: Exception, path: str) -> errors.BKError:
     cls = getattr(errors, match.group(1), None) if match else None
     if isinstance(cls, type) and issubclass(cls, errors.BKError):
         return cls(match.group(2).strip())
-    if "PATH_ALREADY_EXISTS" in text:
-        return errors.InvalidArgument(f"{path} already exists: pass --overwrite to replace it")
     return errors.BKError(f"Spark failed: {_reason(text) or type(exc).__name__}")
 
 
@@ -75,83 +76,109 @@ def _reason(text: str) -> str | None:
 
 
 @contextlib.contextmanager
-def _spark_errors(path: str):
+def _spark_errors():
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
     try:
         yield
     except (PySparkException, Py4JError) as exc:
-        raise spark_error(exc, path) from None
+        raise spark_error(exc) from None
 
 
-def _checksum():
-    from pyspark.sql import functions as F
+def _write_task(service_uri: str, path: str, job: str, fmt: str, verify: bool, partition: Partition) -> dict:
+    """In a Spark task: read the partition from the bookies and write it as one file under ``_temporary``."""
+    from pyspark import TaskContext
 
-    return F.bit_xor(F.xxhash64("ledgerId", "entryId", "payload"))
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    fs, root = filesystem(path)
+    directory = f"{root}/_temporary/{job}/{partition.index}-{attempt}"
+    name = f"part-{partition.index:05d}.{SUFFIX[fmt]}"
+    fs.create_dir(directory)
+    stats = LedgerStats() if verify else None
+    with fs.open_output_stream(f"{directory}/{name}") as stream:
+        rows, size = write_file(stream, fmt, read_partition(task_client(service_uri), partition), stats)
+    return {"file": f"{directory}/{name}", "name": name, "rows": rows, "bytes": size, "stats": stats}
 
 
-def run_export(spark, service_uri: str, plan: ExportPlan, path: str, work_dir: Path, fmt: str = "parquet",
-               overwrite: bool = False, verify: bool = False,
-               progress: Callable[[int, int], None] | None = None) -> ExportReport:
+def _stats_task(path: str, fmt: str, name: str) -> LedgerStats:
+    """In a Spark task: the per-ledger figures of one written file."""
+    fs, root = filesystem(path)
+    stats = LedgerStats()
+    for batch in read_file(fs, f"{root}/{name}", fmt):
+        stats.add(batch)
+    return stats
+
+
+def _commit(path: str, results: list[dict], overwrite: bool) -> None:
+    fs, root = filesystem(path)
+    if overwrite:  # only now, with the new files ready: a failed export keeps the earlier one
+        for info in fs.get_file_info(FileSelector(root)):
+            if info.base_name != "_temporary":
+                (fs.delete_dir if info.type == FileType.Directory else fs.delete_file)(info.path)
+    for result in results:
+        fs.move(result["file"], f"{root}/{result['name']}")
+    fs.delete_dir(f"{root}/_temporary")
+    with fs.open_output_stream(f"{root}/_SUCCESS"):
+        pass
+
+
+def run_export(spark, service_uri: str, plan: ExportPlan, path: str, fmt: str = "parquet", overwrite: bool = False,
+               verify: bool = False, progress: Callable[[int, int], None] | None = None) -> ExportReport:
     """Write the plan's ledgers to ``path``; ``progress(completed, total)`` gets the write's task counts.
-
-    ``work_dir`` (private to the caller) holds the plan for the data source. ``seconds`` is the write job's time.
-    """
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
-    plan_file = work_dir / "plan.pickle"
-    with open(os.open(plan_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-        pickle.dump(plan, f)  # it carries the ledgers' passwords: readable by us only
-    spark.dataSource.register(BookKeeperDataSource)
-    group = f"bkctl-export-{uuid.uuid4().hex[:12]}"
-    spark.sparkContext.setJobGroup(group, f"export {len(plan.ledgers)} ledgers to {path}")
-    with _spark_errors(path):
-        frame = spark.read.format("bookkeeper").option("serviceUri", service_uri)
-        frame = frame.option("planFile", str(plan_file)).load()
-        observation = Observation("bkctl-export") if verify else None
-        if observation is not None:
-            frame = frame.observe(observation, F.count(F.lit(1)).alias("entries"), _checksum().alias("checksum"))
-        writer = frame.write.format(fmt).mode("overwrite" if overwrite else "errorifexists")
+    ``seconds`` is the write job's time, commit included."""
+    sc = spark.sparkContext
+    job = uuid.uuid4().hex[:12]
+    group = f"bkctl-export-{job}"
+    sc.setJobGroup(group, f"export {len(plan.ledgers)} ledgers to {path}")
+    partitions = plan.partitions or [Partition(0, ())]  # an export of nothing still has the schema in a file
+    fs, root = filesystem(path)
+    fs.create_dir(root)
+    with _spark_errors():
         started = time.perf_counter()
-        with TaskProgress(spark, group, progress) if progress else contextlib.nullcontext():
-            writer.save(path)
+        try:
+            with TaskProgress(spark, group, progress) if progress else contextlib.nullcontext():
+                results = sc.parallelize(partitions, len(partitions)).map(
+                    lambda part: _write_task(service_uri, path, job, fmt, verify, part)).collect()
+        except BaseException:
+            with contextlib.suppress(OSError):  # the attempts' files; what was at ``path`` before stays
+                fs.delete_dir(f"{root}/_temporary/{job}")
+                if not fs.get_file_info(FileSelector(f"{root}/_temporary")):
+                    fs.delete_dir(f"{root}/_temporary")
+            raise
+        _commit(path, results, overwrite)
         seconds = time.perf_counter() - started
-        files = len(spark.read.schema(SCHEMA).format(fmt).load(path).inputFiles())
-        report = ExportReport(path, fmt, len(plan.ledgers), plan.entries, plan.bytes, files, seconds)
-        if observation is not None:
-            report.problems = verify_output(spark, path, fmt, plan, observation.get)
+        report = ExportReport(path, fmt, len(plan.ledgers), plan.entries, plan.bytes, len(results), seconds)
+        if verify:
+            read = LedgerStats()
+            for result in results:
+                read.merge(result["stats"])
+            names = [result["name"] for result in results]
+            written = LedgerStats()
+            for stats in sc.parallelize(names, len(names)).map(lambda name: _stats_task(path, fmt, name)).collect():
+                written.merge(stats)
+            report.problems = verify_output(plan, read, written)
             report.verified = not report.problems
     return report
 
 
-def verify_output(spark, path: str, fmt: str, plan: ExportPlan, observed: dict) -> list[str]:
-    """What is wrong with the files at ``path`` (nothing: an empty list)."""
-    from pyspark.sql import functions as F
-
-    written = spark.read.schema(SCHEMA).format(fmt).load(path).groupBy("ledgerId").agg(
-        F.count(F.lit(1)).alias("entries"), F.sum(F.length("payload")).alias("bytes"),
-        F.min("entryId").alias("first"), F.max("entryId").alias("last"), _checksum().alias("checksum"),
-    ).collect()
-    found = {row.ledgerId: row for row in written}
+def verify_output(plan: ExportPlan, read: LedgerStats, written: LedgerStats) -> list[str]:
+    """What is wrong with the files (``written``) against the plan and what was read (nothing: an empty list)."""
+    found = dict(written.ledgers)
     problems = []
     for ledger in plan.ledgers:
-        row = found.pop(ledger.ledger_id, None)
-        entries = row.entries if row else 0
+        entries, size, first, last, _ = found.pop(ledger.ledger_id, (0, 0, 0, -1, 0))
         if entries != ledger.entries:
             problems.append(f"ledger {ledger.ledger_id}: {entries} entries written, expected {ledger.entries}")
-        elif row and (row.first, row.last) != (0, ledger.last_entry_id):
-            problems.append(f"ledger {ledger.ledger_id}: entries {row.first}..{row.last} written, expected "
+        elif entries and (first, last) != (0, ledger.last_entry_id):
+            problems.append(f"ledger {ledger.ledger_id}: entries {first}..{last} written, expected "
                             f"0..{ledger.last_entry_id}")
-        elif row and row.bytes != ledger.length:
-            problems.append(f"ledger {ledger.ledger_id}: {row.bytes} payload bytes written, its metadata says "
+        elif size != ledger.length:
+            problems.append(f"ledger {ledger.ledger_id}: {size} payload bytes written, its metadata says "
                             f"{ledger.length}")
     problems += [f"ledger {lid}: in the files but not in the export" for lid in sorted(found)]
-    checksum = 0
-    for row in written:
-        checksum ^= row.checksum or 0
-    if (observed.get("checksum") or 0) != checksum or (observed.get("entries") or 0) != sum(r.entries for r in written):
-        problems.append(f"payload checksum of the files ({checksum:#x}) differs from that of the entries read "
-                        f"({(observed.get('checksum') or 0):#x})")
+    if read.checksum != written.checksum:
+        problems.append(f"payload checksum of the files ({written.checksum:#x}) differs from that of the entries "
+                        f"read ({read.checksum:#x})")
     return problems

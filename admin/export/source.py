@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
-import pickle
 from collections import OrderedDict
 from collections.abc import Iterator
 
@@ -162,7 +161,6 @@ class BookKeeperReader(DataSourceReader):
         if not self.service_uri:
             raise InvalidArgument('the bookkeeper data source needs option serviceUri, e.g. "zk+hierarchical://'
                                   'zk1:2181/ledgers"')
-        self.plan_file = options.get("planFile")  # a plan made by the driver already (bkctl ledger export)
         ledgers = options.get("ledgers")
         self.selection = parse_selection(ledgers) if ledgers else None
         meta = options.get("customMetadata")
@@ -172,13 +170,9 @@ class BookKeeperReader(DataSourceReader):
         self.partition_bytes = parse_size(options.get("partitionBytes", str(DEFAULT_PARTITION_BYTES)))
 
     def partitions(self) -> list[InputPartition]:
-        if self.plan_file:
-            with open(self.plan_file, "rb") as f:
-                plan = pickle.load(f)
-        else:
-            with BookKeeper(self.service_uri) as bk:
-                plan = plan_export(bk, self.selection, self.custom_metadata, self.include_open,
-                                   self.partition_bytes, self.skip_missing)
+        with BookKeeper(self.service_uri) as bk:
+            plan = plan_export(bk, self.selection, self.custom_metadata, self.include_open,
+                               self.partition_bytes, self.skip_missing)
         return [InputPartition(p) for p in plan.partitions] or [InputPartition(Partition(0, ()))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

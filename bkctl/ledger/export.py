@@ -13,22 +13,6 @@ def _spark_conf(ctx, _param, values):
     return conf
 
 
-def _may_replace(path: str, overwrite: bool) -> bool:
-    """Whether Spark may replace ``path``. An existing local path that is not an empty directory needs --overwrite;
-    on other file systems Spark itself refuses an existing path unless told to overwrite."""
-    import os
-    from urllib.parse import urlparse
-
-    from bookie.errors import InvalidArgument
-
-    local = path.removeprefix("file://") if urlparse(path).scheme in ("", "file") else None
-    if local is None or not os.path.exists(local):
-        return overwrite
-    if not overwrite and not (os.path.isdir(local) and not os.listdir(local)):
-        raise InvalidArgument(f"{path} exists and is not empty: pass --overwrite to replace it")
-    return True
-
-
 @click.command()
 @click.argument("ledger_ids", metavar="[ID|FIRST-LAST]...", nargs=-1)
 @click.option("--all", "all_ledgers", is_flag=True, help="Export every ledger.")
@@ -68,16 +52,18 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
     import tempfile
     from pathlib import Path
 
+    from admin.export.files import is_empty_or_missing
     from admin.export.plan import parse_custom_metadata, parse_selection, parse_size, plan_export
     from bkctl.errors import CheckFailed
-    from bookie.errors import BKError
+    from bookie.errors import BKError, InvalidArgument
 
     if (ledger_ids and all_ledgers) or not (ledger_ids or all_ledgers or meta):
         raise click.UsageError("name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE")
     selection = parse_selection(ledger_ids) if ledger_ids else None
     filters = parse_custom_metadata(meta) if meta else {}
     size = parse_size(partition_bytes)
-    replace = _may_replace(path, overwrite) if not dry_run else overwrite
+    if not (dry_run or overwrite or is_empty_or_missing(path)):
+        raise InvalidArgument(f"{path} exists and is not empty: pass --overwrite to replace it")
     plan = plan_export(app.client, selection, filters, include_open, size, skip_missing)
     for reason in plan.skipped.values():
         app.terminal.warn(f"{reason}: skipped")
@@ -92,7 +78,7 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
     from admin.export.job import run_export
     from admin.export.session import spark_session
 
-    work = Path(tempfile.mkdtemp(prefix="bkctl-export-"))  # the plan (it holds passwords) and Spark's log
+    work = Path(tempfile.mkdtemp(prefix="bkctl-export-"))  # Spark's log
     log, keep_log = work / "spark.log", False
     shown = 0
 
@@ -105,12 +91,11 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
     try:
         with spark_session(master, spark_conf, log) as spark, app.terminal.progress(
                 f"export {len(plan.ledgers)} ledgers ({plan.bytes / 1e6:.1f} MB)", total=plan.entries) as advance:
-            report = run_export(spark, str(app.service_uri), plan, path, work, fmt, replace, verify,
+            report = run_export(spark, str(app.service_uri), plan, path, fmt, overwrite, verify,
                                 lambda done, _total: tasks_done(advance, done))
     except BKError as exc:
         if type(exc) is BKError and log.exists():  # Spark failed on its own: its log says why
             keep_log = True
-            (work / "plan.pickle").unlink(missing_ok=True)
             raise BKError(f"{exc} (Spark's log: {log})") from None
         raise
     finally:

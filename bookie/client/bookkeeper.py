@@ -300,14 +300,9 @@ class ReadHandle:
         stopped = threading.Event()
 
         async def pump():
-            batch: list[Entry] = []
             try:
-                async for entry in self._reader.iter_entries(first, last):
-                    batch.append(entry)
-                    if len(batch) >= 1024:
-                        await asyncio.to_thread(_put, handoff, batch, stopped)
-                        batch = []
-                await asyncio.to_thread(_put, handoff, batch, stopped)
+                async for window in self._reader.iter_windows(first, last):
+                    await asyncio.to_thread(_put, handoff, window, stopped)
                 await asyncio.to_thread(_put, handoff, None, stopped)
             except BaseException as exc:
                 await asyncio.to_thread(_put, handoff, exc, stopped)

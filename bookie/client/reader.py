@@ -45,7 +45,7 @@ class LedgerReader:
 
     def _parse(self, body: bytes, entry_id: int, bookie_id: str) -> Entry | None:
         try:
-            return parse_entry(self.digester, body, self.ledger_id, entry_id, where=f"bookie {bookie_id}")
+            return parse_entry(self.digester, body, self.ledger_id, entry_id)  # the bookie is named below
         except CorruptEntry as exc:
             message = f"ledger {self.ledger_id} entry {entry_id} on bookie {bookie_id} is corrupt: {exc}"
             self.corruptions.append(message)
@@ -78,8 +78,15 @@ class LedgerReader:
         raise NoSuchEntry(f"ledger {self.ledger_id} entry {entry_id}: no readable replica ({'; '.join(problems)})")
 
     async def iter_entries(self, first: int, last: int) -> AsyncIterator[Entry]:
-        """Entries ``first..last`` in order: each segment's stripes streamed from all its bookies at once, a
-        window at a time; entries a bookie could not give are read from another replica."""
+        """Entries ``first..last`` in order (see :meth:`iter_windows`)."""
+        async for window in self.iter_windows(first, last):
+            for entry in window:
+                yield entry
+
+    async def iter_windows(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
+        """Entries ``first..last`` in order, a window (list) at a time: each segment's stripes streamed from all its
+        bookies at once, the next window read while this one is consumed; entries a bookie could not give are read
+        from another replica."""
         if first < 0 or last < first:
             return
         windows = []
@@ -94,13 +101,11 @@ class LedgerReader:
             current = ahead if ahead is not None else asyncio.ensure_future(self._read_window(*window))
             ahead = asyncio.ensure_future(self._read_window(*windows[i + 1])) if i + 1 < len(windows) else None
             try:
-                entries = await current
+                yield await current
             except BaseException:
                 if ahead is not None:
                     ahead.cancel()
                 raise
-            for entry in entries:
-                yield entry
 
     async def _read_window(self, segment: Segment, first: int, last: int) -> list[Entry]:
         md = self.metadata
@@ -111,14 +116,15 @@ class LedgerReader:
             request = pb.ReadRangeRequest(ledgerId=self.ledger_id, firstEntryId=first, lastEntryId=last,
                                           ensembleSize=md.ensemble_size, writeQuorumSize=1, bookieIndex=index)
             try:
-                async for entry_id, body in self.client.bookie(bookie_id).read_range(
+                async for chunk in self.client.bookie(bookie_id).read_range(
                     request, self.client.config.read_entry_timeout * 4
                 ):
-                    if isinstance(body, int):
-                        return  # the bookie stopped early: the rest of its stripe comes from other replicas
-                    entry = self._parse(body, entry_id, bookie_id)
-                    if entry is not None:
-                        found[entry_id] = entry
+                    for entry_id, body in chunk:
+                        if isinstance(body, int):
+                            return  # the bookie stopped early: the rest of its stripe comes from other replicas
+                        entry = self._parse(body, entry_id, bookie_id)
+                        if entry is not None:
+                            found[entry_id] = entry
             except BKError as exc:
                 log.warning("ledger %d: %s; reading its stripe from other replicas", self.ledger_id, exc)
 

@@ -64,16 +64,14 @@ def test_spark_failures_become_the_error_a_task_raised():
         "Traceback (most recent call last):\n  File \"reader.py\", line 80, in read_entry\n"
         "bookie.errors.NoSuchEntry: ledger 7 entry 3: no readable replica (bookie a:1: status 403)\n"
         "\tat org.apache.spark.api.python.BasePythonRunner...")
-    error = spark_error(task_failure, "/out")
+    error = spark_error(task_failure)
     assert type(error) is NoSuchEntry and str(error) == "ledger 7 entry 3: no readable replica (bookie a:1: status 403)"
-    exists = spark_error(Exception("[PATH_ALREADY_EXISTS] Path file:/out already exists."), "/out")
-    assert type(exists) is InvalidArgument and str(exists) == "/out already exists: pass --overwrite to replace it"
-    other = spark_error(Exception("\njava.lang.OutOfMemoryError: Java heap space\n\tat ..."), "/out")
+    other = spark_error(Exception("\njava.lang.OutOfMemoryError: Java heap space\n\tat ..."))
     assert type(other) is BKError and str(other) == "Spark failed: java.lang.OutOfMemoryError: Java heap space"
     bug = spark_error(Exception(
         "An error occurred while calling o9.save.\n: org.apache.spark.SparkException: Job aborted due to stage failure\n"
         "Traceback (most recent call last):\n  File \"source.py\", line 3, in read\n"
-        "TypeError: unsupported operand type(s) for +: 'int' and 'str'\n\tat org.apache.spark..."), "/out")
+        "TypeError: unsupported operand type(s) for +: 'int' and 'str'\n\tat org.apache.spark..."))
     assert str(bug) == "Spark failed: TypeError: unsupported operand type(s) for +: 'int' and 'str'"
-    jvm = spark_error(Exception("An error occurred while calling o9.save.\n: java.io.IOException: No space left"), "/o")
+    jvm = spark_error(Exception("An error occurred while calling o9.save.\n: java.io.IOException: No space left"))
     assert str(jvm) == "Spark failed: java.io.IOException: No space left"

@@ -41,7 +41,7 @@ def test_bad_options_and_missing_ledgers_fail_the_read_naming_them(spark, three_
             reader = reader.option(key, value)
         with pytest.raises(Exception) as caught:
             reader.load().collect()
-        return spark_error(caught.value, "unused")
+        return spark_error(caught.value)
 
     missing = failure(serviceUri=uri, ledgers="987654")
     assert isinstance(missing, NoSuchLedger) and str(missing) == "ledger 987654 does not exist"
