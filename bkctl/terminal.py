@@ -105,19 +105,29 @@ class Terminal:
 
     # ---- progress (stderr, only on a terminal) ----
     @contextlib.contextmanager
-    def progress(self, description: str, total: float | None = None, unit: str = "entries"):
-        """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n)``."""
+    def progress(self, description: str, total: float | None = None, unit: str = "entries",
+                 total_bytes: int | None = None):
+        """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n, size=0)``;
+        with ``total_bytes``, the bar also counts megabytes (``size`` bytes per call)."""
         if not sys.stderr.isatty():
-            yield lambda n=1: None
+            yield lambda n=1, size=0: None
             return
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-                   TimeRemainingColumn()]
+        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit)]
+        if total_bytes is not None:
+            columns.append(TextColumn(f"{{task.fields[mb]:.1f}}/{total_bytes / 1e6:.1f} MB"))
+        columns.append(TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(description, total=total)
-            yield lambda n=1: bar.advance(task, n)
+            task = bar.add_task(description, total=total, mb=0.0)
+            done = [0]
+
+            def advance(n=1, size=0):
+                done[0] += size
+                bar.update(task, advance=n, mb=done[0] / 1e6)
+
+            yield advance
 
     # ---- diagnostics (stderr) ----
     def info(self, message: str) -> None:

@@ -80,17 +80,17 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
 
     work = Path(tempfile.mkdtemp(prefix="bkctl-export-"))  # Spark's log
     log, keep_log = work / "spark.log", False
-    shown = 0
+    shown = [0, 0]  # entries, bytes
 
     def tasks_done(advance, done: int) -> None:  # tasks run in partition order: count the first ``done``
-        nonlocal shown
         entries = sum(p.entries for p in plan.partitions[:done])
-        advance(entries - shown)
-        shown = entries
+        size = sum(p.bytes for p in plan.partitions[:done])
+        advance(entries - shown[0], size - shown[1])
+        shown[:] = entries, size
 
     try:
         with spark_session(master, spark_conf, log) as spark, app.terminal.progress(
-                f"export {len(plan.ledgers)} ledgers ({plan.bytes / 1e6:.1f} MB)", total=plan.entries) as advance:
+                f"export {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes) as advance:
             report = run_export(spark, str(app.service_uri), plan, path, fmt, overwrite, verify,
                                 lambda done, _total: tasks_done(advance, done))
     except BKError as exc:
