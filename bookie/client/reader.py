@@ -40,6 +40,7 @@ class LedgerReader:
         self.lac = lac
         self.corruptions: list[str] = []  # "ledger L entry E on bookie B: ..." for every bad replica met
         entries = metadata.last_entry_id + 1 if metadata.is_closed else 0
+        # An open ledger's length is not known yet: start small, then size windows by the entries read.
         average = metadata.length / entries if entries and metadata.length else 64 * 1024
         self.window = max(16, min(MAX_WINDOW, int(WINDOW_BYTES / max(average, 1))))
 
@@ -89,23 +90,31 @@ class LedgerReader:
         from another replica."""
         if first < 0 or last < first:
             return
-        windows = []
-        for index, segment in enumerate(self.metadata.segments):
-            start, end = max(first, segment.first_entry_id), min(last, self.metadata.segment_end(index, 2**63 - 1))
-            while start <= end:
-                stop = min(end, start + self.window - 1)
-                windows.append((segment, start, stop))
-                start = stop + 1
-        ahead = None  # the next window is read while this one is handed out
-        for i, window in enumerate(windows):
-            current = ahead if ahead is not None else asyncio.ensure_future(self._read_window(*window))
-            ahead = asyncio.ensure_future(self._read_window(*windows[i + 1])) if i + 1 < len(windows) else None
+        windows = self._windows(first, last)
+        window = next(windows, None)
+        ahead = asyncio.ensure_future(self._read_window(*window)) if window else None
+        while ahead is not None:  # the next window is read while this one is handed out
+            current, following = ahead, next(windows, None)
+            ahead = asyncio.ensure_future(self._read_window(*following)) if following else None
             try:
-                yield await current
+                entries = await current
             except BaseException:
                 if ahead is not None:
                     ahead.cancel()
                 raise
+            if entries and not self.metadata.is_closed:  # size the next windows by what entries really weigh
+                average = sum(len(e.payload) for e in entries) / len(entries)
+                self.window = max(16, min(MAX_WINDOW, int(WINDOW_BYTES / max(average, 1))))
+            yield entries
+
+    def _windows(self, first: int, last: int):
+        """``(segment, first, last)`` of each window, sized by ``self.window`` when it is reached."""
+        for index, segment in enumerate(self.metadata.segments):
+            start, end = max(first, segment.first_entry_id), min(last, self.metadata.segment_end(index, 2**63 - 1))
+            while start <= end:
+                stop = min(end, start + self.window - 1)
+                yield segment, start, stop
+                start = stop + 1
 
     async def _read_window(self, segment: Segment, first: int, last: int) -> list[Entry]:
         md = self.metadata
