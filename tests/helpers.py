@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import struct
 import threading
 import time
+import uuid
 from pathlib import Path
 
 from bookie.codec.digest import Digester, DigestType, master_key
@@ -150,6 +152,23 @@ class BookieHarness:
             channel.close()
         for bookie in self.bookies:
             bookie.stop(kill=True)
+
+
+@contextlib.contextmanager
+def shared_cluster(zookeeper, directory: Path, bookies: int):
+    """A cluster of its own (a fresh root on the session's ZooKeeper) with real bookies, for a module's tests."""
+    from bookie.meta.layout import init_cluster
+    from bookie.meta.uri import parse_service_uri
+
+    uri = f"zk+hierarchical://{zookeeper.address}/m{uuid.uuid4().hex[:8]}/ledgers"
+    with MetadataStore(parse_service_uri(uri)) as store:
+        init_cluster(store)
+        harness = BookieHarness(store, uri, directory)
+        harness.start(bookies)
+        try:
+            yield harness
+        finally:
+            harness.close()
 
 
 # ---- cluster checks ----

@@ -3,15 +3,11 @@ module. `bkctl ledger export` run in-process finds the session active and uses i
 
 import os
 import random
-import uuid
 
 import pytest
-from helpers import BookieHarness
+from helpers import shared_cluster
 
 from bookie.client import BookKeeper
-from bookie.meta.layout import init_cluster
-from bookie.meta.store import MetadataStore
-from bookie.meta.uri import parse_service_uri
 
 
 @pytest.fixture(scope="session")
@@ -28,13 +24,8 @@ def spark(tmp_path_factory):
 @pytest.fixture(scope="module")
 def three_bookies(zookeeper, tmp_path_factory):
     """A cluster of three real bookies shared by a module's tests (each test uses its own ledgers)."""
-    uri = f"zk+hierarchical://{zookeeper.address}/s{uuid.uuid4().hex[:8]}/ledgers"
-    with MetadataStore(parse_service_uri(uri)) as store:
-        init_cluster(store)
-        harness = BookieHarness(store, uri, tmp_path_factory.mktemp("three"))
-        harness.start(3)
+    with shared_cluster(zookeeper, tmp_path_factory.mktemp("three"), 3) as harness:
         yield harness
-        harness.close()
 
 
 QUORUMS = [(3, 2, 2), (3, 3, 2), (2, 2, 1), (1, 1, 1)]
