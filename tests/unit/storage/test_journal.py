@@ -81,4 +81,7 @@ def test_preallocation_keeps_zeros_ahead_in_small_steps(tmp_path):
         assert path.stat().st_size - journal.position >= (4 << 20) - (1 << 20)
     journal.append(b"\x02" * (3 << 20))  # one append larger than a step still fits
     assert path.stat().st_size >= journal.position
+    before = path.stat().st_size
+    journal.append(b"\x03" * 10_000)  # a small append: a small top-up, so each fsync carries few zeros
+    assert path.stat().st_size - before == jf.ZERO_STEP
     journal.close()
