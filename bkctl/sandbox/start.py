@@ -16,7 +16,9 @@ def start(app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: b
           state_dir: str | None):
     """Start the sandbox: ZooKeeper on 127.0.0.1, a cluster in it, and its bookies
 
-    Data survives `sandbox stop`: starting the same directory again brings the same cluster back.
+    Data survives `sandbox stop`: starting the same directory again brings the same cluster back. New bookies run
+    with journalFlushWhenQueueEmpty=true and flushEntrylogBytes=524288, BookKeeper's settings for low add latency
+    (--set overrides them).
     """
     from bkctl.sandbox.render import show
     from bookie.local.sandbox import Sandbox
