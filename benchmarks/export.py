@@ -124,8 +124,8 @@ def main() -> None:
             spark.dataSource.register(BookKeeperDataSource)
 
             def noop(ledgers):
-                (spark.read.format("bookkeeper").option("serviceUri", uri).option("ledgers", ",".join(map(str, ledgers)))
-                 .load().write.format("noop").mode("overwrite").save())
+                frame = spark.read.format("bookkeeper").option("serviceUri", uri)
+                frame.option("ledgers", ",".join(map(str, ledgers))).load().write.format("noop").mode("overwrite").save()
 
             noop(ids[:1])  # its own warm-up: the data source runs in Python workers of another kind
             before, started = cpu_seconds(bookies, jvm), time.perf_counter()
@@ -144,7 +144,8 @@ def main() -> None:
     else:
         print(f"{len(ids)} ledgers, {report.entries} entries of {args.entry_size} bytes ({mb:.0f} MB), "
               f"{len(plan.partitions)} partitions on {args.master}")
-        print(f"  {'':<8} {'seconds':>9}  {'MB/s':>7}   CPU seconds: bookies / this process / Spark JVM / Python workers")
+        print(f"  {'':<8} {'seconds':>9}  {'MB/s':>7}   "
+              "CPU seconds: bookies / this process / Spark JVM / Python workers")
         for name in ("rawRead", "export", "noop"):
             used = " / ".join(f"{v:.1f}" for v in cpu[name].values())
             print(f"  {name:<8} {result[name + 'Seconds']:>9.2f}  {result[name + 'MbPerSec']:>7.1f}   {used}")
