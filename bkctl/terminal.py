@@ -20,6 +20,11 @@ GAP = "   "
 WIDTH_SAMPLE = 200  # rows looked at to size the columns of a streamed table
 
 
+def format_bytes(n: int) -> str:
+    """A byte count for people: ``101.0 MiB``, ``3.2 KiB``, ``12 B``."""
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
 def _cell(value: Any) -> str:
     if value is None or value == "" or value == []:
         return NONE

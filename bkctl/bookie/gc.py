@@ -6,10 +6,6 @@ from bkctl.options import dry_run_option, output_option
 HEADERS = ["BOOKIE", "KIND", "LEDGERS", "LOGS", "COMPACTED", "RECLAIMED", "DURATION"]
 
 
-def _size(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
-
-
 @click.command()
 @bookies_argument
 @click.option("--major", is_flag=True, help="Force a major compaction (logs under majorCompactionThreshold).")
@@ -33,6 +29,7 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
 
     from bkctl.bookie.targets import admin_call, fields_doc, target_bookies
     from bkctl.errors import ExitCode
+    from bkctl.terminal import format_bytes
     from bookie._proto import bookie_admin_pb2 as pb
     from bookie.errors import BKError
 
@@ -92,7 +89,7 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
             doc["error"] = "bookie stopped answering"
         docs.append(doc)
     rows = [[d["bookieId"], d.get("kind") or "-", d.get("ledgersDeleted"), d.get("logsDeleted"),
-             d.get("logsCompacted"), _size(d["bytesReclaimed"]) if "bytesReclaimed" in d else None,
+             d.get("logsCompacted"), format_bytes(d["bytesReclaimed"]) if "bytesReclaimed" in d else None,
              f"{d['durationMs'] / 1000:.1f} s" if "durationMs" in d else None] for d in docs]
     app.terminal.document(docs, lambda: app.terminal.table(HEADERS, rows))
     for doc in docs:

@@ -23,9 +23,9 @@ def gc_status(app, bookie_ids, all_bookies):
     a default minor compaction takes). -o json adds every log's usage and the last run's details. Exit 6 when a
     bookie does not answer.
     """
-    from bkctl.bookie.gc import _size
     from bkctl.bookie.targets import admin_call, gc_status_doc, target_bookies
     from bkctl.errors import ExitCode
+    from bkctl.terminal import format_bytes
     from bookie._proto import bookie_admin_pb2 as pb
     from bookie.errors import BKError
 
@@ -46,7 +46,7 @@ def gc_status(app, bookie_ids, all_bookies):
         rows.append([bookie.bookie_id, running, _kind_state(status, "major"), _kind_state(status, "minor"),
                      len(status.entryLogs), f"{100 * remaining / total:.0f}%" if total else None,
                      sum(1 for u in status.entryLogs if u.totalSize and u.remainingSize / u.totalSize < 0.2),
-                     _size(status.bytesReclaimed)])
+                     format_bytes(status.bytesReclaimed)])
     app.terminal.document(docs, lambda: app.terminal.table(
         ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED"], rows))
     if failed:

@@ -196,10 +196,13 @@ class GarbageCollector:
 
     def usage(self) -> list[EntryLogMetadata]:
         """Usage of every sealed entry log now (the current log is still being written)."""
-        logger = self.storage.entry_logger
         local = set(self.storage.ledger_ids())
-        sealed = [log_id for log_id in list_log_ids(logger.directory) if log_id < logger.current_id]
-        return entry_log_usage(logger.directory, sealed, local.__contains__, dict(self.logs))
+        return entry_log_usage(self.storage.entry_logger.directory, self._sealed_log_ids(), local.__contains__,
+                               dict(self.logs))
+
+    def _sealed_log_ids(self) -> list[int]:
+        logger = self.storage.entry_logger
+        return [log_id for log_id in list_log_ids(logger.directory) if log_id < logger.current_id]
 
     def _loop(self) -> None:
         wait = self.config.gc_wait_ms / 1000.0
@@ -270,8 +273,8 @@ class GarbageCollector:
     def _update_logs(self, result: GcRun) -> None:
         logger = self.storage.entry_logger
         local = set(self.storage.ledger_ids())
-        sealed = [log_id for log_id in list_log_ids(logger.directory) if log_id < logger.current_id]
-        self.logs = {log_id: self.logs.get(log_id) or log_metadata(logger.directory, log_id) for log_id in sealed}
+        self.logs = {log_id: self.logs.get(log_id) or log_metadata(logger.directory, log_id)
+                     for log_id in self._sealed_log_ids()}
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
             if not meta.ledgers:
