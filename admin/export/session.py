@@ -21,6 +21,7 @@ from typing import Self
 from bookie.errors import BKError
 
 DEFAULTS = {"spark.ui.showConsoleProgress": "false"}
+GATEWAY_ATTEMPTS = 3
 LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.driver.host": "127.0.0.1",
@@ -46,16 +47,19 @@ def _output_to(log_path: Path) -> Iterator[None]:
         os.close(saved[1])
 
 
-def _why_not_started(log_path: Path, exc: Exception) -> str:
-    """The JVM's own reason, from its log (a bad master, a bad setting), else PySpark's."""
+def _jvm_reason(log_path: Path) -> str | None:
+    """Why the JVM would not start, when its log says (a bad master, a bad setting)."""
     lines = log_path.read_text(errors="replace").splitlines() if log_path.exists() else []
     for line in lines:
         if line.startswith('Exception in thread "main"') and ": " in line:
             return line.split(": ", 1)[1]
-    for line in lines:
-        if line.startswith(("Error:", "Invalid ")):
-            return line
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return next((line for line in lines if line.startswith(("Error:", "Invalid "))), None)
+
+
+def _why_not_started(log_path: Path, exc: Exception) -> str:
+    """The JVM's own reason, else PySpark's."""
+    return _jvm_reason(log_path) or next((line.strip() for line in str(exc).splitlines() if line.strip()),
+                                         type(exc).__name__)
 
 
 def _ensure_java() -> None:
@@ -100,11 +104,15 @@ def spark_session(master: str | None, conf: dict[str, str], log_path: Path, app_
         builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    try:
-        with _output_to(log_path):
-            session = builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - PySpark and py4j errors of a JVM that did not come up
-        raise BKError(f"Spark did not start: {_why_not_started(log_path, exc)}") from None
+    for attempt in range(GATEWAY_ATTEMPTS):
+        try:
+            with _output_to(log_path):
+                session = builder.getOrCreate()
+            break
+        except Exception as exc:  # noqa: BLE001 - PySpark and py4j errors of a JVM that did not come up
+            # A launcher that died before it said anything is worth another try; a JVM that said why is not.
+            if "JAVA_GATEWAY_EXITED" not in str(exc) or attempt + 1 == GATEWAY_ATTEMPTS or _jvm_reason(log_path):
+                raise BKError(f"Spark did not start: {_why_not_started(log_path, exc)}") from None
     gateway = SparkContext._gateway
     try:
         session.sparkContext.setLogLevel("WARN")
