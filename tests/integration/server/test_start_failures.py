@@ -1,5 +1,5 @@
-"""Starts that must fail — a second bookie on live disks, a taken port, a clashing bookie id, a corrupt journal — and
-fail cleanly: one line naming the cause, exit 1, and nothing of the live bookie or of the disks touched."""
+"""Starts that must fail — a second bookie on live disks, a taken port, a clashing bookie id, a corrupt journal —
+and fail cleanly: one line naming the cause, exit 1, and nothing of the live bookie or of the disks touched."""
 
 import hashlib
 import socket
@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import DIGESTER, StreamWriter, payload, wait_for
+from helpers import DIGESTER, StreamWriter, payload
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec.entry import parse_entry
