@@ -250,17 +250,21 @@ def _next_flush(f, stop: int, dirty: int, size: int) -> int | None:
 
 
 def _whole_flush_at(f, position: int, size: int, dead: set[int]) -> bool:
+    """Whether records from ``position`` run to a padding that ends on a 512-byte boundary; ``dead`` collects
+    the offsets whose run is known to fail (a padding record is never one: run to from a record, it may end a
+    flush)."""
     visited, records = [], 0
     while position not in dead:
-        visited.append(position)
         kind, value, after = _read(f, position, size)
-        if kind == _RECORD:
-            records += 1
-            position = after
-        elif kind == _PADDING and records and after % ALIGN == 0 and _next_nonzero(f, after - value, after) is None:
-            return True
-        else:
+        if kind == _PADDING:
+            if records and after % ALIGN == 0 and _next_nonzero(f, after - value, after) is None:
+                return True
             break
+        visited.append(position)
+        if kind != _RECORD:
+            break
+        records += 1
+        position = after
     dead.update(visited)
     return False
 

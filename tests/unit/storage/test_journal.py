@@ -1,5 +1,10 @@
+import os
+import tempfile
+import time
+from pathlib import Path
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bookie.errors import CorruptData
@@ -165,3 +170,35 @@ def test_a_run_of_records_without_its_padding_is_not_valid_data(tmp_path):
     scan = jf.JournalScan(path)
     assert [r.entry_id for r in scan] == [0, 1, 2]
     assert scan.torn_tail == starts[2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(512, 2048), st.binary(min_size=1, max_size=600))
+def test_any_damage_is_either_replayed_around_or_refused_by_name(at, garbage):
+    with tempfile.TemporaryDirectory() as directory:
+        path, starts = three_flushes(Path(directory))
+        damage(path, at, garbage)
+        try:
+            list(jf.scan_journal(path))
+        except jf.JournalCorruption as exc:
+            assert str(exc).startswith(f"{path}: corrupt journal record at offset ")
+        scan = jf.JournalScan(path, skip_corruption=True)
+        records = list(scan)  # never raises with the override
+        assert all(r.kind in ("entry", "master_key", "fence", "explicit_lac") for r in records)
+        assert all(s.offset < s.resume for s in scan.skipped)
+
+
+def test_valid_data_is_found_after_a_megabyte_of_garbage_quickly(tmp_path):
+    journal = jf.JournalFile(tmp_path, 1, prealloc_bytes=4 << 20)
+    journal.append(entry_record(1, 0))
+    damaged = journal.position
+    journal.append(entry_record(1, 1) * 26000)  # ~1 MB in one write
+    last = journal.position
+    journal.append(entry_record(1, 2))
+    journal.close()
+    path = jf.journal_path(tmp_path, 1)
+    damage(path, damaged, os.urandom(last - damaged))
+    started = time.monotonic()
+    scan = jf.JournalScan(path, skip_corruption=True)
+    assert [r.entry_id for r in scan if r.entry_id == 2] == [2]
+    assert scan.skipped[-1].resume == last and time.monotonic() - started < 10
