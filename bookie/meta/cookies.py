@@ -139,3 +139,8 @@ def write_local_cookie(directory: str | os.PathLike, cookie: Cookie) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, current / VERSION_FILE)
+
+
+def remove_local_cookie(directory: str | os.PathLike) -> None:
+    """Remove ``<directory>/current/VERSION`` (a start that failed while writing its cookies)."""
+    (Path(directory) / "current" / VERSION_FILE).unlink(missing_ok=True)

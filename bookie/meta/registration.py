@@ -126,10 +126,17 @@ class BookieRegistry:
                     stat = self.store.zk.exists(path)
                 if stat is not None and stat.ephemeralOwner == self.store.zk.client_id[0]:
                     break  # ours already
-        other = self._node(bookie_id, WRITABLE if state == READONLY else READONLY)
-        self._delete(other)
+        self._delete_own(self._node(bookie_id, WRITABLE if state == READONLY else READONLY))
 
-    def _delete(self, path: str) -> None:
+    def _delete_own(self, path: str) -> None:
+        """Delete ``path`` only if this session created it. A failed start of a second process with the same
+        bookie id used to delete the live bookie's node, making it invisible to clients while it ran. (Between
+        the check and the delete the node could only change hands if ours went away first: ephemeral nodes are
+        never taken over.)"""
+        with zk_errors(f"check {path}"):
+            stat = self.store.zk.exists(path)
+        if stat is None or stat.ephemeralOwner != self.store.zk.client_id[0]:
+            return
         try:
             with zk_errors(f"unregister {path}"):
                 self.store.zk.delete(path)
@@ -137,8 +144,9 @@ class BookieRegistry:
             pass
 
     def unregister(self, bookie_id: str) -> None:
-        self._delete(self._node(bookie_id, WRITABLE))
-        self._delete(self._node(bookie_id, READONLY))
+        """Remove this session's registration of the bookie; another session's node is left alone."""
+        self._delete_own(self._node(bookie_id, WRITABLE))
+        self._delete_own(self._node(bookie_id, READONLY))
 
     def _list(self, state: str) -> list[RegisteredBookie]:
         folder = self.readonly if state == READONLY else self.available

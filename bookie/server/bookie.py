@@ -1,7 +1,9 @@
 """The bookie process: cookie check, journal replay, gRPC service, registration, read-only mode, shutdown.
 
-Start-up order (spec/bookie-storage.md): check cookies, replay the journal and flush, serve, then register — so a
-bookie is visible to clients only once everything it acknowledged before a crash is back in place.
+Start-up order (spec/bookie-storage.md): lock the directories and check the ports are free (claim.py), check cookies,
+replay the journal and flush, serve, write a new bookie's cookie, then register — so a bookie is visible to clients
+only once everything it acknowledged before a crash is back in place, and a start that fails leaves nothing behind
+that would refuse the next one.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 from bookie.server.admin import BookieAdminServicer
 from bookie.server.config import BookieConfig
-from bookie.server.cookie_check import check_cookies
+from bookie.server.claim import DirectoryLocks, address_in_use, check_port_free
+from bookie.server.cookie_check import check_cookies, write_cookies
 from bookie.server.metrics import BookieStats
 from bookie.server.servicer import BookieServicer
 from bookie.storage.gc import GarbageCollector
@@ -52,6 +55,7 @@ class BookieServer:
         self.read_only_by_disk = False
         self.shutting_down = False
         self.metrics_port: int | None = None
+        self.locks = DirectoryLocks()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._registered_state: str | None = None
         self._register_lock = threading.Lock()
@@ -61,14 +65,21 @@ class BookieServer:
         return self.read_only_by_operator or self.read_only_by_disk
 
     async def start(self) -> None:
+        """Claim the directories and ports, check cookies, replay, serve, write a new bookie's cookie, register.
+
+        Nothing is read or written in the directories, nor in ZooKeeper, before the directories are locked and the
+        ports are known to be free: a second bookie on the same disks or ports must be refused without a trace."""
         config = self.config
         self._loop = asyncio.get_running_loop()
-        for directory in (config.journal_dir, config.ledger_dir, config.index_dir):
-            directory.mkdir(parents=True, exist_ok=True)
+        self.locks.acquire([config.journal_dir, config.ledger_dir, config.index_dir])
+        check_port_free(config.listeningInterface, config.bookiePort, "bookiePort", "bookie")
+        if config.prometheusStatsHttpPort >= 0:  # served from now on: holds the port for the process's life
+            self.metrics_port = self.stats.serve(config.prometheusStatsHttpPort, config.listeningInterface)
         self.store = MetadataStore(parse_service_uri(config.metadataServiceUri), session_timeout=config.zkTimeout / 1000)
-        check_cookies(self.store, self.bookie_id, config.journal_dir, config.ledger_dir, config.index_dir)
-        self.storage = LedgerStorage(config.storage(), self.stats)
-        replayed = await asyncio.to_thread(self.storage.start)
+        cookies = check_cookies(self.store, self.bookie_id, config.journal_dir, config.ledger_dir, config.index_dir)
+        storage = LedgerStorage(config.storage(), self.stats)
+        replayed = await asyncio.to_thread(storage.start)
+        self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
         self.collector = GarbageCollector(self.storage, config.gc(), self._live_ledgers)
         self.collector.start()
@@ -84,11 +95,10 @@ class BookieServer:
         except RuntimeError:
             bound = 0
         if bound == 0:
-            raise OSError(f"cannot listen on {address} (in use?)")
+            raise address_in_use(config.listeningInterface, config.bookiePort, "bookiePort", "bookie")
         await self.server.start()
-        if config.prometheusStatsHttpPort >= 0:
-            self.metrics_port = self.stats.serve(config.prometheusStatsHttpPort, config.listeningInterface)
         self._check_disks()
+        await asyncio.to_thread(write_cookies, self.store, cookies)  # last: see cookie_check
         await asyncio.to_thread(self._register)
         self.store.zk.add_listener(self._on_session_state)
         # Start-up objects never die: keep them out of every later collection. Fewer, larger young collections
@@ -189,6 +199,7 @@ class BookieServer:
         if self.storage is not None:
             await asyncio.to_thread(self.storage.shutdown)
             log.info("bookie %s stopped", self.bookie_id)
+        self.locks.release()
 
 
 async def serve(config: BookieConfig) -> None:

@@ -38,6 +38,7 @@ class BookieConfig:
     journalMaxSizeMB: int = 2048
     journalPreAllocSizeMB: int = 16
     journalMaxBackups: int = 5
+    skipReplayJournalInvalidRecord: bool = False  # BookKeeper's key; here it skips only the damaged records
     logSizeLimit: int = 1073741824
     flushInterval: int = 10000
     flushEntrylogBytes: int = 0
@@ -138,6 +139,7 @@ class BookieConfig:
             journal_max_size_mb=self.journalMaxSizeMB,
             journal_prealloc_mb=self.journalPreAllocSizeMB,
             journal_max_backups=self.journalMaxBackups,
+            journal_skip_corruption=self.skipReplayJournalInvalidRecord,
             entry_log_size_limit=self.logSizeLimit,
             entry_log_flush_bytes=self.flushEntrylogBytes,
             flush_interval_ms=self.flushInterval,

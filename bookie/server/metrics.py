@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from bookie.server.claim import address_in_use
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -39,6 +43,16 @@ class BookieStats:
         self.gc_bytes_reclaimed = Gauge("bookie_gc_bytes_reclaimed", "Entry-log bytes freed by garbage collection "
                                         "and compaction since start", registry=registry)
         self.compactions = Gauge("bookie_compactions", "Compaction runs since start", ["kind"], registry=registry)
+        # Only with skipReplayJournalInvalidRecord: what replay stepped over. Non-zero means acknowledged entries
+        # may be missing from this bookie (they are re-replicated from the others by a ledger check).
+        self.journal_skipped_records = Counter(
+            "bookie_journal_corrupt_records_skipped", "Corrupt journal records skipped by replay at start-up",
+            registry=registry,
+        )
+        self.journal_skipped_bytes = Counter(
+            "bookie_journal_corrupt_bytes_skipped", "Journal bytes skipped by replay after corrupt records",
+            registry=registry,
+        )
         self.compacting = Gauge("bookie_compacting", "1 while a compaction of this kind runs", ["kind"],
                                 registry=registry)
 
@@ -46,6 +60,10 @@ class BookieStats:
         self.journal_sync_latency.observe(seconds)
         self.journal_group_items.observe(items)
         self.journal_group_bytes.observe(size)
+
+    def journal_corruption_skipped(self, records: int, size: int) -> None:
+        self.journal_skipped_records.inc(records)
+        self.journal_skipped_bytes.inc(size)
 
     def watch(self, storage) -> None:
         """Gauges read at scrape time from the storage engine."""
@@ -64,5 +82,10 @@ class BookieStats:
 
     def serve(self, port: int, address: str = "127.0.0.1") -> int:
         """Start the /metrics endpoint; return its port (``port`` 0 picks a free one)."""
-        server, _ = start_http_server(port, addr=address, registry=self.registry)
+        try:
+            server, _ = start_http_server(port, addr=address, registry=self.registry)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise address_in_use(address, port, "prometheusStatsHttpPort", "metrics") from None
+            raise
         return server.server_port

@@ -13,8 +13,8 @@ Byte layout::
                    int32 0xFFFFFF00 | int32 padLen | padLen zero bytes
     ...          zeros (preallocated: journalPreAllocSizeMB, 16 MB, kept ahead of the writes)
 
-Scanning stops at a zero length (preallocated space) or a short read (a torn tail); any other negative length is
-corruption, reported with the file and offset.
+Scanning stops at a zero length (preallocated space) or a record cut short (a torn tail); a bad record with valid
+data after it is corruption, reported with the file and offset (see JournalScan).
 """
 
 from __future__ import annotations
@@ -81,44 +81,135 @@ class Record(NamedTuple):
     data: bytes  # the framed entry, the master key, the LAC buffer, or b""
 
 
-def scan_journal(path: Path, start: int = HEADER_SIZE) -> Iterator[Record]:
-    """The records of one journal file from ``start``, ending at preallocated zeros or a torn tail."""
-    with open(path, "rb") as f:
-        head = f.read(HEADER_SIZE)
-        magic, version = HEADER.unpack_from(head.ljust(HEADER.size, b"\0"))
-        if magic != MAGIC or version != VERSION:
-            raise CorruptData(f"{path}: not a journal file (magic {magic!r}, version {version})")
-        position = max(start, HEADER_SIZE)
-        f.seek(position)
-        while True:
-            raw = f.read(4)
-            if len(raw) < 4:
-                return
-            (length,) = INT.unpack(raw)
-            if length == 0:
-                return
-            if length == PADDING_MARKER:
-                raw = f.read(4)
-                if len(raw) < 4:
-                    return
-                pad = INT.unpack(raw)[0]
-                position += PADDING.size + pad
-                f.seek(position)
-                continue
-            if length < 0:
-                raise CorruptData(f"{path}: corrupt journal record at offset {position} (length {length})")
-            data = f.read(length)
-            if len(data) < length:
-                return  # torn tail: the crash cut this record
-            yield _record(path, position, data)
-            position += 4 + length
+class JournalCorruption(CorruptData):
+    """A bad record in a journal: replaying on would drop what follows, stopping there would drop it silently."""
 
 
-def _record(path: Path, offset: int, data: bytes) -> Record:
+class Skipped(NamedTuple):
+    offset: int  # of the bad record
+    resume: int  # where valid data resumes (the file's size when nothing valid follows)
+    reason: str
+
+
+ENTRY_MIN = 24  # ledgerId, entryId, lastAddConfirmed: what replay reads of an entry record
+_END, _BAD, _PADDING, _RECORD = range(4)
+
+
+class JournalScan:
+    """The records of one journal file from ``start``, and what ended them.
+
+    Where the records stop, at offset P, the scan tells a torn tail from corruption:
+
+    - A torn tail is normal: the crash cut the last write. The journal file was zeroed before any write (it is
+      created new, preallocated with zeros), so a write that did not fully reach the disk shows as a record cut
+      short, or as zeros where a record should be (and perhaps pages of that write after them). The scan ends
+      there; ``torn_tail`` is P when non-zero bytes after P were ignored (None when all is zeros: a clean end).
+    - Corruption is a bad record followed by valid data. Every group commit ends with a padding record that
+      re-aligns the file to 512 bytes, so every later write starts at a 512-byte boundary. Valid data after P is
+      *a whole flush*: from a 512-byte boundary after P, records that parse (positive lengths inside the file,
+      known markers, entries of at least 24 bytes) up to a padding record whose zero bytes end exactly on a
+      512-byte boundary. Random or zeroed bytes hit that padding marker by chance too rarely to matter. A
+      negative length that is not the padding marker, or a record that does not parse, is corruption even with
+      nothing valid after it: no crash writes those.
+    - Limit: a power loss can also reach the disk out of order within the *last* write, leaving a hole with a
+      whole record run and its final padding after it; that looks like corruption and refuses the start, which
+      the operator may then override (the skipped records were never acknowledged: the fsync did not return).
+
+    Corruption raises :class:`JournalCorruption` naming the file and offset, unless ``skip_corruption``: then the
+    damaged bytes up to the next whole flush are skipped and listed in ``skipped`` (what they held cannot be
+    framed: each skip counts as the one bad record found at its offset).
+    """
+
+    def __init__(self, path: Path, start: int = HEADER_SIZE, skip_corruption: bool = False):
+        self.path = Path(path)
+        self.start = start
+        self.skip_corruption = skip_corruption
+        self.torn_tail: int | None = None
+        self.skipped: list[Skipped] = []
+
+    def __iter__(self) -> Iterator[Record]:
+        with open(self.path, "rb") as f:
+            head = f.read(HEADER_SIZE)
+            magic, version = HEADER.unpack_from(head.ljust(HEADER.size, b"\0"))
+            if magic != MAGIC or version != VERSION:
+                raise CorruptData(f"{self.path}: not a journal file (magic {magic!r}, version {version})")
+            size = os.fstat(f.fileno()).st_size
+            position = max(self.start, HEADER_SIZE)
+            while True:
+                kind, value, after = _read(f, position, size)
+                if kind == _RECORD:
+                    yield value
+                    position = after
+                elif kind == _PADDING:
+                    position = after
+                else:
+                    resume = self._after_stop(f, kind, value, position, size)
+                    if resume is None:
+                        return
+                    position = resume
+
+    def _after_stop(self, f, kind: int, reason: str, position: int, size: int) -> int | None:
+        """Where to go on after the records stopped at ``position``: None to end the scan."""
+        dirty = _next_nonzero(f, position, size)
+        if dirty is None:
+            return None  # the end of the data: preallocated zeros
+        resume = _next_flush(f, position, dirty, size)
+        if resume is None and kind == _END:
+            self.torn_tail = position
+            return None
+        where = f"{self.path}: corrupt journal record at offset {position} ({reason})"
+        if not self.skip_corruption:
+            follows = (f"and valid records follow at offset {resume}: replay would drop them"
+                       if resume is not None else "which no crash leaves behind")
+            raise JournalCorruption(f"{where}, {follows}; to start anyway, skipping the damaged bytes, use "
+                                    "--skip-journal-corruption (skipReplayJournalInvalidRecord=true)")
+        self.skipped.append(Skipped(position, size if resume is None else resume, reason))
+        return resume
+
+
+def scan_journal(path: Path, start: int = HEADER_SIZE, skip_corruption: bool = False) -> Iterator[Record]:
+    """The records of one journal file from ``start`` (see :class:`JournalScan`)."""
+    return iter(JournalScan(path, start, skip_corruption))
+
+
+def _read(f, position: int, size: int):
+    """What is at ``position``: (_RECORD, record, next), (_PADDING, None, next), (_END or _BAD, reason, None)."""
+    f.seek(position)
+    raw = f.read(4)
+    if len(raw) < 4:
+        return _END, "cut short", None
+    (length,) = INT.unpack(raw)
+    if length == 0:
+        return _END, "length 0", None
+    if length == PADDING_MARKER:
+        raw = f.read(4)
+        if len(raw) < 4:
+            return _END, "padding cut short", None
+        pad = INT.unpack(raw)[0]
+        if pad < 0 or position + PADDING.size + pad > size:
+            return _BAD, f"padding length {pad}", None
+        return _PADDING, pad, position + PADDING.size + pad
+    if length < 0:
+        return _BAD, f"length {length}", None
+    if position + 4 + length > size:
+        return _END, f"length {length} runs past the end of the file", None
+    data = f.read(length)
+    record = _record(position, data)
+    if isinstance(record, str):
+        return _BAD, record, None
+    return _RECORD, record, position + 4 + length
+
+
+def _record(offset: int, data: bytes) -> Record | str:
+    """The record, or why it is not one."""
     if len(data) < META.size:
-        raise CorruptData(f"{path}: journal record at offset {offset} is {len(data)} bytes, too short")
+        return f"{len(data)} bytes, too short"
     ledger_id, marker = META.unpack_from(data)
+    if ledger_id < 0:
+        return f"ledger id {ledger_id}"
     if marker >= 0:
+        if len(data) < ENTRY_MIN:
+            return f"entry of {len(data)} bytes, too short"
         return Record(offset, "entry", ledger_id, marker, data)
     if marker == FENCE:
         return Record(offset, "fence", ledger_id, -1, b"")
@@ -127,7 +218,55 @@ def _record(path: Path, offset: int, data: bytes) -> Record:
         payload = data[META.size + 4 : META.size + 4 + size]
         if size >= 0 and len(payload) == size:
             return Record(offset, "master_key" if marker == MASTER_KEY else "explicit_lac", ledger_id, -1, payload)
-    raise CorruptData(f"{path}: corrupt journal record at offset {offset} (marker {marker})")
+    return f"marker {marker}"
+
+
+def _next_nonzero(f, position: int, size: int) -> int | None:
+    """The offset of the first non-zero byte at or after ``position``, None if there is none."""
+    f.seek(position)
+    while position < size:
+        chunk = f.read(min(len(ZEROS), size - position))
+        if not chunk:
+            return None
+        if chunk != ZEROS[: len(chunk)]:
+            return position + len(chunk) - len(chunk.lstrip(b"\0"))
+        position += len(chunk)
+    return None
+
+
+def _next_flush(f, stop: int, dirty: int, size: int) -> int | None:
+    """The first 512-byte boundary after ``stop`` where a whole flush starts (see :class:`JournalScan`); zeros
+    are skipped without parsing, and a record offset already seen to lead nowhere is not followed twice."""
+    dead: set[int] = set()
+    candidate = max((stop // ALIGN + 1) * ALIGN, dirty // ALIGN * ALIGN)
+    while candidate < size:
+        if _whole_flush_at(f, candidate, size, dead):
+            return candidate
+        dirty = _next_nonzero(f, candidate + ALIGN, size)
+        if dirty is None:
+            return None
+        candidate = dirty // ALIGN * ALIGN
+    return None
+
+
+def _whole_flush_at(f, position: int, size: int, dead: set[int]) -> bool:
+    """Whether records from ``position`` run to a padding that ends on a 512-byte boundary; ``dead`` collects
+    the offsets whose run is known to fail (a padding record is never one: run to from a record, it may end a
+    flush)."""
+    visited, records = [], 0
+    while position not in dead:
+        kind, value, after = _read(f, position, size)
+        if kind == _PADDING:
+            if records and after % ALIGN == 0 and _next_nonzero(f, after - value, after) is None:
+                return True
+            break
+        visited.append(position)
+        if kind != _RECORD:
+            break
+        records += 1
+        position = after
+    dead.update(visited)
+    return False
 
 
 class JournalFile:

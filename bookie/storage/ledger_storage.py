@@ -48,6 +48,7 @@ class StorageConfig:
     journal_max_size_mb: int = 2048
     journal_prealloc_mb: int = 16
     journal_max_backups: int = 5
+    journal_skip_corruption: bool = False  # skipReplayJournalInvalidRecord
     entry_log_size_limit: int = 1 << 30
     entry_log_flush_bytes: int = 0
     flush_interval_ms: int = 10_000
@@ -147,13 +148,29 @@ class LedgerStorage:
         mark = read_last_mark(self.config.ledger_dir) or LogMark(0, 0)
         count = 0
         lacs: dict[int, int] = {}
+        skipped: list[jf.Skipped] = []
         for journal_id in jf.list_journal_ids(self.config.journal_dir):
             if journal_id < mark.journal_id:
                 continue
             start = mark.offset if journal_id == mark.journal_id else jf.HEADER_SIZE
-            for record in jf.scan_journal(jf.journal_path(self.config.journal_dir, journal_id), start):
+            scan = jf.JournalScan(jf.journal_path(self.config.journal_dir, journal_id), start,
+                                  self.config.journal_skip_corruption)
+            for record in scan:
                 self._apply(record, lacs)
                 count += 1
+            if scan.torn_tail is not None:
+                log.warning("%s: torn tail at offset %d (a crash cut the last write): replay ends there",
+                            scan.path, scan.torn_tail)
+            for skip in scan.skipped:
+                log.error("%s: skipped corrupt journal record at offset %d (%s) and %d bytes up to offset %d, "
+                          "as skipReplayJournalInvalidRecord asks: entries in them are lost on this bookie",
+                          scan.path, skip.offset, skip.reason, skip.resume - skip.offset, skip.resume)
+            skipped += scan.skipped
+        if skipped:
+            size = sum(s.resume - s.offset for s in skipped)
+            log.error("journal replay skipped %d corrupt records (%d bytes)", len(skipped), size)
+            if self.stats is not None:
+                self.stats.journal_corruption_skipped(len(skipped), size)
         # Only now may the disk be read: until replay repointed them, index entries written before the crash can
         # point at entry-log bytes that were still in the lost write buffer.
         for ledger_id, lac in lacs.items():

@@ -31,3 +31,18 @@ def test_local_cookie_file(tmp_path):
     write_local_cookie(tmp_path, cookie())
     assert (tmp_path / "current" / "VERSION").read_bytes() == cookie().encode()
     assert read_local_cookie(tmp_path) == cookie()
+
+
+def test_a_new_bookies_cookie_is_written_all_or_nothing(cluster, tmp_path):
+    from bookie.server.cookie_check import check_cookies, write_cookies
+
+    journal, ledgers = tmp_path / "journal", tmp_path / "ledgers"
+    check = check_cookies(cluster, "127.0.0.1:3181", journal, ledgers, ledgers)
+    assert check.new and CookieStore(cluster).list() == []  # the check itself writes nothing
+    (ledgers / "current" / "VERSION.tmp").mkdir(parents=True)  # the ledger directory's cookie cannot be written
+    with pytest.raises(IsADirectoryError):
+        write_cookies(cluster, check)
+    assert CookieStore(cluster).list() == [] and read_local_cookie(journal) is None  # what it wrote is gone
+    (ledgers / "current" / "VERSION.tmp").rmdir()
+    write_cookies(cluster, check)
+    assert check_cookies(cluster, "127.0.0.1:3181", journal, ledgers, ledgers).new is False

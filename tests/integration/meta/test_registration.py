@@ -67,3 +67,21 @@ def test_a_live_stale_node_times_out(cluster, service_uri):
         BookieRegistry(other).register("127.0.0.1:3181", info(3181))
         with pytest.raises(OperationTimeout, match="did not expire within 0.5 s"):
             BookieRegistry(cluster).register("127.0.0.1:3181", info(3181), stale_timeout=0.5)
+
+
+
+def test_only_a_node_of_its_own_session_is_removed(cluster, service_uri):
+    from bookie.meta.uri import parse_service_uri
+
+    def nodes():
+        return [(b.bookie_id, b.state) for b in BookieRegistry(cluster).list(writable=True, readonly=True)]
+
+    with MetadataStore(parse_service_uri(service_uri)) as live:
+        BookieRegistry(live).register("127.0.0.1:3181", info(3181), state=READONLY)
+        other = BookieRegistry(cluster)  # another process with the same bookie id
+        other.unregister("127.0.0.1:3181")
+        assert nodes() == [("127.0.0.1:3181", READONLY)]
+        other.register("127.0.0.1:3181", info(3181), state=WRITABLE)  # moving state removes only its own node
+        assert nodes() == [("127.0.0.1:3181", WRITABLE), ("127.0.0.1:3181", READONLY)]
+        BookieRegistry(live).unregister("127.0.0.1:3181")
+        assert nodes() == [("127.0.0.1:3181", WRITABLE)]

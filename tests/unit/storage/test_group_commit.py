@@ -13,7 +13,7 @@ class Stats:
 
 
 def record(entry_id):
-    body = (1).to_bytes(8, "big") + entry_id.to_bytes(8, "big") + b"payload"
+    body = (1).to_bytes(8, "big") + entry_id.to_bytes(8, "big") + b"payload!"  # >= 24 bytes, as any entry
     return len(body).to_bytes(4, "big") + body
 
 

@@ -1,5 +1,10 @@
+import os
+import tempfile
+import time
+from pathlib import Path
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bookie.errors import CorruptData
@@ -85,3 +90,115 @@ def test_preallocation_keeps_zeros_ahead_in_small_steps(tmp_path):
     journal.append(b"\x03" * 10_000)  # a small append: a small top-up, so each fsync carries few zeros
     assert path.stat().st_size - before == jf.ZERO_STEP
     journal.close()
+
+
+def three_flushes(tmp_path):
+    """A journal of three group commits (each ends with its padding on a 512-byte boundary); their offsets."""
+    flushes = [entry_record(1, 0) + entry_record(1, 1), entry_record(1, 2), entry_record(1, 3) + entry_record(1, 4)]
+    journal = jf.JournalFile(tmp_path, 1, prealloc_bytes=1 << 20)
+    starts = []
+    for chunk in flushes:
+        starts.append(journal.position)
+        journal.append(chunk)
+    journal.close()
+    return jf.journal_path(tmp_path, 1), starts
+
+
+def damage(path, offset, data):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+def test_clean_end_is_not_a_torn_tail(tmp_path):
+    path, _ = three_flushes(tmp_path)
+    scan = jf.JournalScan(path)
+    assert [r.entry_id for r in scan] == [0, 1, 2, 3, 4]
+    assert scan.torn_tail is None and scan.skipped == []
+
+
+def test_hole_inside_the_last_write_is_a_torn_tail(tmp_path):
+    # a power loss: the last write reached the disk only in part, a hole of zeros with some of its bytes after it
+    path, starts = three_flushes(tmp_path)
+    damage(path, starts[2], bytes(len(entry_record(1, 3))))
+    scan = jf.JournalScan(path)
+    assert [r.entry_id for r in scan] == [0, 1, 2]
+    assert scan.torn_tail == starts[2] and scan.skipped == []
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (bytes(4), "length 0"),  # a zeroed sector
+    (jf.INT.pack(1 << 30), f"length {1 << 30} runs past the end of the file"),
+    (jf.INT.pack(-7), "length -7"),
+    (jf.INT.pack(10), "10 bytes, too short"),
+])
+def test_bad_record_followed_by_valid_data_refuses_replay(tmp_path, bad, reason):
+    path, starts = three_flushes(tmp_path)
+    damage(path, starts[1], bad)
+    with pytest.raises(jf.JournalCorruption) as caught:
+        list(jf.scan_journal(path))
+    assert str(caught.value).startswith(
+        f"{path}: corrupt journal record at offset {starts[1]} ({reason}), and valid records follow at offset "
+        f"{starts[2]}: replay would drop them; to start anyway, skipping the damaged bytes, use "
+        "--skip-journal-corruption")
+
+
+def test_corruption_inside_a_write_resumes_at_the_next_write(tmp_path):
+    path, starts = three_flushes(tmp_path)
+    damage(path, starts[0], bytes(4))  # the first record of the first write: its second record is lost with it
+    scan = jf.JournalScan(path, skip_corruption=True)
+    assert [r.entry_id for r in scan] == [2, 3, 4]
+    assert scan.skipped == [jf.Skipped(starts[0], starts[1], "length 0")]
+    assert scan.torn_tail is None
+
+
+def test_skip_over_corruption_at_the_tail(tmp_path):
+    path, starts = three_flushes(tmp_path)
+    damage(path, starts[2], jf.INT.pack(-7))
+    scan = jf.JournalScan(path, skip_corruption=True)
+    assert [r.entry_id for r in scan] == [0, 1, 2]
+    assert scan.skipped == [jf.Skipped(starts[2], path.stat().st_size, "length -7")]
+
+
+def test_a_run_of_records_without_its_padding_is_not_valid_data(tmp_path):
+    # bytes after the bad record that parse as records but do not end a write on a 512-byte boundary are what a
+    # torn last write leaves: not a reason to refuse the start
+    path, starts = three_flushes(tmp_path)
+    tail = entry_record(1, 5) + entry_record(1, 6)
+    damage(path, starts[2] + 1024, tail)  # aligned, records, but no padding after them
+    damage(path, starts[2], bytes(512))
+    scan = jf.JournalScan(path)
+    assert [r.entry_id for r in scan] == [0, 1, 2]
+    assert scan.torn_tail == starts[2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(512, 2048), st.binary(min_size=1, max_size=600))
+def test_any_damage_is_either_replayed_around_or_refused_by_name(at, garbage):
+    with tempfile.TemporaryDirectory() as directory:
+        path, starts = three_flushes(Path(directory))
+        damage(path, at, garbage)
+        try:
+            list(jf.scan_journal(path))
+        except jf.JournalCorruption as exc:
+            assert str(exc).startswith(f"{path}: corrupt journal record at offset ")
+        scan = jf.JournalScan(path, skip_corruption=True)
+        records = list(scan)  # never raises with the override
+        assert all(r.kind in ("entry", "master_key", "fence", "explicit_lac") for r in records)
+        assert all(s.offset < s.resume for s in scan.skipped)
+
+
+def test_valid_data_is_found_after_a_megabyte_of_garbage_quickly(tmp_path):
+    journal = jf.JournalFile(tmp_path, 1, prealloc_bytes=4 << 20)
+    journal.append(entry_record(1, 0))
+    damaged = journal.position
+    journal.append(entry_record(1, 1) * 26000)  # ~1 MB in one write
+    last = journal.position
+    journal.append(entry_record(1, 2))
+    journal.close()
+    path = jf.journal_path(tmp_path, 1)
+    damage(path, damaged, os.urandom(last - damaged))
+    started = time.monotonic()
+    scan = jf.JournalScan(path, skip_corruption=True)
+    assert [r.entry_id for r in scan if r.entry_id == 2] == [2]
+    assert scan.skipped[-1].resume == last and time.monotonic() - started < 10
