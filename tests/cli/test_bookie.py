@@ -84,7 +84,8 @@ def test_inspect_an_empty_pre_created_entry_log(bkctl, tmp_path):
     log.write_bytes(b"")
     result = bkctl("bookie", "inspect", "entrylog", str(log), "-o", "json")
     assert (result.exit_code, json.loads(result.stdout)) == (0, [])
-    assert bkctl("bookie", "inspect", "entrylog", str(log), "--map").stdout == "empty entry log\n"
+    ledger_map = bkctl("bookie", "inspect", "entrylog", str(log), "--map")
+    assert (ledger_map.exit_code, ledger_map.stdout, ledger_map.stderr) == (0, "", "empty entry log\n")
     usage = bkctl("bookie", "inspect", "entrylog", "--usage", str(tmp_path), "-o", "json")
     assert usage.exit_code == 0
     assert [(d["file"], d["totalSize"], d["ledgers"]) for d in json.loads(usage.stdout)] == [("7.log", 0, 0)]
