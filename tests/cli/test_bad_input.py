@@ -20,8 +20,8 @@ from bkctl.cli import cli
 from bkctl.errors import ExitCode
 from bookie.client import BookKeeper
 
-OK, FAILED, USAGE, NOT_FOUND, UNREACHABLE = (ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE, ExitCode.NOT_FOUND,
-                                             ExitCode.UNREACHABLE)
+FAILED, USAGE, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (ExitCode.FAILED, ExitCode.USAGE, ExitCode.UNAUTHORIZED,
+                                                       ExitCode.NOT_FOUND, ExitCode.UNREACHABLE)
 
 
 def command_paths() -> list[tuple[str, ...]]:
@@ -69,13 +69,16 @@ def test_the_walk_reaches_every_group_and_leaf():
 
 @pytest.fixture(scope="module")
 def live(zookeeper, tmp_path_factory):
-    """One bookie, and a closed ledger of 5 entries (E1 W1 A1)."""
-    with shared_cluster(zookeeper, tmp_path_factory.mktemp("bad-input"), 1) as harness:
+    """One bookie, a closed ledger of 5 entries (E1 W1 A1), and a file of random bytes."""
+    directory = tmp_path_factory.mktemp("bad-input")
+    garbage = directory / "garbage"
+    garbage.write_bytes(bytes(range(256)) * 8)
+    with shared_cluster(zookeeper, directory, 1) as harness:
         with BookKeeper(harness.service_uri) as bk:
-            ledger = bk.create_ledger(1, 1, 1)
+            ledger = bk.create_ledger(1, 1, 1, password=b"pw")
             ledger.add_entries(b"entry-%d" % i for i in range(5))
             ledger.close()
-        yield harness.service_uri, ledger.ledger_id
+        yield harness.service_uri, {"{L}": str(ledger.ledger_id), "{G}": str(garbage), "{O}": str(directory / "out")}
 
 
 @pytest.fixture(scope="module")
@@ -85,13 +88,15 @@ def dead():
     return f"zk+hierarchical://127.0.0.1:{free_port()}/ledgers"
 
 
-# Arguments after `bkctl -u URI`; {L} is the live ledger. Expected exit code per the documented table.
+# Arguments after `bkctl -u URI`; {L} is the live ledger (password pw), {G} a file of random bytes, {O} a
+# path that does not exist (an export that went ahead would write it). Expected exit code per the documented table.
 BAD_INPUTS = {
     "root": [
         (["--bogus", "ledger", "list"], USAGE),
         (["--timeout", "0", "ledger", "list"], USAGE),
         (["--timeout", "soon", "ledger", "list"], USAGE),
         (["-c", "/nonexistent/bk.conf", "ledger", "list"], USAGE),
+        (["-c", "{G}", "ledger", "list"], USAGE),
         (["nope"], USAGE),
     ],
     "ledger": [
@@ -101,22 +106,24 @@ BAD_INPUTS = {
         (["ledger", "read", "x"], USAGE),
         (["ledger", "read", "-3"], USAGE),
         (["ledger", "read", "424242"], NOT_FOUND),
-        (["ledger", "read", "{L}", "--from", "9"], USAGE),
-        (["ledger", "read", "{L}", "--from", "3", "--to", "1"], USAGE),
+        (["ledger", "read", "{L}", "--password", "wrong"], UNAUTHORIZED),
+        (["ledger", "read", "{L}", "--password", "pw", "--from", "9"], USAGE),
+        (["ledger", "read", "{L}", "--password", "pw", "--from", "3", "--to", "1"], USAGE),
         (["ledger", "read", "{L}", "--from", "-1"], USAGE),
         (["ledger", "read", "{L}", "--format", "xml"], USAGE),
         (["ledger", "read", "{L}", "--password", "a", "--password-file", "/etc/hostname"], USAGE),
         (["ledger", "metadata", "424242"], NOT_FOUND),
         (["ledger", "metadata", "1e3"], USAGE),
         (["ledger", "create", "-e", "0"], USAGE),
+        (["ledger", "create", "--digest", "md5"], USAGE),
         (["ledger", "create", "-e", "1", "-w", "2"], USAGE),
         (["ledger", "create", "--input", "/nonexistent/file"], USAGE),
         (["ledger", "delete", "424242", "--yes"], NOT_FOUND),
         (["ledger", "delete"], USAGE),
         (["ledger", "recover", "424242"], NOT_FOUND),
-        (["ledger", "export", "9-3", "--to", "/nonexistent/out"], USAGE),
-        (["ledger", "export", "40-90", "--to", "/nonexistent/out"], NOT_FOUND),
-        (["ledger", "export", "{L}", "--to", "/nonexistent/out", "--partition-bytes", "lots"], USAGE),
+        (["ledger", "export", "9-3", "--to", "{O}"], USAGE),
+        (["ledger", "export", "40-90", "--to", "{O}"], NOT_FOUND),
+        (["ledger", "export", "{L}", "--to", "{O}", "--partition-bytes", "lots"], USAGE),
         (["ledger", "simpletest", "-n", "x"], USAGE),
     ],
     "cluster": [
@@ -146,8 +153,14 @@ BAD_INPUTS = {
         (["bookie", "inspect", "journal", "/nonexistent/1.txn"], USAGE),
         (["bookie", "inspect", "entrylog", "/"], USAGE),
         (["bookie", "inspect", "lastmark", "/"], NOT_FOUND),
+        (["bookie", "inspect", "journal", "{G}"], FAILED),
+        (["bookie", "inspect", "entrylog", "{G}"], FAILED),
+        (["bookie", "inspect", "entrylog", "{G}", "--map"], FAILED),
+        (["bookie", "inspect", "index", "{G}"], FAILED),
+        (["bookie", "inspect", "lastmark", "{G}"], USAGE),
         (["bookie", "run", "--port", "0"], USAGE),
         (["bookie", "run", "--set", "novalue"], USAGE),
+        (["bookie", "run", "--conf", "{G}"], USAGE),
     ],
     "autorecovery": [
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "-5"], USAGE),
@@ -174,8 +187,8 @@ CASES = [(group, args, code) for group, cases in BAD_INPUTS.items() for args, co
 
 @pytest.mark.parametrize(("group", "args", "code"), CASES, ids=[f"{g}: {' '.join(a)}" for g, a, _ in CASES])
 def test_bad_input_is_one_line_and_a_documented_exit_code(live, group, args, code):
-    uri, ledger_id = live
-    full = ["-u", uri, *(a.replace("{L}", str(ledger_id)) for a in args)]
+    uri, names = live
+    full = ["-u", uri, *(names.get(a, a) for a in args)]
     assert_one_line_error(invoke(*full), code, full)
 
 
