@@ -143,7 +143,8 @@ def test_unknown_option_exits_2(bkctl):
 def test_usage_errors_are_one_line(bkctl, args, stderr):
     result = bkctl(*args)
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", stderr)
-    assert bkctl("ledger", "read", "--help").stdout.startswith("Usage: cli ledger read [OPTIONS] ID\n")  # CliRunner names it cli
+    # --help keeps click's full usage (CliRunner names the program "cli")
+    assert bkctl("ledger", "read", "--help").stdout.startswith("Usage: cli ledger read [OPTIONS] ID\n")
 
 
 @pytest.mark.parametrize("shell,marker", [("bash", "complete -o"), ("zsh", "compdef"), ("fish", "function _bkctl_completion")])
