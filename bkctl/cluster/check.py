@@ -32,9 +32,11 @@ def check(app, placement, replicas, under_replicated_grace, ledger_ids, concurre
     """
     from admin.check.categories import ALL
     from admin.check.checker import Checker, CheckOptions
-    from admin.check.prometheus import write_textfile
+    from admin.check.prometheus import check_writable, write_textfile
     from bkctl.errors import ExitCode
 
+    if prometheus_file:
+        check_writable(prometheus_file)
     both = not (placement or replicas)
     options = CheckOptions(
         placement=placement or both, replicas=replicas or both, under_replicated_grace=under_replicated_grace,
