@@ -76,9 +76,9 @@ class Application:
             millis = int(text)
         except ValueError:
             millis = 0
-        if millis <= 0:
+        if not 0 < millis <= 86_400_000:  # up to a day, as --timeout
             raise InvalidArgument(f"configuration file {self.conf_path}: zkTimeout={text!r} is not a positive "
-                                  "number of milliseconds")
+                                  "number of milliseconds (up to a day)")
         return millis / 1000
 
     @cached_property

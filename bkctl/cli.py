@@ -10,6 +10,8 @@ import click
 
 from bkctl import __version__
 from bkctl.errors import ExitCode, exit_code_for
+
+MAX_TIMEOUT = 86400  # seconds: a day; more is a typo (and overflows the platform's wait)
 from bookie.errors import BKError
 
 COMMANDS = {
@@ -58,6 +60,12 @@ class RootGroup(click.Group):
             ctx.exit(ExitCode.OK)
 
 
+def _finite(value: float | None) -> float | None:
+    if value is not None and value != value:  # NaN passes every range comparison
+        raise click.BadParameter("nan is not a number of seconds", param_hint="'--timeout'")
+    return value
+
+
 def _fail(exc: click.ClickException) -> None:
     """Report a click error the way every other error is reported: one line, ``error: ...``. click's own display
     is four lines (usage, a hint, a blank line, the message); `--help` still shows the usage in full."""
@@ -96,7 +104,8 @@ def _configure_logging(verbosity: int) -> None:
 @click.option(
     "--timeout",
     envvar="BKCTL_TIMEOUT",
-    type=click.FloatRange(0, min_open=True),
+    type=click.FloatRange(0, MAX_TIMEOUT, min_open=True),
+    callback=lambda ctx, param, value: _finite(value),
     metavar="SECONDS",
     help="Give up reaching ZooKeeper after this long, exit 6 [env BKCTL_TIMEOUT; default: zkTimeout of -c, "
     "else 8].",
