@@ -172,6 +172,7 @@ BAD_INPUTS = {
     ],
     "autorecovery": [
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "-5"], USAGE),
+        (["autorecovery", "lost-bookie-recovery-delay", "--set", "2147483648"], USAGE),  # a Java int in BookKeeper
         (["autorecovery", "run", "--poll", "x"], USAGE),
         (["autorecovery", "status", "--bogus"], USAGE),
     ],
