@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 
 import click
 
 from bkctl import __version__
 from bkctl.errors import ExitCode, exit_code_for
+
+MAX_TIMEOUT = 86400  # seconds: a day; more is a typo (and overflows the platform's wait)
 from bookie.errors import BKError
 
 COMMANDS = {
@@ -35,15 +38,43 @@ class RootGroup(click.Group):
         module, attr = COMMANDS[name].split(":")
         return getattr(importlib.import_module(module), attr)
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:  # a bad global option: `bkctl --bogus`, `bkctl --timeout x`
+            _fail(exc)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.ClickException as exc:  # usage errors of subcommands and option callbacks
+            _fail(exc)
+        except click.exceptions.Abort:  # a confirmation prompt answered no, or ended by EOF
+            click.echo("error: aborted", err=True)
+            ctx.exit(ExitCode.FAILED)
         except (BKError, KeyboardInterrupt) as exc:
             message = str(exc) if isinstance(exc, BKError) else "interrupted"
             click.echo(f"error: {message}", err=True)
             ctx.exit(exit_code_for(exc))
         except BrokenPipeError:  # `bkctl ledger list | head`
             ctx.exit(ExitCode.OK)
+
+
+def _finite(value: float | None) -> float | None:
+    if value is not None and value != value:  # NaN passes every range comparison
+        raise click.BadParameter("nan is not a number of seconds", param_hint="'--timeout'")
+    return value
+
+
+def _fail(exc: click.ClickException) -> None:
+    """Report a click error the way every other error is reported: one line, ``error: ...``. click's own display
+    is four lines (usage, a hint, a blank line, the message); `--help` still shows the usage in full."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # a bare `bkctl ledger`: its help, as click shows it
+        exc.show()
+        sys.exit(exc.exit_code)
+    message = " ".join(line.strip() for line in exc.format_message().splitlines() if line.strip())
+    click.echo(f"error: {message}", err=True)
+    sys.exit(exc.exit_code)
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -70,10 +101,19 @@ def _configure_logging(verbosity: int) -> None:
     help="A bk_server.conf-style properties file; its metadataServiceUri is used when -u is not given "
     "[env BKCTL_CONF].",
 )
+@click.option(
+    "--timeout",
+    envvar="BKCTL_TIMEOUT",
+    type=click.FloatRange(0, MAX_TIMEOUT, min_open=True),
+    callback=lambda ctx, param, value: _finite(value),
+    metavar="SECONDS",
+    help="Give up reaching ZooKeeper after this long, exit 6 [env BKCTL_TIMEOUT; default: zkTimeout of -c, "
+    "else 8].",
+)
 @click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug logs).")
 @click.version_option(__version__, prog_name="bkctl")
 @click.pass_context
-def cli(ctx: click.Context, service_uri: str | None, conf: str | None, verbose: int) -> None:
+def cli(ctx: click.Context, service_uri: str | None, conf: str | None, timeout: float | None, verbose: int) -> None:
     """Operate a BookKeeper-style bookie cluster: its metadata, bookies and ledgers.
 
     Exit codes: 0 ok, 1 failed, 2 usage, 3 problems found, 4 unauthorized, 5 not found,
@@ -82,7 +122,7 @@ def cli(ctx: click.Context, service_uri: str | None, conf: str | None, verbose: 
     from bkctl.app import Application
 
     _configure_logging(verbose)
-    ctx.obj = Application(ctx, service_uri, conf, verbose)
+    ctx.obj = Application(ctx, service_uri, conf, verbose, timeout)
 
 
 def main() -> None:

@@ -50,11 +50,14 @@ def load_properties(path: str | os.PathLike) -> dict[str, str]:
     return parse_properties(text, str(path))
 
 
-def metadata_service_uri(props: dict[str, str]) -> str | None:
+def metadata_service_uri(props: dict[str, str], where: str = "configuration") -> str | None:
     """``metadataServiceUri``, or BookKeeper's older ``zkServers`` + ``zkLedgersRootPath`` pair."""
     if props.get("metadataServiceUri"):
         return props["metadataServiceUri"]
     if props.get("zkServers"):
         root = props.get("zkLedgersRootPath", "/ledgers")
+        if not root.startswith("/"):
+            # glued to the hosts it would read as a port ("bad port '2181ledgers'"): name the key instead
+            raise InvalidArgument(f"{where}: zkLedgersRootPath={root!r} must be an absolute path, e.g. /{root}")
         return f"zk+hierarchical://{props['zkServers'].replace(',', ';')}{root}"
     return None

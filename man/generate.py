@@ -26,6 +26,7 @@ from bkctl.errors import EXIT_CODE_MEANINGS  # noqa: E402
 ENVIRONMENT = {
     "BKCTL_SERVICE_URI": "The metadata service URI, as -u/--service-uri.",
     "BKCTL_CONF": "A bk_server.conf-style properties file, as -c/--conf.",
+    "BKCTL_TIMEOUT": "Seconds to wait for ZooKeeper, as --timeout.",
     "BKCTL_SANDBOX_DIR": "The sandbox state directory (default ~/.local/state/bkctl/sandbox).",
 }
 

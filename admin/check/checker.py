@@ -49,6 +49,9 @@ class CheckOptions:
     recheck_delay: float = 5.0
     timeout: float = 30.0
     before_report: Callable[[int], Awaitable[None]] | None = None  # test hook: runs before the last re-read
+    # Write the check times (underreplication/*checkctime) as BookKeeper's auditor does. Off by default: a
+    # recorded time tells a real auditor the check was just done, and it postpones its own.
+    record: bool = False
 
 
 @dataclass
@@ -58,10 +61,14 @@ class Violation:
     segment: int | None
     bookies: list[str]
     missing_entries: dict[str, list[int]] = field(default_factory=dict)
+    error: str | None = None  # why a bookie counts as unavailable: what it answered, or why it could not
 
     def doc(self) -> dict:
-        return {"ledgerId": self.ledger_id, "category": self.category, "segment": self.segment,
-                "bookies": self.bookies, "missingEntries": self.missing_entries}
+        doc = {"ledgerId": self.ledger_id, "category": self.category, "segment": self.segment,
+               "bookies": self.bookies, "missingEntries": self.missing_entries}
+        if self.error is not None:
+            doc["error"] = self.error
+        return doc
 
 
 @dataclass
@@ -99,12 +106,20 @@ class CheckReport:
         }
 
 
+def _status_name(status: int) -> str:
+    try:
+        return f"{pb.StatusCode.Name(status)} ({status})"
+    except ValueError:
+        return f"status {status}"
+
+
 class Checker:
     def __init__(self, core, options: CheckOptions, progress: Callable[[int], None] = lambda n: None):
         self.core = core
         self.options = options
         self.progress = progress
         self.registered: dict = {}
+        self.failures: dict[str, tuple[int | None, str]] = {}  # bookie -> (ledger it failed on, the error)
 
     async def run(self) -> CheckReport:
         started = time.monotonic()
@@ -140,7 +155,7 @@ class Checker:
             await self._replicas(report, closed, held, unknown, under_replication)
         now_ms = int(time.time() * 1000)
         for kind, done in (("placement", options.placement), ("replicas", options.replicas)):
-            if done:
+            if done and options.record:
                 await asyncio.to_thread(under_replication.set_check_time, kind, now_ms)
         report.seconds = time.monotonic() - started
         return report
@@ -208,7 +223,8 @@ class Checker:
     async def _replicas(self, report: CheckReport, ledgers: dict[int, LedgerMetadata], held, unknown, marks):
         report.unavailable_bookies = sorted(unknown)
         for bookie_id in report.unavailable_bookies:
-            report.violations.append(Violation(None, cat.UNAVAILABLE_BOOKIES, None, [bookie_id]))
+            ledger_id, error = self.failures.get(bookie_id, (None, None))
+            report.violations.append(Violation(ledger_id, cat.UNAVAILABLE_BOOKIES, None, [bookie_id], error=error))
         for ledger_id, md in ledgers.items():
             finding = self._analyse(ledger_id, md, held, unknown)
             self.progress(1)
@@ -285,6 +301,7 @@ class Checker:
 
         async def ask(bookie_id: str, chunk: list[int]) -> None:
             async with window:
+                ledger_id = None
                 try:
                     async for ledger_id, status, data in self.core.bookie(bookie_id).list_entries(
                         chunk, self.options.timeout
@@ -294,10 +311,15 @@ class Checker:
                         elif status == pb.ENOLEDGER:
                             held[(bookie_id, ledger_id)] = EMPTY
                         else:
-                            raise BKError(f"bookie {bookie_id} answered status {status} for ledger {ledger_id}")
+                            raise BKError(f"bookie {bookie_id} answered {_status_name(status)} for ledger "
+                                          f"{ledger_id}")
+                    ledger_id = None
                 except BKError as exc:
                     log.warning("%s", exc)
                     failed.add(bookie_id)
+                    # kept so the report names the error and the ledger, not only "unavailable"; the recheck
+                    # overwrites it with what the bookie says the second time
+                    self.failures[bookie_id] = (ledger_id, str(exc))
 
         jobs = []
         for bookie_id, ids in wanted.items():

@@ -5,6 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bookie.errors import BKError, InvalidArgument
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Refuse a textfile path whose directory cannot take it before the check runs, not after an hour of it."""
+    directory = Path(path).absolute().parent
+    if not directory.is_dir():
+        raise InvalidArgument(f"--prometheus-file {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InvalidArgument(f"--prometheus-file {path}: directory {directory} is not writable")
+
 
 def write_textfile(path: str | os.PathLike, counts: dict[str, int], extra: dict[str, float]) -> None:
     lines = []
@@ -13,5 +24,8 @@ def write_textfile(path: str | os.PathLike, counts: dict[str, int], extra: dict[
         lines += [f"# TYPE {metric} gauge", f"{metric} {value}"]
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, target)
+    try:
+        tmp.write_text("\n".join(lines) + "\n")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise BKError(f"cannot write {target}: {exc.strerror}") from None

@@ -125,7 +125,8 @@ class Partition:
 class ExportPlan:
     ledgers: list[PlannedLedger]
     partitions: list[Partition]
-    skipped: dict[int, str] = field(default_factory=dict)  # missing or unreadable ledgers, with skip_missing
+    # missing or unreadable ledgers (by id) and empty ranges (by "FIRST-LAST"), with skip_missing
+    skipped: dict[int | str, str] = field(default_factory=dict)
     left_open: list[int] = field(default_factory=list)  # open ledgers, without include_open
 
     @property
@@ -208,7 +209,15 @@ def plan_export(bk, selection: Selection | None = None, custom_metadata: dict[st
         candidates = sorted(set(selection.ids) | set(in_ranges))
     corrupt: list[CorruptData] = []
     found = dict(manager.iter_ledgers(candidates, on_corrupt=corrupt.append))
-    skipped: dict[int, str] = {}
+    skipped: dict[int | str, str] = {}
+    # A range is sparse by nature (ids are not dense), so it takes what exists; but a range with no ledger at all
+    # is as missing as a named ledger that does not exist: most likely a typo, never silently nothing.
+    for low, high in selection.ranges if selection is not None else ():
+        if not any(low <= lid <= high for lid in candidates):
+            reason = f"no ledger in range {low}-{high}"
+            if not skip_missing:
+                raise NoSuchLedger(reason)
+            skipped[f"{low}-{high}"] = reason
     for lid in (lid for lid in candidates if lid not in found):
         problem = next((str(exc) for exc in corrupt if manager.path(lid) in str(exc)), None)
         if problem is None and (selection is None or lid not in selection.ids):

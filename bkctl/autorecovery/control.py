@@ -50,7 +50,8 @@ def disable(app, dry_run):
 
 
 @click.command("lost-bookie-recovery-delay")
-@click.option("--set", "seconds", type=click.IntRange(0), metavar="SECONDS", help="Set the delay.")
+# BookKeeper's auditor parses the znode as a Java int: a larger value would break it, not wait longer
+@click.option("--set", "seconds", type=click.IntRange(0, 2**31 - 1), metavar="SECONDS", help="Set the delay.")
 @output_option
 @click.pass_obj
 def lost_bookie_recovery_delay(app, seconds):

@@ -20,6 +20,7 @@ def decommission(app, bookie_id, timeout, yes):
     import time
 
     from bkctl.bookie.recover import run_recovery, show
+    from bkctl.bookie.targets import require_known_bookies
     from bookie.errors import BKError, InvalidArgument, OperationTimeout
     from bookie.meta.cookies import CookieStore
     from bookie.meta.registration import BookieRegistry
@@ -27,6 +28,7 @@ def decommission(app, bookie_id, timeout, yes):
     registered = {b.bookie_id for b in BookieRegistry(app.metadata).list(writable=True, readonly=True)}
     if bookie_id in registered:
         raise InvalidArgument(f"bookie {bookie_id} is still registered: stop it before decommissioning it")
+    require_known_bookies(app, [bookie_id])
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidArgument("refusing to decommission without --yes: no terminal to confirm on")

@@ -144,7 +144,11 @@ def lastmark(app, path):
     from bookie.errors import NotFound
     from bookie.storage.checkpoint import FILE, read_last_mark
 
+    from bookie.errors import InvalidArgument
+
     target = Path(path)
+    if target.is_file() and target.name != FILE:
+        raise InvalidArgument(f"{path} is neither a ledger directory nor a {FILE} file")
     directory = target.parent.parent if target.name == FILE else target
     mark = read_last_mark(directory)
     if mark is None:

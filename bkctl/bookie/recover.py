@@ -58,7 +58,15 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     from bookie.errors import InvalidArgument
     from bookie.meta.cookies import CookieStore
 
+    from bkctl.bookie.targets import require_known_bookies
+
     lost = {b.strip() for b in bookies.split(",") if b.strip()}
+    if not lost:
+        raise InvalidArgument(f"no bookie in {bookies!r}: name one or more, comma-separated")
+    if not query:
+        # --query answers "which ledgers name these bookies?": none is an answer it prints ("no ledger names X"),
+        # also after a decommission. A recovery (or its dry run) of a bookie nobody knows is a typo.
+        require_known_bookies(app, lost)
     if query or dry_run:
         ledgers = BookieRecovery(app.client.core, lost).affected(list(ledger_ids) or None)
         docs = [{"ledgerId": lid, "state": md.state.name,

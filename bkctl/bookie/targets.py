@@ -31,6 +31,26 @@ def target_bookies(app, bookie_ids: tuple[str, ...], all_bookies: bool) -> list:
     return [by_id[i] for i in dict.fromkeys(bookie_ids)]
 
 
+def require_known_bookies(app, bookie_ids) -> None:
+    """Refuse (not found, exit 5) a bookie id the cluster has never heard of: not registered, no cookie, and named
+    in no ledger's metadata. Commands about lost bookies must accept a bookie that is gone, but a typo must not
+    read as "nothing to do, success"."""
+    from bookie.errors import NotFound
+    from bookie.meta.cookies import CookieStore
+    from bookie.meta.registration import BookieRegistry
+
+    unknown = set(bookie_ids) - {b.bookie_id for b in BookieRegistry(app.metadata).list(writable=True, readonly=True)}
+    unknown -= set(CookieStore(app.metadata).list())
+    if unknown:  # the costly part, only for ids neither registered nor with a cookie: stops once all are found
+        for _, md in app.ledgers.iter_ledgers(on_corrupt=lambda exc: None):
+            unknown -= {b for segment in md.segments for b in segment.bookies}
+            if not unknown:
+                break
+    if unknown:
+        names = ", ".join(sorted(unknown))
+        raise NotFound(f"no bookie {names}: not registered, no cookie, and no ledger names it")
+
+
 def admin_call(bookie, method: str, request, what: str, timeout: float = 10.0):
     """One BookieAdmin call; errors are the project's (a dead bookie: ServiceUnavailable)."""
     from bookie.client.channel import BookieChannel

@@ -16,26 +16,32 @@ from bkctl.options import output_option
 @click.option("--recheck-delay", type=click.FloatRange(0), default=5.0, show_default=True, metavar="SECONDS",
               help="Ask a registered bookie that did not answer again after this long before reporting it.")
 @click.option("--prometheus-file", type=click.Path(dir_okay=False), help="Write the counts as textfile gauges.")
+@click.option("--record", is_flag=True,
+              help="Record the check times in ZooKeeper as BookKeeper's auditor does (its own checks wait then).")
 @output_option
 @click.pass_obj
 def check(app, placement, replicas, under_replicated_grace, ledger_ids, concurrency, verify_entries, recheck_delay,
-          prometheus_file):
+          prometheus_file, record):
     """Check closed ledgers' placement and replicas against the bookies' indexes (BP-34); exit 3 on violations
 
     No check flag runs both checks. Read-only and light on bookies: they answer from their indexes, no entry
     data is read (except with --verify-entries). Open ledgers are skipped; a ledger is re-read before it is
-    reported, so an ensemble change during the run raises no false alarm. Records the check times in ZooKeeper.
+    reported, so an ensemble change during the run raises no false alarm. Writes nothing to ZooKeeper unless
+    --record is given: then the check times (underreplication/replicascheckctime, placementpolicycheckctime) are
+    written as BookKeeper's auditor writes them, which postpones the auditor's own checks.
     """
     from admin.check.categories import ALL
     from admin.check.checker import Checker, CheckOptions
-    from admin.check.prometheus import write_textfile
+    from admin.check.prometheus import check_writable, write_textfile
     from bkctl.errors import ExitCode
 
+    if prometheus_file:
+        check_writable(prometheus_file)
     both = not (placement or replicas)
     options = CheckOptions(
         placement=placement or both, replicas=replicas or both, under_replicated_grace=under_replicated_grace,
         ledger_ids=list(ledger_ids) or None, concurrency=concurrency, verify_entries=verify_entries,
-        recheck_delay=recheck_delay,
+        recheck_delay=recheck_delay, record=record,
     )
     with app.terminal.progress("checking ledgers") as advance:
         report = app.client.run(Checker(app.client.core, options, advance).run())
@@ -56,7 +62,11 @@ def check(app, placement, replicas, under_replicated_grace, ledger_ids, concurre
         if report.violations:
             rows = [[v.ledger_id, v.category, v.segment, v.bookies,
                      sum(len(e) for e in v.missing_entries.values()) or None] for v in report.violations]
-            app.terminal.table(["LEDGER", "CATEGORY", "SEGMENT", "BOOKIES", "MISSING"], rows)
+            headers = ["LEDGER", "CATEGORY", "SEGMENT", "BOOKIES", "MISSING"]
+            if any(v.error for v in report.violations):  # why a bookie is unavailable: refused, or an I/O error
+                headers.append("ERROR")
+                rows = [[*row, v.error] for row, v in zip(rows, report.violations)]
+            app.terminal.table(headers, rows)
         else:
             app.terminal.line("no violations")
 

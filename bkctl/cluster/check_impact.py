@@ -16,16 +16,23 @@ def check_impact(app, bookie_ids):
     """
     from admin.check.impact import UNSAFE, ledger_impact
     from bkctl.errors import ExitCode
+    from bookie.errors import NotFound
+    from bookie.meta.cookies import CookieStore
     from bookie.meta.registration import BookieRegistry
 
     registered = {b.bookie_id for b in BookieRegistry(app.metadata).list(writable=True, readonly=True)}
-    impacts, already_gone = [], set()
+    impacts, already_gone, named = [], set(), set()
     for ledger_id, md in app.ledgers.iter_ledgers():
         ensemble = {b for s in md.segments for b in s.bookies}
+        named |= ensemble
         already_gone |= ensemble - registered
         impact = ledger_impact(ledger_id, md, set(bookie_ids) | (ensemble - registered))
         if impact is not None:
             impacts.append(impact)
+    # checked on the same pass over the ledgers: "safe" about a bookie that does not exist is a typo's answer
+    unknown = set(bookie_ids) - registered - named - set(CookieStore(app.metadata).list())
+    if unknown:
+        raise NotFound(f"no bookie {', '.join(sorted(unknown))}: not registered, no cookie, and no ledger names it")
     unsafe = [i for i in impacts if i.category in UNSAFE]
     doc = {"bookies": list(bookie_ids), "alreadyGone": sorted(already_gone), "safe": not unsafe,
            "ledgers": [i.doc() for i in impacts]}

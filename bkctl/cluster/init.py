@@ -15,7 +15,7 @@ def init(app, dry_run: bool):
     """
     from bookie.meta.layout import Layout, init_cluster, init_plan
 
-    store = app.metadata
+    store = app.session  # the one command for a root without a cluster
     manager = store.uri.manager or "hierarchical"
     planned = init_plan(store)
     instance_id = None if dry_run else init_cluster(store, manager)

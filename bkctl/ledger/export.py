@@ -32,7 +32,8 @@ def _spark_conf(ctx, _param, values):
               help="About this much payload per Spark task (ledgers are cut into entry ranges).")
 @click.option("--include-open", is_flag=True, help="Export open ledgers too, up to their LAC; writers are not fenced.")
 @click.option("--skip-missing", is_flag=True,
-              help="Skip named ledgers that do not exist or whose metadata cannot be read, instead of failing.")
+              help="Skip named ledgers that do not exist or whose metadata cannot be read, and ranges with no "
+                   "ledger, instead of failing.")
 @click.option("--overwrite", is_flag=True, help="Replace PATH when it exists and is not empty.")
 @click.option("--verify", is_flag=True,
               help="Read the files back: entries and bytes per ledger against the metadata, and a payload checksum.")
@@ -45,8 +46,8 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
 
     Rows: ledgerId, entryId, payload, length (payload bytes), lastAddConfirmed. Ledgers are read as an
     administrator (with the password in their metadata); open ledgers are left out unless --include-open. A missing
-    ledger, or an entry no bookie can give, fails the export naming the ledger (exit 5); --verify exits 3 when
-    the files do not match. Seconds and MB/s count the Spark job, not Spark's start.
+    ledger, a range with no ledger, or an entry no bookie can give, fails the export naming it (exit 5); --verify
+    exits 3 when the files do not match. Seconds and MB/s count the Spark job, not Spark's start.
     """
     import shutil
     import tempfile

@@ -33,6 +33,7 @@ def read(app, ledger_id, first, last, fmt, follow, password, password_file):
     import json
     import sys
 
+    from bkctl.ledger.entry_range import entry_range
     from bookie.meta.paths import parse_ledger_id
 
     lid = parse_ledger_id(ledger_id)
@@ -56,7 +57,7 @@ def read(app, ledger_id, first, last, fmt, follow, password, password_file):
             app.terminal.warn(message)
         seen = len(handle.corruptions)
 
-    end = handle.last_add_confirmed if last is None else min(last, handle.last_add_confirmed)
+    end = entry_range(lid, first, last, handle.last_add_confirmed, follow)
     emit(handle.iter_entries(first, end))
     if not follow:
         return

@@ -34,15 +34,27 @@ class ServiceUri:
 
 def _host(text: str, uri: str) -> tuple[str, int]:
     if text.startswith("["):  # [ipv6]:port
-        host, _, rest = text[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
+        host, bracket, rest = text[1:].partition("]")
+        if not bracket:
+            raise InvalidArgument(f"malformed service URI {uri!r}: no ']' after IPv6 address {text[1:]!r}; "
+                                  "write [ADDRESS]:PORT")
+        if rest and not rest.startswith(":"):
+            raise InvalidArgument(f"malformed service URI {uri!r}: {rest!r} after [{host}]; write [ADDRESS]:PORT")
+        if host and ":" not in host:
+            raise InvalidArgument(f"malformed service URI {uri!r}: [{host}] is not an IPv6 address")
+        port_text = rest[1:]
+        if rest == ":":
+            raise InvalidArgument(f"malformed service URI {uri!r}: empty port after [{host}]; {EXPECTED}")
+    elif text.count(":") > 1:  # ::1:2181 cannot say where the address ends
+        raise InvalidArgument(f"malformed service URI {uri!r}: IPv6 address {text!r} needs brackets: "
+                              "[ADDRESS]:PORT")
     else:
         host, _, port_text = text.rpartition(":") if ":" in text else (text, "", "")
     if not host:
         raise InvalidArgument(f"malformed service URI {uri!r}: empty host; {EXPECTED}")
     if not port_text:
         return host, DEFAULT_ZK_PORT
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise InvalidArgument(f"malformed service URI {uri!r}: bad port {port_text!r}; {EXPECTED}")
     return host, int(port_text)
 

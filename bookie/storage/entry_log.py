@@ -64,7 +64,10 @@ def list_log_ids(directory: Path) -> list[int]:
 def read_ledgers_map(path: Path) -> dict[int, int] | None:
     """The sealed log's ledgers map ``{ledgerId: bytes}``, or None when it has none."""
     with open(path, "rb") as f:
-        magic, version, map_offset, count = HEADER.unpack(f.read(HEADER.size))
+        head = f.read(HEADER.size)
+        if len(head) < HEADER.size:
+            return None  # a log created but not written yet (the next one is pre-created): nothing in it
+        magic, version, map_offset, count = HEADER.unpack(head)
         if magic != MAGIC:
             raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
         if map_offset == 0:
@@ -90,7 +93,10 @@ def iter_records(path: Path, chunk: int = 4 << 20) -> Iterator[tuple[int, int, i
     ``record`` is ``int32 size | framed entry``, valid until the next item. Reads the log in large chunks: compaction
     and map rebuilding read whole logs, and a read per entry costs more than the entry."""
     with open(path, "rb", buffering=0) as f:
-        magic, _, map_offset, _ = HEADER.unpack(f.read(HEADER.size))
+        head = f.read(HEADER.size)
+        if len(head) < HEADER.size:
+            return  # a log created but not written yet (the next one is pre-created): no entries
+        magic, _, map_offset, _ = HEADER.unpack(head)
         if magic != MAGIC:
             raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
         end = map_offset or os.fstat(f.fileno()).st_size

@@ -75,3 +75,17 @@ def test_inspect_a_stopped_bookies_files(bkctl, harness):
     assert [e["entryId"] for e in doc["entries"]] == [0, 1, 2]
     mark = json.loads(bkctl("bookie", "inspect", "lastmark", bookie.ledger_dir, "-o", "json").stdout)
     assert mark["journalFile"].endswith(".txn") and mark["offset"] >= 512
+
+
+def test_inspect_an_empty_pre_created_entry_log(bkctl, tmp_path):
+    """BookKeeper creates the next entry log before it is needed: every real bookie has a 0-byte one."""
+    (tmp_path / "current").mkdir()
+    log = tmp_path / "current" / "7.log"
+    log.write_bytes(b"")
+    result = bkctl("bookie", "inspect", "entrylog", str(log), "-o", "json")
+    assert (result.exit_code, json.loads(result.stdout)) == (0, [])
+    ledger_map = bkctl("bookie", "inspect", "entrylog", str(log), "--map")
+    assert (ledger_map.exit_code, ledger_map.stdout, ledger_map.stderr) == (0, "", "empty entry log\n")
+    usage = bkctl("bookie", "inspect", "entrylog", "--usage", str(tmp_path), "-o", "json")
+    assert usage.exit_code == 0
+    assert [(d["file"], d["totalSize"], d["ledgers"]) for d in json.loads(usage.stdout)] == [("7.log", 0, 0)]

@@ -68,6 +68,13 @@ def test_a_missing_ledger_fails_unless_skipped(bkctl, service_uri, ledgers):
     assert result.stderr.splitlines()[-1] == "warning: ledger 404 does not exist: skipped"
 
 
+def test_a_range_with_no_ledger_is_missing_too(bkctl, service_uri, ledgers, tmp_path):
+    result = bkctl("-u", service_uri, "ledger", "export", "1", "40-90", "--to", str(tmp_path / "out"))
+    assert (result.exit_code, result.stdout, result.stderr) == (5, "", "error: no ledger in range 40-90\n")
+    result, doc = plan(bkctl, service_uri, "1", "40-90", "3-6", "--skip-missing")  # 3-6 holds ledger 5
+    assert result.exit_code == 0 and doc["ledgers"] == 2 and doc["skipped"] == {"40-90": "no ledger in range 40-90"}
+
+
 @pytest.mark.parametrize(("args", "message"), [
     ([], "name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE"),
     (["1", "--all"], "name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE"),

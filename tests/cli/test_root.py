@@ -38,6 +38,65 @@ def test_unreachable_zookeeper_exits_6_within_10_seconds(bkctl):
     assert result.stderr.startswith("error: cannot reach ZooKeeper at 127.0.0.1:") and result.stderr.count("\n") == 1
 
 
+def dead_uri():
+    from bookie.local.process import free_port
+
+    return f"zk+hierarchical://127.0.0.1:{free_port()}/ledgers"
+
+
+@pytest.mark.parametrize("how", ["flag", "env", "zkTimeout"])
+def test_timeout_bounds_the_wait_for_an_unreachable_zookeeper(bkctl, monkeypatch, tmp_path, how):
+    uri = dead_uri()
+    args = ["-u", uri]
+    if how == "flag":
+        args = ["--timeout", "1", *args]
+    elif how == "env":
+        monkeypatch.setenv("BKCTL_TIMEOUT", "1")
+    else:
+        (tmp_path / "bk.conf").write_text(f"metadataServiceUri={uri}\nzkTimeout=1000\n")
+        args = ["-c", str(tmp_path / "bk.conf")]
+    started = time.monotonic()
+    result = bkctl(*args, "ledger", "list")
+    assert time.monotonic() - started < 5  # 8 s before
+    address = uri.split("//")[1].split("/")[0]
+    assert (result.exit_code, result.stderr) == (6, f"error: cannot reach ZooKeeper at {address} (gave up after 1 s)\n")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "inf", "nan", "1e999", "100000000000"])
+def test_a_bad_timeout_is_a_usage_error(bkctl, value, tmp_path):
+    result = bkctl("--timeout", value, "-u", dead_uri(), "ledger", "list")
+    assert result.exit_code == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    (tmp_path / "bk.conf").write_text(f"metadataServiceUri={dead_uri()}\nzkTimeout={value}\n")
+    result = bkctl("-c", str(tmp_path / "bk.conf"), "ledger", "list")
+    assert (result.exit_code, result.stderr) == (
+        2, f"error: configuration file {tmp_path / 'bk.conf'}: zkTimeout={value!r} is not a positive number of "
+           "milliseconds (up to a day)\n")
+
+
+def test_a_conf_file_without_a_metadata_service_is_refused(bkctl, cluster, service_uri, tmp_path, monkeypatch):
+    from bookie.local.sandbox import Sandbox
+
+    conf = tmp_path / "bk.conf"
+    conf.write_text("bookiePort=3181\n")
+    # a running sandbox must not be picked instead of the cluster the file was meant to name
+    monkeypatch.setattr(Sandbox, "running", lambda self: pytest.fail("the sandbox was consulted"))
+    result = bkctl("-c", str(conf), "ledger", "list")
+    assert (result.exit_code, result.stderr) == (
+        2, f"error: configuration file {conf} names no metadata service (metadataServiceUri, or zkServers): add one, "
+           "or pass -u/--service-uri\n")
+    conf.write_text(f"metadataServiceUri={service_uri}\n")
+    result = bkctl("-v", "-c", str(conf), "ledger", "list")
+    assert result.exit_code == 0 and f"metadata service: {service_uri} (from {conf})" in result.stderr
+
+
+def test_a_relative_ledgers_root_path_in_conf_is_named(bkctl, zookeeper, tmp_path):
+    conf = tmp_path / "old.conf"
+    conf.write_text(f"zkServers={zookeeper.address}\nzkLedgersRootPath=ledgers\n")
+    result = bkctl("-c", str(conf), "cluster", "info")
+    assert (result.exit_code, result.stderr) == (
+        2, f"error: {conf}: zkLedgersRootPath='ledgers' must be an absolute path, e.g. /ledgers\n")
+
+
 def test_no_service_and_no_sandbox_exits_6(bkctl, tmp_path):
     result = bkctl("ledger", "list")
     assert result.exit_code == 6
@@ -71,6 +130,21 @@ def test_missing_conf_file_exits_2(bkctl, tmp_path):
 def test_unknown_option_exits_2(bkctl):
     assert bkctl("ledger", "list", "--bogus").exit_code == 2
     assert bkctl("ledger", "list", "-o", "xml").exit_code == 2
+
+
+@pytest.mark.parametrize(("args", "stderr"), [
+    (["ledger", "list", "--bogus"], "error: No such option '--bogus'.\n"),
+    (["--bogus", "ledger", "list"], "error: No such option '--bogus'. Did you mean '--verbose'?\n"),
+    (["ledger", "read"], "error: Missing argument 'ID'.\n"),
+    (["ledger", "nope"], "error: No such command 'nope'.\n"),
+    (["ledger", "list", "-o", "xml"],
+     "error: Invalid value for '-o' / '--output': 'xml' is not one of 'table', 'wide', 'json', 'yaml'.\n"),
+])
+def test_usage_errors_are_one_line(bkctl, args, stderr):
+    result = bkctl(*args)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", stderr)
+    # --help keeps click's full usage (CliRunner names the program "cli")
+    assert bkctl("ledger", "read", "--help").stdout.startswith("Usage: cli ledger read [OPTIONS] ID\n")
 
 
 @pytest.mark.parametrize("shell,marker", [("bash", "complete -o"), ("zsh", "compdef"), ("fish", "function _bkctl_completion")])

@@ -25,6 +25,11 @@ def test_legacy_zk_servers_keys():
     assert metadata_service_uri({}) is None
 
 
+def test_a_relative_ledgers_root_path_is_named_not_a_bad_port():
+    with pytest.raises(InvalidArgument, match=r"bk.conf: zkLedgersRootPath='ledgers' must be an absolute path"):
+        metadata_service_uri({"zkServers": "zk1:2181", "zkLedgersRootPath": "ledgers"}, "bk.conf")
+
+
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(InvalidArgument, match="does not exist"):
         load_properties(tmp_path / "nope.conf")

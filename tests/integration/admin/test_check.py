@@ -23,7 +23,7 @@ def test_clean_cluster_then_a_wiped_bookie(harness, bkctl, cluster, tmp_path):
     code, doc = check(bkctl, harness.service_uri, "--prometheus-file", str(tmp_path / "check.prom"))
     assert code == 0 and doc["checkedLedgers"] == 5 and doc["violations"] == []
     assert "bkctl_check_num_ledgers_having_no_replica_of_an_entry 0" in (tmp_path / "check.prom").read_text()
-    assert UnderReplicationManager(cluster).check_time("replicas") is not None
+    assert UnderReplicationManager(cluster).check_time("replicas") is None  # read-only without --record
 
     victim = bookies[1]
     wipe(victim)
@@ -138,6 +138,50 @@ def test_verify_entries_finds_a_corrupt_copy_the_index_cannot_show(harness, bkct
     assert code == 3
     (violation,) = doc["violations"]
     assert violation["missingEntries"] == {victim.bookie_id: [7]} and violation["category"] == cat.LESS_THAN_WQ
+
+
+def test_a_check_writes_nothing_in_zookeeper_unless_asked_to_record(harness, bkctl, cluster):
+    """The auditor's check-time znodes postpone a real auditor's checks: a cron audit must not touch them, pass
+    or fail; --record writes them as the auditor would."""
+    bookies = harness.start(3, zkTimeout=30000)
+    write_ledgers(harness.service_uri, 2)
+    ur_root = UnderReplicationManager(cluster).root
+    names = ("replicascheckctime", "placementpolicycheckctime")
+
+    def snapshot():
+        return {name: (stat.mzxid, stat.version) if (stat := cluster.zk.exists(f"{ur_root}/{name}")) else None
+                for name in names}
+
+    assert check(bkctl, harness.service_uri, "--record")[0] == 0
+    before = snapshot()
+    assert None not in before.values()
+    assert check(bkctl, harness.service_uri)[0] == 0
+    bookies[0].stop(kill=True)  # a failing check (an unavailable bookie) writes nothing either
+    assert check(bkctl, harness.service_uri)[0] == 3
+    assert snapshot() == before
+    assert check(bkctl, harness.service_uri, "--record")[0] == 3
+    after = snapshot()
+    assert all(after[name][0] > before[name][0] for name in names)
+
+
+def test_an_io_error_on_a_bookie_names_the_bookie_the_ledger_and_the_error(harness, bkctl):
+    from bookie.storage.index import index_path
+
+    harness.start(3)
+    (ledger_id,) = write_ledgers(harness.service_uri, 1)
+    victim = harness.bookies[0]
+    victim.stop()
+    index = index_path(victim.ledger_dir, ledger_id)
+    index.write_bytes(b"XXXX" + index.read_bytes()[4:])  # not an index file any more: the bookie answers EIO
+    harness.restart(victim)
+    code, doc = check(bkctl, harness.service_uri)
+    assert code == 3
+    (violation,) = [v for v in doc["violations"] if v["category"] == cat.UNAVAILABLE_BOOKIES]
+    assert violation["bookies"] == [victim.bookie_id] and violation["ledgerId"] == ledger_id
+    assert "EIO" in violation["error"] and victim.bookie_id in violation["error"]
+    result = bkctl("-u", harness.service_uri, "cluster", "check", "--recheck-delay", "0")
+    (row,) = [line for line in result.stdout.splitlines() if cat.UNAVAILABLE_BOOKIES in line and "EIO" in line]
+    assert row.split()[0] == str(ledger_id)
 
 
 def test_check_impact(harness, bkctl):

@@ -1,0 +1,245 @@
+"""No traceback from any command on any input.
+
+Every command's --help works (the whole click tree, lazily loaded groups included), and bad inputs of each command
+group end in exactly one line on stderr starting ``error:`` and an exit code from the documented table
+(bkctl/errors.py). In-process with CliRunner (exceptions caught, so a traceback fails the test instead of
+escaping it), and a few through a real process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+from helpers import shared_cluster
+
+from bkctl.cli import cli
+from bkctl.errors import ExitCode
+from bookie.client import BookKeeper
+
+FAILED, USAGE, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (ExitCode.FAILED, ExitCode.USAGE, ExitCode.UNAUTHORIZED,
+                                                       ExitCode.NOT_FOUND, ExitCode.UNREACHABLE)
+
+
+def command_paths() -> list[tuple[str, ...]]:
+    """Every group and command under `bkctl`, as argument paths, loading lazy groups as a user's call would."""
+    paths = []
+
+    def walk(command: click.Command, path: tuple[str, ...], ctx: click.Context) -> None:
+        paths.append(path)
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                walk(sub, (*path, name), click.Context(sub, info_name=name, parent=ctx))
+
+    walk(cli, (), click.Context(cli, info_name="bkctl"))
+    return paths
+
+
+def invoke(*args: str, input: str | None = None):
+    result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=True)
+    escaped = result.exception if not isinstance(result.exception, SystemExit) else None
+    assert escaped is None, f"bkctl {' '.join(args)} raised {escaped!r}"
+    return result
+
+
+def assert_one_line_error(result, code: int, args) -> None:
+    where = f"bkctl {' '.join(args)}: exit {result.exit_code}, stderr {result.stderr!r}"
+    assert "Traceback" not in result.output, where
+    assert result.exit_code in list(ExitCode), where
+    assert result.exit_code == code, where
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, where
+
+
+@pytest.mark.parametrize("path", command_paths(), ids=lambda p: " ".join(p) or "bkctl")
+def test_every_command_has_help(path):
+    result = invoke(*path, "--help")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith("Usage: ") and "Options:" in result.stdout
+
+
+def test_the_walk_reaches_every_group_and_leaf():
+    paths = set(command_paths())
+    assert {("ledger", "read"), ("bookie", "inspect", "entrylog"), ("sandbox", "stop"), ("completion",)} <= paths
+    assert len(paths) > 40
+
+
+@pytest.fixture(scope="module")
+def live(zookeeper, tmp_path_factory):
+    """One bookie, a closed ledger of 5 entries (E1 W1 A1), and a file of random bytes."""
+    directory = tmp_path_factory.mktemp("bad-input")
+    garbage = directory / "garbage"
+    garbage.write_bytes(bytes(range(256)) * 8)
+    with shared_cluster(zookeeper, directory, 1) as harness:
+        with BookKeeper(harness.service_uri) as bk:
+            ledger = bk.create_ledger(1, 1, 1, password=b"pw")
+            ledger.add_entries(b"entry-%d" % i for i in range(5))
+            ledger.close()
+        yield harness.service_uri, {"{L}": str(ledger.ledger_id), "{G}": str(garbage), "{O}": str(directory / "out")}
+
+
+@pytest.fixture(scope="module")
+def dead():
+    from bookie.local.process import free_port
+
+    return f"zk+hierarchical://127.0.0.1:{free_port()}/ledgers"
+
+
+# Arguments after `bkctl -u URI`; {L} is the live ledger (password pw), {G} a file of random bytes, {O} a
+# path that does not exist (an export that went ahead would write it). Expected exit code per the documented table.
+BAD_INPUTS = {
+    "root": [
+        (["--bogus", "ledger", "list"], USAGE),
+        (["--timeout", "0", "ledger", "list"], USAGE),
+        (["--timeout", "soon", "ledger", "list"], USAGE),
+        (["-c", "/nonexistent/bk.conf", "ledger", "list"], USAGE),
+        (["-c", "{G}", "ledger", "list"], USAGE),
+        (["nope"], USAGE),
+    ],
+    "ledger": [
+        (["ledger", "list", "--bogus"], USAGE),
+        (["ledger", "list", "--meta", "novalue"], USAGE),
+        (["ledger", "read"], USAGE),
+        (["ledger", "read", "x"], USAGE),
+        (["ledger", "read", "-3"], USAGE),
+        (["ledger", "read", "424242"], NOT_FOUND),
+        (["ledger", "read", "{L}", "--password", "wrong"], UNAUTHORIZED),
+        (["ledger", "read", "{L}", "--password", "pw", "--from", "9"], USAGE),
+        (["ledger", "read", "{L}", "--password", "pw", "--from", "3", "--to", "1"], USAGE),
+        (["ledger", "read", "{L}", "--from", "-1"], USAGE),
+        (["ledger", "read", "{L}", "--format", "xml"], USAGE),
+        (["ledger", "read", "{L}", "--password", "a", "--password-file", "/etc/hostname"], USAGE),
+        (["ledger", "metadata", "424242"], NOT_FOUND),
+        (["ledger", "metadata", "1e3"], USAGE),
+        (["ledger", "create", "-e", "0"], USAGE),
+        (["ledger", "create", "--input", "/"], USAGE),
+        (["ledger", "create", "--password-file", "/"], USAGE),
+        (["ledger", "create", "--meta", "novalue"], USAGE),
+        (["ledger", "create", "--digest", "md5"], USAGE),
+        (["ledger", "create", "-e", "1", "-w", "2"], USAGE),
+        (["ledger", "create", "--input", "/nonexistent/file"], USAGE),
+        (["ledger", "delete", "424242", "--yes"], NOT_FOUND),
+        (["ledger", "delete"], USAGE),
+        (["ledger", "delete", "x", "--yes"], USAGE),
+        (["ledger", "metadata", "99999999999999999999999"], USAGE),
+        (["ledger", "recover", "424242"], NOT_FOUND),
+        (["ledger", "export", "9-3", "--to", "{O}"], USAGE),
+        (["ledger", "export", "40-90", "--to", "{O}"], NOT_FOUND),
+        (["ledger", "export", "{L}", "--to", "{O}", "--partition-bytes", "lots"], USAGE),
+        (["ledger", "simpletest", "-n", "x"], USAGE),
+    ],
+    "cluster": [
+        (["cluster", "check", "--ledger", "424242"], NOT_FOUND),
+        (["cluster", "check", "--concurrency", "0"], USAGE),
+        (["cluster", "check", "--verify-entries", "101"], USAGE),
+        (["cluster", "check", "--prometheus-file", "/nonexistent/dir/check.prom"], USAGE),
+        (["cluster", "check-impact"], USAGE),
+        (["cluster", "check-impact", "--bookie", "nope:1"], NOT_FOUND),
+        (["cluster", "init"], FAILED),
+        (["cluster", "info", "extra"], USAGE),
+    ],
+    "bookies": [
+        (["bookies", "list", "-o", "xml"], USAGE),
+        (["bookies", "list", "extra"], USAGE),
+    ],
+    "bookie": [
+        (["bookie", "info", "nope:1"], NOT_FOUND),
+        (["bookie", "info"], USAGE),
+        (["bookie", "readonly"], USAGE),
+        (["bookie", "gc", "--all", "nope:1"], USAGE),
+        (["bookie", "gc", "nope:1"], NOT_FOUND),
+        (["bookie", "gc-status"], USAGE),
+        (["bookie", "readonly", "nope:1", "--on"], NOT_FOUND),
+        (["bookie", "compaction", "suspend"], USAGE),
+        (["bookie", "decommission", "127.0.0.1:9999", "--yes"], NOT_FOUND),
+        (["bookie", "recover", "9.9.9.9:3181", "--dry-run"], NOT_FOUND),
+        (["bookie", "recover", ",", "--dry-run"], USAGE),
+        (["bookie", "recover", "1.2.3.4:5", "--ledger", "x"], USAGE),
+        (["bookie", "inspect", "journal", "/nonexistent/1.txn"], USAGE),
+        (["bookie", "inspect", "entrylog", "/"], USAGE),
+        (["bookie", "inspect", "lastmark", "/"], NOT_FOUND),
+        (["bookie", "inspect", "journal", "{G}"], FAILED),
+        (["bookie", "inspect", "entrylog", "{G}"], FAILED),
+        (["bookie", "inspect", "entrylog", "{G}", "--map"], FAILED),
+        (["bookie", "inspect", "index", "{G}"], FAILED),
+        (["bookie", "inspect", "lastmark", "{G}"], USAGE),
+        (["bookie", "run", "--port", "0"], USAGE),
+        (["bookie", "run", "--set", "novalue"], USAGE),
+        (["bookie", "run", "--conf", "{G}"], USAGE),
+    ],
+    "autorecovery": [
+        (["autorecovery", "lost-bookie-recovery-delay", "--set", "-5"], USAGE),
+        (["autorecovery", "lost-bookie-recovery-delay", "--set", "2147483648"], USAGE),  # a Java int in BookKeeper
+        (["autorecovery", "run", "--poll", "x"], USAGE),
+        (["autorecovery", "status", "--bogus"], USAGE),
+    ],
+    "bench": [
+        (["bench", "write", "--entries", "0"], USAGE),
+        (["bench", "read", "--ledger", "424242"], NOT_FOUND),
+        (["bench", "bookie", "--raw-dir", "{G}"], USAGE),
+        (["bench", "bookie", "--entry-size", "0"], USAGE),
+    ],
+    "sandbox": [
+        (["sandbox", "start", "--bookies", "99"], USAGE),
+        (["sandbox", "start", "--zk-port", "0"], USAGE),
+        (["sandbox", "stop-bookie"], USAGE),
+    ],
+    "completion": [
+        (["completion", "tcsh"], USAGE),
+        (["completion"], USAGE),
+    ],
+}
+CASES = [(group, args, code) for group, cases in BAD_INPUTS.items() for args, code in cases]
+
+
+@pytest.mark.parametrize(("group", "args", "code"), CASES, ids=[f"{g}: {' '.join(a)}" for g, a, _ in CASES])
+def test_bad_input_is_one_line_and_a_documented_exit_code(live, group, args, code):
+    uri, names = live
+    full = ["-u", uri, *(names.get(a, a) for a in args)]
+    assert_one_line_error(invoke(*full), code, full)
+
+
+MALFORMED_URIS = ["not-a-uri", "zk://[::1:2181/ledgers", "zk://[::1]:x/ledgers", "zk+weird://h:1/ledgers",
+                  "zk://h:2181", "zk://h:99999/ledgers"]
+EVERY_GROUP = [["ledger", "list"], ["bookies", "list"], ["cluster", "info"], ["autorecovery", "status"],
+               ["bookie", "info", "--all"], ["bench", "read", "--ledger", "1"]]
+
+
+@pytest.mark.parametrize("uri", MALFORMED_URIS)
+@pytest.mark.parametrize("args", EVERY_GROUP, ids=" ".join)
+def test_a_malformed_service_uri_is_a_usage_error(uri, args):
+    full = ["-u", uri, *args]
+    assert_one_line_error(invoke(*full), USAGE, full)
+
+
+@pytest.mark.parametrize("args", EVERY_GROUP, ids=" ".join)
+def test_a_root_without_a_cluster_is_not_found(live, args):
+    full = ["-u", live[0].replace("/ledgers", "/nope"), *args]
+    result = invoke(*full)
+    assert_one_line_error(result, NOT_FOUND, full)
+    assert "/nope" in result.stderr
+
+
+@pytest.mark.parametrize("args", EVERY_GROUP[:3], ids=" ".join)
+def test_a_dead_service_with_a_short_timeout_is_unreachable(dead, args):
+    full = ["--timeout", "0.5", "-u", dead, *args]
+    result = invoke(*full)
+    assert_one_line_error(result, UNREACHABLE, full)
+    assert dead.split("//")[1].split("/")[0] in result.stderr
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["--bogus"], USAGE),
+    (["ledger", "read", "x"], USAGE),
+    (["-u", "zk://[::1:2181/ledgers", "ledger", "list"], USAGE),
+    (["--timeout", "1", "-u", "{dead}", "ledger", "list"], UNREACHABLE),
+])
+def test_in_a_real_process(dead, args, code):
+    args = [a.replace("{dead}", dead) for a in args]
+    proc = subprocess.run([sys.executable, "-m", "bkctl", *args], capture_output=True, text=True, timeout=30)
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == code and proc.stdout == ""
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
