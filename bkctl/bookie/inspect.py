@@ -16,12 +16,18 @@ def inspect():
 @output_option
 @click.pass_obj
 def journal(app, path, ledger_id):
-    """List a journal file's records: offset, kind, ledger, entry, size (like BookKeeper's readjournal)"""
+    """List a journal file's records: offset, kind, ledger, entry, size (like BookKeeper's readjournal)
+
+    Damaged records are skipped up to the next whole write and reported on stderr (exit 3), so an operator sees
+    what a bookie refuses to replay, and what follows the damage.
+    """
     from pathlib import Path
 
-    from bookie.storage.journal import scan_journal
+    from bkctl.errors import CheckFailed
+    from bookie.storage.journal import JournalScan
 
-    records = (r for r in scan_journal(Path(path)) if ledger_id is None or r.ledger_id == ledger_id)
+    scan = JournalScan(Path(path), skip_corruption=True)
+    records = (r for r in scan if ledger_id is None or r.ledger_id == ledger_id)
     app.terminal.stream(
         records,
         ["OFFSET", "KIND", "LEDGER", "ENTRY", "SIZE"],
@@ -30,6 +36,14 @@ def journal(app, path, ledger_id):
                    "entryId": r.entry_id if r.kind == "entry" else None, "size": len(r.data)},
         empty="no records",
     )
+    if scan.torn_tail is not None:
+        app.terminal.warn(f"{path}: torn tail at offset {scan.torn_tail} (the last write cut short by a crash)")
+    for damage in scan.skipped:
+        app.terminal.warn(f"{path}: corrupt journal record at offset {damage.offset} ({damage.reason}); "
+                          f"{damage.resume - damage.offset} bytes skipped")
+    if scan.skipped:
+        raise CheckFailed(f"{path}: {len(scan.skipped)} damaged region(s); a bookie refuses to replay this journal "
+                          "unless started with --skip-journal-corruption")
 
 
 @inspect.command()

@@ -89,3 +89,32 @@ def test_inspect_an_empty_pre_created_entry_log(bkctl, tmp_path):
     usage = bkctl("bookie", "inspect", "entrylog", "--usage", str(tmp_path), "-o", "json")
     assert usage.exit_code == 0
     assert [(d["file"], d["totalSize"], d["ledgers"]) for d in json.loads(usage.stdout)] == [("7.log", 0, 0)]
+
+
+def test_inspect_a_damaged_journal_lists_what_follows_the_damage(bkctl, tmp_path):
+    """The records after a bad one are shown (a bookie refuses to replay past it), the damage named, exit 3."""
+    from bookie.storage import journal as jf
+
+    def entry_record(entry_id):
+        data = jf.META.pack(5, entry_id) + b"x" * 20
+        return jf.INT.pack(len(data)) + data
+
+    journal = jf.JournalFile(tmp_path, 1, prealloc_bytes=1 << 20)
+    starts = []
+    for chunk in (entry_record(0), entry_record(1), entry_record(2)):  # three group commits
+        starts.append(journal.position)
+        journal.append(chunk)
+    journal.close()
+    path = jf.journal_path(tmp_path, 1)
+    with open(path, "r+b") as f:
+        f.seek(starts[1])
+        f.write(bytes(4))  # a zeroed sector in the middle
+    result = bkctl("bookie", "inspect", "journal", str(path), "-o", "json")
+    assert result.exit_code == 3
+    assert [r["entryId"] for r in json.loads(result.stdout)] == [0, 2]
+    assert result.stderr.splitlines() == [
+        f"warning: {path}: corrupt journal record at offset {starts[1]} (length 0); "
+        f"{starts[2] - starts[1]} bytes skipped",
+        f"error: {path}: 1 damaged region(s); a bookie refuses to replay this journal unless started with "
+        "--skip-journal-corruption",
+    ]
