@@ -59,7 +59,10 @@ class MetadataStore:
     def __init__(self, uri: ServiceUri, connect_timeout: float = CONNECT_TIMEOUT, session_timeout=SESSION_TIMEOUT):
         self.uri = uri
         self.root = uri.root
-        retry = KazooRetry(max_tries=3, delay=0.2, max_delay=1.0, deadline=connect_timeout)
+        # Reconnect for as long as the session lives: kazoo ends its connection thread for good when this policy
+        # gives up, which left a bookie (or the auditor) running but cut off after a short ZooKeeper outage.
+        # The first connection is bounded by start(timeout) below, each command by command_retry.
+        retry = KazooRetry(max_tries=-1, delay=0.2, max_delay=2.0)
         self.zk = KazooClient(
             hosts=uri.zk_hosts,
             timeout=session_timeout,

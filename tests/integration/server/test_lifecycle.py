@@ -102,3 +102,42 @@ def test_metrics_count_adds_reads_and_fsyncs(harness):
     assert float(metrics["bookie_journal_sync_latency_seconds_count"]) >= 1
     assert float(metrics["bookie_write_bytes_total"]) > 100 * 100
     assert "bookie_ledger_cache_hit_ratio" in metrics and metrics["bookie_read_only"] == "0.0"
+
+
+def test_reregisters_after_zookeeper_was_down_longer_than_a_connect_timeout(tmp_path):
+    """A bookie outlives a ZooKeeper outage of any length: it keeps trying to reconnect, then registers again.
+    (kazoo's connection retry policy used to give up after three tries or 8 s and stop its connection thread for
+    good, leaving the bookie running but invisible to every client.)"""
+    import time
+
+    from helpers import BookieHarness
+
+    from bookie.local.process import free_port, stop_process_group
+    from bookie.local.zookeeper import EmbeddedZooKeeper
+    from bookie.meta.layout import init_cluster
+    from bookie.meta.store import MetadataStore
+    from bookie.meta.uri import parse_service_uri
+
+    zk = EmbeddedZooKeeper(tmp_path / "zk", free_port())
+    pid = zk.start()
+    uri = f"zk+hierarchical://{zk.address}/ledgers"
+    try:
+        with MetadataStore(parse_service_uri(uri)) as store:
+            init_cluster(store)
+            harness = BookieHarness(store, uri, tmp_path)
+            (bookie,) = harness.start(1)
+        try:
+            stop_process_group(pid)  # the old policy gave up within a second of refused connections
+            wait_for(lambda: "Connection dropped" in bookie.log_path.read_text(), "the bookie to notice", 30)
+            time.sleep(3)
+            pid = zk.start()
+            # A restarted ZooKeeper restores the old session, and its ephemeral node, until the session times out
+            # (zkTimeout 6 s): only a registration still there after that is one the bookie holds.
+            time.sleep(9)
+            with MetadataStore(parse_service_uri(uri)) as store:
+                wait_for(lambda: [b.bookie_id for b in BookieRegistry(store).list()] == [bookie.bookie_id],
+                         "the registration after ZooKeeper came back", 30)
+        finally:
+            harness.close()
+    finally:
+        stop_process_group(pid)
