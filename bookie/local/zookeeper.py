@@ -34,13 +34,38 @@ def zookeeper_classpath() -> str:
 
 
 def ruok(host: str, port: int, timeout: float = 0.5) -> bool:
-    """ZooKeeper's four-letter health check."""
+    """ZooKeeper's four-letter health check: the server process answers (not that it serves clients yet)."""
     try:
         with socket.create_connection((host, port), timeout) as s:
             s.sendall(b"ruok")
             return s.recv(4) == b"imok"
     except OSError:
         return False
+
+
+def serving(host: str, port: int, timeout: float = 0.5) -> bool:
+    """Whether ZooKeeper serves clients. ``ruok`` answers ``imok`` as soon as the port accepts, while the server
+    still loads its database and turns clients away ("ZooKeeperServer not running"); ``srvr`` names the server's
+    mode only once it serves."""
+    try:
+        with socket.create_connection((host, port), timeout) as s:
+            s.sendall(b"srvr")
+            answer = b""
+            while chunk := s.recv(4096):
+                answer += chunk
+    except OSError:
+        return False
+    return b"Mode: " in answer
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZooKeeper binds: TIME_WAIT does not count
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class EmbeddedZooKeeper:
@@ -56,11 +81,20 @@ class EmbeddedZooKeeper:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def conf_path(self) -> Path:
+        return self.directory / "zoo.cfg"
+
+    @property
+    def marker(self) -> tuple[str, ...]:
+        """What names this server in its command line (see :func:`bookie.local.process.running`)."""
+        return (str(self.conf_path),)
+
     def _write_config(self) -> Path:
         data = self.directory / "data"
         data.mkdir(parents=True, exist_ok=True)
         (self.directory / "log4j2.properties").write_text(LOG4J2)
-        cfg = self.directory / "zoo.cfg"
+        cfg = self.conf_path
         cfg.write_text(
             f"tickTime={self.tick_ms}\n"
             f"dataDir={data}\n"
@@ -75,7 +109,9 @@ class EmbeddedZooKeeper:
         return cfg
 
     def start(self, timeout: float = 60.0) -> int:
-        """Start the server and wait until it answers; return its pid."""
+        """Start the server and wait until it serves clients; return its pid."""
+        if not port_free(self.port):  # or the answer of whatever holds it would pass for ours
+            raise ServiceUnavailable(f"cannot start ZooKeeper: 127.0.0.1:{self.port} is in use by another process")
         cfg = self._write_config()
         args = [
             find_java(),
@@ -91,7 +127,7 @@ class EmbeddedZooKeeper:
         pid = spawn(args, self.log_path)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if ruok("127.0.0.1", self.port):
+            if serving("127.0.0.1", self.port):  # not ruok: clients that come too early are turned away
                 return pid
             if not pid_alive(pid):
                 raise ServiceUnavailable(
