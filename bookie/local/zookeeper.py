@@ -43,29 +43,25 @@ def ruok(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def serving(host: str, port: int, timeout: float = 0.5) -> bool:
-    """Whether ZooKeeper serves clients. ``ruok`` answers ``imok`` as soon as the port accepts, while the server
-    still loads its database and turns clients away ("ZooKeeperServer not running"); ``srvr`` names the server's
-    mode only once it serves."""
+def _four_letters(host: str, port: int, command: bytes, timeout: float) -> bytes:
     try:
         with socket.create_connection((host, port), timeout) as s:
-            s.sendall(b"srvr")
+            s.sendall(command)
             answer = b""
             while chunk := s.recv(4096):
                 answer += chunk
+            return answer
     except OSError:
+        return b""
+
+
+def serving(host: str, port: int, data_dir: Path | None = None, timeout: float = 0.5) -> bool:
+    """Whether ZooKeeper serves clients (and, with ``data_dir``, is the server of that directory, not another one
+    on the port). ``ruok`` answers ``imok`` as soon as the port accepts, while the server still loads its database
+    and turns clients away ("ZooKeeperServer not running"); ``srvr`` names the server's mode only once it serves."""
+    if b"Mode: " not in _four_letters(host, port, b"srvr", timeout):
         return False
-    return b"Mode: " in answer
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZooKeeper binds: TIME_WAIT does not count
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+    return data_dir is None or f"dataDir={data_dir}".encode() in _four_letters(host, port, b"conf", timeout)
 
 
 class EmbeddedZooKeeper:
@@ -102,7 +98,7 @@ class EmbeddedZooKeeper:
             "clientPortAddress=127.0.0.1\n"
             "admin.enableServer=false\n"
             "maxClientCnxns=0\n"
-            "4lw.commands.whitelist=ruok,srvr\n"
+            "4lw.commands.whitelist=ruok,srvr,conf\n"
             # one tick minimum lets tests expire sessions quickly; clients still ask for their own timeout
             f"minSessionTimeout={2 * self.tick_ms}\n"
         )
@@ -110,8 +106,6 @@ class EmbeddedZooKeeper:
 
     def start(self, timeout: float = 60.0) -> int:
         """Start the server and wait until it serves clients; return its pid."""
-        if not port_free(self.port):  # or the answer of whatever holds it would pass for ours
-            raise ServiceUnavailable(f"cannot start ZooKeeper: 127.0.0.1:{self.port} is in use by another process")
         cfg = self._write_config()
         args = [
             find_java(),
@@ -127,7 +121,8 @@ class EmbeddedZooKeeper:
         pid = spawn(args, self.log_path)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if serving("127.0.0.1", self.port):  # not ruok: clients that come too early are turned away
+            # not ruok: clients that come too early are turned away; and ours, not whatever else holds the port
+            if serving("127.0.0.1", self.port, self.directory / "data"):
                 return pid
             if not pid_alive(pid):
                 raise ServiceUnavailable(
