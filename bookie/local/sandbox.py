@@ -217,7 +217,8 @@ class Sandbox:
                 raise SandboxRunning(f"the sandbox in {self.dir} runs ZooKeeper on port {state.zk_port}: stop it first")
             elif zk_port:
                 state.zk_port = zk_port
-            complete = all(b.pid for b in local) and len(local) >= bookies and (state.autorecovery_pid or not autorecovery)
+            # Everything it had runs: "already running" (a running sandbox is not grown to the default --bookies).
+            complete = all(b.pid for b in local) and (state.autorecovery_pid or not autorecovery)
             if state.zk_pid and (not init or complete):
                 raise SandboxRunning(f"a sandbox is already running in {self.dir} (ZooKeeper pid {state.zk_pid})")
             fresh = not (state.zk_pid or state.autorecovery_pid or any(b.pid for b in local))
