@@ -350,18 +350,24 @@ class Sandbox:
         state.bookies = [bookie.to_dict() if b["index"] == bookie.index else b for b in state.bookies]
         self.save(state)
 
-    def _running_reconciled(self) -> SandboxState:
+    def _reconciled(self, zookeeper: bool) -> SandboxState:
+        """The state, its pids reconciled; :class:`NotFound` without one, or when ``zookeeper`` is needed and does
+        not run."""
         state = self.load()
-        if state is not None:
-            self._reconcile(state)
-        if state is None or not state.zk_pid:
+        if state is None:
             raise NotFound(f"no sandbox is running in {self.dir}")
+        self._reconcile(state)
+        if zookeeper and not state.zk_pid:
+            raise NotFound(
+                f"the ZooKeeper of the sandbox in {self.dir} is not running: `bkctl sandbox start` starts it "
+                "(and the bookies that do not run)"
+            )
         return state
 
     def stop_bookie(self, name: str, kill: bool = False) -> LocalBookie:
         """Stop one bookie: SIGTERM and a clean shutdown, or SIGKILL with ``kill`` (a crash)."""
         with self.locked():
-            state = self._running_reconciled()
+            state = self._reconciled(zookeeper=False)  # a bookie stops without ZooKeeper too
             bookie = self._find(state, name)
             if not bookie.pid:
                 raise NotFound(f"sandbox bookie {bookie.bookie_id} is not running")
@@ -375,7 +381,7 @@ class Sandbox:
         from bookie.meta.uri import parse_service_uri
 
         with self.locked():
-            state = self._running_reconciled()
+            state = self._reconciled(zookeeper=True)
             bookie = self._find(state, name)
             if bookie.pid:
                 raise SandboxRunning(f"sandbox bookie {bookie.bookie_id} is already running (pid {bookie.pid})")
