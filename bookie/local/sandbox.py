@@ -408,6 +408,7 @@ class Sandbox:
             return state
 
     def _stop(self, state: SandboxState) -> None:
+        self._reconcile(state)  # also what was started but not recorded yet (an interrupted ZooKeeper start)
         if state.autorecovery_pid:
             stop_process_group(state.autorecovery_pid)
         state.autorecovery_pid = None
