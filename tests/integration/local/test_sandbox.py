@@ -71,7 +71,9 @@ def test_no_init_then_cluster_init_through_the_default_sandbox(sandbox_dir):
 
 
 def test_plain_start_initialises_and_restart_keeps_the_cluster(sandbox_dir):
-    first = json.loads(bkctl("sandbox", "start", "--bookies", "1", "-o", "json", env_dir=sandbox_dir).stdout)
+    started = bkctl("sandbox", "start", "--bookies", "1", "-o", "json", env_dir=sandbox_dir)
+    assert started.returncode == 0, started.stderr
+    first = json.loads(started.stdout)
     nodes, children = cluster_znodes(first["serviceUri"])
     assert children == ["INSTANCEID", "LAYOUT", "available", "cookies"]  # cookies: the bookie's
     assert nodes["LAYOUT"] == SPEC_LAYOUT and nodes[""] == nodes["available/readonly"] == b""
@@ -80,7 +82,9 @@ def test_plain_start_initialises_and_restart_keeps_the_cluster(sandbox_dir):
     assert twice.returncode == 1 and "already running" in twice.stderr
 
     assert bkctl("sandbox", "stop", env_dir=sandbox_dir).returncode == 0
-    second = json.loads(bkctl("sandbox", "start", "-o", "json", env_dir=sandbox_dir).stdout)
+    restarted = bkctl("sandbox", "start", "-o", "json", env_dir=sandbox_dir)  # at once: ZooKeeper loads its data
+    assert restarted.returncode == 0, restarted.stderr
+    second = json.loads(restarted.stdout)
     assert second["serviceUri"] == first["serviceUri"]  # same port, same data
     assert second["bookies"][0]["bookieId"] == first["bookies"][0]["bookieId"]  # the same bookie, same port
     assert len(second["bookies"]) == 3  # plus new ones up to the default 3
