@@ -157,12 +157,15 @@ class Sandbox:
                 f"{self.state_file} is unreadable and {zoo_cfg} names no port: move the directory aside to start afresh"
             ) from None
         bookies = []
-        for conf in sorted(self.dir.glob("bookie-*/bk_server.conf"), key=lambda p: int(p.parent.name[7:] or 0)):
-            props = load_properties(conf)
+        confs = [c for c in self.dir.glob("bookie-*/bk_server.conf") if c.parent.name[7:].isdigit()]
+        for conf in sorted(confs, key=lambda c: int(c.parent.name[7:])):
+            try:
+                props = load_properties(conf)
+                ports = int(props["bookiePort"]), int(props["prometheusStatsHttpPort"])
+            except (OSError, KeyError, ValueError, BKError):
+                raise BKError(f"{self.state_file} is unreadable and {conf} names no ports: fix or remove it") from None
             settings = {k: v for k, v in props.items() if k not in CONF_KEYS}
-            bookie = LocalBookie(int(conf.parent.name[7:]), str(conf.parent), int(props["bookiePort"]),
-                                 int(props["prometheusStatsHttpPort"]), settings=settings)
-            bookies.append(bookie.to_dict())
+            bookies.append(LocalBookie(int(conf.parent.name[7:]), str(conf.parent), *ports, settings=settings).to_dict())
         return SandboxState(str(self.dir), zk_port, bookies=bookies)
 
     def save(self, state: SandboxState) -> None:
