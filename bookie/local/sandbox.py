@@ -165,7 +165,8 @@ class Sandbox:
             except (OSError, KeyError, ValueError, BKError):
                 raise BKError(f"{self.state_file} is unreadable and {conf} names no ports: fix or remove it") from None
             settings = {k: v for k, v in props.items() if k not in CONF_KEYS}
-            bookies.append(LocalBookie(int(conf.parent.name[7:]), str(conf.parent), *ports, settings=settings).to_dict())
+            bookie = LocalBookie(int(conf.parent.name[7:]), str(conf.parent), *ports, settings=settings)
+            bookies.append(bookie.to_dict())
         return SandboxState(str(self.dir), zk_port, bookies=bookies)
 
     def save(self, state: SandboxState) -> None:
