@@ -12,7 +12,7 @@ import pytest
 from helpers import wait_for
 
 from bookie.local.process import pid_alive
-from bookie.meta.cookies import CookieStore
+from bookie.meta.cookies import CookieStore, read_local_cookie
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
@@ -252,3 +252,34 @@ def test_a_half_written_state_file_is_rebuilt_from_the_directory(sandbox_dir):
     stopped = bkctl("sandbox", "stop", env_dir=sandbox_dir)
     assert (stopped.returncode, stopped.stdout) == (0, f"sandbox {sandbox_dir} stopped\n")
     assert not pid_alive(zk_pid) and ours(sandbox_dir) == {}
+
+
+def test_a_bookie_without_cookie_that_ledgers_name_is_not_formatted(shared_sandbox):
+    """Only a decommissioned bookie is formatted: with its cookie deleted by hand while a ledger still names it,
+    its data may be the only copy, and start-bookie refuses, saying what to do."""
+    bookie = assert_running_once(shared_sandbox, 2)["bookies"][1]
+    ledger = subprocess.run([sys.executable, "-m", "bkctl", "ledger", "create", "-e", "2", "-w", "2", "-a", "2",
+                             "--input", "-"], input="a\nb\n", capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "BKCTL_SANDBOX_DIR": str(shared_sandbox)})
+    assert ledger.returncode == 0, ledger.stderr
+    assert bkctl("sandbox", "stop-bookie", "2", env_dir=shared_sandbox).returncode == 0
+    journal = Path(bookie["journalDir"])
+    with MetadataStore(parse_service_uri(service_uri(shared_sandbox))) as store:
+        cookies = CookieStore(store)
+        cookie, _ = cookies.read(bookie["bookieId"])
+        cookies.delete(bookie["bookieId"])
+        try:
+            refused = bkctl("sandbox", "start-bookie", "2", env_dir=shared_sandbox)
+            assert refused.returncode == 1 and "names it: run `bkctl bookie decommission" in refused.stderr
+            assert read_local_cookie(journal) == cookie  # its directories untouched
+        finally:
+            cookies.write(cookie)  # as it was: the scenarios after this one find the sandbox whole
+    assert bkctl("sandbox", "start-bookie", "2", env_dir=shared_sandbox).returncode == 0
+    assert_running_once(shared_sandbox, 2)
+    ledger_id = ledger.stdout.strip()  # so that no later scenario finds a ledger on the bookie
+    assert bkctl("ledger", "delete", ledger_id, "--yes", env_dir=shared_sandbox).returncode == 0
+
+
+def service_uri(directory):
+    state = json.loads((directory / "sandbox.json").read_text())
+    return f"zk+hierarchical://127.0.0.1:{state['zk_port']}/ledgers"
