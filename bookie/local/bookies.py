@@ -46,8 +46,9 @@ class LocalBookie:
 
     @property
     def marker(self) -> tuple[str, ...]:
-        """What names this bookie in its command line (see :func:`bookie.local.process.running`)."""
-        return (str(self.conf_path),)
+        """What names this bookie in its command line (see :func:`bookie.local.process.running`): its configuration,
+        in a ``bookie run`` (not, say, an editor open on the file)."""
+        return ("bookie", "run", "--conf", str(self.conf_path))
 
     @property
     def data_dirs(self) -> list[str]:

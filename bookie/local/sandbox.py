@@ -71,7 +71,7 @@ class SandboxState:
 
     @property
     def autorecovery_marker(self) -> tuple[str, ...]:
-        return (self.service_uri, "autorecovery")
+        return (self.service_uri, "autorecovery", "run")
 
     def zk_running(self) -> bool:
         return process.running(self.zk_pid, self.zookeeper.marker)

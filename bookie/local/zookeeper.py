@@ -84,7 +84,7 @@ class EmbeddedZooKeeper:
     @property
     def marker(self) -> tuple[str, ...]:
         """What names this server in its command line (see :func:`bookie.local.process.running`)."""
-        return (str(self.conf_path),)
+        return (MAIN_CLASS, str(self.conf_path))
 
     def _write_config(self) -> Path:
         data = self.directory / "data"
