@@ -24,5 +24,10 @@ def start_bookie(app, name: str, state_dir: str | None):
     """Start a stopped sandbox bookie again on its disks, and wait until it registers"""
     from bookie.local.sandbox import Sandbox
 
-    bookie = Sandbox(state_dir).start_bookie(name)
+    sandbox = Sandbox(state_dir)
+    try:
+        bookie = sandbox.start_bookie(name)
+    finally:
+        for note in sandbox.notes:
+            app.terminal.warn(note)
     app.terminal.line(f"bookie/{bookie.bookie_id} started (pid {bookie.pid})")

@@ -16,7 +16,9 @@ def start(app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: b
           state_dir: str | None):
     """Start the sandbox: ZooKeeper on 127.0.0.1, a cluster in it, and its bookies
 
-    Data survives `sandbox stop`: starting the same directory again brings the same cluster back. New bookies run
+    Data survives `sandbox stop`: starting the same directory again brings the same cluster back. Starts only what
+    does not run: a bookie still running is kept (restarted if ZooKeeper was down), a decommissioned one comes back
+    formatted, as a new bookie. New bookies run
     with journalFlushWhenQueueEmpty=true and flushEntrylogBytes=524288, BookKeeper's settings for low add latency
     (--set overrides them).
     """
@@ -24,5 +26,9 @@ def start(app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: b
     from bookie.local.sandbox import Sandbox
 
     sandbox = Sandbox(state_dir)
-    sandbox.start(bookies=bookies, zk_port=zk_port, init=not no_init, settings=settings, autorecovery=autorecovery)
+    try:
+        sandbox.start(bookies=bookies, zk_port=zk_port, init=not no_init, settings=settings, autorecovery=autorecovery)
+    finally:
+        for note in sandbox.notes:
+            app.terminal.warn(note)
     show(app, sandbox.status())

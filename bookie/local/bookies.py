@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bookie.errors import ServiceUnavailable
-from bookie.local.process import free_port, pid_alive, spawn, stop_process_group, tail
+from bookie.local.process import free_port, running, spawn, stop_process_group, tail
 
 
 @dataclass
@@ -44,9 +44,22 @@ class LocalBookie:
     def ledger_dir(self) -> str:
         return str(Path(self.directory) / "ledgers")
 
+    @property
+    def marker(self) -> tuple[str, ...]:
+        """What names this bookie in its command line (see :func:`bookie.local.process.running`): its configuration,
+        in a ``bookie run`` (not, say, an editor open on the file)."""
+        return ("bookie", "run", "--conf", str(self.conf_path))
+
+    @property
+    def data_dirs(self) -> list[str]:
+        extra = [d for d in self.settings.get("indexDirectories", "").split(",") if d]
+        return [self.journal_dir, self.ledger_dir, *extra]
+
     @classmethod
-    def create(cls, index: int, directory: Path, service_uri: str, settings: dict[str, str] | None = None):
-        bookie = cls(index, str(directory), free_port(), free_port(), settings=dict(settings or {}))
+    def create(cls, index: int, directory: Path, service_uri: str, settings: dict[str, str] | None = None,
+               taken: set[int] = frozenset()):
+        """``taken``: ports of the sandbox's other servers, some perhaps stopped (not bound now, theirs still)."""
+        bookie = cls(index, str(directory), free_port(taken), free_port(taken), settings=dict(settings or {}))
         bookie.write_conf(service_uri)
         return bookie
 
@@ -69,10 +82,10 @@ class LocalBookie:
         return self.pid
 
     def running(self) -> bool:
-        return pid_alive(self.pid)
+        return running(self.pid, self.marker)
 
     def stop(self, kill: bool = False) -> None:
-        if self.pid and pid_alive(self.pid):
+        if self.running():
             stop_process_group(self.pid, timeout=20, kill=kill)
         self.pid = None
 

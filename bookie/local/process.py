@@ -1,4 +1,9 @@
-"""Child processes that we start and stop ourselves: each in its own process group, stopped by its pid."""
+"""Child processes that we start and stop ourselves: each in its own process group, stopped by its pid.
+
+A pid alone does not say that a process is ours: pids are reused, and a killed process stays a zombie until its
+parent reaps it. :func:`running` asks the kernel for the process's state and command line, so a zombie or a reused
+pid is never taken for the process we started.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+
+PROC = Path("/proc")
 
 
 def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
@@ -21,7 +28,15 @@ def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cw
     return proc.pid
 
 
+def _zombie(pid: int) -> bool:
+    try:  # /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses, the state follows the last ")"
+        return (PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 def pid_alive(pid: int | None) -> bool:
+    """Whether ``pid`` is a live process: a zombie (killed, not yet reaped by its parent) counts as gone."""
     if not pid:
         return False
     try:
@@ -30,11 +45,59 @@ def pid_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    try:  # a zombie child of ours counts as gone
+    try:  # a zombie child of ours: reap it
         waited, _ = os.waitpid(pid, os.WNOHANG)
-        return waited == 0
+        if waited:
+            return False
     except ChildProcessError:
-        return True
+        pass
+    return not _zombie(pid)
+
+
+def command_line(pid: int) -> list[str]:
+    """The arguments ``pid`` was started with; empty for a zombie or a process that is gone."""
+    try:
+        raw = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return []
+    return raw.decode(errors="replace").split("\0")[:-1]
+
+
+def _start_time(pid: int) -> int:
+    try:
+        return int((PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def running(pid: int | None, marker: tuple[str, ...]) -> bool:
+    """Whether ``pid`` is alive and is the process we started: its command line holds every string of ``marker``
+    (a path under the sandbox's directory), so a reused pid or a zombie is not taken for it."""
+    if not pid or not pid_alive(pid):
+        return False
+    args = command_line(pid)
+    return all(m in args for m in marker)
+
+
+def find(marker: tuple[str, ...]) -> list[int]:
+    """The live processes of this user whose command line holds every string of ``marker``, oldest first: what
+    still runs of ours, whatever the state file says (it may be stale, or a start may have died before writing
+    it)."""
+    uid, me = os.getuid(), os.getpid()
+    found = []
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+        except OSError:
+            continue
+        args = command_line(pid)
+        if args and all(m in args for m in marker) and pid_alive(pid):
+            found.append(pid)
+    return sorted(found, key=_start_time)
 
 
 def stop_process_group(pid: int, timeout: float = 10.0, kill: bool = False) -> None:
@@ -69,14 +132,15 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999
 
 
-def free_port() -> int:
+def free_port(taken: set[int] = frozenset()) -> int:
     """A free port on 127.0.0.1 for a server of ours, below the kernel's ephemeral range: a port from that range
-    (what binding port 0 gives) can be taken by any outgoing connection before our server binds it."""
+    (what binding port 0 gives) can be taken by any outgoing connection before our server binds it. ``taken``:
+    ports promised to servers that are not listening yet (a stopped bookie's)."""
     low, _ = _ephemeral_range()
     candidates = list(range(max(1024, low - 12000), low))
     random.shuffle(candidates)
     for port in candidates:
-        if port in _handed_out:
+        if port in _handed_out or port in taken:
             continue
         with socket.socket() as s:
             try:

@@ -3,27 +3,42 @@
 State lives in ``<dir>/sandbox.json``; ZooKeeper's data in ``<dir>/zookeeper/``, bookie ``i``'s in
 ``<dir>/bookie-<i>/``. Stopping keeps the data, so a later ``start`` of the same directory brings back the same
 cluster, on the same ports.
+
+The state file says what we started; the processes say what still runs. Every command reconciles the two under
+an exclusive lock on the directory (``<dir>/sandbox.lock``, so concurrent commands take turns): a process is ours
+only if it is alive and its command line names its configuration under this directory (a reused pid or a zombie
+is not), and a live process of ours that the file lost is found by that name and adopted. So ``start`` starts
+only what does not run, never a second process for anything, and records every pid it starts at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bookie.errors import BKError, ClusterAlreadyInitialised, NotFound
+from bookie.local import process
 from bookie.local.bookies import LocalBookie, wait_registered
-from bookie.local.process import free_port, pid_alive, spawn, stop_process_group
+from bookie.local.process import free_port, spawn, stop_process_group
 from bookie.local.zookeeper import EmbeddedZooKeeper
 
 STATE_FILE = "sandbox.json"
+LOCK_FILE = "sandbox.lock"
 LEDGERS_ROOT = "/ledgers"
 # BookKeeper's settings for low add latency, on new sandbox bookies (``--set`` overrides them): commit the journal as
 # soon as its queue is empty, and write entry logs back every 512 KB. p99 add latency at 10k entries/s went from
 # 9.5-15.2 ms with the defaults to 5.0-7.2 ms with both, in alternating runs (benchmarks/add_latency.py).
 BOOKIE_SETTINGS = {"journalFlushWhenQueueEmpty": "true", "flushEntrylogBytes": str(512 << 10)}
+# The keys LocalBookie.write_conf sets itself; the others of a bk_server.conf are its settings.
+CONF_KEYS = {"metadataServiceUri", "bookiePort", "listeningInterface", "journalDirectories", "ledgerDirectories",
+             "prometheusStatsHttpPort", "zkTimeout"}
 
 
 def default_state_dir() -> Path:
@@ -50,6 +65,17 @@ class SandboxState:
     def service_uri(self) -> str:
         return f"zk+hierarchical://127.0.0.1:{self.zk_port}{LEDGERS_ROOT}"
 
+    @property
+    def zookeeper(self) -> EmbeddedZooKeeper:
+        return EmbeddedZooKeeper(Path(self.state_dir) / "zookeeper", self.zk_port)
+
+    @property
+    def autorecovery_marker(self) -> tuple[str, ...]:
+        return (self.service_uri, "autorecovery", "run")
+
+    def zk_running(self) -> bool:
+        return process.running(self.zk_pid, self.zookeeper.marker)
+
     def local_bookies(self) -> list[LocalBookie]:
         return [LocalBookie(**b) for b in self.bookies]
 
@@ -75,8 +101,22 @@ class SandboxState:
             "stateDir": self.state_dir,
             "zookeeper": {"address": f"127.0.0.1:{self.zk_port}", "pid": self.zk_pid},
             "bookies": bookies,
-            "autorecovery": {"pid": self.autorecovery_pid} if pid_alive(self.autorecovery_pid) else None,
+            "autorecovery": (
+                {"pid": self.autorecovery_pid}
+                if process.running(self.autorecovery_pid, self.autorecovery_marker) else None
+            ),
         }
+
+
+def _adopt(recorded: int | None, marker: tuple[str, ...]) -> int | None:
+    """The live process of ours named by ``marker``: the recorded pid if it still is that process, else one found
+    by its command line (its pid was lost). Duplicates are stopped: two processes never serve the same data."""
+    found = process.find(marker)
+    keep = recorded if recorded in found else (found[0] if found else None)
+    for pid in found:
+        if pid != keep:
+            stop_process_group(pid)
+    return keep
 
 
 class Sandbox:
@@ -84,22 +124,69 @@ class Sandbox:
         self.dir = Path(state_dir) if state_dir else default_state_dir()
         self.dir = self.dir.absolute()
         self.state_file = self.dir / STATE_FILE
+        self.notes: list[str] = []  # what a command did beyond the obvious, for its user (stderr)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the directory's lock, so that one command at a time changes its processes and state file (a second
+        ``start`` waits, then finds the sandbox running). The kernel releases it when the holder dies; processes we
+        start do not inherit it (spawn closes their file descriptors)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / LOCK_FILE, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
 
     def load(self) -> SandboxState | None:
         try:
             return SandboxState(**json.loads(self.state_file.read_text()))
         except FileNotFoundError:
-            return None
+            return self._rebuild() if (self.dir / "zookeeper" / "zoo.cfg").exists() else None
+        except (ValueError, TypeError):  # unreadable (written by hand, or by a version before atomic saves)
+            return self._rebuild()
+
+    def _rebuild(self) -> SandboxState:
+        """The state of a directory without a readable state file, from the configuration files of its servers
+        (pids are found by their command lines): a start that died before saving leaves nothing unaccounted."""
+        from bookie.conf import load_properties
+
+        zoo_cfg = self.dir / "zookeeper" / "zoo.cfg"
+        try:
+            zk_port = int(load_properties(zoo_cfg)["clientPort"])
+        except (OSError, KeyError, ValueError, BKError):
+            raise BKError(
+                f"{self.state_file} is unreadable and {zoo_cfg} names no port: move the directory aside to start afresh"
+            ) from None
+        bookies = []
+        confs = [c for c in self.dir.glob("bookie-*/bk_server.conf") if c.parent.name[7:].isdigit()]
+        for conf in sorted(confs, key=lambda c: int(c.parent.name[7:])):
+            try:
+                props = load_properties(conf)
+                ports = int(props["bookiePort"]), int(props["prometheusStatsHttpPort"])
+            except (OSError, KeyError, ValueError, BKError):
+                raise BKError(f"{self.state_file} is unreadable and {conf} names no ports: fix or remove it") from None
+            settings = {k: v for k, v in props.items() if k not in CONF_KEYS}
+            bookie = LocalBookie(int(conf.parent.name[7:]), str(conf.parent), *ports, settings=settings)
+            bookies.append(bookie.to_dict())
+        return SandboxState(str(self.dir), zk_port, bookies=bookies)
 
     def save(self, state: SandboxState) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(state), indent=2))
+        """Write the state file atomically: a reader (or a crash) sees the old file or the new one, never half."""
+        tmp = self.state_file.with_name(STATE_FILE + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(json.dumps(asdict(state), indent=2))
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, self.state_file)
 
     def running(self) -> SandboxState | None:
         """The state of the running sandbox, or None when its ZooKeeper is not running."""
         state = self.load()
-        return state if state and pid_alive(state.zk_pid) else None
+        if state is None:
+            return None
+        if not state.zk_running():  # perhaps running with its pid lost: found by its command line
+            found = process.find(state.zookeeper.marker)
+            state.zk_pid = found[0] if found else None
+        return state if state.zk_pid else None
 
     def require_running(self) -> SandboxState:
         state = self.running()
@@ -107,56 +194,132 @@ class Sandbox:
             raise NotFound(f"no sandbox is running in {self.dir}")
         return state
 
+    def _reconcile(self, state: SandboxState) -> list[LocalBookie]:
+        """Set every pid of ``state`` to the live process of ours (None when none runs), save, return the bookies."""
+        state.zk_pid = _adopt(state.zk_pid, state.zookeeper.marker)
+        bookies = state.local_bookies()
+        for bookie in bookies:
+            bookie.pid = _adopt(bookie.pid, bookie.marker)
+        state.bookies = [b.to_dict() for b in bookies]
+        state.autorecovery_pid = _adopt(state.autorecovery_pid, state.autorecovery_marker)
+        self.save(state)
+        return bookies
+
     def start(
         self, bookies: int = 3, zk_port: int | None = None, init: bool = True, settings: dict[str, str] | None = None,
         autorecovery: bool = False,
     ) -> SandboxState:
-        """Start ZooKeeper (reusing the directory's earlier port unless ``zk_port`` is given), initialise the
-        cluster unless ``init`` is False, and start the bookies (those of an earlier run, plus new ones up to
-        ``bookies``; none without a cluster)."""
-        if state := self.running():
-            raise SandboxRunning(f"a sandbox is already running in {self.dir} (ZooKeeper pid {state.zk_pid})")
-        previous = self.load()
-        port = zk_port or (previous.zk_port if previous else None) or free_port()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        state = SandboxState(str(self.dir), port, bookies=previous.bookies if previous else [])
-        state.zk_pid = EmbeddedZooKeeper(self.dir / "zookeeper", port).start()
-        self.save(state)
-        try:
-            if init:
-                self._init_cluster(state)
-                self._start_bookies(state, bookies, settings or {})
-                if autorecovery:
-                    state.autorecovery_pid = spawn(
-                        [sys.executable, "-m", "bkctl", "-u", state.service_uri, "autorecovery", "run"],
-                        self.dir / "autorecovery.log",
-                    )
-                    self.save(state)
-        except BaseException:
-            self.stop()
-            raise
-        return state
+        """Start what does not run of ZooKeeper (on the directory's earlier port unless ``zk_port`` is given), the
+        cluster unless ``init`` is False, and the bookies (those of an earlier run, plus new ones up to
+        ``bookies``); adopt what still runs. :class:`SandboxRunning` when everything runs already."""
+        with self.locked():
+            state = self.load()
+            local = self._reconcile(state) if state else []
+            if state is None:
+                state = SandboxState(str(self.dir), zk_port or free_port())
+            elif state.zk_pid and zk_port and zk_port != state.zk_port:
+                raise SandboxRunning(f"the sandbox in {self.dir} runs ZooKeeper on port {state.zk_port}: stop it first")
+            elif zk_port:
+                state.zk_port = zk_port
+            # Everything it had runs: "already running" (a running sandbox is not grown to the default --bookies).
+            complete = all(b.pid for b in local) and (state.autorecovery_pid or not autorecovery)
+            if state.zk_pid and (not init or complete):
+                raise SandboxRunning(f"a sandbox is already running in {self.dir} (ZooKeeper pid {state.zk_pid})")
+            fresh = not (state.zk_pid or state.autorecovery_pid or any(b.pid for b in local))
+            try:
+                self._start(state, local, bookies, init, settings or {}, autorecovery)
+            except BaseException:
+                if fresh:  # a failed start from nothing leaves nothing running; otherwise what ran keeps running
+                    self._stop(state)
+                raise
+            return state
 
-    def _start_bookies(self, state: SandboxState, count: int, settings: dict[str, str]) -> None:
-        local = state.local_bookies()
-        for index in range(len(local), count):
-            local.append(LocalBookie.create(index + 1, self.dir / f"bookie-{index + 1}", state.service_uri,
-                                            {**BOOKIE_SETTINGS, **settings}))
-        for bookie in local:
-            if settings:
-                bookie.settings.update(settings)
-            bookie.write_conf(state.service_uri)
-            bookie.start()
-        state.bookies = [b.to_dict() for b in local]
-        self.save(state)
-        self._wait(state, local)
-
-    def _wait(self, state: SandboxState, bookies: list[LocalBookie]) -> None:
+    def _start(self, state: SandboxState, local: list[LocalBookie], count: int, init: bool, settings: dict[str, str],
+               autorecovery: bool) -> None:
         from bookie.meta.store import MetadataStore
         from bookie.meta.uri import parse_service_uri
 
+        zk_restarted = not state.zk_pid
+        if zk_restarted:
+            state.zk_pid = state.zookeeper.start()
+            self.save(state)
+            # Servers that outlived their ZooKeeper do not come back to it: a bookie's client gives up reconnecting
+            # after a few tries (bookie/meta/store.py), and its registration, restored with the old session, then
+            # expires. So they are restarted (gracefully, on their disks), not adopted.
+            for bookie in local:
+                if bookie.pid:
+                    bookie.stop()
+                    self.notes.append(f"bookie {bookie.bookie_id} restarted: it had lost ZooKeeper")
+            state.bookies = [b.to_dict() for b in local]
+            if state.autorecovery_pid:
+                stop_process_group(state.autorecovery_pid)
+                autorecovery = True  # it ran: it runs again
+            state.autorecovery_pid = None
+            self.save(state)
+        if not init:
+            return
+        self._init_cluster(state)
         with MetadataStore(parse_service_uri(state.service_uri)) as store:
-            wait_registered(store, bookies)
+            self._start_bookies(store, state, local, count, settings)
+        if autorecovery and not process.running(state.autorecovery_pid, state.autorecovery_marker):
+            state.autorecovery_pid = spawn(
+                [sys.executable, "-m", "bkctl", "-u", state.service_uri, "autorecovery", "run"],
+                self.dir / "autorecovery.log",
+            )
+            self.save(state)
+
+    def _start_bookies(self, store, state: SandboxState, local: list[LocalBookie], count: int,
+                       settings: dict[str, str]) -> None:
+        taken = {state.zk_port} | {p for b in local for p in (b.port, b.metrics_port)}
+        for index in range(len(local), count):
+            bookie = LocalBookie.create(index + 1, self.dir / f"bookie-{index + 1}", state.service_uri,
+                                        {**BOOKIE_SETTINGS, **settings}, taken=taken)
+            taken |= {bookie.port, bookie.metrics_port}
+            local.append(bookie)
+        for bookie in local:
+            if settings:
+                bookie.settings.update(settings)
+            bookie.write_conf(state.service_uri)  # a running one reads it at its next start
+        state.bookies = [b.to_dict() for b in local]
+        self.save(state)
+        for bookie in local:
+            if not bookie.pid:
+                self._format_if_decommissioned(store, bookie)
+                bookie.start()
+                state.bookies = [b.to_dict() for b in local]
+                self.save(state)  # at once: no process of ours without its pid on disk
+        wait_registered(store, local)
+
+    def _format_if_decommissioned(self, store, bookie: LocalBookie) -> None:
+        """Bring a decommissioned bookie back as a new, empty one. ``bookie decommission`` re-replicated all it held
+        and removed its cookie from ZooKeeper, so its directories, cookie and all, are refused at start-up ever
+        after. As BookKeeper's ``bookieformat`` would, its directories are formatted, and it starts as a new bookie
+        (writing a new cookie). Only when nothing is lost by it: its cookie names this cluster and no ledger names
+        the bookie; otherwise the bookie's own start-up error says what is wrong."""
+        from bookie.meta.cookies import CookieStore, read_local_cookie
+        from bookie.meta.layout import read_instance_id
+        from bookie.meta.ledger_manager import LedgerManager
+
+        cookie = read_local_cookie(bookie.journal_dir)
+        if cookie is None or cookie.instance_id != read_instance_id(store):
+            return
+        try:
+            CookieStore(store).read(bookie.bookie_id)
+            return
+        except NotFound:
+            pass
+        for ledger_id, metadata in LedgerManager(store).iter_ledgers():
+            if any(bookie.bookie_id in segment.bookies for segment in metadata.segments):
+                raise BKError(
+                    f"bookie {bookie.bookie_id} has no cookie in ZooKeeper but ledger {ledger_id} names it: "
+                    f"run `bkctl bookie decommission {bookie.bookie_id}` to re-replicate its ledgers, then start again"
+                )
+        for directory in bookie.data_dirs:
+            shutil.rmtree(directory, ignore_errors=True)
+        self.notes.append(
+            f"bookie {bookie.bookie_id} was decommissioned (no cookie, no ledger names it): "
+            f"its directories were formatted and it starts as a new bookie"
+        )
 
     @staticmethod
     def _init_cluster(state: SandboxState) -> None:
@@ -191,41 +354,73 @@ class Sandbox:
         state.bookies = [bookie.to_dict() if b["index"] == bookie.index else b for b in state.bookies]
         self.save(state)
 
+    def _reconciled(self, zookeeper: bool) -> SandboxState:
+        """The state, its pids reconciled; :class:`NotFound` without one, or when ``zookeeper`` is needed and does
+        not run."""
+        state = self.load()
+        if state is None:
+            raise NotFound(f"no sandbox is running in {self.dir}")
+        self._reconcile(state)
+        if zookeeper and not state.zk_pid:
+            raise NotFound(
+                f"the ZooKeeper of the sandbox in {self.dir} is not running: `bkctl sandbox start` starts it "
+                "(and the bookies that do not run)"
+            )
+        return state
+
     def stop_bookie(self, name: str, kill: bool = False) -> LocalBookie:
         """Stop one bookie: SIGTERM and a clean shutdown, or SIGKILL with ``kill`` (a crash)."""
-        state = self.require_running()
-        bookie = self._find(state, name)
-        if not bookie.running():
-            raise NotFound(f"sandbox bookie {bookie.bookie_id} is not running")
-        bookie.stop(kill=kill)
-        self._update(state, bookie)
-        return bookie
+        with self.locked():
+            state = self._reconciled(zookeeper=False)  # a bookie stops without ZooKeeper too
+            bookie = self._find(state, name)
+            if not bookie.pid:
+                raise NotFound(f"sandbox bookie {bookie.bookie_id} is not running")
+            bookie.stop(kill=kill)
+            self._update(state, bookie)
+            return bookie
 
     def start_bookie(self, name: str) -> LocalBookie:
         """Start one stopped bookie again, on its disks, and wait until it is registered."""
-        state = self.require_running()
-        bookie = self._find(state, name)
-        if bookie.running():
-            raise SandboxRunning(f"sandbox bookie {bookie.bookie_id} is already running (pid {bookie.pid})")
-        bookie.start()
-        self._update(state, bookie)
-        self._wait(state, [bookie])
-        return bookie
+        from bookie.meta.store import MetadataStore
+        from bookie.meta.uri import parse_service_uri
 
-    def stop(self) -> SandboxState:
-        """Stop everything the sandbox runs, by pid; keep the data."""
-        state = self.load()
-        bookies = state.local_bookies() if state else []
-        if state is None or not (pid_alive(state.zk_pid) or any(b.running() for b in bookies)):
-            raise NotFound(f"no sandbox is running in {self.dir}")
-        if pid_alive(state.autorecovery_pid):
+        with self.locked():
+            state = self._reconciled(zookeeper=True)
+            bookie = self._find(state, name)
+            if bookie.pid:
+                raise SandboxRunning(f"sandbox bookie {bookie.bookie_id} is already running (pid {bookie.pid})")
+            with MetadataStore(parse_service_uri(state.service_uri)) as store:
+                self._format_if_decommissioned(store, bookie)
+                bookie.start()
+                self._update(state, bookie)
+                wait_registered(store, [bookie])
+            return bookie
+
+    def stop(self) -> SandboxState | None:
+        """Stop everything the sandbox runs (what its state file records, and what runs of it without a record);
+        keep the data. None when nothing was running: nothing to do."""
+        if not self.dir.is_dir():
+            return None
+        with self.locked():
+            state = self.load()
+            if state is None:
+                return None
+            bookies = self._reconcile(state)
+            if not (state.zk_pid or state.autorecovery_pid or any(b.pid for b in bookies)):
+                return None
+            self._stop(state)
+            return state
+
+    def _stop(self, state: SandboxState) -> None:
+        self._reconcile(state)  # also what was started but not recorded yet (an interrupted ZooKeeper start)
+        if state.autorecovery_pid:
             stop_process_group(state.autorecovery_pid)
         state.autorecovery_pid = None
-        for bookie in bookies:
+        bookies = state.local_bookies()
+        for bookie in bookies:  # before ZooKeeper: a bookie unregisters as it stops
             bookie.stop()
         state.bookies = [b.to_dict() for b in bookies]
-        if pid_alive(state.zk_pid):
+        if state.zk_pid:
             stop_process_group(state.zk_pid)
         state.zk_pid = None
         self.save(state)
-        return state

@@ -34,13 +34,34 @@ def zookeeper_classpath() -> str:
 
 
 def ruok(host: str, port: int, timeout: float = 0.5) -> bool:
-    """ZooKeeper's four-letter health check."""
+    """ZooKeeper's four-letter health check: the server process answers (not that it serves clients yet)."""
     try:
         with socket.create_connection((host, port), timeout) as s:
             s.sendall(b"ruok")
             return s.recv(4) == b"imok"
     except OSError:
         return False
+
+
+def _four_letters(host: str, port: int, command: bytes, timeout: float) -> bytes:
+    try:
+        with socket.create_connection((host, port), timeout) as s:
+            s.sendall(command)
+            answer = b""
+            while chunk := s.recv(4096):
+                answer += chunk
+            return answer
+    except OSError:
+        return b""
+
+
+def serving(host: str, port: int, data_dir: Path | None = None, timeout: float = 0.5) -> bool:
+    """Whether ZooKeeper serves clients (and, with ``data_dir``, is the server of that directory, not another one
+    on the port). ``ruok`` answers ``imok`` as soon as the port accepts, while the server still loads its database
+    and turns clients away ("ZooKeeperServer not running"); ``srvr`` names the server's mode only once it serves."""
+    if b"Mode: " not in _four_letters(host, port, b"srvr", timeout):
+        return False
+    return data_dir is None or f"dataDir={data_dir}".encode() in _four_letters(host, port, b"conf", timeout)
 
 
 class EmbeddedZooKeeper:
@@ -56,11 +77,20 @@ class EmbeddedZooKeeper:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def conf_path(self) -> Path:
+        return self.directory / "zoo.cfg"
+
+    @property
+    def marker(self) -> tuple[str, ...]:
+        """What names this server in its command line (see :func:`bookie.local.process.running`)."""
+        return (MAIN_CLASS, str(self.conf_path))
+
     def _write_config(self) -> Path:
         data = self.directory / "data"
         data.mkdir(parents=True, exist_ok=True)
         (self.directory / "log4j2.properties").write_text(LOG4J2)
-        cfg = self.directory / "zoo.cfg"
+        cfg = self.conf_path
         cfg.write_text(
             f"tickTime={self.tick_ms}\n"
             f"dataDir={data}\n"
@@ -68,14 +98,14 @@ class EmbeddedZooKeeper:
             "clientPortAddress=127.0.0.1\n"
             "admin.enableServer=false\n"
             "maxClientCnxns=0\n"
-            "4lw.commands.whitelist=ruok,srvr\n"
+            "4lw.commands.whitelist=ruok,srvr,conf\n"
             # one tick minimum lets tests expire sessions quickly; clients still ask for their own timeout
             f"minSessionTimeout={2 * self.tick_ms}\n"
         )
         return cfg
 
     def start(self, timeout: float = 60.0) -> int:
-        """Start the server and wait until it answers; return its pid."""
+        """Start the server and wait until it serves clients; return its pid."""
         cfg = self._write_config()
         args = [
             find_java(),
@@ -91,7 +121,8 @@ class EmbeddedZooKeeper:
         pid = spawn(args, self.log_path)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if ruok("127.0.0.1", self.port):
+            # not ruok: clients that come too early are turned away; and ours, not whatever else holds the port
+            if serving("127.0.0.1", self.port, self.directory / "data"):
                 return pid
             if not pid_alive(pid):
                 raise ServiceUnavailable(

@@ -1,12 +1,18 @@
 """The sandbox as a user runs it: real `bkctl` processes, a real ZooKeeper started and stopped by pid."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
+from helpers import wait_for
 
 from bookie.local.process import pid_alive
+from bookie.meta.cookies import CookieStore, read_local_cookie
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
@@ -65,7 +71,9 @@ def test_no_init_then_cluster_init_through_the_default_sandbox(sandbox_dir):
 
 
 def test_plain_start_initialises_and_restart_keeps_the_cluster(sandbox_dir):
-    first = json.loads(bkctl("sandbox", "start", "--bookies", "1", "-o", "json", env_dir=sandbox_dir).stdout)
+    started = bkctl("sandbox", "start", "--bookies", "1", "-o", "json", env_dir=sandbox_dir)
+    assert started.returncode == 0, started.stderr
+    first = json.loads(started.stdout)
     nodes, children = cluster_znodes(first["serviceUri"])
     assert children == ["INSTANCEID", "LAYOUT", "available", "cookies"]  # cookies: the bookie's
     assert nodes["LAYOUT"] == SPEC_LAYOUT and nodes[""] == nodes["available/readonly"] == b""
@@ -74,7 +82,9 @@ def test_plain_start_initialises_and_restart_keeps_the_cluster(sandbox_dir):
     assert twice.returncode == 1 and "already running" in twice.stderr
 
     assert bkctl("sandbox", "stop", env_dir=sandbox_dir).returncode == 0
-    second = json.loads(bkctl("sandbox", "start", "-o", "json", env_dir=sandbox_dir).stdout)
+    restarted = bkctl("sandbox", "start", "-o", "json", env_dir=sandbox_dir)  # at once: ZooKeeper loads its data
+    assert restarted.returncode == 0, restarted.stderr
+    second = json.loads(restarted.stdout)
     assert second["serviceUri"] == first["serviceUri"]  # same port, same data
     assert second["bookies"][0]["bookieId"] == first["bookies"][0]["bookieId"]  # the same bookie, same port
     assert len(second["bookies"]) == 3  # plus new ones up to the default 3
@@ -128,3 +138,148 @@ def test_sandbox_with_autorecovery(sandbox_dir):
         time.sleep(0.3)
     assert bkctl("sandbox", "stop", env_dir=sandbox_dir).returncode == 0
     assert not pid_alive(pid)
+
+
+# ---- start, stop and start-bookie from whatever state the processes are in (one sandbox for the scenarios) ----
+
+def ours(directory):
+    """The live processes whose command line names the sandbox directory, by pid: its servers (a zombie has an
+    empty command line)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().decode().split("\0")[:-1] if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if any(str(directory) in a for a in args):
+            found[int(entry.name)] = args
+    return found
+
+
+def assert_running_once(directory, bookies):
+    """One ZooKeeper and ``bookies`` bookies run, each once, and the state file records exactly those pids."""
+    state = json.loads((directory / "sandbox.json").read_text())
+    running = ours(directory)
+    zookeepers = [pid for pid, args in running.items() if str(directory / "zookeeper" / "zoo.cfg") in args]
+    assert zookeepers == [state["zk_pid"]]
+    by_conf = {}
+    for pid, args in running.items():
+        if "bookie" in args and "run" in args:
+            by_conf.setdefault(args[args.index("--conf") + 1], []).append(pid)
+    assert by_conf == {str(Path(b["directory"]) / "bk_server.conf"): [b["pid"]] for b in state["bookies"]}
+    assert len(by_conf) == bookies and len(running) == bookies + 1
+    status = json.loads(bkctl("sandbox", "status", "-o", "json", env_dir=directory).stdout)
+    assert [b["state"] for b in status["bookies"]] == ["writable"] * bookies
+    return status
+
+
+@pytest.fixture(scope="module")
+def shared_sandbox(tmp_path_factory):
+    """A 2-bookie sandbox; each scenario leaves it running, every bookie writable."""
+    directory = tmp_path_factory.mktemp("shared") / "sandbox"
+    started = bkctl("sandbox", "start", "--bookies", "2", "--set", "journalMaxGroupWaitMSec=1", env_dir=directory)
+    assert started.returncode == 0, started.stderr
+    yield directory
+    bkctl("sandbox", "stop", env_dir=directory)
+
+
+def test_start_after_zookeeper_was_killed_adopts_the_bookies(shared_sandbox):
+    before = assert_running_once(shared_sandbox, 2)
+    os.kill(before["zookeeper"]["pid"], signal.SIGKILL)
+    wait_for(lambda: not pid_alive(before["zookeeper"]["pid"]), what="ZooKeeper gone")
+
+    started = bkctl("sandbox", "start", "--bookies", "2", env_dir=shared_sandbox)
+    assert started.returncode == 0, started.stderr
+    after = assert_running_once(shared_sandbox, 2)  # no duplicate bookie, no pid lost
+    assert after["serviceUri"] == before["serviceUri"] and after["zookeeper"]["pid"] != before["zookeeper"]["pid"]
+
+
+def test_start_bookie_right_after_an_external_kill(shared_sandbox):
+    bookie = assert_running_once(shared_sandbox, 2)["bookies"][0]
+    os.kill(bookie["pid"], signal.SIGKILL)
+    time.sleep(0.5)  # the scenario itself: an operator's next command half a second later (a zombie, or reaped)
+
+    started = bkctl("sandbox", "start-bookie", "1", env_dir=shared_sandbox)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith(f"bookie/{bookie['bookieId']} started (pid ")
+    assert assert_running_once(shared_sandbox, 2)["bookies"][0]["pid"] != bookie["pid"]
+
+
+def test_start_after_decommission_brings_the_bookie_back_new(shared_sandbox):
+    bookie = assert_running_once(shared_sandbox, 2)["bookies"][1]
+    assert bkctl("sandbox", "stop-bookie", "2", env_dir=shared_sandbox).returncode == 0
+    gone = bkctl("bookie", "decommission", bookie["bookieId"], "--yes", env_dir=shared_sandbox)
+    assert gone.returncode == 0, gone.stderr
+
+    started = bkctl("sandbox", "start", "--bookies", "2", env_dir=shared_sandbox)
+    assert started.returncode == 0, started.stderr
+    assert f"warning: bookie {bookie['bookieId']} was decommissioned" in started.stderr
+    status = assert_running_once(shared_sandbox, 2)
+    with MetadataStore(parse_service_uri(status["serviceUri"])) as store:
+        assert CookieStore(store).read(bookie["bookieId"])  # a new cookie, in ZooKeeper again
+
+
+def test_stop_twice_says_nothing_to_do(sandbox_dir):
+    nothing = f"sandbox {sandbox_dir}: nothing running, nothing to do\n"
+    never_started = bkctl("sandbox", "stop", env_dir=sandbox_dir)
+    assert (never_started.returncode, never_started.stdout) == (0, nothing)
+    assert bkctl("sandbox", "start", "--no-init", env_dir=sandbox_dir).returncode == 0
+    first = bkctl("sandbox", "stop", env_dir=sandbox_dir)
+    assert (first.returncode, first.stdout) == (0, f"sandbox {sandbox_dir} stopped\n")
+    second = bkctl("sandbox", "stop", env_dir=sandbox_dir)
+    assert (second.returncode, second.stdout, second.stderr) == (0, nothing, "")
+
+
+def test_concurrent_starts_start_one_sandbox(sandbox_dir):
+    starts = [subprocess.Popen([sys.executable, "-m", "bkctl", "sandbox", "start", "--no-init"], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "BKCTL_SANDBOX_DIR": str(sandbox_dir)}) for _ in range(2)]
+    results = sorted((p.wait(120), p.stderr.read()) for p in starts)
+    assert [code for code, _ in results] == [0, 1] and "already running" in results[1][1]
+    state = json.loads((sandbox_dir / "sandbox.json").read_text())
+    assert list(ours(sandbox_dir)) == [state["zk_pid"]]
+
+
+def test_a_half_written_state_file_is_rebuilt_from_the_directory(sandbox_dir):
+    assert bkctl("sandbox", "start", "--no-init", env_dir=sandbox_dir).returncode == 0
+    state_file = sandbox_dir / "sandbox.json"
+    zk_pid = json.loads(state_file.read_text())["zk_pid"]
+    state_file.write_text(state_file.read_text()[:40])  # as a crash in the middle of a non-atomic write leaves it
+
+    status = bkctl("sandbox", "status", "-o", "json", env_dir=sandbox_dir)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["zookeeper"]["pid"] == zk_pid
+    stopped = bkctl("sandbox", "stop", env_dir=sandbox_dir)
+    assert (stopped.returncode, stopped.stdout) == (0, f"sandbox {sandbox_dir} stopped\n")
+    assert not pid_alive(zk_pid) and ours(sandbox_dir) == {}
+
+
+def test_a_bookie_without_cookie_that_ledgers_name_is_not_formatted(shared_sandbox):
+    """Only a decommissioned bookie is formatted: with its cookie deleted by hand while a ledger still names it,
+    its data may be the only copy, and start-bookie refuses, saying what to do."""
+    bookie = assert_running_once(shared_sandbox, 2)["bookies"][1]
+    ledger = subprocess.run([sys.executable, "-m", "bkctl", "ledger", "create", "-e", "2", "-w", "2", "-a", "2",
+                             "--input", "-"], input="a\nb\n", capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "BKCTL_SANDBOX_DIR": str(shared_sandbox)})
+    assert ledger.returncode == 0, ledger.stderr
+    assert bkctl("sandbox", "stop-bookie", "2", env_dir=shared_sandbox).returncode == 0
+    journal = Path(bookie["journalDir"])
+    with MetadataStore(parse_service_uri(service_uri(shared_sandbox))) as store:
+        cookies = CookieStore(store)
+        cookie, _ = cookies.read(bookie["bookieId"])
+        cookies.delete(bookie["bookieId"])
+        try:
+            refused = bkctl("sandbox", "start-bookie", "2", env_dir=shared_sandbox)
+            assert refused.returncode == 1 and "names it: run `bkctl bookie decommission" in refused.stderr
+            assert read_local_cookie(journal) == cookie  # its directories untouched
+        finally:
+            cookies.write(cookie)  # as it was: the scenarios after this one find the sandbox whole
+    assert bkctl("sandbox", "start-bookie", "2", env_dir=shared_sandbox).returncode == 0
+    assert_running_once(shared_sandbox, 2)
+    ledger_id = ledger.stdout.strip()  # so that no later scenario finds a ledger on the bookie
+    assert bkctl("ledger", "delete", ledger_id, "--yes", env_dir=shared_sandbox).returncode == 0
+
+
+def service_uri(directory):
+    state = json.loads((directory / "sandbox.json").read_text())
+    return f"zk+hierarchical://127.0.0.1:{state['zk_port']}/ledgers"
