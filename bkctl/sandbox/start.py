@@ -17,7 +17,7 @@ def start(app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: b
     """Start the sandbox: ZooKeeper on 127.0.0.1, a cluster in it, and its bookies
 
     Data survives `sandbox stop`: starting the same directory again brings the same cluster back. Starts only what
-    does not run: a bookie still running is kept (restarted if ZooKeeper was down), a decommissioned one comes back
+    does not run: a bookie still running is kept (also when ZooKeeper was down), a decommissioned one comes back
     formatted, as a new bookie. New bookies run
     with journalFlushWhenQueueEmpty=true and flushEntrylogBytes=524288, BookKeeper's settings for low add latency
     (--set overrides them).

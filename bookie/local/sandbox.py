@@ -239,22 +239,10 @@ class Sandbox:
         from bookie.meta.store import MetadataStore
         from bookie.meta.uri import parse_service_uri
 
-        zk_restarted = not state.zk_pid
-        if zk_restarted:
+        if not state.zk_pid:
+            # Bookies and autorecovery that outlived ZooKeeper are adopted: they reconnect by themselves
+            # (bookie/meta/store.py) and register again once their old session has expired.
             state.zk_pid = state.zookeeper.start()
-            self.save(state)
-            # Servers that outlived their ZooKeeper do not come back to it: a bookie's client gives up reconnecting
-            # after a few tries (bookie/meta/store.py), and its registration, restored with the old session, then
-            # expires. So they are restarted (gracefully, on their disks), not adopted.
-            for bookie in local:
-                if bookie.pid:
-                    bookie.stop()
-                    self.notes.append(f"bookie {bookie.bookie_id} restarted: it had lost ZooKeeper")
-            state.bookies = [b.to_dict() for b in local]
-            if state.autorecovery_pid:
-                stop_process_group(state.autorecovery_pid)
-                autorecovery = True  # it ran: it runs again
-            state.autorecovery_pid = None
             self.save(state)
         if not init:
             return

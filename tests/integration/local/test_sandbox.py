@@ -192,6 +192,10 @@ def test_start_after_zookeeper_was_killed_adopts_the_bookies(shared_sandbox):
     assert started.returncode == 0, started.stderr
     after = assert_running_once(shared_sandbox, 2)  # no duplicate bookie, no pid lost
     assert after["serviceUri"] == before["serviceUri"] and after["zookeeper"]["pid"] != before["zookeeper"]["pid"]
+    # adopted, not restarted: they reconnect to the new ZooKeeper by themselves
+    assert [b["pid"] for b in after["bookies"]] == [b["pid"] for b in before["bookies"]]
+    probe = bkctl("ledger", "simpletest", "-e", "2", "-w", "2", "-a", "2", "-n", "10", env_dir=shared_sandbox)
+    assert probe.returncode == 0, probe.stderr
 
 
 def test_start_bookie_right_after_an_external_kill(shared_sandbox):
