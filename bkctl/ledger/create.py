@@ -36,8 +36,11 @@ def create(app, ensemble, write_quorum, ack_quorum, digest, password, password_f
            no_close):
     """Create a ledger, write one entry per input record, and close it; print its id
 
-    If writing fails (an oversized entry, too few bookies), the ledger is deleted again: nothing is half written.
+    If writing fails (an oversized entry, too few bookies) or the command is interrupted (Ctrl-C, SIGTERM), the
+    ledger is closed at its last acknowledged entry, and the error names it and how many entries it holds; a
+    ledger nothing was written to is deleted again. Acknowledged entries are never deleted.
     """
+    from bkctl.errors import interruption
     from bookie.errors import BKError
 
     secret = read_password(password, password_file)
@@ -55,9 +58,9 @@ def create(app, ensemble, write_quorum, ack_quorum, digest, password, password_f
 
                 ledger.add_entries(counted())
         md = None if no_close else ledger.close()
-    except BKError as exc:
-        app.client.delete_ledger(ledger.ledger_id)
-        raise type(exc)(f"{exc} (ledger {ledger.ledger_id} deleted again: nothing written)") from None
+    except (BKError, KeyboardInterrupt) as exc:
+        reason = str(exc) if isinstance(exc, BKError) else interruption(exc)
+        raise type(exc)(f"{reason} ({_wind_up(app, ledger, no_close)})") from None
     doc = {
         "ledgerId": ledger.ledger_id,
         "entries": entries,
@@ -65,3 +68,27 @@ def create(app, ensemble, write_quorum, ack_quorum, digest, password, password_f
         "state": md.state.name if md else "OPEN",
     }
     app.terminal.document(doc, lambda: app.terminal.line(str(ledger.ledger_id)))
+
+
+def _wind_up(app, ledger, no_close: bool) -> str:
+    """What becomes of a ledger whose writing failed or was interrupted; says so. Acknowledged entries are kept:
+    closed at the last one (left OPEN with --no-close, or when closing fails: then recovery closes it). Only a
+    ledger without any acknowledged entry is deleted again."""
+    from bookie.errors import BKError
+
+    lid = ledger.ledger_id
+    acknowledged = ledger.last_add_confirmed + 1
+    if acknowledged == 0:
+        try:
+            app.client.delete_ledger(lid)
+        except BKError as exc:
+            return f"ledger {lid} left OPEN, with no entry: deleting it failed: {exc}"
+        return f"ledger {lid} deleted again: nothing written"
+    if no_close:
+        return f"ledger {lid} left OPEN (--no-close) with {acknowledged} acknowledged entries"
+    try:
+        md = ledger.close_acknowledged()
+    except BKError as exc:
+        return (f"ledger {lid} left OPEN with {acknowledged} acknowledged entries: closing it failed ({exc}); "
+                f"`bkctl ledger recover {lid}` closes it")
+    return f"ledger {lid} closed with its {md.last_entry_id + 1} acknowledged entries"

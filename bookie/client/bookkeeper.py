@@ -167,7 +167,12 @@ class BookKeeper:
 
     def run(self, coroutine):
         """Run a coroutine of the async core on the client's loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result()
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): stop the coroutine too, not only the wait for it
+            future.cancel()
+            raise
 
     def __enter__(self) -> BookKeeper:
         return self
@@ -266,6 +271,11 @@ class LedgerHandle:
     def close(self) -> LedgerMetadata:
         """Wait for pending adds, then close the ledger at its LAC."""
         return self._bk.run(self._writer.close())
+
+    def close_acknowledged(self) -> LedgerMetadata:
+        """After a failed write or an interrupt: wait for the adds in flight, then close at the last acknowledged
+        entry even though the writer failed. What was acknowledged stays readable."""
+        return self._bk.run(self._writer.close(despite_failure=True))
 
 
 class ReadHandle:

@@ -1,0 +1,104 @@
+"""Failure paths of the writing commands, on real bookies and real processes: a failed or interrupted write keeps
+what was acknowledged (the ledger is closed at its last acknowledged entry and named), bench deletes its ledgers."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from helpers import wait_for
+
+from bookie.client import BookKeeper
+from bookie.meta.ledger_manager import LedgerManager
+from bookie.meta.ledger_metadata import LedgerState
+
+
+def adds_ok(bookie) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
+        for line in answer.read().decode().splitlines():
+            if line.startswith('bookie_add_entries_total{status="ok"}'):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def bkctl_process(uri, *args, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen([sys.executable, "-m", "bkctl", "-u", uri, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+
+
+@pytest.fixture
+def big_input(tmp_path):
+    path = tmp_path / "entries.txt"
+    path.write_bytes(b"".join(b"entry-%07d\n" % i for i in range(1_500_000)))
+    return path
+
+
+def lines(count: int) -> list[bytes]:
+    return [b"entry-%07d" % i for i in range(count)]
+
+
+def ledger_ids(store) -> list[int]:
+    return list(LedgerManager(store).iter_ledger_ids())
+
+
+def test_a_write_that_fails_keeps_the_acknowledged_entries(harness, big_input, tmp_path):
+    (bookie,) = harness.start(1)
+    proc = bkctl_process(harness.service_uri, "ledger", "create", "-e", "1", "-w", "1", "-a", "1",
+                         "--input", str(big_input), tmp_path=tmp_path)
+    try:
+        wait_for(lambda: adds_ok(bookie) >= 20_000, "20,000 entries stored", 60)
+        bookie.stop(kill=True)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    (lid,) = ledger_ids(harness.store)
+    md, _ = LedgerManager(harness.store).read(lid)
+    held = md.last_entry_id + 1
+    message = stderr.decode().strip()
+    assert proc.returncode == 1 and "\n" not in message, message
+    assert message.startswith("error: ") and f"ledger {lid} closed with its {held} acknowledged entries" in message
+    assert md.state == LedgerState.CLOSED and held >= 20_000
+    harness.restart(bookie)
+    with BookKeeper(harness.service_uri) as bk:
+        assert [e.payload for e in bk.open_ledger(lid).read(0, md.last_entry_id)] == lines(held)
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_an_interrupted_create_closes_its_ledger_and_names_it(harness, big_input, tmp_path, sig, code, word):
+    (bookie,) = harness.start(1)
+    proc = bkctl_process(harness.service_uri, "ledger", "create", "-e", "1", "-w", "1", "-a", "1",
+                         "--input", str(big_input), tmp_path=tmp_path)
+    try:
+        wait_for(lambda: adds_ok(bookie) >= 20_000, "20,000 entries stored", 60)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    (lid,) = ledger_ids(harness.store)
+    md, _ = LedgerManager(harness.store).read(lid)
+    held = md.last_entry_id + 1
+    assert stderr.decode() == f"error: {word} (ledger {lid} closed with its {held} acknowledged entries)\n"
+    assert proc.returncode == code and md.state == LedgerState.CLOSED and held >= 20_000
+    with BookKeeper(harness.service_uri) as bk:
+        assert [e.payload for e in bk.open_ledger(lid).read(0, md.last_entry_id)] == lines(held)
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_an_interrupted_bench_write_deletes_its_ledger(harness, tmp_path, sig, code, word):
+    bookies = harness.start(3)
+    proc = bkctl_process(harness.service_uri, "bench", "write", "--time", "120", tmp_path=tmp_path)
+    try:
+        wait_for(lambda: sum(adds_ok(b) for b in bookies) >= 10_000, "10,000 entries stored", 60)
+        (lid,) = ledger_ids(harness.store)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert stderr.decode() == f"error: {word} (bench ledger {lid} deleted)\n"
+    assert proc.returncode == code and ledger_ids(harness.store) == []
