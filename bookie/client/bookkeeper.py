@@ -254,10 +254,15 @@ class LedgerHandle:
         async def add_all():
             window = asyncio.Semaphore(max_outstanding)
             last, futures = -1, []
+
+            def settled(future: asyncio.Future) -> None:
+                window.release()
+                if not future.cancelled():
+                    future.exception()  # seen: the writer's error is raised by append or gather, once
             for data in entries:
                 await window.acquire()
                 future = self._writer.append(data)
-                future.add_done_callback(lambda _: window.release())
+                future.add_done_callback(settled)
                 futures.append(future)
                 if len(futures) >= max_outstanding * 4:
                     last = max(await asyncio.gather(*futures))
