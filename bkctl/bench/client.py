@@ -50,7 +50,8 @@ def _workload(command):
 def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, rate):
     """Write entries through the ledger client; report entries/s, MB/s and add latency (p50/p95/p99/max)
 
-    Without --entries or --time it writes for 10 seconds. The ledgers are deleted afterwards.
+    Without --entries or --time it writes for 10 seconds. The ledgers are deleted afterwards, also when a write
+    fails or the command is interrupted (Ctrl-C, SIGTERM).
     """
     from admin.bench import client
 
@@ -76,7 +77,8 @@ def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outs
 def read(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, ledger_id):
     """Read a closed ledger sequentially through the client; report entries/s, MB/s and time per 4096 entries
 
-    Without --ledger it first writes one (--entries, default 100,000; not timed), reads it, and deletes it.
+    Without --ledger it first writes one (--entries, default 100,000; not timed), reads it, and deletes it (also
+    when interrupted).
     """
     from admin.bench import client
 
