@@ -81,3 +81,20 @@ def test_a_ledger_deleted_while_read_says_so(harness, bkctl):
             assert result.exit_code == 0, result.stderr
         with pytest.raises(NoSuchLedger, match=f"^ledger {ledger.ledger_id} was deleted$"):
             handle.read(0, 2999)
+
+
+def test_entries_read_one_at_a_time_stay_within_the_bound(harness):
+    """The last resort of a window (entries no stream gave): thousands of entries, never more than MAX_ENTRY_READS
+    single-entry reads in flight, none of them CANCELLED by the bookie."""
+    (bookie,) = harness.start(1)
+    count = 6000
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(1, 1, 1)
+        ledger.add_entries(payload(i) for i in range(count))
+        ledger.close()
+        reader = bk.open_ledger(ledger.ledger_id)._reader
+        found = {}
+        bk.run(reader._read_each(list(range(count)), found))
+        assert [found[i].payload for i in range(count)] == [payload(i) for i in range(count)]
+        assert metrics(bookie)["bookie_read_latency_seconds_count"] == count
+        assert 1 < reader._requests().peak <= MAX_ENTRY_READS
