@@ -77,18 +77,28 @@ def _wind_up(app, ledger, no_close: bool) -> str:
     from bookie.errors import BKError
 
     lid = ledger.ledger_id
+    md = failure = None
+    if not no_close:
+        try:  # first, as it waits for the adds in flight: some may still be acknowledged
+            md = ledger.close_acknowledged()
+        except BKError as exc:
+            failure = exc
     acknowledged = ledger.last_add_confirmed + 1
     if acknowledged == 0:
         try:
             app.client.delete_ledger(lid)
         except BKError as exc:
-            return f"ledger {lid} left OPEN, with no entry: deleting it failed: {exc}"
+            return f"ledger {lid} left with no entry: deleting it failed: {exc}"
         return f"ledger {lid} deleted again: nothing written"
+    if md is not None:
+        return f"ledger {lid} closed with its {md.last_entry_id + 1} acknowledged entries"
     if no_close:
         return f"ledger {lid} left OPEN (--no-close) with {acknowledged} acknowledged entries"
-    try:
-        md = ledger.close_acknowledged()
-    except BKError as exc:
-        return (f"ledger {lid} left OPEN with {acknowledged} acknowledged entries: closing it failed ({exc}); "
-                f"`bkctl ledger recover {lid}` closes it")
-    return f"ledger {lid} closed with its {md.last_entry_id + 1} acknowledged entries"
+    try:  # a recovery may have closed it meanwhile (the writer was fenced): then say how
+        md = app.client.ledger_metadata(lid)
+    except BKError:
+        md = None
+    if md is not None and md.is_closed:
+        return f"ledger {lid} was closed by its recovery with {md.last_entry_id + 1} entries"
+    return (f"ledger {lid} left OPEN with {acknowledged} acknowledged entries: closing it failed ({failure}); "
+            f"`bkctl ledger recover {lid}` closes it")
