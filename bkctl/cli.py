@@ -46,9 +46,9 @@ class RootGroup(click.Group):
             ctx.exit(ExitCode.OK)
 
 
-def _terminate_on_sigterm() -> None:
-    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt) in the main thread: commands close or delete what
-    they opened on the way out, as for Ctrl-C, instead of dying in the middle (exit 143, like a shell's 128+15)."""
+def _terminate_on_sigterm(ctx: click.Context) -> None:
+    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt) in the main thread while the command runs: it closes
+    or deletes what it opened on the way out, as for Ctrl-C, instead of dying in the middle (exit 143, 128+15)."""
     import signal
     import threading
 
@@ -56,7 +56,8 @@ def _terminate_on_sigterm() -> None:
         raise Terminated()
 
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, terminated)
+        previous = signal.signal(signal.SIGTERM, terminated)
+        ctx.call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -94,7 +95,7 @@ def cli(ctx: click.Context, service_uri: str | None, conf: str | None, verbose: 
     """
     from bkctl.app import Application
 
-    _terminate_on_sigterm()
+    _terminate_on_sigterm(ctx)
     _configure_logging(verbose)
     ctx.obj = Application(ctx, service_uri, conf, verbose)
 
