@@ -39,6 +39,16 @@ def covered(ensemble_size: int, write_quorum: int, ack_quorum: int, answered: se
     return True
 
 
+async def _all(coroutines) -> None:
+    """Run ``coroutines`` at once; when one fails, the others are cancelled (a failed window stops its reads)."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
 class _InFlight:
     """A semaphore for single-entry reads that also keeps the highest number ever in flight (``peak``)."""
 
@@ -173,8 +183,8 @@ class LedgerReader:
                 wanted = {}
                 for entry_id in missing:
                     wanted.setdefault((entry_id + replica) % size, set()).add(entry_id)
-            await asyncio.gather(*(self._stream(segment, index, replica, first, last, entries, found)
-                                   for index, entries in wanted.items()))
+            await _all(self._stream(segment, index, replica, first, last, entries, found)
+                       for index, entries in wanted.items())
             missing = [e for e in range(first, last + 1) if e not in found]
             if not missing:
                 return [found[e] for e in range(first, last + 1)]
@@ -222,12 +232,7 @@ class LedgerReader:
             for entry_id in pending:  # one iterator shared by the workers: each entry is read once
                 found[entry_id] = await self.read_entry(entry_id)
 
-        workers = [asyncio.ensure_future(work()) for _ in range(min(MAX_ENTRY_READS, len(entry_ids)))]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            for worker in workers:  # one failed: the read fails, the others stop
-                worker.cancel()
+        await _all(work() for _ in range(min(MAX_ENTRY_READS, len(entry_ids))))
 
     async def read(self, first: int, last: int) -> list[Entry]:
         return [entry async for entry in self.iter_entries(first, last)]
