@@ -16,12 +16,20 @@ from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerState
 
 
-def adds_ok(bookie) -> float:
+def counter(bookie, name: str) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
         for line in answer.read().decode().splitlines():
-            if line.startswith('bookie_add_entries_total{status="ok"}'):
+            if line.startswith(name + " "):
                 return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def adds_ok(bookie) -> float:
+    return counter(bookie, 'bookie_add_entries_total{status="ok"}')
+
+
+def reads_ok(bookie) -> float:
+    return counter(bookie, 'bookie_read_entries_total{status="ok"}')
 
 
 def bkctl_process(uri, *args, tmp_path):
@@ -102,3 +110,26 @@ def test_an_interrupted_bench_write_deletes_its_ledger(harness, tmp_path, sig, c
         proc.kill()
     assert stderr.decode() == f"error: {word} (bench ledger {lid} deleted)\n"
     assert proc.returncode == code and ledger_ids(harness.store) == []
+
+
+def test_a_ledger_deleted_while_it_is_read_is_named(harness, bkctl, tmp_path):
+    bookies = harness.start(3)
+    count = 200_000
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(3, 2, 2)
+        ledger.add_entries(b"e%06d" % i for i in range(count))
+        ledger.close()
+    lid = ledger.ledger_id
+    proc = bkctl_process(harness.service_uri, "ledger", "read", str(lid), tmp_path=tmp_path)
+    try:
+        # Nobody reads its stdout yet: it stops once its read-ahead is full (a few windows, not the whole ledger).
+        wait_for(lambda: sum(reads_ok(b) for b in bookies) >= 50_000, "the reader to be under way", 60)
+        for args in (("ledger", "delete", str(lid), "--yes"), ("bookie", "gc", "--all", "--wait")):
+            result = bkctl("-u", harness.service_uri, *args)
+            assert result.exit_code == 0, result.stderr
+        assert sum(reads_ok(b) for b in bookies) < count  # the rest of the ledger is read after it was deleted
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert stderr.decode() == f"error: ledger {lid} was deleted\n" and proc.returncode == 5
+    assert 0 < stdout.count(b"\n") < count
