@@ -102,8 +102,9 @@ class LedgerWriter:
         elif status == pb.EBADREQ:
             self._fail(BKError(f"ledger {self.ledger_id}: bookie {bookie.bookie_id} refused entry {add.entry_id}"))
         else:
-            reason = "connection lost" if status == CONNECTION_LOST else f"status {status}"
-            log.warning("ledger %d: bookie %s failed (%s)", self.ledger_id, bookie.bookie_id, reason)
+            if index not in self._failing and self.error is None:  # once per failure, not once per add in flight
+                reason = "connection lost" if status == CONNECTION_LOST else f"status {status}"
+                log.warning("ledger %d: bookie %s failed (%s)", self.ledger_id, bookie.bookie_id, reason)
             self._bookie_failed(index)
 
     def _complete(self) -> None:
