@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from admin.bench.stats import latency_ms, throughput
 from bookie.codec.digest import DigestType
-from bookie.errors import BKError
+from bookie.errors import BKError, NoSuchLedger
 
 PASSWORD = b"bkctl-bench"
 # With --rate, the writer wakes at most every 2 ms and sends what came due. Latency still counts from each entry's
@@ -72,7 +72,10 @@ async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_s
             except BKError:
                 pass  # deleted below, or kept at whatever state: the error below is what the caller sees
             if not keep:
-                await core.delete(writer.ledger_id)
+                try:
+                    await core.delete(writer.ledger_id)
+                except NoSuchLedger:
+                    pass  # an interrupted caller deleted it first (it does not wait for this clean-up)
     if errors:
         raise errors[0]
     result = {**throughput(len(latencies), entry_size, elapsed), "latencyMs": latency_ms(latencies)}

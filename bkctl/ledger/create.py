@@ -13,12 +13,33 @@ def _meta(ctx, _param, values):
     return pairs
 
 
+def _chunks(stream):
+    """The input in raw reads of its file descriptor. Not through its buffered reader: the client reads the input
+    on a thread of its own, and a read blocked in a buffered reader (a quiet pipe) holds the reader's lock, which
+    an interrupted command's exit then waits for and aborts on."""
+    import io
+    import os
+
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):  # an in-memory stream: it never blocks
+        yield from iter(lambda: stream.read(1 << 16), b"")
+        return
+    while chunk := os.read(fd, 1 << 16):
+        yield chunk
+
+
 def _records(stream, delimiter: str):
     if delimiter == "none":
-        yield stream.read()
+        yield b"".join(_chunks(stream))
         return
-    for line in stream:
-        yield line.rstrip(b"\n")
+    rest = b""
+    for chunk in _chunks(stream):
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
 
 
 @click.command()

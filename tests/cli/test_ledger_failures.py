@@ -133,3 +133,27 @@ def test_a_ledger_deleted_while_it_is_read_is_named(harness, bkctl, tmp_path):
         proc.kill()
     assert stderr.decode() == f"error: ledger {lid} was deleted\n" and proc.returncode == 5
     assert 0 < stdout.count(b"\n") < count
+
+
+def test_a_create_reading_a_quiet_pipe_is_still_interruptible(harness, tmp_path):
+    """The input blocks (the producer is alive but writes nothing): SIGTERM still closes the ledger and exits."""
+    (bookie,) = harness.start(1)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "bkctl", "-u", harness.service_uri, "ledger", "create", "-e", "1",
+                             "-w", "1", "-a", "1", "--input", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    try:
+        proc.stdin.write(b"".join(b"entry-%07d\n" % i for i in range(5000)))
+        proc.stdin.flush()
+        wait_for(lambda: adds_ok(bookie) >= 5000, "5,000 entries stored", 60)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)  # stdin stays open: the read of the input blocks all along
+        stderr = proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    (lid,) = ledger_ids(harness.store)
+    assert stderr.decode() == f"error: terminated (ledger {lid} closed with its 5000 acknowledged entries)\n"
+    assert proc.returncode == 143
+    md, _ = LedgerManager(harness.store).read(lid)
+    assert md.state == LedgerState.CLOSED and md.last_entry_id == 4999
