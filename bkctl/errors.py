@@ -11,6 +11,15 @@ class CheckFailed(bk.BKError):
     """A check found problems, or an action would be unsafe."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that the same clean-up paths run."""
+
+
+def interruption(exc: KeyboardInterrupt) -> str:
+    """How an interrupt is reported: its own message if it has one (what was cleaned up), else what it was."""
+    return str(exc) or ("terminated" if isinstance(exc, Terminated) else "interrupted")
+
+
 class ExitCode(enum.IntEnum):
     OK = 0
     FAILED = 1
@@ -20,6 +29,7 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 5
     UNREACHABLE = 6
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 EXIT_CODE_MEANINGS = {
@@ -31,6 +41,7 @@ EXIT_CODE_MEANINGS = {
     ExitCode.NOT_FOUND: "not found: no such ledger, entry, bookie or cluster",
     ExitCode.UNREACHABLE: "a service (ZooKeeper, a bookie) could not be reached",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.TERMINATED: "terminated (SIGTERM)",
 }
 
 # First match wins: subclasses before their bases.
@@ -43,6 +54,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (bk.NotFound, ExitCode.NOT_FOUND),
     (bk.ClusterNotInitialised, ExitCode.NOT_FOUND),
     (bk.ServiceUnavailable, ExitCode.UNREACHABLE),
+    (Terminated, ExitCode.TERMINATED),
     (KeyboardInterrupt, ExitCode.INTERRUPTED),
     (bk.BKError, ExitCode.FAILED),
 )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from admin.bench.stats import latency_ms, throughput
 from bookie.codec.digest import DigestType
+from bookie.errors import BKError, NoSuchLedger
 
 PASSWORD = b"bkctl-bench"
 # With --rate, the writer wakes at most every 2 ms and sends what came due. Latency still counts from each entry's
@@ -24,9 +25,15 @@ SEND_TICK = 0.002
 
 async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_size: int = 1024, ledgers: int = 1,
                 max_outstanding: int = 5000, entries: int | None = None, seconds: float | None = None,
-                rate: float | None = None, progress: Callable[[int], None] = lambda n: None, keep: bool = False):
-    writers = [await core.create(ensemble, write_quorum, ack_quorum, DigestType.CRC32C, PASSWORD, {})
-               for _ in range(ledgers)]
+                rate: float | None = None, progress: Callable[[int], None] = lambda n: None, keep: bool = False,
+                created: list[int] | None = None):
+    """Write, then close the ledgers (and delete them unless ``keep``), also when an add failed. Each ledger id is
+    appended to ``created`` as soon as it exists, so that a caller interrupted meanwhile can delete them."""
+    created = [] if created is None else created
+    writers = []
+    for _ in range(ledgers):
+        writers.append(await core.create(ensemble, write_quorum, ack_quorum, DigestType.CRC32C, PASSWORD, {}))
+        created.append(writers[-1].ledger_id)
     payload = os.urandom(entry_size)
     window = asyncio.Semaphore(max_outstanding)
     latencies: list[float] = []
@@ -44,23 +51,31 @@ async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_s
         latencies.append(clock() - due)
         progress(1)
 
-    while not errors and (entries is None or sent < entries) and (seconds is None or clock() - started < seconds):
-        due = clock()
-        if rate:  # send everything that is due, then sleep until the next one is
-            due = started + sent * interval
-            if due > clock():  # what came due while sleeping goes out as one batch per bookie
-                await asyncio.sleep(max(due - clock(), SEND_TICK))
-                continue
-        await window.acquire()  # returns at once unless max_outstanding adds are in flight
-        writers[sent % ledgers].append(payload).add_done_callback(lambda f, due=due: done(f, due))
-        sent += 1
-    for _ in range(max_outstanding):
-        await window.acquire()
-    elapsed = clock() - started
-    for writer in writers:
-        await writer.close()
-        if not keep:
-            await core.delete(writer.ledger_id)
+    try:
+        while not errors and (entries is None or sent < entries) and (seconds is None or clock() - started < seconds):
+            due = clock()
+            if rate:  # send everything that is due, then sleep until the next one is
+                due = started + sent * interval
+                if due > clock():  # what came due while sleeping goes out as one batch per bookie
+                    await asyncio.sleep(max(due - clock(), SEND_TICK))
+                    continue
+            await window.acquire()  # returns at once unless max_outstanding adds are in flight
+            writers[sent % ledgers].append(payload).add_done_callback(lambda f, due=due: done(f, due))
+            sent += 1
+        for _ in range(max_outstanding):
+            await window.acquire()
+        elapsed = clock() - started
+    finally:
+        for writer in writers:  # a failed add must not leave its ledger OPEN (kept) or behind (not kept)
+            try:
+                await writer.close(despite_failure=True)
+            except BKError:
+                pass  # deleted below, or kept at whatever state: the error below is what the caller sees
+            if not keep:
+                try:
+                    await core.delete(writer.ledger_id)
+                except NoSuchLedger:
+                    pass  # an interrupted caller deleted it first (it does not wait for this clean-up)
     if errors:
         raise errors[0]
     result = {**throughput(len(latencies), entry_size, elapsed), "latencyMs": latency_ms(latencies)}

@@ -14,6 +14,21 @@ def _show(app, result: dict, what: str) -> None:
     ]))
 
 
+def _delete_interrupted(app, created: list[int], exc: KeyboardInterrupt) -> KeyboardInterrupt:
+    """Interrupted (Ctrl-C, SIGTERM): the bench ledgers are deleted, as they would have been at the end; say so."""
+    from bkctl.errors import interruption
+    from bookie.errors import NoSuchLedger
+
+    for ledger_id in created:
+        try:
+            app.client.delete_ledger(ledger_id)
+        except NoSuchLedger:
+            pass  # the benchmark's own clean-up got there first
+    what = f"bench ledger{'s' if len(created) > 1 else ''} {', '.join(map(str, created))} deleted" if created else \
+        "no bench ledger was created"
+    return type(exc)(f"{interruption(exc)} ({what})")
+
+
 def _workload(command):
     for option in reversed([
         click.option("--entry-size", type=click.IntRange(1), default=1024, show_default=True),
@@ -35,17 +50,22 @@ def _workload(command):
 def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, rate):
     """Write entries through the ledger client; report entries/s, MB/s and add latency (p50/p95/p99/max)
 
-    Without --entries or --time it writes for 10 seconds. The ledgers are deleted afterwards.
+    Without --entries or --time it writes for 10 seconds. The ledgers are deleted afterwards, also when a write
+    fails or the command is interrupted (Ctrl-C, SIGTERM).
     """
     from admin.bench import client
 
     if entries is None and seconds is None:
         seconds = 10.0
-    with app.terminal.progress("writing", total=entries) as advance:
-        result, _ = app.client.run(client.write(
-            app.client.core, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries,
-            seconds, rate, advance,
-        ))
+    created: list[int] = []
+    try:
+        with app.terminal.progress("writing", total=entries) as advance:
+            result, _ = app.client.run(client.write(
+                app.client.core, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries,
+                seconds, rate, advance, created=created,
+            ))
+    except KeyboardInterrupt as exc:
+        raise _delete_interrupted(app, created, exc) from None
     _show(app, result, "Wrote")
 
 
@@ -57,21 +77,26 @@ def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outs
 def read(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, ledger_id):
     """Read a closed ledger sequentially through the client; report entries/s, MB/s and time per 4096 entries
 
-    Without --ledger it first writes one (--entries, default 100,000; not timed), reads it, and deletes it.
+    Without --ledger it first writes one (--entries, default 100,000; not timed), reads it, and deletes it (also
+    when interrupted).
     """
     from admin.bench import client
 
-    created = None
-    if ledger_id is None:
-        _, (created,) = app.client.run(client.write(
-            app.client.core, ensemble, write_quorum, ack_quorum, entry_size, 1, max_outstanding,
-            entries or 100_000, None, None, keep=True,
-        ))
-        ledger_id = created
+    created: list[int] = []
     try:
+        if ledger_id is None:
+            _, (ledger_id,) = app.client.run(client.write(
+                app.client.core, ensemble, write_quorum, ack_quorum, entry_size, 1, max_outstanding,
+                entries or 100_000, None, None, keep=True, created=created,
+            ))
         with app.terminal.progress("reading") as advance:
             result = app.client.run(client.read(app.client.core, ledger_id, advance))
-    finally:
-        if created is not None:
-            app.client.delete_ledger(created)
+    except KeyboardInterrupt as exc:
+        raise _delete_interrupted(app, created, exc) from None
+    except BaseException:
+        for created_id in created:
+            app.client.delete_ledger(created_id)
+        raise
+    for created_id in created:
+        app.client.delete_ledger(created_id)
     _show(app, result, "Read")

@@ -18,6 +18,7 @@ implementation of each operation.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import os
 import queue
@@ -50,6 +51,60 @@ def _put(handoff: queue.Queue, item, stopped: threading.Event) -> None:
             return
         except queue.Full:
             continue
+
+
+class _Feed:
+    """An iterable read on a daemon thread, handed to the client's loop as an async iterator (``limit`` items
+    read ahead at most). One wake-up of the loop per burst of items, not per item."""
+
+    _END = object()
+
+    class _Failed:
+        def __init__(self, error: Exception):
+            self.error = error
+
+    def __init__(self, items: Iterable, loop: asyncio.AbstractEventLoop, limit: int):
+        self._loop = loop
+        self._items: collections.deque = collections.deque()
+        self._room = threading.Semaphore(limit)
+        self._ready = asyncio.Event()
+        self._stopped = False
+        threading.Thread(target=self._read, args=(items,), name="bookkeeper-feed", daemon=True).start()
+
+    def _read(self, items: Iterable) -> None:
+        try:
+            for item in items:
+                self._room.acquire()
+                if self._stopped:
+                    return
+                self._push(item)
+            self._push(self._END)
+        except Exception as exc:  # the source failed: raised on the loop, to the caller
+            self._push(self._Failed(exc))
+
+    def stop(self) -> None:
+        """The consumer is gone (done, failed or cancelled): the thread ends after its current read."""
+        self._stopped = True
+        self._room.release()
+
+    def _push(self, item) -> None:
+        self._items.append(item)  # before the check: the loop clears the event before it drains (no lost wake-up)
+        if not self._ready.is_set():
+            self._loop.call_soon_threadsafe(self._ready.set)
+
+    async def __aiter__(self):
+        items = self._items
+        while True:
+            self._ready.clear()
+            while items:
+                item = items.popleft()
+                if item is self._END:
+                    return
+                if isinstance(item, self._Failed):
+                    raise item.error
+                self._room.release()
+                yield item
+            await self._ready.wait()
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
@@ -167,7 +222,12 @@ class BookKeeper:
 
     def run(self, coroutine):
         """Run a coroutine of the async core on the client's loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result()
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): stop the coroutine too, not only the wait for it
+            future.cancel()
+            raise
 
     def __enter__(self) -> BookKeeper:
         return self
@@ -244,15 +304,25 @@ class LedgerHandle:
         return self.add_entry_async(data).result()
 
     def add_entries(self, entries: Iterable[bytes], max_outstanding: int = 1000) -> int:
-        """Add many entries, pipelined, ``max_outstanding`` at most in flight; return the last entry id."""
+        """Add many entries, pipelined, ``max_outstanding`` at most in flight; return the last entry id.
+
+        ``entries`` is iterated on a thread of its own: a source that blocks (a quiet pipe) never blocks the
+        client's loop, so an interrupted caller can still close the ledger."""
+        feed = _Feed(entries, self._bk.loop, max_outstanding)
 
         async def add_all():
             window = asyncio.Semaphore(max_outstanding)
             last, futures = -1, []
-            for data in entries:
+
+            def settled(future: asyncio.Future) -> None:
+                window.release()
+                if not future.cancelled():
+                    future.exception()  # seen: the writer's error is raised by append or gather, once
+
+            async for data in feed:
                 await window.acquire()
                 future = self._writer.append(data)
-                future.add_done_callback(lambda _: window.release())
+                future.add_done_callback(settled)
                 futures.append(future)
                 if len(futures) >= max_outstanding * 4:
                     last = max(await asyncio.gather(*futures))
@@ -261,11 +331,19 @@ class LedgerHandle:
                 last = max(await asyncio.gather(*futures))
             return last
 
-        return self._bk.run(add_all())
+        try:
+            return self._bk.run(add_all())
+        finally:
+            feed.stop()
 
     def close(self) -> LedgerMetadata:
         """Wait for pending adds, then close the ledger at its LAC."""
         return self._bk.run(self._writer.close())
+
+    def close_acknowledged(self) -> LedgerMetadata:
+        """After a failed write or an interrupt: wait for the adds in flight, then close at the last acknowledged
+        entry even though the writer failed. What was acknowledged stays readable."""
+        return self._bk.run(self._writer.close(despite_failure=True))
 
 
 class ReadHandle:

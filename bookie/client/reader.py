@@ -1,6 +1,9 @@
 """Reading a ledger (spec/client-protocol.md): from one replica of each entry's write set, falling back to the
-next on ENOENTRY, a timeout or a bad digest (a bad digest is reported as corruption: ledger, entry, bookie).
-Sequential ranges are read from every bookie of the ensemble at once, each streaming its own stripe.
+next on an error status, any transport error (unreachable, timed out, cancelled) or a bad digest (a bad digest is
+reported as corruption: ledger, entry, bookie). A read fails only when no replica of some entry gives it.
+Sequential ranges are read from every bookie of the ensemble at once, each streaming its own stripe; what a stripe
+lacks is streamed from the next replica of the same entries, and what is still missing then is read one entry at a
+time, at most MAX_ENTRY_READS at once.
 """
 
 from __future__ import annotations
@@ -14,12 +17,17 @@ from bookie.codec.digest import Digester
 from bookie.codec.entry import Entry, parse_entry
 from bookie.codec.lac import parse_lac
 from bookie.codec.write_set import write_set
-from bookie.errors import BKError, CorruptEntry, NoSuchEntry, ServiceUnavailable, OperationTimeout
+from bookie.errors import BKError, CorruptEntry, NoSuchEntry, NoSuchLedger, ServiceUnavailable
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 
 log = logging.getLogger(__name__)
 WINDOW_BYTES = 16 << 20  # a round of striped range reads holds about this much (and one more is read ahead)
 MAX_WINDOW = 16384  # entries: 1 KiB entries read 112k/s with 16384, 102-108k/s with 4096
+# Single-entry reads in flight per reader. A bookie's gRPC server sheds calls that wait past a backlog for its
+# Python loop to take them (gRPC core's pending-request limit, 1,000 soft / 3,000 hard by default), and the client
+# sees CANCELLED: 3,000 unary reads at once to one bookie came back ~10% CANCELLED within 1.3 s (no deadline hit),
+# 12,000 about half, 1,000 none. One read per entry of a lost stripe, all at once, failed whole-ledger reads so.
+MAX_ENTRY_READS = 64
 
 
 def covered(ensemble_size: int, write_quorum: int, ack_quorum: int, answered: set[int]) -> bool:
@@ -31,6 +39,33 @@ def covered(ensemble_size: int, write_quorum: int, ack_quorum: int, answered: se
     return True
 
 
+async def _all(coroutines) -> None:
+    """Run ``coroutines`` at once; when one fails, the others are cancelled (a failed window stops its reads)."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+class _InFlight:
+    """A semaphore for single-entry reads that also keeps the highest number ever in flight (``peak``)."""
+
+    def __init__(self, limit: int):
+        self._semaphore = asyncio.Semaphore(limit)
+        self.count = self.peak = 0
+
+    async def __aenter__(self) -> None:
+        await self._semaphore.acquire()
+        self.count += 1
+        self.peak = max(self.peak, self.count)
+
+    async def __aexit__(self, *exc) -> None:
+        self.count -= 1
+        self._semaphore.release()
+
+
 class LedgerReader:
     def __init__(self, client, ledger_id: int, metadata: LedgerMetadata, password: bytes, lac: int):
         self.client = client
@@ -39,6 +74,7 @@ class LedgerReader:
         self.digester = Digester(metadata.digest_type, password)
         self.lac = lac
         self.corruptions: list[str] = []  # "ledger L entry E on bookie B: ..." for every bad replica met
+        self._in_flight: _InFlight | None = None
         entries = metadata.last_entry_id + 1 if metadata.is_closed else 0
         # An open ledger's length is not known yet: start small, then size windows by the entries read.
         average = metadata.length / entries if entries and metadata.length else 64 * 1024
@@ -57,26 +93,41 @@ class LedgerReader:
         """One entry from the first replica of its write set that has a valid copy."""
         segment = self.metadata.segment_of(entry_id)
         md = self.metadata
-        problems = []
+        problems, no_ledger = [], 0
         for index in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
             bookie_id = segment.bookies[index]
             if bookie_id == skip:
                 continue
             try:
-                answer = await self.client.bookie(bookie_id).read_entry(
-                    pb.ReadRequest(ledgerId=self.ledger_id, entryId=entry_id), self.client.config.read_entry_timeout,
-                    f"read ledger {self.ledger_id} entry {entry_id}",
-                )
-            except (ServiceUnavailable, OperationTimeout) as exc:
+                async with self._requests():
+                    answer = await self.client.bookie(bookie_id).read_entry(
+                        pb.ReadRequest(ledgerId=self.ledger_id, entryId=entry_id),
+                        self.client.config.read_entry_timeout, f"read ledger {self.ledger_id} entry {entry_id}",
+                    )
+            except BKError as exc:  # any transport error of one replica (unreachable, timeout, cancelled): the next
                 problems.append(str(exc))
                 continue
             if answer.status != pb.EOK:
+                no_ledger += answer.status == pb.ENOLEDGER
                 problems.append(f"bookie {bookie_id}: status {answer.status}")
                 continue
             if (entry := self._parse(answer.body, entry_id, bookie_id)) is not None:
                 return entry
             problems.append(f"bookie {bookie_id}: corrupt copy")
+        if no_ledger:
+            await self._check_not_deleted()
         raise NoSuchEntry(f"ledger {self.ledger_id} entry {entry_id}: no readable replica ({'; '.join(problems)})")
+
+    async def _check_not_deleted(self) -> None:
+        """Replicas say they have no such ledger: if its metadata is gone too, it was deleted (say so, not the
+        replicas' statuses)."""
+        if not await asyncio.to_thread(self.client.ledgers.exists, self.ledger_id):
+            raise NoSuchLedger(f"ledger {self.ledger_id} was deleted")
+
+    def _requests(self) -> _InFlight:
+        if self._in_flight is None:  # made on the client's loop, where it is used
+            self._in_flight = _InFlight(MAX_ENTRY_READS)
+        return self._in_flight
 
     async def iter_entries(self, first: int, last: int) -> AsyncIterator[Entry]:
         """Entries ``first..last`` in order (see :meth:`iter_windows`)."""
@@ -117,31 +168,71 @@ class LedgerReader:
                 start = stop + 1
 
     async def _read_window(self, segment: Segment, first: int, last: int) -> list[Entry]:
+        """Round 0 streams every bookie's stripe (the entries it is first replica of). Round r streams, from each
+        bookie, the entries still missing whose r-th replica it is: a lost bookie's stripe comes back as one stream
+        from the next replica, not one request per entry. What is still missing after every replica was asked
+        (a replica that stopped early) is read one entry at a time, MAX_ENTRY_READS at once."""
         md = self.metadata
+        size, quorum = md.ensemble_size, md.write_quorum_size
         found: dict[int, Entry] = {}
+        missing: list[int] = []
+        for replica in range(quorum):
+            if replica == 0:
+                wanted = {index: None for index in range(size)}  # None: the whole stripe
+            else:
+                wanted = {}
+                for entry_id in missing:
+                    wanted.setdefault((entry_id + replica) % size, set()).add(entry_id)
+            await _all(self._stream(segment, index, replica, first, last, entries, found)
+                       for index, entries in wanted.items())
+            missing = [e for e in range(first, last + 1) if e not in found]
+            if not missing:
+                return [found[e] for e in range(first, last + 1)]
+        await self._read_each(missing, found)
+        return [found[e] for e in range(first, last + 1)]
 
-        async def stripe(index: int) -> None:
-            bookie_id = segment.bookies[index]
+    async def _stream(self, segment: Segment, index: int, replica: int, first: int, last: int,
+                      entries: set[int] | None, found: dict[int, Entry]) -> None:
+        """Stream from the bookie at ``index`` the entries it holds as ``replica``-th replica (its stripe, for 0)
+        into ``found``; only ``entries`` if given. Any error ends the stream: the next round reads the rest."""
+        md = self.metadata
+        bookie_id = segment.bookies[index]
+        if entries is None:
             request = pb.ReadRangeRequest(ledgerId=self.ledger_id, firstEntryId=first, lastEntryId=last,
                                           ensembleSize=md.ensemble_size, writeQuorumSize=1, bookieIndex=index)
-            try:
-                async for chunk in self.client.bookie(bookie_id).read_range(
-                    request, self.client.config.read_entry_timeout * 4
-                ):
-                    for entry_id, body in chunk:
-                        if isinstance(body, int):
-                            return  # the bookie stopped early: the rest of its stripe comes from other replicas
-                        entry = self._parse(body, entry_id, bookie_id)
-                        if entry is not None:
-                            found[entry_id] = entry
-            except BKError as exc:
-                log.warning("ledger %d: %s; reading its stripe from other replicas", self.ledger_id, exc)
+        else:  # what this bookie holds that the bookie ``replica`` places before it also holds (a superset)
+            request = pb.ReadRangeRequest(ledgerId=self.ledger_id, firstEntryId=min(entries),
+                                          lastEntryId=max(entries), ensembleSize=md.ensemble_size,
+                                          writeQuorumSize=md.write_quorum_size, bookieIndex=index,
+                                          alsoHeldByIndex=(index - replica) % md.ensemble_size)
+        try:
+            async for chunk in self.client.bookie(bookie_id).read_range(
+                request, self.client.config.read_entry_timeout * 4
+            ):
+                for entry_id, body in chunk:
+                    if isinstance(body, int):
+                        if body == pb.ENOLEDGER:
+                            await self._check_not_deleted()
+                        return  # the bookie stopped early: the rest comes from other replicas
+                    if entries is not None and entry_id not in entries:
+                        continue
+                    entry = self._parse(body, entry_id, bookie_id)
+                    if entry is not None:
+                        found[entry_id] = entry
+        except NoSuchLedger:
+            raise
+        except BKError as exc:
+            log.warning("ledger %d: %s; reading those entries from other replicas", self.ledger_id, exc)
 
-        await asyncio.gather(*(stripe(i) for i in range(md.ensemble_size)))
-        missing = [e for e in range(first, last + 1) if e not in found]
-        for entry in await asyncio.gather(*(self.read_entry(e) for e in missing)):
-            found[entry.entry_id] = entry
-        return [found[e] for e in range(first, last + 1)]
+    async def _read_each(self, entry_ids: list[int], found: dict[int, Entry]) -> None:
+        """Read ``entry_ids`` one at a time from any replica, a few workers at once (see MAX_ENTRY_READS)."""
+        pending = iter(entry_ids)
+
+        async def work() -> None:
+            for entry_id in pending:  # one iterator shared by the workers: each entry is read once
+                found[entry_id] = await self.read_entry(entry_id)
+
+        await _all(work() for _ in range(min(MAX_ENTRY_READS, len(entry_ids))))
 
     async def read(self, first: int, last: int) -> list[Entry]:
         return [entry async for entry in self.iter_entries(first, last)]

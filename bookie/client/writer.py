@@ -102,8 +102,9 @@ class LedgerWriter:
         elif status == pb.EBADREQ:
             self._fail(BKError(f"ledger {self.ledger_id}: bookie {bookie.bookie_id} refused entry {add.entry_id}"))
         else:
-            reason = "connection lost" if status == CONNECTION_LOST else f"status {status}"
-            log.warning("ledger %d: bookie %s failed (%s)", self.ledger_id, bookie.bookie_id, reason)
+            if index not in self._failing and self.error is None:  # once per failure, not once per add in flight
+                reason = "connection lost" if status == CONNECTION_LOST else f"status {status}"
+                log.warning("ledger %d: bookie %s failed (%s)", self.ledger_id, bookie.bookie_id, reason)
             self._bookie_failed(index)
 
     def _complete(self) -> None:
@@ -201,13 +202,17 @@ class LedgerWriter:
                 md, version = ledgers.read(self.ledger_id)
 
     # ---- close ----
-    async def close(self) -> LedgerMetadata:
-        """Wait for every pending add, then CAS the metadata to CLOSED at the LAC."""
+    async def close(self, despite_failure: bool = False) -> LedgerMetadata:
+        """Wait for every pending add, then CAS the metadata to CLOSED at the LAC.
+
+        A failed writer raises its error instead, unless ``despite_failure``: then it closes at the last
+        acknowledged entry, so that what was acknowledged stays readable (a failure path never loses it).
+        """
         if self.pending:
             await asyncio.gather(*(a.future for a in list(self.pending)), return_exceptions=True)
         self.closed = True
         self._timer.cancel()
-        if self.error is not None and not isinstance(self.error, (LedgerFenced, Unauthorized)):
+        if self.error is not None and not despite_failure and not isinstance(self.error, (LedgerFenced, Unauthorized)):
             raise self.error
         return await asyncio.to_thread(self._write_closed)
 

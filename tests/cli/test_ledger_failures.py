@@ -1,0 +1,159 @@
+"""Failure paths of the writing commands, on real bookies and real processes: a failed or interrupted write keeps
+what was acknowledged (the ledger is closed at its last acknowledged entry and named), bench deletes its ledgers."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from helpers import wait_for
+
+from bookie.client import BookKeeper
+from bookie.meta.ledger_manager import LedgerManager
+from bookie.meta.ledger_metadata import LedgerState
+
+
+def counter(bookie, name: str) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
+        for line in answer.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def adds_ok(bookie) -> float:
+    return counter(bookie, 'bookie_add_entries_total{status="ok"}')
+
+
+def reads_ok(bookie) -> float:
+    return counter(bookie, 'bookie_read_entries_total{status="ok"}')
+
+
+def bkctl_process(uri, *args, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen([sys.executable, "-m", "bkctl", "-u", uri, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+
+
+@pytest.fixture
+def big_input(tmp_path):
+    path = tmp_path / "entries.txt"
+    path.write_bytes(b"".join(b"entry-%07d\n" % i for i in range(1_500_000)))
+    return path
+
+
+def lines(count: int) -> list[bytes]:
+    return [b"entry-%07d" % i for i in range(count)]
+
+
+def ledger_ids(store) -> list[int]:
+    return list(LedgerManager(store).iter_ledger_ids())
+
+
+def test_a_write_that_fails_keeps_the_acknowledged_entries(harness, big_input, tmp_path):
+    (bookie,) = harness.start(1)
+    proc = bkctl_process(harness.service_uri, "ledger", "create", "-e", "1", "-w", "1", "-a", "1",
+                         "--input", str(big_input), tmp_path=tmp_path)
+    try:
+        wait_for(lambda: adds_ok(bookie) >= 20_000, "20,000 entries stored", 60)
+        bookie.stop(kill=True)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    (lid,) = ledger_ids(harness.store)
+    md, _ = LedgerManager(harness.store).read(lid)
+    held = md.last_entry_id + 1
+    message = stderr.decode().strip()
+    assert proc.returncode == 1 and "\n" not in message, message
+    assert message.startswith("error: ") and f"ledger {lid} closed with its {held} acknowledged entries" in message
+    assert md.state == LedgerState.CLOSED and held >= 20_000
+    harness.restart(bookie)
+    with BookKeeper(harness.service_uri) as bk:
+        assert [e.payload for e in bk.open_ledger(lid).read(0, md.last_entry_id)] == lines(held)
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_an_interrupted_create_closes_its_ledger_and_names_it(harness, big_input, tmp_path, sig, code, word):
+    (bookie,) = harness.start(1)
+    proc = bkctl_process(harness.service_uri, "ledger", "create", "-e", "1", "-w", "1", "-a", "1",
+                         "--input", str(big_input), tmp_path=tmp_path)
+    try:
+        wait_for(lambda: adds_ok(bookie) >= 20_000, "20,000 entries stored", 60)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    (lid,) = ledger_ids(harness.store)
+    md, _ = LedgerManager(harness.store).read(lid)
+    held = md.last_entry_id + 1
+    assert stderr.decode() == f"error: {word} (ledger {lid} closed with its {held} acknowledged entries)\n"
+    assert proc.returncode == code and md.state == LedgerState.CLOSED and held >= 20_000
+    with BookKeeper(harness.service_uri) as bk:
+        assert [e.payload for e in bk.open_ledger(lid).read(0, md.last_entry_id)] == lines(held)
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_an_interrupted_bench_write_deletes_its_ledger(harness, tmp_path, sig, code, word):
+    bookies = harness.start(3)
+    proc = bkctl_process(harness.service_uri, "bench", "write", "--time", "120", tmp_path=tmp_path)
+    try:
+        wait_for(lambda: sum(adds_ok(b) for b in bookies) >= 10_000, "10,000 entries stored", 60)
+        (lid,) = ledger_ids(harness.store)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert stderr.decode() == f"error: {word} (bench ledger {lid} deleted)\n"
+    assert proc.returncode == code and ledger_ids(harness.store) == []
+
+
+def test_a_ledger_deleted_while_it_is_read_is_named(harness, bkctl, tmp_path):
+    bookies = harness.start(3)
+    count = 200_000
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(3, 2, 2)
+        ledger.add_entries(b"e%06d" % i for i in range(count))
+        ledger.close()
+    lid = ledger.ledger_id
+    proc = bkctl_process(harness.service_uri, "ledger", "read", str(lid), tmp_path=tmp_path)
+    try:
+        # Nobody reads its stdout yet: it stops once its read-ahead is full (a few windows, not the whole ledger).
+        wait_for(lambda: sum(reads_ok(b) for b in bookies) >= 50_000, "the reader to be under way", 60)
+        for args in (("ledger", "delete", str(lid), "--yes"), ("bookie", "gc", "--all", "--wait")):
+            result = bkctl("-u", harness.service_uri, *args)
+            assert result.exit_code == 0, result.stderr
+        assert sum(reads_ok(b) for b in bookies) < count  # the rest of the ledger is read after it was deleted
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert stderr.decode() == f"error: ledger {lid} was deleted\n" and proc.returncode == 5
+    assert 0 < stdout.count(b"\n") < count
+
+
+def test_a_create_reading_a_quiet_pipe_is_still_interruptible(harness, tmp_path):
+    """The input blocks (the producer is alive but writes nothing): SIGTERM still closes the ledger and exits."""
+    (bookie,) = harness.start(1)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "bkctl", "-u", harness.service_uri, "ledger", "create", "-e", "1",
+                             "-w", "1", "-a", "1", "--input", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    try:
+        proc.stdin.write(b"".join(b"entry-%07d\n" % i for i in range(5000)))
+        proc.stdin.flush()
+        wait_for(lambda: adds_ok(bookie) >= 5000, "5,000 entries stored", 60)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)  # stdin stays open: the read of the input blocks all along
+        stderr = proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    (lid,) = ledger_ids(harness.store)
+    assert stderr.decode() == f"error: terminated (ledger {lid} closed with its 5000 acknowledged entries)\n"
+    assert proc.returncode == 143
+    md, _ = LedgerManager(harness.store).read(lid)
+    assert md.state == LedgerState.CLOSED and md.last_entry_id == 4999
