@@ -77,6 +77,25 @@ def stored_entry(storage: LedgerStorage, ledger_id: int, entry_id: int):
     return parse_entry(DIGESTER, storage.read_entry(ledger_id, entry_id), ledger_id, entry_id)
 
 
+def read_stored(channel, ledger_id: int, first: int, last: int) -> dict[int, bytes]:
+    """The payloads of entries ``first..last`` that one bookie answers with (a range read), by entry id."""
+    from bookie._proto import bookkeeper_protocol_pb2 as pb
+
+    entries = {}
+    for chunk in channel.bookie.ReadEntries(
+        pb.ReadRangeRequest(ledgerId=ledger_id, firstEntryId=first, lastEntryId=last), timeout=60
+    ):
+        if chunk.status != pb.EOK:
+            continue
+        data, offset = chunk.entries, 0
+        while offset < len(data):
+            size = int.from_bytes(data[offset : offset + 4], "big")
+            entry = parse_entry(DIGESTER, data[offset + 4 : offset + 4 + size], ledger_id)
+            entries[entry.entry_id] = entry.payload
+            offset += 4 + size
+    return entries
+
+
 def crash(storage: LedgerStorage) -> None:
     """What kill -9 leaves: whatever reached the OS; no checkpoint, no shutdown."""
     storage.journal.stop()  # the journal thread dies with the process; nothing more is written

@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import DIGESTER, StreamWriter, payload
+from helpers import DIGESTER, StreamWriter, payload, read_stored
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec.entry import parse_entry
@@ -29,22 +29,6 @@ def run_bookie(conf, *flags):
 
 def error_lines(result):
     return [line for line in result.stderr.splitlines() if line.startswith("error:")]
-
-
-def read_all(channel, ledger_id, first, last):
-    entries = {}
-    for chunk in channel.bookie.ReadEntries(
-        pb.ReadRangeRequest(ledgerId=ledger_id, firstEntryId=first, lastEntryId=last), timeout=60
-    ):
-        if chunk.status != pb.EOK:
-            continue
-        data, offset = chunk.entries, 0
-        while offset < len(data):
-            size = int.from_bytes(data[offset : offset + 4], "big")
-            entry = parse_entry(DIGESTER, data[offset + 4 : offset + 4 + size], ledger_id)
-            entries[entry.entry_id] = entry.payload
-            offset += 4 + size
-    return entries
 
 
 def disk_state(bookie):
@@ -84,7 +68,7 @@ def test_second_bookie_on_live_directories_is_refused_and_touches_nothing(harnes
 
     bookie.stop(kill=True)
     harness.restart(bookie)
-    entries = read_all(harness.channel(bookie), 1, 0, acked[-1])
+    entries = read_stored(harness.channel(bookie), 1, 0, acked[-1])
     assert [e for e in acked if entries.get(e) != payload(1, e)] == []
 
 
