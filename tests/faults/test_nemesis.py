@@ -27,4 +27,5 @@ def test_nothing_acknowledged_is_lost_under_faults(fault_cluster, partitioner, s
     run = run_schedule(fault_cluster, seed, SHORT_SECONDS, _checked, partitioner)
     _totals.add(run)
     print(f"\n{_totals.render()}")
-    assert run.ok, run.report()
+    if not run.ok:
+        pytest.fail(run.report(), pytrace=False)
