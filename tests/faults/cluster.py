@@ -108,7 +108,7 @@ class FaultCluster:
                                                                                           readonly=True) if b.info}
         return [i for i, b in enumerate(self.bookies) if pids.get(b.bookie_id) != str(b.pid)]
 
-    def heal(self, timeout: float = 45.0) -> tuple[list[str], list[str]]:
+    def heal(self, timeout: float = 30.0) -> tuple[list[str], list[str]]:
         """Everything up again: ZooKeeper, every bookie resumed or restarted and registered.
 
         Returns notes (bookies that had exited on their own since the nemesis started them: a bookie started while

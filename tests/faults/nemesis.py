@@ -14,11 +14,13 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from faults.workload import PASSWORD, child_env
 
-BOOKIE_FAULTS = ("bookie-crash", "bookie-pause", "rereplicate", "partition")
-KINDS = ("bookie-crash", "bookie-pause", "writer-crash", "zk-crash", "compaction", "rereplicate", "partition")
+BOOKIE_FAULTS = ("bookie-crash", "bookie-pause", "rereplicate", "double-start", "partition")
+KINDS = ("bookie-crash", "bookie-pause", "writer-crash", "zk-crash", "compaction", "rereplicate", "double-start",
+         "partition")
 MAX_BOOKIES_DOWN = 2  # of 5: three stay up, enough for an E3 ensemble
 
 
@@ -62,7 +64,7 @@ def generate(seed: int, duration: float, bookies: int, writers: int, kinds=KINDS
                 continue
             target = rng.choice(free)
             length = {"bookie-crash": rng.uniform(2, 7), "bookie-pause": rng.uniform(1, 5),
-                      "rereplicate": 8.0, "partition": rng.uniform(2, 6)}[kind]
+                      "rereplicate": 8.0, "double-start": rng.uniform(6, 9), "partition": rng.uniform(2, 6)}[kind]
         elif kind == "zk-crash":
             busy = active(t, ("zk-crash", "rereplicate"))
             if busy:
@@ -160,6 +162,11 @@ class Nemesis:
                 lambda: self.bkctl("bookie", "gc", bookie.bookie_id, "--major", "--wait", "--timeout", "60")))
         elif kind == "rereplicate":
             yield fault.at, lambda: self._background(lambda: self._rereplicate(target, end))
+        elif kind == "double-start":
+            bookie = c.bookies[target]
+            yield fault.at, lambda: self._background(lambda: self._double_start(target))
+            yield end, lambda: (c.kill_bookie(target), c.start_bookie(target), self.note(
+                f"kill -9 and restart bookie {target} ({bookie.bookie_id}), the one a second start was refused on"))
         elif kind == "partition":
             if self.partitioner is None or not self.partitioner.available:
                 yield fault.at, lambda: (self.skipped.update([kind]), self.note(
@@ -175,8 +182,9 @@ class Nemesis:
         writer.kill()
         self.note(f"kill -9 writer {writer.name}")
         left = [r.ledger_id for r in self.history.open_ledgers() if r.writer == writer.name]
-        left += [r.ledger_id for r in self.history.ledgers.values()
-                 if r.writer == writer.name and r.failed and r.failed.endswith("(left open)")]
+        with self.history.lock:
+            left += [r.ledger_id for r in self.history.ledgers.values()
+                     if r.writer == writer.name and r.failed and r.failed.endswith("(left open)")]
 
         def recover():
             for ledger_id in left:  # what an operator does for a dead writer's ledgers
@@ -187,6 +195,28 @@ class Nemesis:
                     self.note(f"ledger {ledger_id} recovered: last entry {doc['lastEntryId']}")
 
         self._background(recover)
+
+    def _double_start(self, target: int) -> None:
+        """The operator starts a second bookie on a live bookie's configuration (same directories, same port): it
+        must refuse before it reads or writes anything. The live bookie is killed later: if the second start
+        touched its journal or its registration, acknowledged entries are lost then."""
+        from bookie.local.process import tail
+
+        self.injected.update(["double-start"])
+        bookie = self.cluster.bookies[target]
+        log = f"{bookie.directory}/second-start.log"
+        self.note(f"second `bkctl bookie run` on bookie {target}'s configuration (live pid {bookie.pid})")
+        with open(log, "ab") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(bookie.conf_path)],
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, env=child_env())
+        try:
+            code = proc.wait(20)
+            self.note(f"second start on bookie {target} exited {code}: {tail(Path(log), 1)}")
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            self.note(f"second start on bookie {target} still running after 20 s: killed")
 
     def _rereplicate(self, target: int, end: float) -> None:
         """Lose a bookie and re-replicate what it held (``bookie recover``) while the writers go on."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 import tempfile
 import time
@@ -12,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.checker import CheckResult, check
+from faults.checker import CheckResult, check, degraded_read
 from faults.cluster import FaultCluster
 from faults.nemesis import KINDS, Nemesis, describe, generate
 from faults.partition import Partitioner
@@ -32,6 +33,7 @@ class Totals:
     acknowledged: int = 0
     lost: int = 0
     entries_read: int = 0
+    degraded_entries_read: int = 0
     tailer_reads: int = 0
     raced_recoveries: int = 0
     failed_seeds: list[int] = field(default_factory=list)
@@ -45,6 +47,7 @@ class Totals:
         self.acknowledged += r.acknowledged
         self.lost += r.lost
         self.entries_read += r.entries_read
+        self.degraded_entries_read += r.degraded_entries_read
         self.raced_recoveries += r.raced_recoveries
         self.tailer_reads += run.tailer_reads
         if not run.ok:
@@ -58,6 +61,7 @@ class Totals:
             f"ledgers checked:      {self.ledgers} ({self.raced_recoveries} closed by two racing recoveries)",
             f"entries acknowledged: {self.acknowledged}",
             f"entries read back:    {self.entries_read} (and {self.tailer_reads} by the tailing reader during faults)",
+            f"read, a bookie down:  {self.degraded_entries_read} (ledgers with an ack quorum of 2)",
             f"entries lost:         {self.lost}",
         ]
         if self.skipped:
@@ -136,6 +140,16 @@ def run_schedule(cluster: FaultCluster, seed: int, seconds: float, checked: set[
         tailer.stop()
     result, ledgers = check(cluster.service_uri, history, checked)
     checked |= ledgers
+    # Then the same ledgers again with one bookie dead: the reads must go around it.
+    victim = random.Random(f"{seed}/degraded").randrange(cluster.size)
+    cluster.kill_bookie(victim)
+    read, violations = degraded_read(cluster.service_uri, history, ledgers, cluster.bookies[victim].bookie_id)
+    result.degraded_entries_read += read
+    result.violations += violations
+    cluster.start_bookie(victim)
+    more_notes, stuck = cluster.heal()
+    notes += more_notes
+    history.violations += stuck
     return ScheduleRun(seed, schedule, nemesis, result, history, notes, tailer.reads)
 
 
