@@ -80,6 +80,7 @@ class ScheduleRun:
     history: History
     notes: list[str]
     tailer_reads: int
+    directory: str = ""
 
     @property
     def violations(self) -> list[str]:
@@ -101,6 +102,7 @@ class ScheduleRun:
         lines.append("what the nemesis did:")
         lines += [f"  {line}" for line in self.nemesis.log]
         lines += [f"note: {n}" for n in self.notes]
+        lines.append(f"the cluster's files and logs: {self.directory}")
         return "\n".join(lines)
 
 
@@ -150,7 +152,7 @@ def run_schedule(cluster: FaultCluster, seed: int, seconds: float, checked: set[
     more_notes, stuck = cluster.heal()
     notes += more_notes
     history.violations += stuck
-    return ScheduleRun(seed, schedule, nemesis, result, history, notes, tailer.reads)
+    return ScheduleRun(seed, schedule, nemesis, result, history, notes, tailer.reads, str(cluster.directory))
 
 
 def main(argv=None) -> int:
