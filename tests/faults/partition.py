@@ -15,6 +15,8 @@ and the suite says why.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 
@@ -24,6 +26,19 @@ class Partitioner:
         self.tag = f"bkctl-faults-{os.getpid()}"  # every rule of ours carries it, so we remove only our own
         self.cut_ports: set[int] = set()
         self.available, self.reason = self._probe()
+        if self.available:
+            self._remove_stale()
+
+    def _remove_stale(self) -> None:
+        """Rules left by a run that was killed before it could heal (its pid is gone) would keep cutting a port
+        that a later server may be given: remove them."""
+        from bookie.local.process import pid_alive
+
+        listing = subprocess.run(["iptables", "-w", "-S", "INPUT"], capture_output=True, text=True).stdout
+        for line in listing.splitlines():
+            match = re.search(r"--comment \"?bkctl-faults-(\d+)", line)
+            if line.startswith("-A INPUT") and match and not pid_alive(int(match.group(1))):
+                subprocess.run(["iptables", "-w", "-D", *shlex.split(line)[1:]], capture_output=True)
 
     def _probe(self) -> tuple[bool, str]:
         if os.geteuid() != 0:
