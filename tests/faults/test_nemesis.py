@@ -8,6 +8,7 @@ import pytest
 from faults.partition import Partitioner
 from faults.suite import SHORT_SECONDS, SHORT_SEEDS, Totals, run_schedule
 
+pytestmark = pytest.mark.slow
 SEEDS = [int(os.environ["BKCTL_FAULT_SEED"])] if os.environ.get("BKCTL_FAULT_SEED") else list(SHORT_SEEDS)
 _checked: set[int] = set()
 _totals = Totals()
