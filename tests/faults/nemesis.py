@@ -107,6 +107,7 @@ class Nemesis:
 
     def bkctl(self, *args: str, timeout: float = 120) -> tuple[int, str]:
         """A bkctl command as an operator types it; (exit code, stdout), stderr's first line logged."""
+        started = time.monotonic()
         try:
             done = subprocess.run([sys.executable, "-m", "bkctl", "-u", self.cluster.service_uri, *args],
                                   capture_output=True, text=True, timeout=timeout, env=child_env())
@@ -114,7 +115,7 @@ class Nemesis:
             self.note(f"bkctl {' '.join(args)}: no answer within {timeout:g} s")
             return -1, ""
         first = (done.stderr.strip().splitlines() or [""])[-1]
-        self.note(f"bkctl {' '.join(args)} -> exit {done.returncode} {first}")
+        self.note(f"bkctl {' '.join(args)} -> exit {done.returncode} after {time.monotonic() - started:.1f} s {first}")
         return done.returncode, done.stdout
 
     def run(self, faults: list[Fault]) -> None:

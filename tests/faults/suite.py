@@ -181,11 +181,13 @@ def main(argv=None) -> int:
         checked: set[int] = set()
         while totals.schedules < schedules and time.monotonic() < deadline:
             seed = next(seeds)
+            started = time.monotonic()
             run = run_schedule(cluster, seed, args.seconds if args.long else SHORT_SECONDS, checked, partitioner)
             totals.add(run)
             status = "ok" if run.ok else "FAILED"
             print(f"seed {seed}: {status}: {sum(run.nemesis.injected.values())} faults, "
-                  f"{run.result.acknowledged} entries acknowledged, {run.result.lost} lost", flush=True)
+                  f"{run.result.acknowledged} entries acknowledged, {run.result.lost} lost, "
+                  f"{time.monotonic() - started:.0f} s", flush=True)
             if not run.ok:
                 print(run.report(), flush=True)
     except KeyboardInterrupt:
