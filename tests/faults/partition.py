@@ -8,7 +8,7 @@ recovery.
 Why firewall rules on ``lo`` and not a network namespace: the bookies and ZooKeeper listen on 127.0.0.1 only (the
 project's rule for local servers), and a process moved into a namespace of its own has a loopback of its own, so it
 could no more reach ZooKeeper, and the bookie id it registered (127.0.0.1:port) would no longer name it. Rules
-need root and iptables (``tests/faults/run`` installs it when it may); without them partition faults are skipped
+need root and iptables (``tests/bootstrap.sh`` installs it when it may); without them partition faults are skipped
 and the suite says why.
 """
 
@@ -44,7 +44,7 @@ class Partitioner:
         if os.geteuid() != 0:
             return False, "firewall rules need root"
         if shutil.which("iptables") is None:
-            return False, "iptables is not installed (bash tests/faults/run installs it when run as root)"
+            return False, "iptables is not installed (tests/bootstrap.sh installs it when run as root)"
         probe = subprocess.run(["iptables", "-w", "-L", "INPUT", "-n"], capture_output=True, text=True)
         if probe.returncode != 0:
             return False, f"iptables does not work here: {probe.stderr.strip().splitlines()[-1:]}"
