@@ -8,13 +8,13 @@ properties map, where we publish the rack); Apache BookKeeper bookies before 4.1
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 
 from kazoo.exceptions import NodeExistsError
-from kazoo.protocol.states import EventType
 
 from bookie._proto.data_formats_pb2 import BookieServiceInfoFormat
-from bookie.errors import CorruptData, NotFound, OperationTimeout
+from bookie.errors import CorruptData, NotFound, OperationTimeout, ServiceUnavailable
 from bookie.meta.store import MetadataStore, zk_errors
 
 WRITABLE, READONLY = "writable", "readonly"
@@ -97,19 +97,32 @@ class BookieRegistry:
         return f"{self.readonly if state == READONLY else self.available}/{bookie_id}"
 
     def _wait_for_stale(self, path: str, timeout: float) -> None:
-        """Wait until a node left by an earlier session of this bookie expires."""
-        gone = threading.Event()
+        """Wait until a node left by an earlier session of this bookie expires.
 
-        def watch(event):
-            if event.type == EventType.DELETED:
-                gone.set()
+        The node is read again on any event of its watch and every half second, not only on NodeDeleted: when
+        kazoo reconnects it re-arms an exists-watch, which ZooKeeper answers at once with NodeCreated for a node
+        that exists, and that consumes the watch; a waiter listening for NodeDeleted alone then never heard of
+        the expiry. A ZooKeeper that is away for a moment is waited for too, within ``timeout``.
+        """
+        deadline = time.monotonic() + timeout
+        changed = threading.Event()
 
-        with zk_errors(f"check {path}"):
-            stat = self.store.zk.exists(path, watch=watch)
-        if stat is None or stat.ephemeralOwner == self.store.zk.client_id[0]:
-            return
-        if not gone.wait(timeout):
-            raise OperationTimeout(f"{path} of an earlier session did not expire within {timeout:g} s")
+        def watch(_event) -> None:
+            changed.set()
+
+        while True:
+            changed.clear()
+            try:
+                with zk_errors(f"check {path}"):
+                    stat = self.store.zk.exists(path, watch=watch)
+            except ServiceUnavailable:
+                stat = False  # ZooKeeper is away: ask again until the deadline
+            if stat is None or (stat and stat.ephemeralOwner == self.store.zk.client_id[0]):
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise OperationTimeout(f"{path} of an earlier session did not expire within {timeout:g} s")
+            changed.wait(min(0.5, remaining))
 
     def register(self, bookie_id: str, info: BookieServiceInfo, state: str = WRITABLE, stale_timeout=30.0) -> None:
         """Publish the bookie as writable or read-only (and remove its node of the other state)."""
