@@ -92,7 +92,8 @@ def _check_ledger(uri: str, bk: BookKeeper, ledger_id: int, record, result: Chec
     if record is not None:
         if last < record.acked:
             result.violations.append(f"ledger {ledger_id}: closed at entry {last}, but entries up to "
-                                     f"{record.acked} were acknowledged")
+                                     f"{record.acked} were acknowledged; {_who_closed(record)}; "
+                                     f"{_holders(bk, ledger_id, md, last + 1)}")
         if last < record.observed:
             result.violations.append(f"ledger {ledger_id}: closed at entry {last}, but a reader saw entry "
                                      f"{record.observed} before")
@@ -158,6 +159,40 @@ def degraded_read(uri: str, history: History, ledger_ids: set[int], down: str) -
                                   f"read failed at entry {expected}: {type(exc).__name__}: {exc}")
             entries += expected
     return entries, violations
+
+
+def _who_closed(record) -> str:
+    if record.closed_by_writer is not None:
+        return "closed by its writer"
+    if record.failed is not None:
+        return f"its writer failed ({record.failed})"
+    return "closed by a recovery"
+
+
+def _holders(bk: BookKeeper, ledger_id: int, md, entry_id: int) -> str:
+    """Which bookies of the ledger's ensembles hold ``entry_id`` now, and which of them its write set names (in the
+    last segment): the first thing to know about an acknowledged entry that a recovery did not find."""
+    from bookie._proto import bookkeeper_protocol_pb2 as pb
+    from bookie.codec.availability import AvailabilityOfEntries
+    from bookie.codec.write_set import write_set
+
+    bookies = sorted({b for s in md.segments for b in s.bookies})
+
+    async def held(bookie_id: str):
+        async for _, status, encoded in bk.core.bookie(bookie_id).list_entries([ledger_id], 20):
+            return entry_id in AvailabilityOfEntries.decode(encoded) if status == pb.EOK else f"status {status}"
+        return "no answer"
+
+    async def ask_all():
+        import asyncio
+
+        return await asyncio.gather(*(held(b) for b in bookies), return_exceptions=True)
+
+    answers = dict(zip(bookies, bk.run(ask_all())))
+    segment = md.segments[-1]
+    named = [segment.bookies[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]
+    return (f"entry {entry_id}: write set in the last segment {named}, segments "
+            f"{[(s.first_entry_id, s.bookies) for s in md.segments]}, held by bookie: {answers}")
 
 
 def replica_audit(bk: BookKeeper, ledger_ids: list[int]) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -155,6 +156,10 @@ def run_schedule(cluster: FaultCluster, seed: int, seconds: float, checked: set[
     return ScheduleRun(seed, schedule, nemesis, result, history, notes, tailer.reads, str(cluster.directory))
 
 
+def _interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="tests/faults/run", description=__doc__)
     parser.add_argument("--long", action="store_true", help="run schedules back to back for --minutes")
@@ -175,6 +180,8 @@ def main(argv=None) -> int:
     if not partitioner.available:
         print(f"partition faults skipped: {partitioner.reason}", flush=True)
     cluster = FaultCluster(directory)
+    # SIGTERM (a CI timeout, an operator's kill) ends the run like Ctrl-C: the cluster and partitions are cleaned up
+    signal.signal(signal.SIGTERM, _interrupt)
     print(f"cluster in {directory}: ZooKeeper {cluster.zk.address}, {cluster.size} bookies", flush=True)
     try:
         cluster.start()
