@@ -76,6 +76,13 @@ def running(pid: int | None, marker: tuple[str, ...]) -> bool:
     if not pid or not pid_alive(pid):
         return False
     args = command_line(pid)
+    # Popen returns once exec closed its close-on-exec pipe, which the kernel does before it sets up the new
+    # program's arguments: for that moment a live child's command line reads empty. A bookie caught in it was
+    # reported "exited while starting", with an empty log, under load.
+    deadline = time.monotonic() + 2.0
+    while not args and time.monotonic() < deadline and pid_alive(pid):
+        time.sleep(0.01)
+        args = command_line(pid)
     return all(m in args for m in marker)
 
 
