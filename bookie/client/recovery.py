@@ -5,8 +5,8 @@ read, and closes it.
 2. Fence-read entry -1 on every bookie of the last segment; keep the highest piggy-backed LAC; done once the
    coverage rule holds.
 3. LAC = max(that, first entry of the last segment - 1).
-4. Read LAC+1, LAC+2, ... (fence flag, high priority): present on the first valid answer, missing once WQ-AQ+1
-   bookies said ENOENTRY/ENOLEDGER.
+4. Read LAC+1, LAC+2, ... (fence flag, high priority) from the whole write set: present when any replica has a
+   valid copy, missing when none has and WQ-AQ+1 bookies said ENOENTRY/ENOLEDGER.
 5. Re-add each present entry with RECOVERY_ADD, as it was framed, to its whole write set. Bookies of the last
    segment that did not answer the fence are first replaced, in a new segment at LAC+1 (an ensemble change by CAS,
    as BookKeeper's recovering handle does), so re-adds can reach a quorum with a bookie down.
@@ -132,27 +132,39 @@ async def _replace_silent(client, ledger_id: int, md: LedgerMetadata, version: i
 
 
 async def _recovery_read(client, reader: LedgerReader, md: LedgerMetadata, entry_id: int, key: bytes) -> Entry | None:
-    """The entry if some replica has a valid copy; None once WQ-AQ+1 bookies say they have none."""
+    """The entry if some replica has a valid copy; None once WQ-AQ+1 bookies say they have none and none has one.
+
+    Every replica of the write set is asked (at once), and a copy wins over any number of "no such entry": a
+    recovery's ensemble change may have put a new bookie in place of a silent one, in the very segment the writer
+    wrote (in place, when the segment starts where the recovery does), and if that recovery died before re-adding
+    the entries, the new bookie never saw them. Its ENOENTRY proves nothing while another replica has a copy;
+    stopping at the first ENOENTRY of a W2 A2 ledger closed it below an acknowledged entry. (Apache BookKeeper
+    stops at the first WQ-AQ+1 misses; a copy that arrives later is lost there too.)
+    """
     segment = md.segment_of(entry_id)
-    missing_needed = md.write_quorum_size - md.ack_quorum_size + 1
-    missing = 0
-    for index in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
-        bookie_id = segment.bookies[index]
-        request = pb.ReadRequest(ledgerId=reader.ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER,
-                                 masterKey=key)
+    request = pb.ReadRequest(ledgerId=reader.ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER,
+                             masterKey=key)
+
+    async def ask(bookie_id: str):
         try:
-            answer = await client.bookie(bookie_id).read_entry(
+            return bookie_id, await client.bookie(bookie_id).read_entry(
                 request, client.config.read_entry_timeout, f"recovery read of ledger {reader.ledger_id}"
             )
         except BKError:
+            return bookie_id, None
+
+    indexes = write_set(entry_id, md.ensemble_size, md.write_quorum_size)
+    missing = 0
+    for bookie_id, answer in await asyncio.gather(*(ask(segment.bookies[i]) for i in indexes)):
+        if answer is None:
             continue
         if answer.status == pb.EOK:
             if (entry := reader._parse(answer.body, entry_id, bookie_id)) is not None:
                 return entry
         elif answer.status in (pb.ENOENTRY, pb.ENOLEDGER):
             missing += 1
-            if missing >= missing_needed:
-                return None
+    if missing >= md.write_quorum_size - md.ack_quorum_size + 1:
+        return None
     raise ServiceUnavailable(
         f"cannot recover ledger {reader.ledger_id}: entry {entry_id} is neither readable nor known missing"
     )
