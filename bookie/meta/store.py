@@ -22,7 +22,7 @@ from kazoo.exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
 from kazoo.retry import KazooRetry
 
 from bookie.errors import BKError, MetadataVersionConflict, NotFound, ServiceUnavailable, Unauthorized
@@ -53,6 +53,25 @@ def zk_errors(what: str) -> Iterator[None]:
         raise BKError(f"{what}: ZooKeeper error {type(exc).__name__}") from None
 
 
+class _BoundedResult(AsyncResult):
+    def get(self, block=True, timeout=None):
+        return super().get(block, self._handler.operation_timeout if timeout is None else timeout)
+
+
+class _BoundedHandler(SequentialThreadingHandler):
+    """kazoo's threading handler, with a limit on every blocking call. While the connection is down kazoo queues a
+    request until it reconnects, and its synchronous calls wait for the answer without a timeout: with reconnection
+    unbounded, a command, a GC run or a bookie's shutdown would wait for as long as ZooKeeper is away. A call past
+    the limit raises KazooTimeoutError (ServiceUnavailable, through zk_errors)."""
+
+    def __init__(self, operation_timeout: float):
+        super().__init__()
+        self.operation_timeout = operation_timeout
+
+    def async_result(self):
+        return _BoundedResult(self)
+
+
 class MetadataStore:
     """One ZooKeeper session for one service URI. A context manager; :meth:`close` ends the session."""
 
@@ -61,12 +80,13 @@ class MetadataStore:
         self.root = uri.root
         # Reconnect for as long as the session lives: kazoo ends its connection thread for good when this policy
         # gives up, which left a bookie (or the auditor) running but cut off after a short ZooKeeper outage.
-        # The first connection is bounded by start(timeout) below, each command by command_retry.
+        # The first connection is bounded by start(timeout) below, every later call by the handler (_BoundedHandler).
         retry = KazooRetry(max_tries=-1, delay=0.2, max_delay=2.0)
         self.zk = KazooClient(
             hosts=uri.zk_hosts,
             timeout=session_timeout,
             connection_retry=retry,
+            handler=_BoundedHandler(max(connect_timeout, session_timeout)),
             command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
             logger=logging.getLogger("kazoo.client"),
         )

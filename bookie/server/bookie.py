@@ -187,7 +187,7 @@ class BookieServer:
         self.shutting_down = True
         if self.collector is not None:  # first: its ledger GC uses the metadata store
             await asyncio.to_thread(self.collector.stop)
-        if self.store is not None:
+        if self.store is not None and self.store.zk.connected:  # else the node goes with the session
             try:
                 BookieRegistry(self.store).unregister(self.bookie_id)
             except Exception:

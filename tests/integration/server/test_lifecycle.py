@@ -141,3 +141,49 @@ def test_reregisters_after_zookeeper_was_down_longer_than_a_connect_timeout(tmp_
             harness.close()
     finally:
         stop_process_group(pid)
+
+
+def test_calls_fail_and_a_bookie_stops_in_bounded_time_while_zookeeper_is_down(tmp_path):
+    """Reconnecting without end must not mean waiting without end: kazoo queues a call made while disconnected, and
+    its synchronous calls had no timeout, so a command, a GC run or a bookie's shutdown hung as long as ZooKeeper
+    was away."""
+    import threading
+    import time
+
+    import pytest
+    from helpers import BookieHarness
+
+    from bookie.errors import ServiceUnavailable
+    from bookie.local.process import free_port, stop_process_group
+    from bookie.local.zookeeper import EmbeddedZooKeeper
+    from bookie.meta.layout import init_cluster
+    from bookie.meta.store import MetadataStore
+    from bookie.meta.uri import parse_service_uri
+
+    zk = EmbeddedZooKeeper(tmp_path / "zk", free_port())
+    pid = zk.start()
+    uri = f"zk+hierarchical://{zk.address}/ledgers"
+    try:
+        with MetadataStore(parse_service_uri(uri)) as store:
+            init_cluster(store)
+            harness = BookieHarness(store, uri, tmp_path)
+            (bookie,) = harness.start(1)
+        store = MetadataStore(parse_service_uri(uri), connect_timeout=2, session_timeout=4)
+        stop_process_group(pid)
+        outcome = []
+
+        def call():
+            with pytest.raises(ServiceUnavailable) as caught:
+                store.exists("/ledgers")
+            outcome.append(caught.value)
+
+        started = time.monotonic()
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        caller.join(20)
+        assert outcome and time.monotonic() - started < 15
+        bookie.stop()  # SIGTERM; SIGKILL only after 20 s
+        assert f"bookie {bookie.bookie_id} stopped" in bookie.log_path.read_text()
+        store.close()
+    finally:
+        stop_process_group(pid)
