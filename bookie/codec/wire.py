@@ -218,7 +218,7 @@ class AddRequestV2(NamedTuple):
     ledger_id: int  # from the entry's first 8 bytes
     entry_id: int  # from the entry's next 8 bytes
     master_key: bytes
-    body: bytes  # the framed entry
+    body: bytes | memoryview  # the framed entry (decoded: a view into the frame, not a copy)
     flags: int = FLAG_NONE  # RECOVERY_ADD, HIGH_PRIORITY
     version: int = V2_VERSION
 
@@ -259,7 +259,7 @@ class ReadResponseV2(NamedTuple):
     rc: int
     ledger_id: int
     entry_id: int
-    body: bytes = b""  # the framed entry when rc is EOK
+    body: bytes | memoryview = b""  # the framed entry when rc is EOK (decoded: a view into the frame)
     version: int = V2_VERSION
 
 
@@ -268,7 +268,7 @@ class BatchReadResponseV2(NamedTuple):
     ledger_id: int
     entry_id: int
     request_id: int
-    entries: tuple[bytes, ...] = ()
+    entries: tuple[bytes | memoryview, ...] = ()  # decoded: views into the frame
     version: int = V2_VERSION
 
 
@@ -373,7 +373,8 @@ def decode_request_v2(body: bytes) -> RequestV2:
         key = _read_key(body, 4, "ADDENTRY request")
         _need(body, 4 + MASTER_KEY_LENGTH + IDS.size, "ADDENTRY request (entry ids)")
         ledger_id, entry_id = IDS.unpack_from(body, 4 + MASTER_KEY_LENGTH)
-        return AddRequestV2(ledger_id, entry_id, key, bytes(body[4 + MASTER_KEY_LENGTH :]), flags, version)
+        entry = memoryview(body)[4 + MASTER_KEY_LENGTH :]
+        return AddRequestV2(ledger_id, entry_id, key, entry, flags, version)
     if opcode == READENTRY:
         _need(body, V2_READ.size - 4, "READENTRY request")
         ledger_id, entry_id = IDS.unpack_from(body, 4)
@@ -405,22 +406,22 @@ def decode_response_v2(body: bytes) -> ResponseV2:
     if opcode == ADDENTRY:
         return AddResponseV2(rc, ledger_id, entry_id, version)
     if opcode == READENTRY:
-        return ReadResponseV2(rc, ledger_id, entry_id, bytes(body[V2_RESPONSE.size - 4 :]), version)
+        return ReadResponseV2(rc, ledger_id, entry_id, memoryview(body)[V2_RESPONSE.size - 4 :], version)
     _need(body, V2_BATCH_RESPONSE.size - 4, "BATCH_READ_ENTRY response")
     (request_id,) = REQUEST_ID.unpack_from(body, V2_RESPONSE.size - 4)
     entries = []
     offset, end = V2_BATCH_RESPONSE.size - 4, len(body)
-    with memoryview(body) as view:
-        while offset < end:
-            _need(body, offset + 4, "BATCH_READ_ENTRY response (entry size)")
-            (size,) = LENGTH.unpack_from(view, offset)
-            if size < 0 or offset + 4 + size > end:
-                raise MalformedFrame(
-                    f"truncated v2 BATCH_READ_ENTRY response: entry {len(entries)} of {size} bytes at offset "
-                    f"{offset} overruns the {end}-byte frame"
-                )
-            entries.append(view[offset + 4 : offset + 4 + size].tobytes())
-            offset += 4 + size
+    view = memoryview(body)
+    while offset < end:
+        _need(body, offset + 4, "BATCH_READ_ENTRY response (entry size)")
+        (size,) = LENGTH.unpack_from(body, offset)
+        if size < 0 or offset + 4 + size > end:
+            raise MalformedFrame(
+                f"truncated v2 BATCH_READ_ENTRY response: entry {len(entries)} of {size} bytes at offset "
+                f"{offset} overruns the {end}-byte frame"
+            )
+        entries.append(view[offset + 4 : offset + 4 + size])
+        offset += 4 + size
     return BatchReadResponseV2(rc, ledger_id, entry_id, request_id, tuple(entries), version)
 
 
