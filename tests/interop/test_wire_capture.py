@@ -1,0 +1,206 @@
+"""Our wire codec against real BookKeeper 4.17.4 frames (../shared/bk-oracle).
+
+A recording proxy registers itself in a Java cluster's ZooKeeper as a fourth bookie and forwards each connection to
+one Java bookie. The Java client writes and reads ledgers of ensemble 4 (so the proxy is always in the ensemble), once
+with v3 and once with v2; every frame that crossed the proxy, in both directions, must decode with bookie.codec.wire
+and re-encode to the same bytes. Each ledger is left open and then read with recovery, so fencing reads cross too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.codec import wire
+from bookie.meta.registration import BookieRegistry, BookieServiceInfo
+from bookie.meta.store import MetadataStore
+from bookie.meta.uri import parse_service_uri
+
+ORACLE = Path(os.environ.get("BK_ORACLE_DIR", Path(__file__).resolve().parents[3] / "shared" / "bk-oracle"))
+if not ORACLE.is_dir():
+    ORACLE = Path("/work/shared/bk-oracle")
+
+
+def _java() -> str | None:
+    java_home = os.environ.get("JAVA_HOME")
+    for candidate in (os.environ.get("BK_ORACLE_JAVA"), java_home and f"{java_home}/bin/java"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("java")
+
+
+if not (ORACLE / "bin" / "bk-cluster").exists():
+    pytest.skip(f"the BookKeeper oracle is missing ({ORACLE}/bin/bk-cluster)", allow_module_level=True)
+if _java() is None:
+    pytest.skip("no java: set BK_ORACLE_JAVA or JAVA_HOME, or put java on PATH", allow_module_level=True)
+
+ENV = {**os.environ, "BK_ORACLE_PYTHON": sys.executable}
+
+
+def _free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _run(*args: str, timeout: float = 60) -> str:
+    done = subprocess.run([str(ORACLE / "bin" / args[0]), *args[1:]], env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, f"{args[0]} failed ({done.returncode}): {done.stderr[-2000:]}"
+    return done.stdout
+
+
+class RecordingProxy:
+    """Forwards every accepted connection to ``target`` and records the bytes of each direction."""
+
+    def __init__(self, target: tuple[str, int]):
+        self.target = target
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections: list[tuple[bytearray, bytearray]] = []  # (client -> bookie, bookie -> client)
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+        self.sockets: list[socket.socket] = []
+        self.accepter = threading.Thread(target=self._accept, daemon=True)
+        self.accepter.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return  # closed
+            bookie = socket.create_connection(self.target)
+            requests, responses = bytearray(), bytearray()
+            with self.lock:
+                self.connections.append((requests, responses))
+                self.sockets += [client, bookie]
+                for args in ((client, bookie, requests), (bookie, client, responses)):
+                    thread = threading.Thread(target=self._pump, args=args, daemon=True)
+                    thread.start()
+                    self.threads.append(thread)
+
+    def _pump(self, source: socket.socket, sink: socket.socket, record: bytearray) -> None:
+        try:
+            while data := source.recv(65536):
+                with self.lock:
+                    record += data
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.server.close()
+        with self.lock:
+            for s in self.sockets:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+        self.accepter.join(5)
+        for thread in self.threads:
+            thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    """Run the Java client through the proxy with v3, then with v2; return ``{"v3": [...], "v2": [...]}`` of
+    recorded connections (request bytes, response bytes)."""
+    root = tmp_path_factory.mktemp("bk")
+    zk_port, *bookie_ports = _free_ports(4)
+    ports = ",".join(map(str, bookie_ports))
+    _run("bk-cluster", "start", str(root), "--zk-port", str(zk_port), "--bookie-ports", ports, timeout=180)
+    proxy = store = None
+    try:
+        env = dict(line.split("=", 1) for line in (root / "cluster.env").read_text().splitlines() if "=" in line)
+        zk, uri = env["ZK"].strip("'\""), env["METADATA_SERVICE_URI"].strip("'\"")
+        proxy = RecordingProxy(("127.0.0.1", bookie_ports[0]))
+        store = MetadataStore(parse_service_uri(uri))
+        BookieRegistry(store).register(f"127.0.0.1:{proxy.port}", BookieServiceInfo.for_bookie("127.0.0.1", proxy.port))
+        recorded = {}
+        for version, flag in (("v3", ()), ("v2", ("--v2",))):
+            start = len(proxy.connections)
+            ledger = _run("bk-write", "--zk", zk, "--n", "20", "--text", "entry", "--suffix-index", "--ensemble", "4",
+                          "--write-quorum", "2", "--ack-quorum", "2", "--no-close", *flag).strip()
+            # Left open, the ledger is recovered by the read: fencing reads, then the reads of its entries
+            lines = _run("bk-read", "--zk", zk, "--ledger", ledger, *flag).splitlines()
+            assert len(lines) == 20, lines
+            with proxy.lock:
+                recorded[version] = [(bytes(a), bytes(b)) for a, b in proxy.connections[start:]]
+        yield recorded
+    finally:
+        if store is not None:
+            store.close()
+        if proxy is not None:
+            proxy.close()
+        _run("bk-cluster", "stop", str(root), timeout=120)
+
+
+def _frames(stream: bytes) -> list[bytes]:
+    buffer = bytearray(stream)
+    frames = wire.cut_frames(buffer)
+    assert buffer == b"", f"{len(buffer)} bytes of a partial frame left at the end of a connection"
+    return frames
+
+
+def test_the_proxy_was_in_every_ensemble(capture):
+    for version in ("v3", "v2"):
+        assert capture[version], f"the Java client never connected to the proxy with {version}"
+
+
+def test_v3_frames_decode_and_reencode_byte_for_byte(capture):
+    operations = set()
+    for requests, responses in capture["v3"]:
+        decoder = wire.RequestDecoder()
+        for body in _frames(requests):
+            request = decoder.decode(body)
+            assert decoder.v3, "a v3 client's frame was not a v3 Request"
+            assert wire.encode_v3(request) == wire.frame(body)
+            fencing = request.HasField("readRequest") and request.readRequest.flag == pb.ReadRequest.FENCE_LEDGER
+            operations.add((request.header.operation, fencing))
+        for body in _frames(responses):
+            response = wire.decode_v3_response(body)
+            assert wire.encode_v3(response) == wire.frame(body)
+            assert response.status == pb.EOK
+    # (which bookie of a write set serves a plain read is the client's choice: the proxy may see none of them)
+    assert {(pb.ADD_ENTRY, False), (pb.READ_ENTRY, True)} <= operations
+
+
+def test_v2_frames_decode_and_reencode_byte_for_byte(capture):
+    kinds = set()
+    for requests, responses in capture["v2"]:
+        decoder = wire.RequestDecoder()
+        bodies = _frames(requests)
+        for body in bodies:
+            request = decoder.decode(body)
+            if isinstance(request, pb.Request):  # v3 even with useV2WireProtocol (e.g. GET_BOOKIE_INFO)
+                assert wire.encode_v3(request) == wire.frame(body)
+                continue
+            assert wire.encode_request_v2(request) == wire.frame(body)
+            kinds.add((type(request).__name__, request.flags & wire.FLAG_DO_FENCING))
+        for body in _frames(responses):
+            response = wire.decode_response_v2(body) if not decoder.v3 else wire.decode_v3_response(body)
+            encode = wire.encode_v3 if isinstance(response, pb.Response) else wire.encode_response_v2
+            assert encode(response) == wire.frame(body)
+    # the adds, the recovery's fencing reads and the plain reads of the entries
+    assert {("AddRequestV2", 0), ("ReadRequestV2", wire.FLAG_DO_FENCING)} <= kinds
