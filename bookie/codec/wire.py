@@ -131,8 +131,9 @@ def cut_frames(buffer: bytearray, max_frame_size: int = MAX_FRAME_SIZE) -> list[
     """Remove every complete frame from the front of ``buffer`` and return their bodies; a partial tail stays.
 
     Raises :class:`MalformedFrame` on a negative length or a frame (length + 4) above ``max_frame_size``, as Netty's
-    frame decoder does; the connection's framing is lost then, so the caller closes it. A length is judged as soon as
-    its 4 bytes are in, without waiting for the body.
+    frame decoder does; the connection's framing is lost then, so the caller closes it (frames cut before the bad one
+    in the same call go with it: their answers could not be sent on a closing connection anyway). A length is judged
+    as soon as its 4 bytes are in, without waiting for the body.
     """
     frames: list[bytes] = []
     end = len(buffer)

@@ -168,6 +168,18 @@ def test_the_proxy_was_in_every_ensemble(capture):
         assert capture[version], f"the Java client never connected to the proxy with {version}"
 
 
+def test_default_java_client_sends_no_auth_frame(capture):
+    """proto/README.md: with BookKeeper's default (AuthDisabledPlugin) the client's first frame is a real request."""
+    for version in ("v3", "v2"):
+        for requests, _ in capture[version]:
+            first = _frames(requests)[0]
+            request = wire.RequestDecoder().decode(first)
+            if isinstance(request, pb.Request):
+                assert request.header.operation != pb.AUTH
+            else:
+                assert not isinstance(request, wire.AuthRequestV2)
+
+
 def test_v3_frames_decode_and_reencode_byte_for_byte(capture):
     operations = set()
     for requests, responses in capture["v3"]:

@@ -199,6 +199,23 @@ def test_v3_auth_and_start_tls_fields():
     assert body(wire.encode_v3(tls)) == b"\x0a\x06\x08\x03\x10\x09\x18\x01" + b"\xd2\x06\x00"  # (106), empty
 
 
+def test_v3_envelopes_have_bookkeepers_field_numbers():
+    """BookkeeperProtocol.proto at release-4.17.4, written out: a renumbered field would break every Java peer."""
+    operations = ["read", "add", "auth", "writeLac", "readLac", "getBookieInfo", "startTLS", "forceLedger",
+                  "getListOfEntriesOfLedger"]
+    request = {"header": 1, "requestContext": 200} | {f"{op}Request": 100 + i for i, op in enumerate(operations)}
+    response = {"header": 1, "status": 2} | {f"{op}Response": 100 + i for i, op in enumerate(operations)}
+    assert {f.name: f.number for f in pb.Request.DESCRIPTOR.fields} == request
+    assert {f.name: f.number for f in pb.Response.DESCRIPTOR.fields} == response
+    assert {f.name: f.number for f in pb.AuthMessage.DESCRIPTOR.fields} == {"authPluginName": 1, "payload": 2}
+    assert {f.name: f.number for f in pb.ContextPair.DESCRIPTOR.fields} == {"key": 1, "value": 2}
+    assert dict(pb.OperationType.items()) == {
+        "READ_ENTRY": 1, "ADD_ENTRY": 2, "RANGE_READ_ENTRY": 3, "RANGE_ADD_ENTRY": 4, "AUTH": 5, "WRITE_LAC": 6,
+        "READ_LAC": 7, "GET_BOOKIE_INFO": 8, "START_TLS": 9, "FORCE_LEDGER": 10, "GET_LIST_OF_ENTRIES_OF_LEDGER": 11,
+        "BATCH_READ_ENTRY": 12,
+    }
+
+
 def test_v3_batch_read_operation_parses():
     """BATCH_READ_ENTRY (12) must be in OperationType, or a header carrying it would not parse (proto2)."""
     assert wire.decode_v3_request(b"\x0a\x06\x08\x03\x10\x0c\x18\x01").header.operation == 12
