@@ -258,14 +258,15 @@ def _v3(operation: int, txn_id: int, **fields) -> bytes:
 def test_java_bookie_answers_our_v3_frames(java_cluster):
     auth = pb.AuthMessage(authPluginName=wire.AUTH_DISABLED_PLUGIN, payload=b"")
     requests = [
+        _v3(pb.START_TLS, 5, startTLSRequest=pb.StartTLSRequest()),  # first: the connection must stay usable
         _v3(pb.AUTH, 1, authRequest=auth),
         _v3(pb.GET_BOOKIE_INFO, 2, getBookieInfoRequest=pb.GetBookieInfoRequest(requested=3)),
         _v3(pb.READ_ENTRY, 3, readRequest=pb.ReadRequest(ledgerId=987654321, entryId=0)),
         _v3(pb.READ_LAC, 4, readLacRequest=pb.ReadLacRequest(ledgerId=987654321)),
     ]
     answers = {r.header.txnId: r for r in map(wire.decode_v3_response,
-                                                _exchange(java_cluster.bookie_ports[1], requests, 4))}
-    assert sorted(answers) == [1, 2, 3, 4]
+                                                _exchange(java_cluster.bookie_ports[1], requests, 5))}
+    assert sorted(answers) == [1, 2, 3, 4, 5]
     # the handshake a default bookie gives (proto/README.md)
     assert answers[1].status == pb.EOK
     assert answers[1].authResponse == pb.AuthMessage(authPluginName="AuthDisabledPlugin", payload=b"")
@@ -273,6 +274,8 @@ def test_java_bookie_answers_our_v3_frames(java_cluster):
     assert answers[2].getBookieInfoResponse.freeDiskSpace > 0
     assert answers[3].readResponse.status in (pb.ENOLEDGER, pb.ENOENTRY)
     assert answers[4].readLacResponse.status in (pb.ENOLEDGER, pb.ENOENTRY)
+    # a bookie without TLS refuses START_TLS with EBADREQ and no StartTLSResponse, and stays usable
+    assert answers[5].status == pb.EBADREQ and not answers[5].HasField("startTLSResponse")
 
 
 def test_java_bookie_answers_our_v2_frames(java_cluster):
