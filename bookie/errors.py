@@ -113,6 +113,11 @@ class CorruptData(BKError):
     """A stored structure (file record, znode) that cannot be parsed; the message names where."""
 
 
+class MalformedFrame(BKError):
+    """A bookie-protocol frame that cannot be cut or decoded; the message names what is wrong. The connection that
+    carried it is unusable (its framing is lost), as BookKeeper closes it."""
+
+
 class MetadataVersionConflict(BKError):
     """A compare-and-set on metadata lost against a concurrent update; re-read and retry."""
 
