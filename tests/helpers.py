@@ -190,6 +190,55 @@ def shared_cluster(zookeeper, directory: Path, bookies: int):
             harness.close()
 
 
+class OwnZooKeeper:
+    """A ZooKeeper of a test's own, which it may kill and start again on the same port and data (the session's
+    shared one must stay up), with an initialised cluster and a harness for bookies; stopped by pid on exit."""
+
+    def __init__(self, directory: Path):
+        from bookie.local.process import free_port
+        from bookie.local.zookeeper import EmbeddedZooKeeper
+
+        self.directory = directory
+        self.server = EmbeddedZooKeeper(directory / "zk", free_port())
+        self.pid: int | None = None
+        self.uri = f"zk+hierarchical://{self.server.address}/ledgers"
+        self.harness: BookieHarness | None = None
+
+    def __enter__(self) -> OwnZooKeeper:
+        from bookie.meta.layout import init_cluster
+        from bookie.meta.uri import parse_service_uri
+
+        self.start()
+        with MetadataStore(parse_service_uri(self.uri)) as store:
+            init_cluster(store)
+        self.harness = BookieHarness(None, self.uri, self.directory)
+        return self
+
+    def start(self) -> None:
+        self.pid = self.server.start()
+
+    def kill(self) -> None:
+        from bookie.local.process import stop_process_group
+
+        stop_process_group(self.pid)
+
+    def store(self, **timeouts) -> MetadataStore:
+        from bookie.meta.uri import parse_service_uri
+
+        return MetadataStore(parse_service_uri(self.uri), **timeouts)
+
+    def start_bookie(self) -> LocalBookie:
+        with self.store() as store:
+            self.harness.store = store
+            (bookie,) = self.harness.start(1)
+        return bookie
+
+    def __exit__(self, *exc) -> None:
+        if self.harness is not None:
+            self.harness.close()
+        self.kill()
+
+
 # ---- cluster checks ----
 def write_ledgers(uri, count, quorum=(3, 3, 2), entries=20):
     with BookKeeper(uri) as bk:

@@ -97,21 +97,16 @@ def test_waits_out_a_stale_node_across_a_zookeeper_restart(tmp_path):
     import subprocess
     import sys
 
-    from bookie.local.process import free_port, stop_process_group
-    from bookie.local.zookeeper import EmbeddedZooKeeper
-    from bookie.meta.uri import parse_service_uri
+    from helpers import OwnZooKeeper
 
-    zk = EmbeddedZooKeeper(tmp_path / "zk", free_port())
-    pid = zk.start()
-    uri = parse_service_uri(f"zk+hierarchical://{zk.address}/ledgers")
-    try:
+    with OwnZooKeeper(tmp_path) as zk:
         earlier = subprocess.Popen(  # a bookie killed -9: its registration stays until its session expires
             [sys.executable, "-c", (
                 "import sys, time\n"
                 "from bookie.meta.registration import BookieRegistry, BookieServiceInfo\n"
                 "from bookie.meta.store import MetadataStore\n"
                 "from bookie.meta.uri import parse_service_uri\n"
-                f"store = MetadataStore(parse_service_uri({str(uri)!r}), session_timeout=4)\n"
+                f"store = MetadataStore(parse_service_uri({zk.uri!r}), session_timeout=4)\n"
                 "BookieRegistry(store).register('127.0.0.1:3181', BookieServiceInfo.for_bookie('127.0.0.1', 3181))\n"
                 "print('registered', flush=True)\n"
                 "time.sleep(600)\n")],
@@ -119,19 +114,17 @@ def test_waits_out_a_stale_node_across_a_zookeeper_restart(tmp_path):
         assert earlier.stdout.readline() == "registered\n"
         os.kill(earlier.pid, signal.SIGKILL)
         earlier.wait()
-        with MetadataStore(uri, session_timeout=15) as store:
+        with zk.store(session_timeout=15) as store:
             outcome = []
             waiter = threading.Thread(target=lambda: outcome.append(_register(store, stale_timeout=25)))
             waiter.start()
             time.sleep(0.5)  # the waiter is watching the stale node
-            stop_process_group(pid)
-            pid = zk.start()  # ZooKeeper restores the dead session, and expires it 4 s later
+            zk.kill()
+            zk.start()  # ZooKeeper restores the dead session, and expires it 4 s later
             waiter.join(40)
             assert outcome == [None]
             owner = store.zk.exists("/ledgers/available/127.0.0.1:3181").ephemeralOwner
             assert owner == store.zk.client_id[0]
-    finally:
-        stop_process_group(pid)
 
 
 def _register(store, stale_timeout):

@@ -110,37 +110,20 @@ def test_reregisters_after_zookeeper_was_down_longer_than_a_connect_timeout(tmp_
     good, leaving the bookie running but invisible to every client.)"""
     import time
 
-    from helpers import BookieHarness
+    from helpers import OwnZooKeeper
 
-    from bookie.local.process import free_port, stop_process_group
-    from bookie.local.zookeeper import EmbeddedZooKeeper
-    from bookie.meta.layout import init_cluster
-    from bookie.meta.store import MetadataStore
-    from bookie.meta.uri import parse_service_uri
-
-    zk = EmbeddedZooKeeper(tmp_path / "zk", free_port())
-    pid = zk.start()
-    uri = f"zk+hierarchical://{zk.address}/ledgers"
-    try:
-        with MetadataStore(parse_service_uri(uri)) as store:
-            init_cluster(store)
-            harness = BookieHarness(store, uri, tmp_path)
-            (bookie,) = harness.start(1)
-        try:
-            stop_process_group(pid)  # the old policy gave up within a second of refused connections
-            wait_for(lambda: "Connection dropped" in bookie.log_path.read_text(), "the bookie to notice", 30)
-            time.sleep(3)
-            pid = zk.start()
-            # A restarted ZooKeeper restores the old session, and its ephemeral node, until the session times out
-            # (zkTimeout 6 s): only a registration still there after that is one the bookie holds.
-            time.sleep(9)
-            with MetadataStore(parse_service_uri(uri)) as store:
-                wait_for(lambda: [b.bookie_id for b in BookieRegistry(store).list()] == [bookie.bookie_id],
-                         "the registration after ZooKeeper came back", 30)
-        finally:
-            harness.close()
-    finally:
-        stop_process_group(pid)
+    with OwnZooKeeper(tmp_path) as zk:
+        bookie = zk.start_bookie()
+        zk.kill()  # the old policy gave up within a second of refused connections
+        wait_for(lambda: "Connection dropped" in bookie.log_path.read_text(), "the bookie to notice", 30)
+        time.sleep(3)
+        zk.start()
+        # A restarted ZooKeeper restores the old session, and its ephemeral node, until the session times out
+        # (zkTimeout 6 s): only a registration still there after that is one the bookie holds.
+        time.sleep(9)
+        with zk.store() as store:
+            wait_for(lambda: [b.bookie_id for b in BookieRegistry(store).list()] == [bookie.bookie_id],
+                     "the registration after ZooKeeper came back", 30)
 
 
 def test_calls_fail_and_a_bookie_stops_in_bounded_time_while_zookeeper_is_down(tmp_path):
@@ -151,39 +134,25 @@ def test_calls_fail_and_a_bookie_stops_in_bounded_time_while_zookeeper_is_down(t
     import time
 
     import pytest
-    from helpers import BookieHarness
+    from helpers import OwnZooKeeper
 
     from bookie.errors import ServiceUnavailable
-    from bookie.local.process import free_port, stop_process_group
-    from bookie.local.zookeeper import EmbeddedZooKeeper
-    from bookie.meta.layout import init_cluster
-    from bookie.meta.store import MetadataStore
-    from bookie.meta.uri import parse_service_uri
 
-    zk = EmbeddedZooKeeper(tmp_path / "zk", free_port())
-    pid = zk.start()
-    uri = f"zk+hierarchical://{zk.address}/ledgers"
-    try:
-        with MetadataStore(parse_service_uri(uri)) as store:
-            init_cluster(store)
-            harness = BookieHarness(store, uri, tmp_path)
-            (bookie,) = harness.start(1)
-        store = MetadataStore(parse_service_uri(uri), connect_timeout=2, session_timeout=4)
-        stop_process_group(pid)
-        outcome = []
+    with OwnZooKeeper(tmp_path) as zk:
+        bookie = zk.start_bookie()
+        with zk.store(connect_timeout=2, session_timeout=4) as store:
+            zk.kill()
+            outcome = []
 
-        def call():
-            with pytest.raises(ServiceUnavailable) as caught:
-                store.exists("/ledgers")
-            outcome.append(caught.value)
+            def call():
+                with pytest.raises(ServiceUnavailable) as caught:
+                    store.exists("/ledgers")
+                outcome.append(caught.value)
 
-        started = time.monotonic()
-        caller = threading.Thread(target=call, daemon=True)
-        caller.start()
-        caller.join(20)
-        assert outcome and time.monotonic() - started < 15
-        bookie.stop()  # SIGTERM; SIGKILL only after 20 s
-        assert f"bookie {bookie.bookie_id} stopped" in bookie.log_path.read_text()
-        store.close()
-    finally:
-        stop_process_group(pid)
+            started = time.monotonic()
+            caller = threading.Thread(target=call, daemon=True)
+            caller.start()
+            caller.join(20)
+            assert outcome and time.monotonic() - started < 15
+            bookie.stop()  # SIGTERM; SIGKILL only after 20 s
+            assert f"bookie {bookie.bookie_id} stopped" in bookie.log_path.read_text()
