@@ -53,21 +53,29 @@ def ledger_ids(store) -> list[int]:
     return list(LedgerManager(store).iter_ledger_ids())
 
 
-def test_a_write_that_fails_keeps_the_acknowledged_entries(harness, big_input, tmp_path):
-    (bookie,) = harness.start(1)
+def create_until_stored(harness, bookie, big_input, tmp_path, then):
+    """Run `ledger create` (E1 W1 A1) of ``big_input``; once 20,000 entries are stored, call ``then(proc)``.
+    Returns the exit code, stderr, the ledger's id and its metadata."""
     proc = bkctl_process(harness.service_uri, "ledger", "create", "-e", "1", "-w", "1", "-a", "1",
                          "--input", str(big_input), tmp_path=tmp_path)
     try:
         wait_for(lambda: adds_ok(bookie) >= 20_000, "20,000 entries stored", 60)
-        bookie.stop(kill=True)
+        then(proc)
         _, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
     (lid,) = ledger_ids(harness.store)
     md, _ = LedgerManager(harness.store).read(lid)
+    return proc.returncode, stderr.decode(), lid, md
+
+
+def test_a_write_that_fails_keeps_the_acknowledged_entries(harness, big_input, tmp_path):
+    (bookie,) = harness.start(1)
+    returncode, stderr, lid, md = create_until_stored(harness, bookie, big_input, tmp_path,
+                                                      lambda proc: bookie.stop(kill=True))
     held = md.last_entry_id + 1
-    message = stderr.decode().strip()
-    assert proc.returncode == 1 and "\n" not in message, message
+    message = stderr.strip()
+    assert returncode == 1 and "\n" not in message, message
     assert message.startswith("error: ") and f"ledger {lid} closed with its {held} acknowledged entries" in message
     assert md.state == LedgerState.CLOSED and held >= 20_000
     harness.restart(bookie)
@@ -79,19 +87,11 @@ def test_a_write_that_fails_keeps_the_acknowledged_entries(harness, big_input, t
                                                    (signal.SIGTERM, 143, "terminated")])
 def test_an_interrupted_create_closes_its_ledger_and_names_it(harness, big_input, tmp_path, sig, code, word):
     (bookie,) = harness.start(1)
-    proc = bkctl_process(harness.service_uri, "ledger", "create", "-e", "1", "-w", "1", "-a", "1",
-                         "--input", str(big_input), tmp_path=tmp_path)
-    try:
-        wait_for(lambda: adds_ok(bookie) >= 20_000, "20,000 entries stored", 60)
-        proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    (lid,) = ledger_ids(harness.store)
-    md, _ = LedgerManager(harness.store).read(lid)
+    returncode, stderr, lid, md = create_until_stored(harness, bookie, big_input, tmp_path,
+                                                      lambda proc: proc.send_signal(sig))
     held = md.last_entry_id + 1
-    assert stderr.decode() == f"error: {word} (ledger {lid} closed with its {held} acknowledged entries)\n"
-    assert proc.returncode == code and md.state == LedgerState.CLOSED and held >= 20_000
+    assert stderr == f"error: {word} (ledger {lid} closed with its {held} acknowledged entries)\n"
+    assert returncode == code and md.state == LedgerState.CLOSED and held >= 20_000
     with BookKeeper(harness.service_uri) as bk:
         assert [e.payload for e in bk.open_ledger(lid).read(0, md.last_entry_id)] == lines(held)
 
