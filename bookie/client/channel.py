@@ -35,7 +35,7 @@ class BookieChannel:
 
     @classmethod
     def to(cls, registered: RegisteredBookie, timeout: float = 10.0) -> BookieChannel:
-        return cls(registered.bookie_id, registered.address(), timeout)
+        return cls(registered.bookie_id, registered.admin_address() or registered.address(), timeout)
 
     def __enter__(self) -> BookieChannel:
         return self

@@ -22,6 +22,7 @@ class LocalBookie:
     port: int
     metrics_port: int
     pid: int | None = None
+    admin_port: int = 0  # 0 in the state of a sandbox made before bookies had an admin port: any free port
     settings: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -59,7 +60,8 @@ class LocalBookie:
     def create(cls, index: int, directory: Path, service_uri: str, settings: dict[str, str] | None = None,
                taken: set[int] = frozenset()):
         """``taken``: ports of the sandbox's other servers, some perhaps stopped (not bound now, theirs still)."""
-        bookie = cls(index, str(directory), free_port(taken), free_port(taken), settings=dict(settings or {}))
+        bookie = cls(index, str(directory), free_port(taken), free_port(taken), admin_port=free_port(taken),
+                     settings=dict(settings or {}))
         bookie.write_conf(service_uri)
         return bookie
 
@@ -72,6 +74,7 @@ class LocalBookie:
             "journalDirectories": self.journal_dir,
             "ledgerDirectories": self.ledger_dir,
             "prometheusStatsHttpPort": str(self.metrics_port),
+            "bkctlAdminPort": str(self.admin_port),
             "zkTimeout": "6000",
             **self.settings,
         }

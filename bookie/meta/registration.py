@@ -19,6 +19,8 @@ from bookie.meta.store import MetadataStore, zk_errors
 
 WRITABLE, READONLY = "writable", "readonly"
 DEFAULT_RACK = "/default-rack"
+# Ours: the endpoint of a bookie's gRPC admin service (state, read-only, GC, compaction). A Java bookie has none.
+ADMIN_ENDPOINT, ADMIN_PROTOCOL = "bkctl-admin", "grpc"
 
 
 @dataclass(frozen=True)
@@ -37,16 +39,22 @@ class BookieServiceInfo:
     properties: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def for_bookie(cls, host: str, port: int, tls: bool = False, **properties: str) -> BookieServiceInfo:
-        endpoint = Endpoint("bookie", host, port, "bookie-rpc", extensions=("tls",) if tls else ())
-        return cls((endpoint,), {k: str(v) for k, v in properties.items()})
+    def for_bookie(cls, host: str, port: int, tls: bool = False, admin_port: int | None = None,
+                   **properties: str) -> BookieServiceInfo:
+        endpoints = [Endpoint("bookie", host, port, "bookie-rpc", extensions=("tls",) if tls else ())]
+        if admin_port:
+            endpoints.append(Endpoint(ADMIN_ENDPOINT, host, admin_port, ADMIN_PROTOCOL))
+        return cls(tuple(endpoints), {k: str(v) for k, v in properties.items()})
 
     @property
     def rack(self) -> str | None:
         return self.properties.get("rack")
 
+    def endpoint(self, endpoint_id: str) -> Endpoint | None:
+        return next((e for e in self.endpoints if e.id == endpoint_id), None)
+
     def bookie_endpoint(self) -> Endpoint | None:
-        return next((e for e in self.endpoints if e.id == "bookie"), None)
+        return self.endpoint("bookie")
 
     def encode(self) -> bytes:
         msg = BookieServiceInfoFormat()
@@ -85,6 +93,11 @@ class RegisteredBookie:
             return endpoint.host, endpoint.port
         host, _, port = self.bookie_id.rpartition(":")
         return host, int(port)
+
+    def admin_address(self) -> tuple[str, int] | None:
+        """Where to reach its gRPC admin service, or None: a bookie that advertises none (a Java bookie)."""
+        endpoint = self.info.endpoint(ADMIN_ENDPOINT) if self.info else None
+        return (endpoint.host, endpoint.port) if endpoint else None
 
 
 class BookieRegistry:

@@ -27,6 +27,8 @@ class BookieConfig:
     bookieId: str = ""
     advertisedAddress: str = ""
     listeningInterface: str = "127.0.0.1"  # ours: the address to bind (BookKeeper binds all interfaces)
+    # ours: the port of the gRPC admin service, advertised in the registration (0: any free port, -1: none)
+    bkctlAdminPort: int = 0
     bookieRack: str = ""  # ours: published in the registration for rack-aware placement
     journalDirectories: str = "/tmp/bk-txn"
     ledgerDirectories: str = "/tmp/bk-data"
@@ -86,6 +88,8 @@ class BookieConfig:
     def validate(self) -> None:
         if not 0 < self.bookiePort < 65536:
             raise InvalidArgument(f"bookiePort {self.bookiePort} is not a port number")
+        if not -1 <= self.bkctlAdminPort < 65536 or self.bkctlAdminPort == self.bookiePort:
+            raise InvalidArgument(f"bkctlAdminPort {self.bkctlAdminPort} is not a port number other than bookiePort")
         for key in ("journalDirectories", "ledgerDirectories", "indexDirectories"):
             if len(self.dirs(key)) > 1:
                 raise InvalidArgument(f"{key}: this bookie supports one directory, got {getattr(self, key)!r}")

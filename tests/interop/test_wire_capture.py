@@ -8,14 +8,8 @@ and re-encode to the same bytes. Each ledger is left open and then read with rec
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
-import subprocess
-import sys
 import threading
-from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
@@ -24,44 +18,9 @@ from bookie.codec import wire
 from bookie.meta.registration import BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+from interop.oracle import JavaCluster, output, require_oracle
 
-ORACLE = Path(os.environ.get("BK_ORACLE_DIR", Path(__file__).resolve().parents[3] / "shared" / "bk-oracle"))
-if not ORACLE.is_dir():
-    ORACLE = Path("/work/shared/bk-oracle")
-
-
-def _java() -> str | None:
-    java_home = os.environ.get("JAVA_HOME")
-    for candidate in (os.environ.get("BK_ORACLE_JAVA"), java_home and f"{java_home}/bin/java"):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return shutil.which("java")
-
-
-if not (ORACLE / "bin" / "bk-cluster").exists():
-    pytest.skip(f"the BookKeeper oracle is missing ({ORACLE}/bin/bk-cluster)", allow_module_level=True)
-if _java() is None:
-    pytest.skip("no java: set BK_ORACLE_JAVA or JAVA_HOME, or put java on PATH", allow_module_level=True)
-
-ENV = {**os.environ, "BK_ORACLE_PYTHON": sys.executable}
-
-
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def _run(*args: str, timeout: float = 60) -> str:
-    done = subprocess.run([str(ORACLE / "bin" / args[0]), *args[1:]], env=ENV, capture_output=True, text=True,
-                          timeout=timeout)
-    assert done.returncode == 0, f"{args[0]} failed ({done.returncode}): {done.stderr[-2000:]}"
-    return done.stdout
+require_oracle()
 
 
 class RecordingProxy:
@@ -123,24 +82,14 @@ class RecordingProxy:
             thread.join(5)
 
 
-class JavaCluster(NamedTuple):
-    zk: str
-    service_uri: str
-    bookie_ports: list[int]
-
-
 @pytest.fixture(scope="module")
 def java_cluster(tmp_path_factory):
     """Three Java bookies and their ZooKeeper, for the whole module (a start costs ~10 s)."""
-    root = tmp_path_factory.mktemp("bk")
-    zk_port, *bookie_ports = _free_ports(4)
-    ports = ",".join(map(str, bookie_ports))
-    _run("bk-cluster", "start", str(root), "--zk-port", str(zk_port), "--bookie-ports", ports, timeout=180)
+    cluster = JavaCluster.start(tmp_path_factory.mktemp("bk"))
     try:
-        env = dict(line.split("=", 1) for line in (root / "cluster.env").read_text().splitlines() if "=" in line)
-        yield JavaCluster(env["ZK"].strip("'\""), env["METADATA_SERVICE_URI"].strip("'\""), bookie_ports)
+        yield cluster
     finally:
-        _run("bk-cluster", "stop", str(root), timeout=120)
+        cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -156,10 +105,10 @@ def capture(java_cluster):
         recorded = {}
         for version, flag in (("v3", ()), ("v2", ("--v2",))):
             start = len(proxy.connections)
-            ledger = _run("bk-write", "--zk", zk, "--n", "20", "--text", "entry", "--suffix-index", "--ensemble", "4",
+            ledger = output("bk-write", "--zk", zk, "--n", "20", "--text", "entry", "--suffix-index", "--ensemble", "4",
                           "--write-quorum", "2", "--ack-quorum", "2", "--no-close", *flag).strip()
             # Left open, the ledger is recovered by the read: fencing reads, then the reads of its entries
-            lines = _run("bk-read", "--zk", zk, "--ledger", ledger, *flag).splitlines()
+            lines = output("bk-read", "--zk", zk, "--ledger", ledger, *flag).splitlines()
             assert len(lines) == 20, lines
             with proxy.lock:
                 recorded[version] = [(bytes(a), bytes(b)) for a, b in proxy.connections[start:]]

@@ -1,0 +1,116 @@
+"""The real Apache BookKeeper 4.17.4 (../shared/bk-oracle) for interop tests: Java clusters, the Java client tools
+and the BookKeeper shell, run as subprocesses on 127.0.0.1.
+
+A test module that needs it calls :func:`require_oracle` at import: without the package or Java, the module is skipped
+with the reason (CI has both)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ORACLE = Path(os.environ.get("BK_ORACLE_DIR", Path(__file__).resolve().parents[3] / "shared" / "bk-oracle"))
+if not ORACLE.is_dir():
+    ORACLE = Path("/work/shared/bk-oracle")
+ENV = {**os.environ, "BK_ORACLE_PYTHON": sys.executable}
+
+
+def java() -> str | None:
+    java_home = os.environ.get("JAVA_HOME")
+    for candidate in (os.environ.get("BK_ORACLE_JAVA"), java_home and f"{java_home}/bin/java"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("java")
+
+
+def require_oracle() -> None:
+    if not (ORACLE / "bin" / "bk-cluster").exists():
+        pytest.skip(f"the BookKeeper oracle is missing ({ORACLE}/bin/bk-cluster)", allow_module_level=True)
+    if java() is None:
+        pytest.skip("no java: set BK_ORACLE_JAVA or JAVA_HOME, or put java on PATH", allow_module_level=True)
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def run(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``bin/<args[0]> args[1:]``; with ``check``, fail the test on a non-zero exit."""
+    done = subprocess.run([str(ORACLE / "bin" / args[0]), *args[1:]], env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+    if check:
+        assert done.returncode == 0, f"{args[0]} failed ({done.returncode}): {done.stderr[-2000:]}"
+    return done
+
+
+def output(*args: str, timeout: float = 60) -> str:
+    return run(*args, timeout=timeout).stdout
+
+
+@dataclass
+class JavaCluster:
+    """A ZooKeeper and Java bookies under one directory (``bk-cluster``)."""
+
+    root: Path
+    zk: str
+    service_uri: str
+    bookie_ports: list[int]
+
+    @classmethod
+    def start(cls, root: Path, bookies: int = 3, *settings: str, zk: str | None = None) -> JavaCluster:
+        """``settings``: ``KEY=VALUE`` for every bookie's conf. ``zk``: an existing ZooKeeper to use."""
+        ports = free_ports(bookies + 1)
+        where = ["--zk", zk] if zk else ["--zk-port", str(ports[0])]
+        sets = [a for s in settings for a in ("--set", s)]
+        run("bk-cluster", "start", str(root), *where, "--bookie-ports", ",".join(map(str, ports[1:])), *sets,
+            timeout=180)
+        env = dict(line.split("=", 1) for line in (root / "cluster.env").read_text().splitlines() if "=" in line)
+        return cls(root, env["ZK"].strip("'\""), env["METADATA_SERVICE_URI"].strip("'\""), ports[1:])
+
+    def bookie_id(self, n: int) -> str:
+        """Bookie ``n`` (1-based, as bk-cluster counts)."""
+        return f"127.0.0.1:{self.bookie_ports[n - 1]}"
+
+    def conf(self, n: int = 1) -> Path:
+        return self.root / f"b{n}" / "bookie.conf"
+
+    def kill(self, n: int) -> None:
+        pid = int((self.root / f"b{n}" / "bookie.pid").read_text())
+        os.kill(pid, 9)
+
+    def stop_bookie(self, n: int) -> None:
+        run("bk-cluster", "stop", str(self.root), "--bookie", str(n), timeout=120)
+
+    def start_bookie(self, n: int) -> None:
+        run("bk-cluster", "start-bookie", str(self.root), str(n), timeout=180)
+
+    def stop(self) -> None:
+        run("bk-cluster", "stop", str(self.root), timeout=120)
+
+    def shell(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return run("bk-shell", str(self.conf()), *args, timeout=timeout, check=False)
+
+
+def bk_write(zk: str, *args: str, timeout: float = 120) -> int:
+    """The Java client writes a ledger (``bin/bk-write``); return its id."""
+    return int(output("bk-write", "--zk", zk, *args, timeout=timeout).strip())
+
+
+def bk_read(zk: str, ledger_id: int, *args: str, timeout: float = 120) -> list[tuple[int, bytes]]:
+    """The Java client reads a ledger (``bin/bk-read``): ``[(entryId, payload)]``."""
+    lines = output("bk-read", "--zk", zk, "--ledger", str(ledger_id), *args, timeout=timeout).splitlines()
+    return [(int(e), bytes.fromhex(h)) for e, _, h in (line.split("\t") for line in lines)]
