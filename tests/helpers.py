@@ -162,7 +162,7 @@ class BookieHarness:
         wait_registered(self.store, [bookie])
 
     def channel(self, bookie: LocalBookie) -> BookieChannel:
-        channel = BookieChannel(bookie.bookie_id, ("127.0.0.1", bookie.port))
+        channel = BookieChannel(bookie.bookie_id, ("127.0.0.1", bookie.admin_port))
         self.channels.append(channel)
         return channel
 

@@ -43,6 +43,10 @@ from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
 
+def _data_address(bookie: RegisteredBookie) -> tuple[str, int]:
+    return bookie.admin_address() or bookie.address()  # the gRPC data service, until the wire client
+
+
 def _put(handoff: queue.Queue, item, stopped: threading.Event) -> None:
     """Hand a batch to the consumer; give up once it stopped reading."""
     while not stopped.is_set():
@@ -135,7 +139,7 @@ class ClientCore:
         address = self._addresses.get(bookie_id)
         if address is None:
             try:
-                address = self.registry.get(bookie_id).address()
+                address = _data_address(self.registry.get(bookie_id))
             except NotFound:  # not registered (down, or replaced): its id is its address
                 host, _, port = bookie_id.rpartition(":")
                 if not port.isdigit():
@@ -153,7 +157,7 @@ class ClientCore:
     async def writable_bookies(self) -> list[RegisteredBookie]:
         bookies = await asyncio.to_thread(self.registry.list)
         for bookie in bookies:
-            self._addresses[bookie.bookie_id] = bookie.address()
+            self._addresses[bookie.bookie_id] = _data_address(bookie)
         return bookies
 
     def check_password(self, ledger_id: int, md: LedgerMetadata, password: bytes) -> None:

@@ -29,6 +29,7 @@ from bookie.server.config import BookieConfig
 from bookie.server.claim import DirectoryLocks, address_in_use, check_port_free
 from bookie.server.cookie_check import check_cookies, write_cookies
 from bookie.server.metrics import BookieStats
+from bookie.server.protocol import WireServer
 from bookie.server.servicer import BookieServicer
 from bookie.storage.gc import GarbageCollector
 from bookie.storage.ledger_storage import LedgerStorage
@@ -56,6 +57,7 @@ class BookieServer:
         self.shutting_down = False
         self.metrics_port: int | None = None
         self.admin_port: int | None = None
+        self.wire: WireServer | None = None
         self.locks = DirectoryLocks()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._registered_state: str | None = None
@@ -90,13 +92,18 @@ class BookieServer:
         self.stats.watch(self.storage)
 
         self.server = grpc.aio.server(options=GRPC_OPTIONS)
-        bookkeeper_protocol_pb2_grpc.add_BookieServicer_to_server(BookieServicer(self), self.server)
+        handlers = BookieServicer(self)  # the operations, served by the wire protocol and the gRPC data service
+        bookkeeper_protocol_pb2_grpc.add_BookieServicer_to_server(handlers, self.server)
         bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(BookieAdminServicer(self), self.server)
         address = f"{config.listeningInterface}:{config.bookiePort}"
-        self._bind(self.server, config.bookiePort, "bookiePort", "bookie")
         if config.bkctlAdminPort >= 0:
             self.admin_port = self._bind(self.server, config.bkctlAdminPort, "bkctlAdminPort", "bookie admin")
         await self.server.start()
+        self.wire = WireServer(self, handlers, config.nettyMaxFrameSizeBytes)
+        try:
+            await self.wire.start(config.listeningInterface, config.bookiePort)
+        except OSError:
+            raise address_in_use(config.listeningInterface, config.bookiePort, "bookiePort", "bookie") from None
         self._check_disks()
         await asyncio.to_thread(write_cookies, self.store, cookies)  # last: see cookie_check
         await asyncio.to_thread(self._register)
@@ -203,6 +210,8 @@ class BookieServer:
                 BookieRegistry(self.store).unregister(self.bookie_id)
             except Exception:
                 log.exception("unregister failed")
+        if self.wire is not None:
+            await self.wire.stop(grace=2)
         if self.server is not None:
             await self.server.stop(grace=2)
         if self.store is not None:

@@ -48,6 +48,8 @@ class BookieServicer(pb_grpc.BookieServicer):
         stats = self.stats  # metric children looked up once, not per batch
         self._adds_ok, self._adds_failed = stats.adds.labels("ok"), stats.adds.labels("failed")
         self._bytes_written, self._batch_latency = stats.bytes_written, stats.add_batch_latency
+        self._reads_ok, self._reads_failed = stats.reads.labels("ok"), stats.reads.labels("failed")
+        self._read_latency = stats.read_latency
 
     # ---- helpers ----
     @staticmethod
@@ -112,13 +114,39 @@ class BookieServicer(pb_grpc.BookieServicer):
         records = batch.entries
         try:
             self._check_writable()
+        except BookieReadOnly as exc:
+            future = asyncio.get_running_loop().create_future()
+            future.set_result(exc)
+            return response, records, future, 0, [], started
+        return (response, records, *self.store_adds(keys, records), started)
+
+    def store_adds(self, keys: dict[int, AddKey], records: bytes):
+        """Store and journal add records (``int32 size | framed entry`` each) now: ``(future, added, refused)``, the
+        future resolving to None once they are durable, or to the error that failed them all."""
+        try:
             future, callback = self._durable()
             added, refused = self.storage.add_batch(keys, records, callback)
         except BaseException as exc:  # the whole batch failed
             future = asyncio.get_running_loop().create_future()
             future.set_result(exc)
             added, refused = 0, []
-        return response, records, future, added, refused, started
+        return future, added, refused
+
+    def add_statuses(self, answers: list[tuple], error, refused, started: float, size: int) -> list[int]:
+        """The status of each add of a batch (``answers``: ``(_, ledgerId, entryId)`` each, ``size`` bytes of
+        records), counted in the metrics."""
+        if error is not None:
+            status = status_of(error)
+            self._adds_failed.inc(len(answers))
+            return [status] * len(answers)
+        failed = {(ledger_id, entry_id): status_of(exc) for ledger_id, entry_id, exc in refused}
+        self._adds_ok.inc(len(answers) - len(failed))
+        if failed:
+            self._adds_failed.inc(len(failed))
+        self._bytes_written.inc(size)
+        self._batch_latency.observe(time.perf_counter() - started)
+        return [failed.get((ledger_id, entry_id), pb.EOK) for _, ledger_id, entry_id in answers] if failed \
+            else [pb.EOK] * len(answers)
 
     async def _answer(self, response, records, future, added, refused, started) -> pb.AddBatchResponse:
         error = await future
@@ -161,13 +189,24 @@ class BookieServicer(pb_grpc.BookieServicer):
                     raise error
             if request.HasField("previousLAC"):
                 return await self._long_poll(request, response)
-            response.body = self.storage.read_entry(request.ledgerId, request.entryId)
-            response.maxLAC = self.storage.lac(request.ledgerId)
-            self.stats.reads.labels("ok").inc()
         except BaseException as exc:
             response.status = status_of(exc)
             self.stats.reads.labels("failed").inc()
-        self.stats.read_latency.observe(time.perf_counter() - started)
+            return response
+        return self.read_now(request.ledgerId, request.entryId, response, started)
+
+    def read_now(self, ledger_id: int, entry_id: int, response: pb.ReadResponse, started: float | None = None):
+        """A plain read into ``response`` (status, body, maxLAC), counted in the metrics."""
+        started = started or time.perf_counter()
+        try:
+            response.body = self.storage.read_entry(ledger_id, entry_id)
+            response.maxLAC = self.storage.lac(ledger_id)
+            response.status = pb.EOK
+            self._reads_ok.inc()
+        except BaseException as exc:
+            response.status = status_of(exc)
+            self._reads_failed.inc()
+        self._read_latency.observe(time.perf_counter() - started)
         return response
 
     async def _long_poll(self, request, response):

@@ -1,0 +1,361 @@
+"""BookKeeper's own wire protocol on the bookie port (proto/README.md): one asyncio ``Protocol`` per connection.
+
+Per ``data_received``, every complete frame is cut from one buffer and decoded, v3 or v2, told apart per connection
+as BookKeeper's ``RequestDecoder`` does (bookie/codec/wire.py). All the adds among them go to ledger storage as one
+batch (one journal write); once it is durable, all their responses leave in one write. Plain reads are answered in
+the same pass, also in one write. What waits (fence reads, LAC long polls, WRITE_LAC, FORCE_LEDGER...) runs as a task
+on the request handlers of :class:`bookie.server.servicer.BookieServicer` and answers when done: a BookKeeper client
+matches answers by txnId (v3) or by operation and ids (v2), so they need not come in order.
+
+Back-pressure, as BookKeeper's ``maxAddsInProgressLimit`` / ``maxReadsInProgressLimit`` and its response
+back-pressure do it by turning off a channel's auto-read: a connection stops reading while it has more than
+``MAX_ADDS_IN_PROGRESS`` adds or ``MAX_READS_IN_PROGRESS`` waiting reads in flight, or while its peer does not take
+the answers (the transport's write buffer above ``WRITE_BUFFER_HIGH``); it reads again once all are below their
+resume marks. What it does not read stays in the kernel's socket buffer, and TCP pushes back on the client. No queue
+in the bookie grows with what a client sends. (BookKeeper's limits are 0, unbounded, by default; ours are always on.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.codec import wire
+from bookie.errors import BookieReadOnly, MalformedFrame
+from bookie.server.servicer import status_of
+from bookie.storage.ledger_storage import AddKey
+
+log = logging.getLogger(__name__)
+
+MAX_ADDS_IN_PROGRESS = 10_000  # per connection: ~10 MB of 1 KiB entries waiting for the journal
+MAX_READS_IN_PROGRESS = 10_000  # per connection: fence reads and LAC long polls waiting
+WRITE_BUFFER_HIGH = 4 << 20  # answers the peer has not taken yet
+SIZE = struct.Struct(">i")
+V2_ADD_HEADER = wire.packet_header(wire.V2_VERSION, wire.ADDENTRY, 0)
+V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
+BATCH_READ_OVERHEAD = 24 + 8 + 4  # BatchedReadEntryProcessor: the response's fixed part, counted against maxSize
+FENCE, RECOVERY_ADD, PIGGYBACK = pb.ReadRequest.FENCE_LEDGER, pb.AddRequest.RECOVERY_ADD, pb.ReadRequest.ENTRY_PIGGYBACK
+HIGH_PRIORITY = 100  # what the Java client puts in BKPacketHeader.priority of recovery traffic
+
+
+def _reply_header(header: pb.BKPacketHeader) -> pb.BKPacketHeader:
+    """The header of an operation's response: version, operation and txnId of the request (PacketProcessorBaseV3)."""
+    return pb.BKPacketHeader(version=pb.VERSION_THREE, operation=header.operation, txnId=header.txnId)
+
+
+class _Adds:
+    """The adds of one pass over the frames: records for one ``add_batch``, and who to answer."""
+
+    __slots__ = ("keys", "records", "answers", "started")
+
+    def __init__(self) -> None:
+        self.keys: dict[int, AddKey] = {}
+        self.records: list[bytes] = []
+        self.answers: list[tuple] = []  # (v3 request header or None for v2, ledgerId, entryId)
+        self.started = time.perf_counter()
+
+
+class WireServer:
+    """The bookie port's listener and its connections."""
+
+    def __init__(self, bookie, handlers, max_frame_size: int):
+        self.bookie = bookie
+        self.handlers = handlers  # BookieServicer: the operations shared with the gRPC data service
+        self.storage = bookie.storage
+        self.max_frame_size = max_frame_size
+        self.connections: set[BookieConnection] = set()
+        self.server: asyncio.AbstractServer | None = None
+
+    async def start(self, host: str, port: int) -> None:
+        loop = asyncio.get_running_loop()
+        self.server = await loop.create_server(lambda: BookieConnection(self), host, port, reuse_address=True)
+
+    async def stop(self, grace: float = 2.0) -> None:
+        """Stop accepting; give adds in flight ``grace`` seconds to be answered; close every connection."""
+        if self.server is None:
+            return
+        self.server.close()
+        deadline = time.monotonic() + grace
+        while any(c.adds_in_flight for c in self.connections) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for connection in list(self.connections):
+            connection.close()
+
+
+class BookieConnection(asyncio.Protocol):
+    def __init__(self, server: WireServer):
+        self.server = server
+        self.handlers = server.handlers
+        self.storage = server.storage
+        self.bookie = server.bookie
+        self.buffer = bytearray()
+        self.decoder = wire.RequestDecoder()
+        self.transport: asyncio.Transport | None = None
+        self.adds_in_flight = 0
+        self.reads_in_flight = 0
+        self.reading = True
+        self.peer_slow = False
+        self.tasks: set[asyncio.Task] = set()
+
+    # ---- connection ----
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc) -> None:
+        self.server.connections.discard(self)
+        for task in self.tasks:
+            task.cancel()
+        self.transport = None
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def pause_writing(self) -> None:
+        self.peer_slow = True
+        self._pace()
+
+    def resume_writing(self) -> None:
+        self.peer_slow = False
+        self._pace()
+
+    def _pace(self) -> None:
+        """Read while every bound holds; stop at a bound, start again below half of it."""
+        if self.transport is None:
+            return
+        if self.reading:
+            if self.peer_slow or self.adds_in_flight >= MAX_ADDS_IN_PROGRESS \
+                    or self.reads_in_flight >= MAX_READS_IN_PROGRESS:
+                self.reading = False
+                self.transport.pause_reading()
+        elif not self.peer_slow and self.adds_in_flight <= MAX_ADDS_IN_PROGRESS // 2 \
+                and self.reads_in_flight <= MAX_READS_IN_PROGRESS // 2:
+            self.reading = True
+            self.transport.resume_reading()
+
+    def _write(self, frames: list[bytes]) -> None:
+        if frames and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(frames))
+
+    def _drop(self, reason: Exception) -> None:
+        """Framing or decoding failed: BookKeeper closes such a connection (the bytes that follow mean nothing)."""
+        peer = self.transport.get_extra_info("peername") if self.transport else None
+        log.warning("closing the connection from %s: %s", peer, reason)
+        self.close()
+
+    # ---- requests ----
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        try:
+            frames = wire.cut_frames(buffer, self.server.max_frame_size)
+        except MalformedFrame as exc:
+            self._drop(exc)
+            return
+        out: list[bytes] = []
+        adds = _Adds()
+        for body in frames:
+            try:
+                request = self.decoder.decode(body)
+            except MalformedFrame as exc:
+                self._submit(adds)
+                self._write(out)
+                self._drop(exc)
+                return
+            if isinstance(request, pb.Request):
+                adds = self._v3(request, out, adds)
+            else:
+                adds = self._v2(request, out, adds)
+        self._submit(adds)
+        self._write(out)
+        self._pace()
+
+    def _v3(self, request: pb.Request, out: list[bytes], adds: _Adds) -> _Adds:
+        header = request.header
+        operation = header.operation
+        if header.version != pb.VERSION_THREE and operation in (pb.ADD_ENTRY, pb.READ_ENTRY):
+            response = pb.Response(header=_reply_header(header), status=pb.EBADVERSION)
+            out.append(wire.encode_v3(response))
+        elif operation == pb.ADD_ENTRY and request.HasField("addRequest"):
+            add = request.addRequest
+            key = AddKey(add.masterKey, recovery=add.HasField("flag") and add.flag == RECOVERY_ADD,
+                         deferred_sync=add.writeFlags & 1)
+            adds = self._add(adds, add.ledgerId, add.entryId, key, add.body, header, header.priority >= HIGH_PRIORITY)
+        elif operation == pb.READ_ENTRY and request.HasField("readRequest"):
+            read = request.readRequest
+            if read.HasField("previousLAC") or (read.HasField("flag") and read.flag == FENCE):
+                self._later(self.handlers.ReadEntry(read, None), header, "readResponse", read_wait=True)
+            else:
+                response = pb.ReadResponse(ledgerId=read.ledgerId, entryId=read.entryId)
+                self.handlers.read_now(read.ledgerId, read.entryId, response)
+                out.append(self._v3_answer(header, "readResponse", response))
+        elif operation == pb.AUTH:
+            # BookKeeper with its default (disabled) auth: every connection is authenticated at once, and an AUTH
+            # request is answered with the disabled plugin's empty token, whatever plugin it names
+            message = pb.AuthMessage(authPluginName=wire.AUTH_DISABLED_PLUGIN, payload=b"")
+            out.append(wire.encode_v3(pb.Response(header=header, status=pb.EOK, authResponse=message)))
+        elif operation == pb.START_TLS:
+            # BookieRequestProcessor.processStartTLSRequestV3 without TLS configured (until the security issue)
+            out.append(wire.encode_v3(pb.Response(header=_reply_header(header), status=pb.EBADREQ)))
+        elif (call := self._v3_operation(request)) is not None:
+            self._later(*call)
+        else:  # an operation BookKeeper does not serve (RANGE_*, BATCH_READ_ENTRY over v3) or without its message
+            out.append(wire.encode_v3(pb.Response(header=header, status=pb.EBADREQ)))
+        return adds
+
+    def _v3_operation(self, request: pb.Request):
+        """``(coroutine, header, response field)`` for the operations that may wait, or None."""
+        header, handlers = request.header, self.handlers
+        for operation, field, method, answer in (
+            (pb.WRITE_LAC, "writeLacRequest", handlers.WriteLac, "writeLacResponse"),
+            (pb.READ_LAC, "readLacRequest", handlers.ReadLac, "readLacResponse"),
+            (pb.FORCE_LEDGER, "forceLedgerRequest", handlers.ForceLedger, "forceLedgerResponse"),
+            (pb.GET_BOOKIE_INFO, "getBookieInfoRequest", handlers.GetBookieInfo, "getBookieInfoResponse"),
+            (pb.GET_LIST_OF_ENTRIES_OF_LEDGER, "getListOfEntriesOfLedgerRequest", handlers.GetListOfEntriesOfLedger,
+             "getListOfEntriesOfLedgerResponse"),
+        ):
+            if header.operation == operation and request.HasField(field):
+                return method(getattr(request, field), None), header, answer
+        return None
+
+    @staticmethod
+    def _v3_answer(header: pb.BKPacketHeader, field: str, response) -> bytes:
+        # the envelope's status repeats the operation's, as a Java bookie's does
+        message = pb.Response(header=_reply_header(header), status=response.status)
+        getattr(message, field).CopyFrom(response)
+        return wire.encode_v3(message)
+
+    def _v2(self, request, out: list[bytes], adds: _Adds) -> _Adds:
+        if isinstance(request, wire.AddRequestV2):
+            key = AddKey(request.master_key, recovery=bool(request.flags & wire.FLAG_RECOVERY_ADD))
+            high = bool(request.flags & wire.FLAG_HIGH_PRIORITY)
+            return self._add(adds, request.ledger_id, request.entry_id, key, request.body, None, high)
+        if isinstance(request, wire.ReadRequestV2):
+            if request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
+                read = pb.ReadRequest(ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE,
+                                      masterKey=request.master_key)
+                self._later(self.handlers.ReadEntry(read, None), None, "v2", read_wait=True)
+            else:
+                response = pb.ReadResponse(ledgerId=request.ledger_id, entryId=request.entry_id)
+                self.handlers.read_now(request.ledger_id, request.entry_id, response)
+                out.append(self._v2_read_answer(response))
+        elif isinstance(request, wire.BatchReadRequestV2):
+            if request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
+                self._later(self._fenced_batch_read(request), None, "raw", read_wait=True)
+            else:
+                out.append(self._batch_read(request))
+        elif isinstance(request, wire.AuthRequestV2):
+            out.append(wire.encode_response_v2(wire.AuthResponseV2(wire.AUTH_DISABLED_PLUGIN, b"")))
+        return adds
+
+    @staticmethod
+    def _v2_read_answer(response: pb.ReadResponse) -> bytes:
+        body = response.body if response.status == pb.EOK else b""
+        head = wire.V2_RESPONSE.pack(24 + len(body), V2_READ_HEADER, wire.v2_status(response.status),
+                                     response.ledgerId, response.entryId)
+        return head + body
+
+    def _batch_read(self, request: wire.BatchReadRequestV2) -> bytes:
+        """BATCH_READ_ENTRY (BatchedReadEntryProcessor): consecutive entries from the first, until maxCount, or
+        until the response would pass maxSize (never less than the first entry); an error on the first entry is the
+        answer's rc, a later one ends the batch."""
+        max_count = request.max_count if request.max_count > 0 else 1 << 31
+        max_size = min(request.max_size, self.server.max_frame_size)
+        entries, size, rc = [], BATCH_READ_OVERHEAD, wire.v2_status(pb.EOK)
+        for entry_id in range(request.entry_id, request.entry_id + max_count):
+            try:
+                body = self.storage.read_entry(request.ledger_id, entry_id)
+            except Exception as exc:
+                if not entries:
+                    rc = wire.v2_status(status_of(exc))
+                break
+            size += len(body) + 4
+            if entries and size > max_size:
+                break
+            entries.append(body)
+        response = wire.BatchReadResponseV2(rc, request.ledger_id, request.entry_id, request.request_id,
+                                            tuple(entries))
+        return wire.encode_response_v2(response)
+
+    async def _fenced_batch_read(self, request: wire.BatchReadRequestV2) -> bytes:
+        read = pb.ReadRequest(ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE,
+                              masterKey=request.master_key)
+        fenced = await self.handlers.ReadEntry(read, None)
+        if fenced.status not in (pb.EOK, pb.ENOENTRY):
+            response = wire.BatchReadResponseV2(wire.v2_status(fenced.status), request.ledger_id, request.entry_id,
+                                                request.request_id)
+            return wire.encode_response_v2(response)
+        return self._batch_read(request)
+
+    # ---- adds ----
+    def _add(self, adds: _Adds, ledger_id: int, entry_id: int, key: AddKey, body, header, high_priority: bool):
+        if self.bookie.read_only and not (high_priority and not self.bookie.read_only_by_disk):
+            # BookKeeper lets high-priority (recovery) adds through a read-only bookie whose disks have room
+            self._write([self._add_answer(header, ledger_id, entry_id, BookieReadOnly.status)])
+            return adds
+        known = adds.keys.get(ledger_id)
+        if known is not None and known != key:
+            self._submit(adds)  # one key per ledger and batch: the next adds start a new batch
+            adds = _Adds()
+        adds.keys[ledger_id] = key
+        adds.records.append(SIZE.pack(len(body)))
+        adds.records.append(body)
+        adds.answers.append((header, ledger_id, entry_id))
+        return adds
+
+    def _submit(self, adds: _Adds) -> None:
+        if not adds.answers:
+            return
+        self.adds_in_flight += len(adds.answers)
+        records = b"".join(adds.records)
+        future, _, refused = self.handlers.store_adds(adds.keys, records)
+        future.add_done_callback(lambda f: self._added(adds, f.result(), refused, len(records)))
+
+    def _added(self, adds: _Adds, error, refused, size: int) -> None:
+        self.adds_in_flight -= len(adds.answers)
+        statuses = self.handlers.add_statuses(adds.answers, error, refused, adds.started, size)
+        self._write([self._add_answer(header, ledger_id, entry_id, status)
+                     for (header, ledger_id, entry_id), status in zip(adds.answers, statuses)])
+        self._pace()
+
+    @staticmethod
+    def _add_answer(header, ledger_id: int, entry_id: int, status: int) -> bytes:
+        if header is None:
+            return wire.V2_RESPONSE.pack(24, V2_ADD_HEADER, wire.v2_status(status), ledger_id, entry_id)
+        answer = pb.AddResponse(status=status, ledgerId=ledger_id, entryId=entry_id)
+        return wire.encode_v3(pb.Response(header=_reply_header(header), status=status, addResponse=answer))
+
+    # ---- operations that wait ----
+    def _later(self, work, header, field: str, read_wait: bool = False) -> None:
+        """Run ``work`` (a coroutine of an operation response) as a task and write its answer when it is done:
+        as a v3 ``field`` of a Response with ``header``; ``"v2"``: a v2 read response; ``"raw"``: frame bytes."""
+        if read_wait:
+            self.reads_in_flight += 1
+        task = asyncio.ensure_future(work)
+        self.tasks.add(task)
+
+        def done(task: asyncio.Task) -> None:
+            self.tasks.discard(task)
+            if read_wait:
+                self.reads_in_flight -= 1
+            if task.cancelled():
+                return
+            if (exc := task.exception()) is not None:
+                log.error("request failed: %r", exc, exc_info=exc)
+                self.close()
+                return
+            result = task.result()
+            if field == "raw":
+                self._write([result])
+            elif field == "v2":
+                self._write([self._v2_read_answer(result)])
+            else:
+                self._write([self._v3_answer(header, field, result)])
+            self._pace()
+
+        task.add_done_callback(done)
