@@ -28,6 +28,7 @@ class ExitCode(enum.IntEnum):
     UNAUTHORIZED = 4
     NOT_FOUND = 5
     UNREACHABLE = 6
+    UNSUPPORTED = 7
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -40,6 +41,8 @@ EXIT_CODE_MEANINGS = {
     ExitCode.UNAUTHORIZED: "unauthorized: wrong ledger password",
     ExitCode.NOT_FOUND: "not found: no such ledger, entry, bookie or cluster",
     ExitCode.UNREACHABLE: "a service (ZooKeeper, a bookie) could not be reached",
+    ExitCode.UNSUPPORTED: "the bookie does not offer the operation (an Apache BookKeeper bookie has no bkctl admin "
+                          "service)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.TERMINATED: "terminated (SIGTERM)",
 }
@@ -54,6 +57,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (bk.NotFound, ExitCode.NOT_FOUND),
     (bk.ClusterNotInitialised, ExitCode.NOT_FOUND),
     (bk.ServiceUnavailable, ExitCode.UNREACHABLE),
+    (bk.AdminServiceMissing, ExitCode.UNSUPPORTED),
     (Terminated, ExitCode.TERMINATED),
     (KeyboardInterrupt, ExitCode.INTERRUPTED),
     (bk.BKError, ExitCode.FAILED),
@@ -65,3 +69,13 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         if isinstance(exc, cls):
             return code
     return ExitCode.FAILED
+
+
+def exit_for_errors(errors) -> None:
+    """After a command that went on past per-bookie errors (each already reported): exit with the code of the
+    first, or return when there were none."""
+    for exc in errors:
+        if exc is not None:
+            import click
+
+            raise click.exceptions.Exit(exit_code_for(exc))

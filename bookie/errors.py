@@ -93,6 +93,17 @@ class ServiceUnavailable(BKError):
     """The metadata service or a bookie cannot be reached."""
 
 
+class AdminServiceMissing(BKError):
+    """A bookie offers no bkctl admin service (a Java bookie): the operation needs BookKeeper's own admin API."""
+
+    def __init__(self, bookie_id: str, operation: str):
+        super().__init__(
+            f"bookie {bookie_id} offers no bkctl admin service for {operation} (an Apache BookKeeper bookie?): "
+            "BookKeeper serves that on its HTTP admin API (httpServerEnabled=true, httpServerPort), "
+            "which bkctl does not drive yet"
+        )
+
+
 class NotFound(BKError):
     """A named thing (bookie, cookie, marker, sandbox) does not exist."""
 

@@ -1,5 +1,5 @@
-"""A direct bookie benchmark (like Apache BookKeeper's BenchBookie): adds over one bookie's batched add stream,
-without the ledger client; and, in the same run, a raw Python group-commit append + fsync loop on the same disk
+"""A direct bookie benchmark (like Apache BookKeeper's BenchBookie): pipelined adds in BookKeeper's protocol to one
+bookie, ours or Java, without the ledger client; and, in the same run, a raw Python group-commit append + fsync loop on the same disk
 with the same entry size, for the ratio between the two.
 
 Entries are framed (CRC32C) before the clock starts: this measures the bookie, not the client's framing.
@@ -18,89 +18,104 @@ from pathlib import Path
 from admin.bench.stats import latency_ms, throughput
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry
-from bookie.errors import BKError, error_for_status
+from bookie.errors import BKError, ServiceUnavailable, error_for_status
 
 BENCH_PASSWORD = b"bkctl-bench"
 SIZE = struct.Struct(">i")
 
 
+class _Add:
+    __slots__ = ("entry_id", "group")
+
+    def __init__(self, entry_id: int, group: int):
+        self.entry_id, self.group = entry_id, group
+
+
 @dataclass
 class BookieBench:
+    """Adds in BookKeeper's protocol, straight to one bookie (ours or Java): ``batch_entries`` adds leave in one
+    write, ``max_outstanding`` such groups in flight."""
+
+    bookie_id: str
     address: tuple[str, int]
     entry_size: int = 1024
     entries: int = 200_000
     ledgers: int = 1
     batch_entries: int = 256
-    max_outstanding: int = 32  # batches in flight
+    max_outstanding: int = 32  # groups in flight
     first_ledger_id: int = 0
 
-    def batches(self) -> list:
-        """The AddBatch messages, round-robin over the ledgers, framed up front."""
-        from bookie._proto import bookkeeper_protocol_pb2 as pb
-
+    def records(self) -> list[tuple[int, int, bytes]]:
+        """``(ledgerId, entryId, int32 size | framed entry)``, round-robin over the ledgers, framed up front."""
         digester = Digester(DigestType.CRC32C)
-        key = master_key(BENCH_PASSWORD)
         base = self.first_ledger_id or (int(time.time() * 1000) << 8)
         payload = os.urandom(self.entry_size)
         next_entry = [0] * self.ledgers
-        batches = []
-        for batch_id, start in enumerate(range(0, self.entries, self.batch_entries)):
-            records, used = [], set()
-            for n in range(start, min(start + self.batch_entries, self.entries)):
-                ledger = n % self.ledgers
-                entry_id = next_entry[ledger]
-                next_entry[ledger] += 1
-                framed = frame_entry(digester, base + ledger, entry_id, entry_id - 1, (entry_id + 1) * self.entry_size,
-                                     payload)
-                records.append(SIZE.pack(len(framed)) + framed)
-                used.add(base + ledger)
-            batch = pb.AddBatch(batchId=batch_id, entries=b"".join(records))
-            for ledger_id in sorted(used):
-                batch.keys.add(ledgerId=ledger_id, masterKey=key)
-            batches.append(batch)
-        return batches
+        records = []
+        for n in range(self.entries):
+            ledger = n % self.ledgers
+            entry_id = next_entry[ledger]
+            next_entry[ledger] += 1
+            framed = frame_entry(digester, base + ledger, entry_id, entry_id - 1, (entry_id + 1) * self.entry_size,
+                                 payload)
+            records.append((base + ledger, entry_id, SIZE.pack(len(framed)) + framed))
+        return records
 
-    async def _drive(self, batches: list) -> tuple[float, list[float]]:
-        import grpc
+    async def _drive(self, records: list) -> tuple[float, list[float]]:
+        from bookie.client.wire_client import WireBookieClient
 
-        from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
-        from bookie.client.channel import OPTIONS
-
-        host, port = self.address
+        client = WireBookieClient(self.bookie_id, self.address)
+        key = master_key(BENCH_PASSWORD)
+        window = asyncio.Semaphore(self.max_outstanding)
         latencies: list[float] = []
-        async with grpc.aio.insecure_channel(f"{host}:{port}", options=OPTIONS) as channel:
-            call = pb_grpc.BookieStub(channel).AddEntries()
-            window = asyncio.Semaphore(self.max_outstanding)
-            sent: dict[int, float] = {}
+        errors: list[BKError] = []
+        groups: dict[int, list] = {}  # group -> [adds left, sent at]
+        drained = asyncio.get_running_loop().create_future()
+        bench = self
 
-            async def send():
-                for batch in batches:
-                    await window.acquire()
-                    sent[batch.batchId] = time.perf_counter()
-                    await call.write(batch)
-                await call.done_writing()
+        class Target:
+            def added(self, add, index, status, _client):
+                if status:
+                    errors.append(error_for_status(status, f"bookie {bench.bookie_id} refused entry {add.entry_id} "
+                                                           f"(status {status})") if status > 0 else
+                                  ServiceUnavailable(f"bookie {bench.bookie_id} is unreachable or hung up"))
+                group = groups[add.group]
+                group[0] -= 1
+                if group[0] == 0:
+                    latencies.extend([time.perf_counter() - group[1]] * group[2])
+                    del groups[add.group]
+                    window.release()
+                    if not groups and not drained.done() and sending_done:
+                        drained.set_result(None)
 
-            started = time.perf_counter()
-            sender = asyncio.ensure_future(send())
-            async for answer in call:
-                now = time.perf_counter()
-                if answer.failed:
-                    first = answer.failed[0]
-                    raise error_for_status(first.status, f"bookie refused ledger {first.ledgerId} entry "
-                                                         f"{first.entryId} (status {first.status})")
-                latencies.extend([now - sent.pop(answer.batchId)] * answer.count)
-                window.release()
-            await sender
+        target, sending_done = Target(), False
+        started = time.perf_counter()
+        try:
+            for group, first in enumerate(range(0, len(records), self.batch_entries)):
+                await window.acquire()
+                if errors:
+                    break
+                chunk = records[first:first + self.batch_entries]
+                groups[group] = [len(chunk), time.perf_counter(), len(chunk)]
+                for ledger_id, entry_id, record in chunk:
+                    client.add(ledger_id, key, False, record, target, _Add(entry_id, group), 0)
+            sending_done = True
+            if groups:
+                await drained
+            if errors:
+                raise errors[0]
             return time.perf_counter() - started, latencies
+        finally:
+            await client.close()
 
     def run(self) -> dict:
-        batches = self.batches()
+        records = self.records()
         try:
             import uvloop
 
-            seconds, latencies = uvloop.run(self._drive(batches))
+            seconds, latencies = uvloop.run(self._drive(records))
         except ImportError:
-            seconds, latencies = asyncio.run(self._drive(batches))
+            seconds, latencies = asyncio.run(self._drive(records))
         if len(latencies) != self.entries:
             raise BKError(f"only {len(latencies)} of {self.entries} adds were acknowledged")
         return {**throughput(self.entries, self.entry_size, seconds), "latencyMs": latency_ms(latencies)}

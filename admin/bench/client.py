@@ -45,6 +45,8 @@ async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_s
 
     def done(future, due):
         window.release()
+        if future.cancelled():  # the client is shutting down under an interrupted caller
+            return
         if future.exception() is not None:
             errors.append(future.exception())
             return

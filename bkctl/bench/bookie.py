@@ -9,15 +9,15 @@ from bkctl.options import output_option
 @click.option("--entries", type=click.IntRange(1), default=200_000, show_default=True)
 @click.option("--ledgers", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--batch", "batch_entries", type=click.IntRange(1), default=256, show_default=True,
-              help="Entries per add batch message.")
+              help="Adds sent together (one write).")
 @click.option("--max-outstanding", type=click.IntRange(1), default=32, show_default=True,
-              help="Batches in flight: lower it to see latency at lighter load.")
+              help="Such groups in flight: lower it to see latency at lighter load.")
 @click.option("--raw-dir", type=click.Path(file_okay=False),
               help="Where to run the raw fsync loop [default: the sandbox's directory, else the temp dir].")
 @output_option
 @click.pass_obj
 def bookie(app, bookie_id, entry_size, entries, ledgers, batch_entries, max_outstanding, raw_dir):
-    """Drive one bookie with adds over gRPC (no ledger client) and compare with a raw fsync loop
+    """Drive one bookie (ours or Java) with pipelined adds, no ledger client, and compare with a raw fsync loop
 
     Reports entries/s, MB/s and p50/p95/p99/max add latency, then the same disk's raw group-commit append+fsync
     rate with the same entry size, and the ratio of the two.
@@ -39,7 +39,8 @@ def bookie(app, bookie_id, entry_size, entries, ledgers, batch_entries, max_outs
             raise NotEnoughBookies("no writable bookie to benchmark")
         target = writable[0]
     app.terminal.info(f"driving bookie {target.bookie_id}: {entries} entries of {entry_size} bytes")
-    result = BookieBench(target.address(), entry_size, entries, ledgers, batch_entries, max_outstanding).run()
+    result = BookieBench(target.bookie_id, target.address(), entry_size, entries, ledgers, batch_entries,
+                         max_outstanding).run()
     sandbox = Sandbox()
     directory = Path(raw_dir) if raw_dir else (sandbox.dir if sandbox.running() else Path(tempfile.gettempdir()))
     raw = raw_group_commit(directory, entry_size, entries)

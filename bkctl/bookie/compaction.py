@@ -15,29 +15,24 @@ def _kinds_options(command):
 
 
 def _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended: bool) -> None:
-    from bkctl.bookie.targets import admin_call, target_bookies
-    from bkctl.errors import ExitCode
-    from bookie._proto import bookie_admin_pb2 as pb
-    from bookie.errors import BKError
+    from admin.bookie_admin import fan_out
+    from bkctl.bookie.targets import target_bookies
+    from bkctl.errors import exit_for_errors
 
     bookies = target_bookies(app, bookie_ids, all_bookies)
     kinds = " and ".join(k for k, asked in (("major", major), ("minor", minor)) if asked) or "major and minor"
     verb = "suspended" if suspended else "resumed"
-    failed = False
-    for bookie in bookies:
-        if dry_run:
+    if dry_run:
+        for bookie in bookies:
             app.terminal.line(f"bookie/{bookie.bookie_id} {kinds} compaction would be {verb} (dry run)")
-            continue
-        try:
-            admin_call(bookie, "SetCompactionSuspended",
-                       pb.SetCompactionSuspendedRequest(suspended=suspended, major=major, minor=minor), "compaction")
-        except BKError as exc:
-            app.terminal.warn(str(exc))
-            failed = True
-            continue
-        app.terminal.line(f"bookie/{bookie.bookie_id} {kinds} compaction {verb}")
-    if failed:
-        raise click.exceptions.Exit(ExitCode.UNREACHABLE)
+        return
+    outcomes = fan_out(bookies, "compaction", lambda admin: admin.set_compaction_suspended(suspended, major, minor))
+    for outcome in outcomes:
+        if outcome.error is not None:
+            app.terminal.warn(str(outcome.error))
+        else:
+            app.terminal.line(f"bookie/{outcome.bookie_id} {kinds} compaction {verb}")
+    exit_for_errors(o.error for o in outcomes)
 
 
 @compaction.command()
@@ -49,7 +44,7 @@ def suspend(app, bookie_ids, all_bookies, major, minor, dry_run):
     """Stop bookies from starting major and/or minor compactions (scheduled or forced) until resumed
 
     A compaction in progress stops after the log it is copying. The setting lasts until resume or a restart.
-    Exit 6 when a bookie does not answer.
+    Exit 6 when a bookie does not answer, 7 when it has no bkctl admin service.
     """
     _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended=True)
 
@@ -60,5 +55,8 @@ def suspend(app, bookie_ids, all_bookies, major, minor, dry_run):
 @dry_run_option
 @click.pass_obj
 def resume(app, bookie_ids, all_bookies, major, minor, dry_run):
-    """Let bookies run major and/or minor compactions again. Exit 6 when a bookie does not answer"""
+    """Let bookies run major and/or minor compactions again
+
+    Exit 6 when a bookie does not answer, 7 when it has no bkctl admin service.
+    """
     _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended=False)

@@ -23,14 +23,13 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     compacts the logs under that kind's usage threshold, unless the kind is suspended or disabled on the bookie.
     A forced run goes ahead on a bookie that is read-only because its disks are full. With --wait, the result
     table lists per bookie: the compaction kind, ledgers deleted, logs removed, logs compacted, bytes reclaimed
-    and the duration. Exit 1 when a run failed or --timeout passed, 6 when a bookie does not answer.
+    and the duration. Exit 1 when a run failed or --timeout passed, 6 when a bookie does not answer, 7 when it has no bkctl
+    admin service (an Apache BookKeeper bookie).
     """
-    import time
-
-    from bkctl.bookie.targets import admin_call, fields_doc, target_bookies
-    from bkctl.errors import ExitCode
+    from admin.bookie_admin import fan_out, wait_for_gc
+    from bkctl.bookie.targets import target_bookies
+    from bkctl.errors import exit_for_errors
     from bkctl.terminal import format_bytes
-    from bookie._proto import bookie_admin_pb2 as pb
     from bookie.errors import BKError
 
     bookies = target_bookies(app, bookie_ids, all_bookies)
@@ -39,55 +38,26 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
         for bookie in bookies:
             app.terminal.line(f"bookie/{bookie.bookie_id} would run gc with {kind} compaction (dry run)")
         return
-    runs, failed = {}, False
-    for bookie in bookies:
-        try:
-            answer = admin_call(bookie, "TriggerGc", pb.TriggerGcRequest(forceMajor=major, forceMinor=minor), "gc")
-        except BKError as exc:
-            app.terminal.warn(str(exc))
-            failed = True
-            continue
-        runs[bookie.bookie_id] = (bookie, answer.runId, answer.started)
-        if not answer.started:
-            app.terminal.warn(f"bookie/{bookie.bookie_id}: a forced gc was already pending or running; "
+    triggered = fan_out(bookies, "gc", lambda admin: admin.trigger_gc(major, minor))
+    for outcome in triggered:
+        if outcome.error is not None:
+            app.terminal.warn(str(outcome.error))
+        elif not outcome.result.started:
+            app.terminal.warn(f"bookie/{outcome.bookie_id}: a forced gc was already pending or running; "
                               "that run is the one reported")
+    started = [o for o in triggered if o.error is None]
     if not wait:
-        docs = [{"bookieId": b, "runId": run_id, "started": started} for b, (_, run_id, started) in runs.items()]
+        docs = [{"bookieId": o.bookie_id, "runId": o.result.run_id, "started": o.result.started} for o in started]
         app.terminal.document(docs, lambda: [app.terminal.line(
             f"bookie/{d['bookieId']} gc {'started' if d['started'] else 'already running'} (run {d['runId']})")
             for d in docs])
-        if failed:
-            raise click.exceptions.Exit(ExitCode.UNREACHABLE)
+        exit_for_errors(o.error for o in triggered)
         return
 
-    results: dict[str, object] = {}
-    deadline = time.monotonic() + timeout
-    with app.terminal.progress("garbage collection", total=len(runs), unit="bookies") as advance:
-        while len(results) < len(runs) and time.monotonic() < deadline:
-            for bookie_id, (bookie, run_id, _) in runs.items():
-                if bookie_id in results:
-                    continue
-                try:
-                    status = admin_call(bookie, "GetGcStatus", pb.GcStatusRequest(), "gc status")
-                except BKError as exc:
-                    app.terminal.warn(str(exc))
-                    results[bookie_id] = None
-                    advance()
-                    continue
-                if status.lastRun.runId >= run_id:
-                    results[bookie_id] = status.lastRun
-                    advance()
-            if len(results) < len(runs):
-                time.sleep(0.3)
-    docs = []
-    for bookie_id in runs:
-        run = results.get(bookie_id)
-        doc = {"bookieId": bookie_id, **(fields_doc(run) if run is not None else {})}
-        if bookie_id not in results:
-            doc["error"] = f"not finished after {timeout:g} s"
-        elif run is None:
-            doc["error"] = "bookie stopped answering"
-        docs.append(doc)
+    with app.terminal.progress("garbage collection", total=len(started), unit="bookies") as advance:
+        finished = wait_for_gc(started, timeout, advance)
+    docs = [{"bookieId": o.bookie_id, **(o.result.doc() if o.error is None else {"error": str(o.error)})}
+            for o in finished]
     rows = [[d["bookieId"], d.get("kind") or "-", d.get("ledgersDeleted"), d.get("logsDeleted"),
              d.get("logsCompacted"), format_bytes(d["bytesReclaimed"]) if "bytesReclaimed" in d else None,
              f"{d['durationMs'] / 1000:.1f} s" if "durationMs" in d else None] for d in docs]
@@ -95,7 +65,5 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     for doc in docs:
         if doc.get("error"):
             app.terminal.error(f"bookie/{doc['bookieId']}: {doc['error']}")
-    if failed or any(d.get("error") == "bookie stopped answering" for d in docs):
-        raise click.exceptions.Exit(ExitCode.UNREACHABLE)
-    if any(d.get("error") for d in docs):
-        raise click.exceptions.Exit(ExitCode.FAILED)
+    failed_runs = [BKError(o.result.error) for o in finished if o.error is None and o.result.error]
+    exit_for_errors([o.error for o in triggered] + [o.error for o in finished] + failed_runs)

@@ -5,11 +5,11 @@ from bkctl.options import output_option
 
 
 def _kind_state(status, kind: str) -> str:
-    if not getattr(status, f"{kind}Enabled"):
+    if not getattr(status, f"{kind}_enabled"):
         return "disabled"
-    if getattr(status, f"{kind}Suspended"):
+    if getattr(status, f"{kind}_suspended"):
         return "suspended"
-    return f"{getattr(status, f'{kind}CompactionCounter')} runs"
+    return f"{getattr(status, f'{kind}_compaction_counter')} runs"
 
 
 @click.command("gc-status")
@@ -21,33 +21,30 @@ def gc_status(app, bookie_ids, all_bookies):
 
     USAGE is the live share of the bytes in the bookie's sealed entry logs; LOW counts the logs under 20% (what
     a default minor compaction takes). -o json adds every log's usage and the last run's details. Exit 6 when a
-    bookie does not answer.
+    bookie does not answer, 7 when it has no bkctl admin service (an Apache BookKeeper bookie).
     """
-    from bkctl.bookie.targets import admin_call, gc_status_doc, target_bookies
-    from bkctl.errors import ExitCode
+    from admin.bookie_admin import fan_out
+    from bkctl.bookie.targets import target_bookies
+    from bkctl.errors import exit_for_errors
     from bkctl.terminal import format_bytes
-    from bookie._proto import bookie_admin_pb2 as pb
-    from bookie.errors import BKError
 
-    docs, rows, failed = [], [], False
-    for bookie in target_bookies(app, bookie_ids, all_bookies):
-        try:
-            status = admin_call(bookie, "GetGcStatus", pb.GcStatusRequest(), "gc status")
-        except BKError as exc:
-            app.terminal.warn(str(exc))
-            failed = True
+    outcomes = fan_out(target_bookies(app, bookie_ids, all_bookies), "gc status", lambda admin: admin.gc_status())
+    docs, rows = [], []
+    for outcome in outcomes:
+        if outcome.error is not None:
+            app.terminal.warn(str(outcome.error))
             continue
-        docs.append(gc_status_doc(bookie.bookie_id, status))
-        total = sum(u.totalSize for u in status.entryLogs)
-        remaining = sum(u.remainingSize for u in status.entryLogs)
-        running = ("compacting " + ("major" if status.majorCompacting else "minor")
-                   if status.majorCompacting or status.minorCompacting
-                   else "forced" if status.isInForce else "yes" if status.running else "no")
-        rows.append([bookie.bookie_id, running, _kind_state(status, "major"), _kind_state(status, "minor"),
-                     len(status.entryLogs), f"{100 * remaining / total:.0f}%" if total else None,
-                     sum(1 for u in status.entryLogs if u.totalSize and u.remainingSize / u.totalSize < 0.2),
-                     format_bytes(status.bytesReclaimed)])
+        status = outcome.result
+        docs.append({"bookieId": outcome.bookie_id, **status.doc()})
+        total = sum(u.total_size for u in status.entry_logs)
+        remaining = sum(u.remaining_size for u in status.entry_logs)
+        running = ("compacting " + ("major" if status.major_compacting else "minor")
+                   if status.major_compacting or status.minor_compacting
+                   else "forced" if status.is_in_force else "yes" if status.running else "no")
+        rows.append([outcome.bookie_id, running, _kind_state(status, "major"), _kind_state(status, "minor"),
+                     len(status.entry_logs), f"{100 * remaining / total:.0f}%" if total else None,
+                     sum(1 for u in status.entry_logs if u.total_size and u.usage < 0.2),
+                     format_bytes(status.bytes_reclaimed)])
     app.terminal.document(docs, lambda: app.terminal.table(
         ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED"], rows))
-    if failed:
-        raise click.exceptions.Exit(ExitCode.UNREACHABLE)
+    exit_for_errors(o.error for o in outcomes)

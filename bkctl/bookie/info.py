@@ -9,13 +9,11 @@ from bkctl.options import output_option
 @output_option
 @click.pass_obj
 def info(app, bookie_id: str | None, all_bookies: bool):
-    """Show a bookie's disk capacity and free space (GET_BOOKIE_INFO)
+    """Show a bookie's disk capacity and free space (GET_BOOKIE_INFO), ours or an Apache BookKeeper bookie
 
     Exit 6 when a bookie asked for does not answer (with --all: every other bookie is still shown).
     """
-    from bkctl.errors import ExitCode
-    from bookie._proto import bookkeeper_protocol_pb2 as pb
-    from bookie.client.channel import BookieChannel
+    from bkctl.errors import exit_for_errors
     from bookie.errors import BKError, InvalidArgument
     from bookie.meta.registration import BookieRegistry
 
@@ -24,14 +22,11 @@ def info(app, bookie_id: str | None, all_bookies: bool):
         raise InvalidArgument("name one BOOKIE or pass --all")
     bookies = registry.list(writable=True, readonly=True) if all_bookies else [registry.get(bookie_id)]
     docs, failed = [], []
-    wanted = pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY | pb.GetBookieInfoRequest.FREE_DISK_SPACE
     for bookie in bookies:
         doc = {"bookieId": bookie.bookie_id, "state": bookie.state, "totalDiskCapacity": None, "freeDiskSpace": None}
         try:
-            with BookieChannel.to(bookie, timeout=5) as channel:
-                answer = channel.call(channel.bookie.GetBookieInfo, pb.GetBookieInfoRequest(requested=wanted),
-                                      "GET_BOOKIE_INFO")
-            doc.update(totalDiskCapacity=answer.totalDiskCapacity, freeDiskSpace=answer.freeDiskSpace)
+            total, free = app.client.bookie_info(bookie.bookie_id, timeout=5)
+            doc.update(totalDiskCapacity=total, freeDiskSpace=free)
         except BKError as exc:
             app.terminal.warn(str(exc))
             failed.append(exc)
@@ -48,5 +43,4 @@ def info(app, bookie_id: str | None, all_bookies: bool):
     app.terminal.document(
         docs, lambda: app.terminal.table(["BOOKIE", "STATE", "TOTAL", "FREE", "USED"], rows, "no bookies registered")
     )
-    if failed:
-        raise click.exceptions.Exit(ExitCode.UNREACHABLE)
+    exit_for_errors(failed)

@@ -14,8 +14,7 @@ def readonly(app, bookie_id: str, read_only: bool, dry_run: bool):
     A bookie that is read-only because its disks are full stays read-only until they have room (--off only lifts
     the operator's setting).
     """
-    from bookie._proto import bookie_admin_pb2 as pb
-    from bookie.client.channel import BookieChannel
+    from bookie.client.admin_client import BookieAdminClient
     from bookie.meta.registration import BookieRegistry
 
     bookie = BookieRegistry(app.metadata).get(bookie_id)
@@ -23,9 +22,9 @@ def readonly(app, bookie_id: str, read_only: bool, dry_run: bool):
     if dry_run:
         app.terminal.line(f"bookie/{bookie_id} would be made {wanted} (now {bookie.state}; dry run)")
         return
-    with BookieChannel.to(bookie) as channel:
-        state = channel.call(channel.admin.SetReadOnly, pb.SetReadOnlyRequest(readOnly=read_only), "set read-only")
-    if read_only or not state.readOnly:
+    with BookieAdminClient(bookie, "read-only mode") as admin:
+        state = admin.set_read_only(read_only)
+    if read_only or not state.read_only:
         app.terminal.line(f"bookie/{bookie_id} {wanted}")
     else:
         app.terminal.line(f"bookie/{bookie_id} stays read-only: its disks are over the usage threshold")

@@ -1,4 +1,4 @@
-"""``BOOKIE … | --all``: the bookies an admin command fans out to, and the admin calls it makes to each."""
+"""``BOOKIE … | --all``: the bookies an admin command fans out to."""
 
 from __future__ import annotations
 
@@ -49,26 +49,3 @@ def require_known_bookies(app, bookie_ids) -> None:
     if unknown:
         names = ", ".join(sorted(unknown))
         raise NotFound(f"no bookie {names}: not registered, no cookie, and no ledger names it")
-
-
-def admin_call(bookie, method: str, request, what: str, timeout: float = 10.0):
-    """One BookieAdmin call; errors are the project's (a dead bookie: ServiceUnavailable)."""
-    from bookie.client.channel import BookieChannel
-
-    with BookieChannel.to(bookie, timeout=timeout) as channel:
-        return channel.call(getattr(channel.admin, method), request, what)
-
-
-def fields_doc(message) -> dict:
-    """A flat message as a JSON object with its own (camelCase) field names and native values."""
-    return {f.name: getattr(message, f.name) for f in message.DESCRIPTOR.fields if not f.is_repeated
-            and f.message_type is None}
-
-
-def gc_status_doc(bookie_id: str, status) -> dict:
-    """GcStatusResponse as the JSON of `gc-status`; times in ms since the epoch."""
-    doc = {"bookieId": bookie_id, **fields_doc(status)}
-    doc["lastRun"] = fields_doc(status.lastRun) if status.HasField("lastRun") else None
-    doc["entryLogs"] = [{**fields_doc(u), "usage": round(u.remainingSize / u.totalSize, 4) if u.totalSize else 0.0}
-                        for u in status.entryLogs]
-    return doc

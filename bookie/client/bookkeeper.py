@@ -26,25 +26,23 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 
-from bookie.client.bookie_client import BookieClient
+from bookie.client.grpc_client import GrpcBookieClient
 from bookie.client.config import ClientConfig
 from bookie.client.placement import choose_ensemble
 from bookie.client.reader import LedgerReader
+from bookie.client.wire_client import WireBookieClient
 from bookie.client.recovery import recover
 from bookie.client.writer import LedgerWriter
 from bookie.codec.digest import DigestType, master_key
 from bookie.codec.entry import Entry
-from bookie.errors import InvalidArgument, LedgerExists, NotFound, ServiceUnavailable, Unauthorized
+from bookie.errors import (InvalidArgument, LedgerExists, NotFound, ServiceUnavailable, Unauthorized,
+                           error_for_status)
 from bookie.meta.idgen import generate_ledger_id
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 from bookie.meta.registration import BookieRegistry, RegisteredBookie
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
-
-
-def _data_address(bookie: RegisteredBookie) -> tuple[str, int]:
-    return bookie.admin_address() or bookie.address()  # the gRPC data service, until the wire client
 
 
 def _put(handoff: queue.Queue, item, stopped: threading.Event) -> None:
@@ -132,14 +130,14 @@ class ClientCore:
         self.config = config
         self.ledgers = LedgerManager(store)
         self.registry = BookieRegistry(store)
-        self._bookies: dict[str, BookieClient] = {}
+        self._bookies: dict = {}
         self._addresses: dict[str, tuple[str, int]] = {}
 
     def _address(self, bookie_id: str) -> tuple[str, int]:
         address = self._addresses.get(bookie_id)
         if address is None:
             try:
-                address = _data_address(self.registry.get(bookie_id))
+                address = self._data_address(self.registry.get(bookie_id))
             except NotFound:  # not registered (down, or replaced): its id is its address
                 host, _, port = bookie_id.rpartition(":")
                 if not port.isdigit():
@@ -148,16 +146,26 @@ class ClientCore:
             self._addresses[bookie_id] = address
         return address
 
-    def bookie(self, bookie_id: str) -> BookieClient:
+    def _data_address(self, bookie: RegisteredBookie) -> tuple[str, int]:
+        if self.config.data_transport == "grpc":
+            return bookie.admin_address() or bookie.address()
+        return bookie.address()
+
+    def bookie(self, bookie_id: str):
+        """The client of one bookie's data operations (WireBookieClient, or GrpcBookieClient when chosen)."""
         client = self._bookies.get(bookie_id)
         if client is None:
-            client = self._bookies[bookie_id] = BookieClient(bookie_id, self._address(bookie_id))
+            if self.config.data_transport == "grpc":
+                client = GrpcBookieClient(bookie_id, self._address(bookie_id))
+            else:
+                client = WireBookieClient(bookie_id, self._address(bookie_id), self.config.use_v2_wire_protocol)
+            self._bookies[bookie_id] = client
         return client
 
     async def writable_bookies(self) -> list[RegisteredBookie]:
         bookies = await asyncio.to_thread(self.registry.list)
         for bookie in bookies:
-            self._addresses[bookie.bookie_id] = _data_address(bookie)
+            self._addresses[bookie.bookie_id] = self._data_address(bookie)
         return bookies
 
     def check_password(self, ledger_id: int, md: LedgerMetadata, password: bytes) -> None:
@@ -265,9 +273,26 @@ class BookKeeper:
     def ledger_metadata(self, ledger_id: int) -> LedgerMetadata:
         return self.core.ledgers.read(ledger_id)[0]
 
+    def bookie_info(self, bookie_id: str, timeout: float = 5.0) -> tuple[int, int]:
+        """GET_BOOKIE_INFO of any bookie, ours or Java: ``(total disk capacity, free disk space)`` in bytes."""
+        answer = self.run(self.core.bookie(bookie_id).bookie_info(timeout))
+        if answer.status:
+            raise error_for_status(answer.status, f"GET_BOOKIE_INFO on bookie {bookie_id}: status {answer.status}")
+        return answer.totalDiskCapacity, answer.freeDiskSpace
+
+    async def _shutdown(self) -> None:
+        """Close the connections, then end what still runs on the loop (an interrupted caller's operations), as
+        ``asyncio.run`` does, so that nothing is left pending when the loop stops."""
+        await self.core.close()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.wait(others, timeout=5)
+
     def close(self) -> None:
         if self._loop.is_running():
-            self.run(self.core.close())
+            self.run(self._shutdown())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
         if self._owns_store:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 from bookie.codec.digest import DigestType
 
@@ -16,3 +17,9 @@ class ClientConfig:
     add_entry_timeout: float = 5.0  # seconds (addEntryTimeout)
     read_entry_timeout: float = 5.0  # seconds (readEntryTimeout)
     max_entry_size: int = 5 * 1024 * 1024 - 1024  # the bookie's nettyMaxFrameSizeBytes, less the framing
+    # BookKeeper's useV2WireProtocol: adds and reads in the binary v2 protocol (BKCTL_USE_V2_WIRE_PROTOCOL=true)
+    use_v2_wire_protocol: bool = field(
+        default_factory=lambda: os.environ.get("BKCTL_USE_V2_WIRE_PROTOCOL", "").lower() in ("1", "true"))
+    # "bookkeeper" (BookKeeper's protocol on the bookie port) or "grpc" (our gRPC data service on the bkctl-admin
+    # port, kept for side-by-side measurements: BKCTL_DATA_TRANSPORT=grpc)
+    data_transport: str = field(default_factory=lambda: os.environ.get("BKCTL_DATA_TRANSPORT", "bookkeeper"))

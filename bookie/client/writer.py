@@ -10,7 +10,7 @@ import struct
 from collections import deque
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
-from bookie.client.bookie_client import CONNECTION_LOST
+from bookie.client.wire_client import CONNECTION_LOST
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester
 from bookie.codec.entry import frame_entry
@@ -85,7 +85,7 @@ class LedgerWriter:
                 self.bookies[index].add(self.ledger_id, self.master_key, self.recovery, add.record, self, add, index)
 
     def added(self, add: PendingAdd, index: int, status: int, bookie) -> None:
-        """One bookie's answer for one add (called by BookieClient)."""
+        """One bookie's answer for one add (called by the bookie's client)."""
         if add.future.done() or self.bookies[index] is not bookie:
             return  # already completed or failed, or an answer from a bookie replaced since
         if status == pb.EOK:

@@ -1,4 +1,5 @@
-"""An asynchronous connection to one bookie, shared by every ledger handle of a client.
+"""Our gRPC data service (on a bookie's bkctl-admin port), kept beside BookKeeper's protocol for side-by-side
+measurements (BKCTL_DATA_TRANSPORT=grpc): an asynchronous connection to one bookie, shared by every ledger handle.
 
 Adds: one long-lived ``AddEntries`` stream. Adds queued during one turn of the event loop (or until ~1 MB) go out
 as one ``AddBatch`` message, and each answer acknowledges a whole batch — a Python gRPC message costs about the same
@@ -21,16 +22,16 @@ import grpc
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
 from bookie.client.channel import OPTIONS, translate_rpc_error
+from bookie.client.wire_client import CONNECTION_LOST
 
 log = logging.getLogger(__name__)
-CONNECTION_LOST = -1  # a client-side status: the stream to the bookie broke
 MAX_BATCH_BYTES = 1 << 20
 SIZE = struct.Struct(">i")
 ENTRY_ID = struct.Struct(">q")
 RECOVERY_PRIORITY = 100
 
 
-class BookieClient:
+class GrpcBookieClient:
     def __init__(self, bookie_id: str, address: tuple[str, int]):
         self.bookie_id = bookie_id
         self._channel = grpc.aio.insecure_channel(f"{address[0]}:{address[1]}", options=OPTIONS)

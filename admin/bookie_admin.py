@@ -1,0 +1,66 @@
+"""Admin operations over a set of bookies (``bkctl bookie gc|gc-status|compaction|readonly``): each bookie's result
+or its error, so that one dead bookie (or a Java one without our admin service) never hides the others' results."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from bookie.client.admin_client import BookieAdminClient, GcRun
+from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
+from bookie.meta.registration import RegisteredBookie
+
+GC_POLL_INTERVAL = 0.3
+
+
+@dataclass
+class Outcome:
+    bookie: RegisteredBookie
+    result: Any = None
+    error: BKError | None = None
+
+    @property
+    def bookie_id(self) -> str:
+        return self.bookie.bookie_id
+
+
+def fan_out(bookies: Iterable[RegisteredBookie], operation: str, call: Callable[[BookieAdminClient], Any],
+            timeout: float = 10.0) -> list[Outcome]:
+    """``call`` on each bookie's admin client, one after the other."""
+    outcomes = []
+    for bookie in bookies:
+        try:
+            with BookieAdminClient(bookie, operation, timeout) as admin:
+                outcomes.append(Outcome(bookie, call(admin)))
+        except BKError as exc:
+            outcomes.append(Outcome(bookie, error=exc))
+    return outcomes
+
+
+def wait_for_gc(triggered: list[Outcome], timeout: float, done: Callable[[], None] = lambda: None) -> list[Outcome]:
+    """Wait until each triggered run (an Outcome with a GcTrigger) is over: an Outcome per bookie with its GcRun, or
+    the error (ServiceUnavailable when it stopped answering, OperationTimeout after ``timeout`` seconds)."""
+    waiting = {o.bookie_id: o for o in triggered if o.error is None}
+    finished: dict[str, Outcome] = {}
+    deadline = time.monotonic() + timeout
+    while waiting and time.monotonic() < deadline:
+        for bookie_id, outcome in list(waiting.items()):
+            (status,) = fan_out([outcome.bookie], "gc status", lambda admin: admin.gc_status())
+            if status.error is not None:
+                finished[bookie_id] = Outcome(outcome.bookie, error=ServiceUnavailable("bookie stopped answering"))
+            elif status.result.last_run is not None and status.result.last_run.run_id >= outcome.result.run_id:
+                finished[bookie_id] = Outcome(outcome.bookie, status.result.last_run)
+            else:
+                continue
+            del waiting[bookie_id]
+            done()
+        if waiting:
+            time.sleep(GC_POLL_INTERVAL)
+    for bookie_id, outcome in waiting.items():
+        finished[bookie_id] = Outcome(outcome.bookie, error=OperationTimeout(f"not finished after {timeout:g} s"))
+    return [finished[o.bookie_id] for o in triggered if o.bookie_id in finished]
+
+
+__all__ = ["GcRun", "Outcome", "fan_out", "wait_for_gc"]

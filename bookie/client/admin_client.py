@@ -1,0 +1,159 @@
+"""Typed admin operations on one bookie: read-only mode, garbage collection, compaction (ours).
+
+They travel on our gRPC admin service, at the "bkctl-admin" endpoint a bookie of ours advertises in its
+registration. A bookie without it (an Apache BookKeeper bookie) raises :class:`AdminServiceMissing`, which names the
+bookie and what BookKeeper offers instead. Answers are dataclasses; ``doc()`` gives the JSON shape of the CLI
+(BookKeeper's camelCase field names).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from bookie._proto import bookie_admin_pb2 as pb
+from bookie.client.channel import BookieChannel
+from bookie.errors import AdminServiceMissing
+from bookie.meta.registration import RegisteredBookie
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class _Typed:
+    """From a flat protobuf message by field name; to a JSON document with camelCase names."""
+
+    @classmethod
+    def of(cls, message):
+        values = {}
+        for field in dataclasses.fields(cls):
+            name = _camel(field.name)
+            value = getattr(message, name)
+            if field.name == "entry_logs":
+                value = tuple(EntryLogUsage.of(u) for u in value)
+            elif field.name == "last_run":
+                value = GcRun.of(value) if message.HasField("lastRun") else None
+            values[field.name] = value
+        return cls(**values)
+
+    def doc(self) -> dict:
+        doc = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, _Typed):
+                value = value.doc()
+            elif isinstance(value, tuple):
+                value = [v.doc() for v in value]
+            doc[_camel(field.name)] = value
+        return doc
+
+
+@dataclass(frozen=True)
+class BookieState(_Typed):
+    read_only: bool
+    read_only_by_operator: bool
+    shutting_down: bool
+
+
+@dataclass(frozen=True)
+class GcTrigger(_Typed):
+    started: bool  # False: a forced run was already pending or running; that one does it
+    run_id: int  # the run that does it: GcStatus.last_run reaches this id when it is done
+
+
+@dataclass(frozen=True)
+class EntryLogUsage(_Typed):
+    log_id: int
+    total_size: int
+    remaining_size: int
+
+    @property
+    def usage(self) -> float:
+        return self.remaining_size / self.total_size if self.total_size else 0.0
+
+    def doc(self) -> dict:
+        return {**super().doc(), "usage": round(self.usage, 4)}
+
+
+@dataclass(frozen=True)
+class GcRun(_Typed):
+    run_id: int
+    forced: bool
+    kind: str  # "major", "minor", or "": no compaction in that run
+    ledgers_deleted: int
+    logs_deleted: int
+    logs_compacted: int
+    entries_copied: int
+    bytes_copied: int
+    bytes_reclaimed: int
+    start_time: int  # ms since the epoch
+    duration_ms: int
+    error: str
+
+
+@dataclass(frozen=True)
+class GcStatus(_Typed):
+    is_in_force: bool
+    major_compacting: bool
+    minor_compacting: bool
+    last_major_compaction_time: int
+    last_minor_compaction_time: int
+    major_compaction_counter: int
+    minor_compaction_counter: int
+    major_suspended: bool
+    minor_suspended: bool
+    bytes_reclaimed: int
+    logs_compacted: int
+    running: bool
+    runs: int
+    major_enabled: bool
+    minor_enabled: bool
+    last_run: GcRun | None
+    entry_logs: tuple[EntryLogUsage, ...]
+
+
+class BookieAdminClient:
+    """One bookie's admin service (a context manager). Errors are the core's: an unreachable bookie is
+    ServiceUnavailable, a bookie without the service AdminServiceMissing."""
+
+    def __init__(self, bookie: RegisteredBookie, operation: str, timeout: float = 10.0):
+        address = bookie.admin_address()
+        if address is None:
+            raise AdminServiceMissing(bookie.bookie_id, operation)
+        self.bookie_id = bookie.bookie_id
+        self._channel = BookieChannel(bookie.bookie_id, address, timeout)
+
+    def __enter__(self) -> BookieAdminClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def _call(self, method: str, request, what: str):
+        return self._channel.call(getattr(self._channel.admin, method), request, what)
+
+    def state(self) -> BookieState:
+        return BookieState.of(self._call("GetBookieState", pb.BookieStateRequest(), "bookie state"))
+
+    def set_read_only(self, read_only: bool) -> BookieState:
+        return BookieState.of(self._call("SetReadOnly", pb.SetReadOnlyRequest(readOnly=read_only), "set read-only"))
+
+    def trigger_gc(self, major: bool = False, minor: bool = False) -> GcTrigger:
+        return GcTrigger.of(self._call("TriggerGc", pb.TriggerGcRequest(forceMajor=major, forceMinor=minor), "gc"))
+
+    def gc_status(self) -> GcStatus:
+        return GcStatus.of(self._call("GetGcStatus", pb.GcStatusRequest(), "gc status"))
+
+    def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus:
+        request = pb.SetCompactionSuspendedRequest(suspended=suspended, major=major, minor=minor)
+        return GcStatus.of(self._call("SetCompactionSuspended", request, "compaction"))

@@ -1,0 +1,33 @@
+"""The dependency rules of DESIGN.md, checked on the source: bkctl -> admin -> bookie.client -> bookie.meta/codec."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _imports(package: str) -> dict[Path, set[str]]:
+    found = {}
+    for path in (ROOT / package).rglob("*.py"):
+        if "_proto" in path.parts:
+            continue
+        names = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", path.read_text(), re.M)
+        found[path.relative_to(ROOT)] = set(names)
+    return found
+
+
+def test_the_cli_uses_typed_clients_never_generated_messages():
+    """`grep -rn _proto bkctl/` is empty: the CLI goes through bookie.client and admin, never raw protobuf."""
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "bkctl").rglob("*.py") if "_proto" in p.read_text()]
+    assert offenders == []
+
+
+def test_dependencies_point_one_way():
+    for path, names in _imports("bookie").items():
+        assert not any(n.startswith(("bkctl", "admin")) for n in names), path
+        if path.parts[1] == "client":
+            assert not any(n.startswith(("bookie.server", "bookie.storage")) for n in names), path
+    for path, names in _imports("admin").items():
+        assert not any(n.startswith(("bkctl", "bookie.server")) for n in names), path
