@@ -45,6 +45,7 @@ def gc_status(app, bookie_ids, all_bookies):
                      len(status.entry_logs), f"{100 * remaining / total:.0f}%" if total else None,
                      sum(1 for u in status.entry_logs if u.total_size and u.usage < 0.2),
                      format_bytes(status.bytes_reclaimed)])
-    app.terminal.document(docs, lambda: app.terminal.table(
-        ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED"], rows))
+    if docs or not outcomes:  # every bookie failed: its warning is the whole answer
+        app.terminal.document(docs, lambda: app.terminal.table(
+            ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED"], rows))
     exit_for_errors(o.error for o in outcomes)

@@ -1,0 +1,162 @@
+"""bkctl on a real Apache BookKeeper 4.17.4 cluster (../shared/bk-oracle): Java bookies, ledgers of the Java client.
+
+One Java cluster for the module (4 bookies, so that a lost one can be recovered onto the others); the tests that
+damage it (a lost index, a dead bookie) come last and use ledgers of their own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bookie.codec.write_set import entries_of_bookie
+from bookie.meta.ledger_manager import LedgerManager
+from bookie.meta.store import MetadataStore
+from bookie.meta.uri import parse_service_uri
+from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle, run
+
+require_oracle()
+
+PASSWORD = "pw"  # bk-write's default
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory):
+    cluster = JavaCluster.start(tmp_path_factory.mktemp("java"), 4)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def store(java):
+    with MetadataStore(parse_service_uri(java.service_uri)) as s:
+        yield s
+
+
+@pytest.fixture
+def cli(bkctl, java):
+    def run_cli(*args: str, input: str | None = None):
+        return bkctl("-u", java.service_uri, *args, input=input)
+
+    return run_cli
+
+
+def entries(count: int, text: str = "entry") -> list[str]:
+    return [f"{text}-{i}" for i in range(count)]
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_bkctl_reads_what_the_java_client_wrote(java, cli, monkeypatch, v2):
+    if v2:
+        monkeypatch.setenv("BKCTL_USE_V2_WIRE_PROTOCOL", "true")
+    ledger_id = bk_write(java.zk, "--n", "500", "--text", "entry", "--suffix-index")
+    read = cli("ledger", "read", str(ledger_id), "--password", PASSWORD)
+    assert read.exit_code == 0, read.stderr
+    assert read.stdout.splitlines() == entries(500)
+    tail = cli("ledger", "read", str(ledger_id), "--from", "498", "--password", PASSWORD, "-o", "json")
+    assert [json.loads(line)["entryId"] for line in tail.stdout.splitlines()] == [498, 499]
+
+
+def test_the_java_client_reads_what_bkctl_wrote(java, cli):
+    created = cli("ledger", "create", "--password", PASSWORD, "--digest", "crc32c", "--input", "-",
+                  input="".join(f"{e}\n" for e in entries(300, "ours")))
+    assert created.exit_code == 0, created.stderr
+    ledger_id = int(created.stdout.split()[-1].split("/")[-1])
+    assert bk_read(java.zk, ledger_id) == [(i, e.encode()) for i, e in enumerate(entries(300, "ours"))]
+    assert bk_read(java.zk, ledger_id, "--v2") == [(i, e.encode()) for i, e in enumerate(entries(300, "ours"))]
+
+
+def test_bkctl_recovers_a_ledger_the_java_writer_left_open(java, cli, store):
+    ledger_id = bk_write(java.zk, "--n", "120", "--text", "entry", "--suffix-index", "--no-close")
+    dry = cli("ledger", "recover", str(ledger_id), "--password", PASSWORD, "--dry-run")
+    assert dry.exit_code == 0 and not LedgerManager(store).read(ledger_id)[0].is_closed
+    recovered = cli("ledger", "recover", str(ledger_id), "--password", PASSWORD)
+    assert recovered.exit_code == 0, recovered.stderr
+    md = LedgerManager(store).read(ledger_id)[0]
+    assert md.is_closed and md.last_entry_id == 119  # every entry the Java client wrote, acknowledged or not
+    assert bk_read(java.zk, ledger_id, "--no-recovery") == [(i, e.encode()) for i, e in enumerate(entries(120))]
+
+
+def test_bkctl_deletes_a_java_ledger(java, cli, store):
+    ledger_id = bk_write(java.zk, "--n", "10", "--text", "entry")
+    assert cli("ledger", "delete", str(ledger_id), "--yes").exit_code == 0
+    assert not LedgerManager(store).exists(ledger_id)
+    assert run("bk-read", "--zk", java.zk, "--ledger", str(ledger_id), check=False).returncode != 0
+
+
+def test_bookie_info_of_java_bookies(java, cli):
+    info = cli("bookie", "info", "--all", "-o", "json")
+    assert info.exit_code == 0, info.stderr
+    docs = json.loads(info.stdout)
+    assert sorted(d["bookieId"] for d in docs) == sorted(java.bookie_id(n) for n in range(1, 5))
+    assert all(0 < d["freeDiskSpace"] < d["totalDiskCapacity"] for d in docs)
+
+
+@pytest.mark.parametrize("command", [("gc",), ("gc-status",), ("compaction", "suspend"), ("readonly", "--on")])
+def test_admin_commands_on_a_java_bookie_say_what_bookkeeper_offers(java, cli, command):
+    bookie_id = java.bookie_id(1)
+    result = cli("bookie", *command[:1], bookie_id, *command[1:]) if command[0] == "readonly" else \
+        cli("bookie", *command, bookie_id)
+    assert result.exit_code == 7, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, lines
+    (line,) = lines
+    assert bookie_id in line and "httpServerEnabled=true" in line
+
+
+def test_bench_write_and_read_on_java_bookies(cli):
+    write = cli("bench", "write", "--entries", "5000", "-o", "json")
+    assert write.exit_code == 0, write.stderr
+    assert json.loads(write.stdout)["entries"] == 5000
+    read = cli("bench", "read", "--entries", "5000", "-o", "json")
+    assert read.exit_code == 0, read.stderr
+    assert json.loads(read.stdout)["entries"] == 5000
+
+
+def test_export_and_verify_java_ledgers(java, cli, tmp_path):
+    ledger_id = bk_write(java.zk, "--n", "2000", "--text", "entry", "--suffix-index")
+    exported = cli("ledger", "export", str(ledger_id), "--to", str(tmp_path / "out"), "--verify", "--master", "local[1]", "-o", "json")
+    assert exported.exit_code == 0, exported.stderr
+    assert json.loads(exported.stdout)["entries"] == 2000
+
+
+def test_cluster_check_is_clean_then_names_the_entries_a_java_bookie_lost(java, cli, store):
+    ledger_id = bk_write(java.zk, "--n", "40", "--text", "x", "--suffix-index", "--ensemble", "3",
+                         "--write-quorum", "2", "--ack-quorum", "2")
+    clean = cli("cluster", "check")
+    assert clean.exit_code == 0, clean.output
+    md = LedgerManager(store).read(ledger_id)[0]
+    index = 0
+    n = java.bookie_ports.index(int(md.segments[0].bookies[index].rsplit(":", 1)[1])) + 1
+    java.stop_bookie(n)
+    try:  # a Java bookie's index file: current/<(id >> 8) & 0xff>/<id & 0xff>/<id>.idx, hex
+        (java.root / f"b{n}" / "ledgers" / "current" / f"{(ledger_id >> 8) & 0xff:x}" / f"{ledger_id & 0xff:x}"
+         / f"{ledger_id:x}.idx").unlink()
+    finally:
+        java.start_bookie(n)
+    damaged = cli("cluster", "check", "--ledger", str(ledger_id), "-o", "json")
+    assert damaged.exit_code == 3, damaged.output
+    (violation,) = json.loads(damaged.stdout)["violations"]
+    assert violation["ledgerId"] == ledger_id
+    expected = list(entries_of_bookie(index, 0, 39, 3, 2))
+    assert violation["missingEntries"] == {java.bookie_id(n): expected}
+    assert cli("ledger", "delete", str(ledger_id), "--yes").exit_code == 0  # not the next test's damage
+
+
+def test_bkctl_recovers_a_dead_java_bookie(java, cli, store):
+    dead, ledger_ids, on_dead = java.bookie_id(4), [], []
+    while len(on_dead) < 2:  # E3 of 4 bookies: 3 in 4 ledgers are on it
+        ledger_ids.append(bk_write(java.zk, "--n", "200", "--text", "entry", "--suffix-index", "--ensemble", "3",
+                                   "--write-quorum", "2", "--ack-quorum", "2"))
+        if dead in LedgerManager(store).read(ledger_ids[-1])[0].segments[0].bookies:
+            on_dead.append(ledger_ids[-1])
+    java.stop_bookie(4)
+    recovered = cli("bookie", "recover", dead, "--yes", "-o", "json")
+    assert recovered.exit_code == 0, recovered.output
+    for ledger_id in ledger_ids:
+        md = LedgerManager(store).read(ledger_id)[0]
+        assert all(dead not in segment.bookies for segment in md.segments)
+        assert bk_read(java.zk, ledger_id, "--no-recovery") == [(i, e.encode()) for i, e in enumerate(entries(200))]
