@@ -102,6 +102,21 @@ def crash(storage: LedgerStorage) -> None:
 
 
 # ---- bookie processes ----
+def counter(bookie, name: str) -> float:
+    """A metric of a running bookie (its /metrics), 0 when it has none yet."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
+        for line in answer.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def adds_ok(bookie) -> float:
+    return counter(bookie, 'bookie_add_entries_total{status="ok"}')
+
+
 class StreamWriter(threading.Thread):
     """Streams batches of adds of one ledger to a bookie and records which entries were acknowledged, until it is
     stopped or the bookie goes away."""

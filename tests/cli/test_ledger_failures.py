@@ -6,26 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.request
 
 import pytest
-from helpers import wait_for
+from helpers import adds_ok, counter, wait_for
 
 from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerState
-
-
-def counter(bookie, name: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
-        for line in answer.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
-def adds_ok(bookie) -> float:
-    return counter(bookie, 'bookie_add_entries_total{status="ok"}')
 
 
 def reads_ok(bookie) -> float:

@@ -71,10 +71,13 @@ class JavaCluster:
     bookie_ports: list[int]
 
     @classmethod
-    def start(cls, root: Path, bookies: int = 3, *settings: str, zk: str | None = None) -> JavaCluster:
-        """``settings``: ``KEY=VALUE`` for every bookie's conf. ``zk``: an existing ZooKeeper to use."""
+    def start(cls, root: Path, bookies: int = 3, *settings: str, zk: str | None = None,
+              ledgers_root: str = "/ledgers") -> JavaCluster:
+        """``settings``: ``KEY=VALUE`` for every bookie's conf. ``zk``: an existing ZooKeeper to use, and
+        ``ledgers_root`` the cluster's root in it (initialised when missing)."""
         ports = free_ports(bookies + 1)
         where = ["--zk", zk] if zk else ["--zk-port", str(ports[0])]
+        where += ["--root", ledgers_root]
         sets = [a for s in settings for a in ("--set", s)]
         run("bk-cluster", "start", str(root), *where, "--bookie-ports", ",".join(map(str, ports[1:])), *sets,
             timeout=180)
@@ -100,9 +103,6 @@ class JavaCluster:
 
     def stop(self) -> None:
         run("bk-cluster", "stop", str(self.root), timeout=120)
-
-    def shell(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return run("bk-shell", str(self.conf()), *args, timeout=timeout, check=False)
 
 
 def bk_write(zk: str, *args: str, timeout: float = 120) -> int:

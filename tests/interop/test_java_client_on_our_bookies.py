@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 import subprocess
-import urllib.request
 
 import pytest
-from helpers import shared_cluster, wait_for
+from helpers import adds_ok, shared_cluster, wait_for
 
 from bookie.local.bookies import wait_registered
 from bookie.meta.ledger_manager import LedgerManager
@@ -55,13 +54,6 @@ def text_entries(count: int, first: int = 0) -> list[tuple[int, bytes]]:
     return [(i, b"entry-%d" % i) for i in range(first, first + count)]
 
 
-def _adds_ok(bookie) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
-        text = answer.read().decode()
-    match = re.search(r'^bookie_add_entries_total\{status="ok"\} (\S+)$', text, re.M)
-    return float(match.group(1)) if match else 0.0
-
-
 def test_java_client_writes_through_a_kill_9_and_reads_back_with_v3_and_v2(cluster, zk, java_args):
     writer = subprocess.Popen(
         [str(ORACLE / "bin" / "bk-write"), "--zk", zk, *java_args, "--n", str(ENTRIES), "--text", "entry",
@@ -75,8 +67,8 @@ def test_java_client_writes_through_a_kill_9_and_reads_back_with_v3_and_v2(clust
             assert line or writer.poll() is None, "bk-write exited before creating its ledger"
         ensemble = re.search(r"ensemble \[(.*)\]", line).group(1).split(", ")
         victim = next(b for b in cluster.bookies if b.bookie_id == ensemble[0])
-        baseline = _adds_ok(victim)
-        wait_for(lambda: _adds_ok(victim) - baseline > 1000, "the Java client's first thousand adds", timeout=60)
+        baseline = adds_ok(victim)
+        wait_for(lambda: adds_ok(victim) - baseline > 1000, "the Java client's first thousand adds", timeout=60)
         victim.stop(kill=True)
         out, err = writer.communicate(timeout=180)
     finally:
