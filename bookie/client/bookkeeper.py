@@ -131,41 +131,45 @@ class ClientCore:
         self.ledgers = LedgerManager(store)
         self.registry = BookieRegistry(store)
         self._bookies: dict = {}
-        self._addresses: dict[str, tuple[str, int]] = {}
+        self._routes: dict[str, tuple[str, tuple[str, int]]] = {}
 
-    def _address(self, bookie_id: str) -> tuple[str, int]:
-        address = self._addresses.get(bookie_id)
-        if address is None:
+    def _route(self, bookie_id: str) -> tuple[str, tuple[str, int]]:
+        """``(transport, address)`` of a bookie's data operations (ClientConfig.data_transport)."""
+        route = self._routes.get(bookie_id)
+        if route is None:
             try:
-                address = self._data_address(self.registry.get(bookie_id))
+                route = self._route_of(self.registry.get(bookie_id))
             except NotFound:  # not registered (down, or replaced): its id is its address
                 host, _, port = bookie_id.rpartition(":")
                 if not port.isdigit():
                     raise ServiceUnavailable(f"bookie {bookie_id} is not registered and its id is no address")
-                address = (host, int(port))
-            self._addresses[bookie_id] = address
-        return address
+                route = ("bookkeeper", (host, int(port)))
+            self._routes[bookie_id] = route
+        return route
 
-    def _data_address(self, bookie: RegisteredBookie) -> tuple[str, int]:
-        if self.config.data_transport == "grpc":
-            return bookie.admin_address() or bookie.address()
-        return bookie.address()
+    def _route_of(self, bookie: RegisteredBookie) -> tuple[str, tuple[str, int]]:
+        grpc = bookie.admin_address()
+        if self.config.data_transport == "bookkeeper" or grpc is None:
+            return "bookkeeper", bookie.address()
+        return "grpc", grpc
 
     def bookie(self, bookie_id: str):
-        """The client of one bookie's data operations (WireBookieClient, or GrpcBookieClient when chosen)."""
+        """The client of one bookie's data operations (WireBookieClient, or GrpcBookieClient for a bookie of ours
+        when ClientConfig.data_transport allows it)."""
         client = self._bookies.get(bookie_id)
         if client is None:
-            if self.config.data_transport == "grpc":
-                client = GrpcBookieClient(bookie_id, self._address(bookie_id))
+            transport, address = self._route(bookie_id)
+            if transport == "grpc":
+                client = GrpcBookieClient(bookie_id, address)
             else:
-                client = WireBookieClient(bookie_id, self._address(bookie_id), self.config.use_v2_wire_protocol)
+                client = WireBookieClient(bookie_id, address, self.config.use_v2_wire_protocol)
             self._bookies[bookie_id] = client
         return client
 
     async def writable_bookies(self) -> list[RegisteredBookie]:
         bookies = await asyncio.to_thread(self.registry.list)
         for bookie in bookies:
-            self._addresses[bookie.bookie_id] = self._data_address(bookie)
+            self._routes[bookie.bookie_id] = self._route_of(bookie)
         return bookies
 
     def check_password(self, ledger_id: int, md: LedgerMetadata, password: bytes) -> None:

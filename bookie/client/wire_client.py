@@ -211,12 +211,9 @@ class WireBookieClient:
         if self._connections.get(conn.v3) is conn:
             del self._connections[conn.v3]
 
-    def _next_txn(self) -> int:
-        self._txn += 1
-        return self._txn
-
     def _header(self, operation: int, high_priority: bool = False) -> pb.BKPacketHeader:
-        header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=operation, txnId=self._next_txn())
+        self._txn += 1
+        header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=operation, txnId=self._txn)
         if high_priority:
             header.priority = HIGH_PRIORITY
         return header
@@ -254,12 +251,10 @@ class WireBookieClient:
         entry_id = token.entry_id
         waiter = _AddWaiter(target, token, index)
         if conn.v3:
-            header = self._header(pb.ADD_ENTRY, recovery)
-            add = pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=master_key, body=record[4:])
-            if recovery:
-                add.flag = pb.AddRequest.RECOVERY_ADD
-            conn.expect(header.txnId, waiter)
-            conn.send(wire.encode_v3(pb.Request(header=header, addRequest=add)))
+            self._txn += 1
+            conn.expect(self._txn, waiter)
+            conn.send(wire.add_request_v3(self._txn, ledger_id, entry_id, master_key, memoryview(record)[4:],
+                                          recovery))
         else:
             flags = wire.FLAG_RECOVERY_ADD | wire.FLAG_HIGH_PRIORITY if recovery else 0
             conn.expect((wire.ADDENTRY, ledger_id, entry_id), waiter)
@@ -344,10 +339,9 @@ class WireBookieClient:
         """Send a plain read; ``(key, future of its answer)``."""
         future = asyncio.get_running_loop().create_future()
         if conn.v3:
-            header = self._header(pb.READ_ENTRY)
-            key = header.txnId
-            request = pb.Request(header=header, readRequest=pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id))
-            frame = wire.encode_v3(request)
+            self._txn += 1
+            key = self._txn
+            frame = wire.read_request_v3(key, ledger_id, entry_id)
         else:
             key = (wire.READENTRY, ledger_id, entry_id)
             frame = wire.V2_READ.pack(wire.V2_READ.size - 4, V2_READ_HEADER, ledger_id, entry_id)

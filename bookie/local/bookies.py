@@ -22,7 +22,7 @@ class LocalBookie:
     port: int
     metrics_port: int
     pid: int | None = None
-    admin_port: int = 0  # 0 in the state of a sandbox made before bookies had an admin port: any free port
+    admin_port: int = 0  # 0 in the state of a sandbox made before bookies had an admin port: bookiePort + 1
     settings: dict[str, str] = field(default_factory=dict)
 
     @property

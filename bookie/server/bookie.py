@@ -76,8 +76,8 @@ class BookieServer:
         self._loop = asyncio.get_running_loop()
         self.locks.acquire([config.journal_dir, config.ledger_dir, config.index_dir])
         check_port_free(config.listeningInterface, config.bookiePort, "bookiePort", "bookie")
-        if config.bkctlAdminPort > 0:
-            check_port_free(config.listeningInterface, config.bkctlAdminPort, "bkctlAdminPort", "bookie admin")
+        if config.admin_port is not None:
+            check_port_free(config.listeningInterface, config.admin_port, "bkctlAdminPort", "bookie admin")
         if config.prometheusStatsHttpPort >= 0:  # served from now on: holds the port for the process's life
             self.metrics_port = self.stats.serve(config.prometheusStatsHttpPort, config.listeningInterface)
         self.store = MetadataStore(parse_service_uri(config.metadataServiceUri), session_timeout=config.zkTimeout / 1000)
@@ -96,8 +96,8 @@ class BookieServer:
         bookkeeper_protocol_pb2_grpc.add_BookieServicer_to_server(handlers, self.server)
         bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(BookieAdminServicer(self), self.server)
         address = f"{config.listeningInterface}:{config.bookiePort}"
-        if config.bkctlAdminPort >= 0:
-            self.admin_port = self._bind(self.server, config.bkctlAdminPort, "bkctlAdminPort", "bookie admin")
+        if config.admin_port is not None:
+            self.admin_port = self._bind(self.server, config.admin_port, "bkctlAdminPort", "bookie admin")
         await self.server.start()
         self.wire = WireServer(self, handlers, config.nettyMaxFrameSizeBytes)
         try:

@@ -27,7 +27,7 @@ class BookieConfig:
     bookieId: str = ""
     advertisedAddress: str = ""
     listeningInterface: str = "127.0.0.1"  # ours: the address to bind (BookKeeper binds all interfaces)
-    # ours: the port of the gRPC admin service, advertised in the registration (0: any free port, -1: none)
+    # ours: the port of the gRPC admin service, advertised in the registration (0: bookiePort + 1, -1: none)
     bkctlAdminPort: int = 0
     bookieRack: str = ""  # ours: published in the registration for rack-aware placement
     journalDirectories: str = "/tmp/bk-txn"
@@ -88,7 +88,7 @@ class BookieConfig:
     def validate(self) -> None:
         if not 0 < self.bookiePort < 65536:
             raise InvalidArgument(f"bookiePort {self.bookiePort} is not a port number")
-        if not -1 <= self.bkctlAdminPort < 65536 or self.bkctlAdminPort == self.bookiePort:
+        if not -1 <= self.bkctlAdminPort < 65536 or self.admin_port in (self.bookiePort, 65536):
             raise InvalidArgument(f"bkctlAdminPort {self.bkctlAdminPort} is not a port number other than bookiePort")
         for key in ("journalDirectories", "ledgerDirectories", "indexDirectories"):
             if len(self.dirs(key)) > 1:
@@ -125,6 +125,13 @@ class BookieConfig:
     @property
     def index_dir(self) -> Path:
         return Path((self.dirs("indexDirectories") or self.dirs("ledgerDirectories"))[0])
+
+    @property
+    def admin_port(self) -> int | None:
+        """Where the gRPC admin service listens (None: nowhere)."""
+        if self.bkctlAdminPort < 0:
+            return None
+        return self.bkctlAdminPort or self.bookiePort + 1
 
     @property
     def bookie_id(self) -> str:

@@ -52,7 +52,7 @@ class _Adds:
     __slots__ = ("keys", "records", "answers", "started")
 
     def __init__(self) -> None:
-        self.keys: dict[int, AddKey] = {}
+        self.keys: dict[int, tuple] = {}  # ledgerId -> (masterKey, recovery, deferred sync)
         self.records: list[bytes] = []
         self.answers: list[tuple] = []  # (v3 request header or None for v2, ledgerId, entryId)
         self.started = time.perf_counter()
@@ -99,6 +99,8 @@ class BookieConnection(asyncio.Protocol):
         self.reading = True
         self.peer_slow = False
         self.tasks: set[asyncio.Task] = set()
+        self.read_only = False
+        self.reads = [0, 0, 0.0]
 
     # ---- connection ----
     def connection_made(self, transport) -> None:
@@ -159,6 +161,8 @@ class BookieConnection(asyncio.Protocol):
             return
         out: list[bytes] = []
         adds = _Adds()
+        self.read_only = self.bookie.read_only  # once per pass, not per add
+        self.reads = [0, 0, time.perf_counter()]  # plain reads of this pass: ok, failed, start
         for body in frames:
             try:
                 request = self.decoder.decode(body)
@@ -173,7 +177,21 @@ class BookieConnection(asyncio.Protocol):
                 adds = self._v2(request, out, adds)
         self._submit(adds)
         self._write(out)
+        ok, failed, started = self.reads
+        if ok or failed:
+            self.handlers.count_reads(ok, failed, time.perf_counter() - started)
         self._pace()
+
+    def _read(self, ledger_id: int, entry_id: int):
+        """A plain read of this pass: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
+        try:
+            body = self.storage.read_entry(ledger_id, entry_id)
+            lac = self.storage.lac(ledger_id)
+        except Exception as exc:
+            self.reads[1] += 1
+            return status_of(exc), None, None
+        self.reads[0] += 1
+        return pb.EOK, body, lac
 
     def _v3(self, request: pb.Request, out: list[bytes], adds: _Adds) -> _Adds:
         header = request.header
@@ -183,17 +201,16 @@ class BookieConnection(asyncio.Protocol):
             out.append(wire.encode_v3(response))
         elif operation == pb.ADD_ENTRY and request.HasField("addRequest"):
             add = request.addRequest
-            key = AddKey(add.masterKey, recovery=add.HasField("flag") and add.flag == RECOVERY_ADD,
-                         deferred_sync=add.writeFlags & 1)
-            adds = self._add(adds, add.ledgerId, add.entryId, key, add.body, header, header.priority >= HIGH_PRIORITY)
+            key = (add.masterKey, add.HasField("flag") and add.flag == RECOVERY_ADD, add.writeFlags & 1)
+            adds = self._add(adds, add.ledgerId, add.entryId, key, add.body, header.txnId,
+                             header.priority >= HIGH_PRIORITY)
         elif operation == pb.READ_ENTRY and request.HasField("readRequest"):
             read = request.readRequest
             if read.HasField("previousLAC") or (read.HasField("flag") and read.flag == FENCE):
                 self._later(self.handlers.ReadEntry(read, None), header, "readResponse", read_wait=True)
             else:
-                response = pb.ReadResponse(ledgerId=read.ledgerId, entryId=read.entryId)
-                self.handlers.read_now(read.ledgerId, read.entryId, response)
-                out.append(self._v3_answer(header, "readResponse", response))
+                status, body, lac = self._read(read.ledgerId, read.entryId)
+                out.append(wire.read_response_v3(header.txnId, status, read.ledgerId, read.entryId, body, lac))
         elif operation == pb.AUTH:
             # BookKeeper with its default (disabled) auth: every connection is authenticated at once, and an AUTH
             # request is answered with the disabled plugin's empty token, whatever plugin it names
@@ -232,7 +249,7 @@ class BookieConnection(asyncio.Protocol):
 
     def _v2(self, request, out: list[bytes], adds: _Adds) -> _Adds:
         if isinstance(request, wire.AddRequestV2):
-            key = AddKey(request.master_key, recovery=bool(request.flags & wire.FLAG_RECOVERY_ADD))
+            key = (request.master_key, bool(request.flags & wire.FLAG_RECOVERY_ADD), 0)
             high = bool(request.flags & wire.FLAG_HIGH_PRIORITY)
             return self._add(adds, request.ledger_id, request.entry_id, key, request.body, None, high)
         if isinstance(request, wire.ReadRequestV2):
@@ -241,9 +258,9 @@ class BookieConnection(asyncio.Protocol):
                                       masterKey=request.master_key)
                 self._later(self.handlers.ReadEntry(read, None), None, "v2", read_wait=True)
             else:
-                response = pb.ReadResponse(ledgerId=request.ledger_id, entryId=request.entry_id)
-                self.handlers.read_now(request.ledger_id, request.entry_id, response)
-                out.append(self._v2_read_answer(response))
+                status, body, _ = self._read(request.ledger_id, request.entry_id)
+                out.append(wire.V2_RESPONSE.pack(24 + len(body or b""), V2_READ_HEADER, wire.v2_status(status),
+                                                 request.ledger_id, request.entry_id) + (body or b""))
         elif isinstance(request, wire.BatchReadRequestV2):
             if request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
                 self._later(self._fenced_batch_read(request), None, "raw", read_wait=True)
@@ -293,10 +310,12 @@ class BookieConnection(asyncio.Protocol):
         return self._batch_read(request)
 
     # ---- adds ----
-    def _add(self, adds: _Adds, ledger_id: int, entry_id: int, key: AddKey, body, header, high_priority: bool):
-        if self.bookie.read_only and not (high_priority and not self.bookie.read_only_by_disk):
+    def _add(self, adds: _Adds, ledger_id: int, entry_id: int, key: tuple, body, txn_id, high_priority: bool):
+        """Queue an add for this pass's batch. ``key``: (masterKey, recovery, deferred sync); ``txn_id``: the v3
+        request's, None for v2."""
+        if self.read_only and not (high_priority and not self.bookie.read_only_by_disk):
             # BookKeeper lets high-priority (recovery) adds through a read-only bookie whose disks have room
-            self._write([self._add_answer(header, ledger_id, entry_id, BookieReadOnly.status)])
+            self._write([self._add_answer(txn_id, ledger_id, entry_id, BookieReadOnly.status)])
             return adds
         known = adds.keys.get(ledger_id)
         if known is not None and known != key:
@@ -305,7 +324,7 @@ class BookieConnection(asyncio.Protocol):
         adds.keys[ledger_id] = key
         adds.records.append(SIZE.pack(len(body)))
         adds.records.append(body)
-        adds.answers.append((header, ledger_id, entry_id))
+        adds.answers.append((txn_id, ledger_id, entry_id))
         return adds
 
     def _submit(self, adds: _Adds) -> None:
@@ -313,22 +332,23 @@ class BookieConnection(asyncio.Protocol):
             return
         self.adds_in_flight += len(adds.answers)
         records = b"".join(adds.records)
-        future, _, refused = self.handlers.store_adds(adds.keys, records)
+        keys = {ledger_id: AddKey(key, recovery=recovery, deferred_sync=deferred)
+                for ledger_id, (key, recovery, deferred) in adds.keys.items()}
+        future, _, refused = self.handlers.store_adds(keys, records)
         future.add_done_callback(lambda f: self._added(adds, f.result(), refused, len(records)))
 
     def _added(self, adds: _Adds, error, refused, size: int) -> None:
         self.adds_in_flight -= len(adds.answers)
         statuses = self.handlers.add_statuses(adds.answers, error, refused, adds.started, size)
-        self._write([self._add_answer(header, ledger_id, entry_id, status)
-                     for (header, ledger_id, entry_id), status in zip(adds.answers, statuses)])
+        self._write([self._add_answer(txn_id, ledger_id, entry_id, status)
+                     for (txn_id, ledger_id, entry_id), status in zip(adds.answers, statuses)])
         self._pace()
 
     @staticmethod
-    def _add_answer(header, ledger_id: int, entry_id: int, status: int) -> bytes:
-        if header is None:
+    def _add_answer(txn_id, ledger_id: int, entry_id: int, status: int) -> bytes:
+        if txn_id is None:
             return wire.V2_RESPONSE.pack(24, V2_ADD_HEADER, wire.v2_status(status), ledger_id, entry_id)
-        answer = pb.AddResponse(status=status, ledgerId=ledger_id, entryId=entry_id)
-        return wire.encode_v3(pb.Response(header=_reply_header(header), status=status, addResponse=answer))
+        return wire.add_response_v3(txn_id, status, ledger_id, entry_id)
 
     # ---- operations that wait ----
     def _later(self, work, header, field: str, read_wait: bool = False) -> None:

@@ -196,18 +196,35 @@ class BookieServicer(pb_grpc.BookieServicer):
         return self.read_now(request.ledgerId, request.entryId, response, started)
 
     def read_now(self, ledger_id: int, entry_id: int, response: pb.ReadResponse, started: float | None = None):
-        """A plain read into ``response`` (status, body, maxLAC), counted in the metrics."""
+        """A plain read into ``response`` (status, body, maxLAC)."""
+        status, body, lac = self.read_plain(ledger_id, entry_id, started)
+        response.status = status
+        if body is not None:
+            response.body, response.maxLAC = body, lac
+        return response
+
+    def count_reads(self, ok: int, failed: int, seconds: float) -> None:
+        """Plain reads answered together (one pass over a connection's frames): counted, and the pass's time
+        observed once as their latency."""
+        if ok:
+            self._reads_ok.inc(ok)
+        if failed:
+            self._reads_failed.inc(failed)
+        self._read_latency.observe(seconds)
+
+    def read_plain(self, ledger_id: int, entry_id: int, started: float | None = None):
+        """A plain read, counted in the metrics: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
         started = started or time.perf_counter()
         try:
-            response.body = self.storage.read_entry(ledger_id, entry_id)
-            response.maxLAC = self.storage.lac(ledger_id)
-            response.status = pb.EOK
+            body = self.storage.read_entry(ledger_id, entry_id)
+            lac = self.storage.lac(ledger_id)
             self._reads_ok.inc()
+            result = pb.EOK, body, lac
         except BaseException as exc:
-            response.status = status_of(exc)
             self._reads_failed.inc()
+            result = status_of(exc), None, None
         self._read_latency.observe(time.perf_counter() - started)
-        return response
+        return result
 
     async def _long_poll(self, request, response):
         ledger_id, previous = request.ledgerId, request.previousLAC

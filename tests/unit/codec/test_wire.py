@@ -407,3 +407,42 @@ def test_unknown_v2_opcode(header, message):
 def test_encoder_refuses_a_master_key_of_the_wrong_size():
     with pytest.raises(ValueError, match="a master key is 20 bytes, not 3"):
         wire.encode_request_v2(AddRequestV2(1, 2, b"abc", ENTRY))
+
+
+# ---- the v3 fast path writes what protobuf writes ----
+FAST_VALUES = [(1, 0, 0), (127, 5, -1), (128, 2**40, 300), (2**21 + 5, 7, 2**28), (2**63 - 1, 2**63 - 1, -2)]
+
+
+@pytest.mark.parametrize(("txn", "ledger_id", "entry_id"), FAST_VALUES)
+@pytest.mark.parametrize("recovery", [False, True])
+def test_fast_add_request_is_protobufs_bytes(txn, ledger_id, entry_id, recovery):
+    header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.ADD_ENTRY, txnId=txn)
+    add = pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=b"k" * 20, body=b"x" * 300)
+    if recovery:
+        header.priority = 100
+        add.flag = pb.AddRequest.RECOVERY_ADD
+    expected = wire.encode_v3(pb.Request(header=header, addRequest=add))
+    assert wire.add_request_v3(txn, ledger_id, entry_id, b"k" * 20, memoryview(b"x" * 300), recovery) == expected
+
+
+@pytest.mark.parametrize(("txn", "ledger_id", "entry_id"), FAST_VALUES)
+@pytest.mark.parametrize("status", [pb.EOK, pb.ENOENTRY, pb.EFENCED, pb.EUNKNOWNLEDGERSTATE])
+def test_fast_responses_and_read_request_are_protobufs_bytes(txn, ledger_id, entry_id, status):
+    add = pb.AddResponse(status=status, ledgerId=ledger_id, entryId=entry_id)
+    header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.ADD_ENTRY, txnId=txn)
+    assert wire.add_response_v3(txn, status, ledger_id, entry_id) == wire.encode_v3(
+        pb.Response(header=header, status=status, addResponse=add))
+    header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.READ_ENTRY, txnId=txn)
+    read = pb.ReadResponse(status=status, ledgerId=ledger_id, entryId=entry_id)
+    assert wire.read_response_v3(txn, status, ledger_id, entry_id) == wire.encode_v3(
+        pb.Response(header=header, status=status, readResponse=read))
+    read.body, read.maxLAC = b"y" * 200, entry_id - 1
+    assert wire.read_response_v3(txn, status, ledger_id, entry_id, b"y" * 200, entry_id - 1) == wire.encode_v3(
+        pb.Response(header=header, status=status, readResponse=read))
+    request = pb.Request(header=header, readRequest=pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id))
+    assert wire.read_request_v3(txn, ledger_id, entry_id) == wire.encode_v3(request)
+
+
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**63 - 1, -1, -2**63])
+def test_varint_is_protobufs(n):
+    assert wire.varint(n) == pb.ReadResponse(status=0, ledgerId=n, entryId=0).SerializeToString()[3:-2]
