@@ -1,6 +1,6 @@
 """A direct bookie benchmark (like Apache BookKeeper's BenchBookie): pipelined adds in BookKeeper's protocol to one
-bookie, ours or Java, without the ledger client; and, in the same run, a raw Python group-commit append + fsync loop on the same disk
-with the same entry size, for the ratio between the two.
+bookie, ours or Java, without the ledger client; and, in the same run, a raw Python group-commit append + fsync loop
+on the same disk with the same entry size, for the ratio between the two.
 
 Entries are framed (CRC32C) before the clock starts: this measures the bookie, not the client's framing.
 """

@@ -23,8 +23,8 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     compacts the logs under that kind's usage threshold, unless the kind is suspended or disabled on the bookie.
     A forced run goes ahead on a bookie that is read-only because its disks are full. With --wait, the result
     table lists per bookie: the compaction kind, ledgers deleted, logs removed, logs compacted, bytes reclaimed
-    and the duration. Exit 1 when a run failed or --timeout passed, 6 when a bookie does not answer, 7 when it has no bkctl
-    admin service (an Apache BookKeeper bookie).
+    and the duration. Exit 1 when a run failed or --timeout passed, 6 when a bookie does not answer, 7 when it has
+    no bkctl admin service (an Apache BookKeeper bookie).
     """
     from admin.bookie_admin import fan_out, wait_for_gc
     from bkctl.bookie.targets import target_bookies

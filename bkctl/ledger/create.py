@@ -44,7 +44,8 @@ def _records(stream, delimiter: str):
 
 @click.command()
 @quorum_options
-@click.option("--digest", type=click.Choice(["crc32", "crc32c", "mac", "dummy"]), default="crc32c", show_default=True)
+@click.option("--digest", type=click.Choice(["crc32", "crc32c", "mac", "dummy"], case_sensitive=False),
+              default="crc32c", show_default=True)
 @password_options
 @click.option("--meta", "custom", multiple=True, callback=_meta, metavar="KEY=VALUE", help="Custom metadata (repeatable).")
 @click.option("--input", "source", type=click.File("rb"), help="Entries to write: a file, or - for stdin.")

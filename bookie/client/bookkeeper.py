@@ -166,6 +166,15 @@ class ClientCore:
             self._bookies[bookie_id] = client
         return client
 
+    async def bookie_info(self, bookie_id: str, timeout: float):
+        """GET_BOOKIE_INFO, in BookKeeper's protocol whatever the data transport (every bookie serves it)."""
+        address = (await asyncio.to_thread(self.registry.get, bookie_id)).address()
+        client = WireBookieClient(bookie_id, address)
+        try:
+            return await client.bookie_info(timeout)
+        finally:
+            await client.close()
+
     async def writable_bookies(self) -> list[RegisteredBookie]:
         bookies = await asyncio.to_thread(self.registry.list)
         for bookie in bookies:
@@ -279,7 +288,7 @@ class BookKeeper:
 
     def bookie_info(self, bookie_id: str, timeout: float = 5.0) -> tuple[int, int]:
         """GET_BOOKIE_INFO of any bookie, ours or Java: ``(total disk capacity, free disk space)`` in bytes."""
-        answer = self.run(self.core.bookie(bookie_id).bookie_info(timeout))
+        answer = self.run(self.core.bookie_info(bookie_id, timeout))
         if answer.status:
             raise error_for_status(answer.status, f"GET_BOOKIE_INFO on bookie {bookie_id}: status {answer.status}")
         return answer.totalDiskCapacity, answer.freeDiskSpace

@@ -19,7 +19,7 @@ import logging
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
-from bookie.codec.write_set import entries_of_bookie, holds
+from bookie.codec.write_set import range_read_entries
 from bookie.errors import BKError, MalformedFrame, OperationTimeout, ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -294,15 +294,7 @@ class WireBookieClient:
         that the bookie holds by the write-set rule (when ``ensembleSize`` is set, and also held by
         ``alsoHeldByIndex`` when that is set), ``READ_WINDOW`` reads in flight; then, if a read failed,
         ``[(entryId, status)]`` and nothing more."""
-        first, last = request.firstEntryId, request.lastEntryId
-        if request.HasField("ensembleSize"):
-            size, quorum = request.ensembleSize, request.writeQuorumSize
-            wanted = entries_of_bookie(request.bookieIndex, first, last, size, quorum)
-            if request.HasField("alsoHeldByIndex"):
-                other = request.alsoHeldByIndex
-                wanted = (e for e in wanted if holds(other, e, size, quorum))
-        else:
-            wanted = iter(range(first, last + 1))
+        wanted = range_read_entries(request)
         ledger_id, what = request.ledgerId, f"range read of ledger {request.ledgerId}"
         conn = self._connection(not self.use_v2)
         window: collections.deque = collections.deque()

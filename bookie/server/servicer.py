@@ -16,7 +16,7 @@ import time
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
 from bookie.codec.availability import AvailabilityOfEntries
-from bookie.codec.write_set import entries_of_bookie, holds
+from bookie.codec.write_set import range_read_entries
 from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, NoSuchEntry, Unauthorized
 from bookie.storage.ledger_storage import AddKey
 
@@ -251,21 +251,14 @@ class BookieServicer(pb_grpc.BookieServicer):
         return response
 
     async def ReadEntries(self, request, context):
-        ledger_id, first, last = request.ledgerId, request.firstEntryId, request.lastEntryId
+        ledger_id, first = request.ledgerId, request.firstEntryId
         limit = request.maxChunkBytes or (1 << 20)
         try:
             max_lac = self.storage.lac(ledger_id)
         except BaseException as exc:
             yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=first)
             return
-        if request.HasField("ensembleSize"):
-            size, quorum = request.ensembleSize, request.writeQuorumSize
-            wanted = entries_of_bookie(request.bookieIndex, first, last, size, quorum)
-            if request.HasField("alsoHeldByIndex"):
-                other = request.alsoHeldByIndex
-                wanted = (e for e in wanted if holds(other, e, size, quorum))
-        else:
-            wanted = iter(range(first, last + 1))
+        wanted = range_read_entries(request)
         chunk, chunk_first, count = bytearray(), None, 0
         for entry_id in wanted:
             try:

@@ -7,6 +7,7 @@ with the reason (CI has both)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -108,6 +109,27 @@ class JavaCluster:
 def bk_write(zk: str, *args: str, timeout: float = 120) -> int:
     """The Java client writes a ledger (``bin/bk-write``); return its id."""
     return int(output("bk-write", "--zk", zk, *args, timeout=timeout).strip())
+
+
+def bk_write_during(zk: str, *args: str, during, timeout: float = 180) -> int:
+    """``bin/bk-write`` in the background; once its ledger exists, ``during(ledger_id, ensemble)`` runs while it
+    writes (e.g. to kill a bookie of the ensemble). Fails the test unless bk-write then succeeds; its ledger id."""
+    writer = subprocess.Popen([str(ORACLE / "bin" / "bk-write"), "--zk", zk, *args], env=ENV, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        while "ensemble" not in line:
+            line = writer.stderr.readline()
+            assert line or writer.poll() is None, "bk-write exited before creating its ledger"
+        ledger_id = int(re.search(r"ledger (\d+)", line).group(1))
+        during(ledger_id, re.search(r"ensemble \[(.*)\]", line).group(1).split(", "))
+        out, err = writer.communicate(timeout=timeout)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert writer.returncode == 0, err[-2000:]
+    assert int(out.strip()) == ledger_id
+    return ledger_id
 
 
 def bk_read(zk: str, ledger_id: int, *args: str, timeout: float = 120) -> list[tuple[int, bytes]]:

@@ -7,14 +7,13 @@ in ZooKeeper, as it finds Java bookies, and writes, reads (v3 and v2), changes e
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
 from helpers import adds_ok, shared_cluster, wait_for
 
 from bookie.local.bookies import wait_registered
 from bookie.meta.ledger_manager import LedgerManager
-from interop.oracle import ENV, ORACLE, bk_read, bk_write, require_oracle, run
+from interop.oracle import bk_read, bk_write, bk_write_during, require_oracle, run
 
 require_oracle()
 
@@ -55,27 +54,19 @@ def text_entries(count: int, first: int = 0) -> list[tuple[int, bytes]]:
 
 
 def test_java_client_writes_through_a_kill_9_and_reads_back_with_v3_and_v2(cluster, zk, java_args):
-    writer = subprocess.Popen(
-        [str(ORACLE / "bin" / "bk-write"), "--zk", zk, *java_args, "--n", str(ENTRIES), "--text", "entry",
-         "--suffix-index", "--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2", "--window", "50"],
-        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        line = ""
-        while "ensemble" not in line:
-            line = writer.stderr.readline()
-            assert line or writer.poll() is None, "bk-write exited before creating its ledger"
-        ensemble = re.search(r"ensemble \[(.*)\]", line).group(1).split(", ")
+    killed = []
+
+    def kill_one(_ledger_id, ensemble):
         victim = next(b for b in cluster.bookies if b.bookie_id == ensemble[0])
         baseline = adds_ok(victim)
         wait_for(lambda: adds_ok(victim) - baseline > 1000, "the Java client's first thousand adds", timeout=60)
         victim.stop(kill=True)
-        out, err = writer.communicate(timeout=180)
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-    assert writer.returncode == 0, err[-2000:]
-    ledger_id = int(out.strip())
+        killed.append(victim)
+
+    ledger_id = bk_write_during(zk, *java_args, "--n", str(ENTRIES), "--text", "entry", "--suffix-index",
+                                "--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2", "--window", "50",
+                                during=kill_one)
+    (victim,) = killed
     md, _ = LedgerManager(cluster.store).read(ledger_id)
     assert md.is_closed and md.last_entry_id == ENTRIES - 1
     assert len(md.segments) >= 2 and victim.bookie_id not in md.segments[-1].bookies  # it changed ensemble

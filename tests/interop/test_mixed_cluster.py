@@ -3,15 +3,12 @@ both clients on it. Ensembles of three out of four bookies always hold both kind
 
 from __future__ import annotations
 
-import re
-import subprocess
-
 import pytest
 from helpers import adds_ok, shared_cluster, wait_for
 
 from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
-from interop.oracle import ENV, ORACLE, JavaCluster, bk_read, bk_write, require_oracle
+from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_during, require_oracle
 
 require_oracle()
 
@@ -66,25 +63,18 @@ def test_our_client_changes_ensemble_when_a_java_bookie_dies(ours, java, zookeep
 
 
 def test_the_java_client_changes_ensemble_when_one_of_ours_dies(ours, java, zookeeper, java_args):
-    writer = subprocess.Popen(
-        [str(ORACLE / "bin" / "bk-write"), "--zk", zookeeper.address, *java_args, "--n", "8000", "--text", "entry",
-         "--suffix-index", "--window", "20"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = ""
-        while "ensemble" not in line:
-            line = writer.stderr.readline()
-            assert line or writer.poll() is None, "bk-write exited before creating its ledger"
-        ledger_id = int(re.search(r"ledger (\d+)", line).group(1))
-        ensemble = re.search(r"ensemble \[(.*)\]", line).group(1).split(", ")
+    killed = []
+
+    def kill_ours(_ledger_id, ensemble):
         victim = next(b for b in ours.bookies if b.bookie_id in ensemble)
         baseline = adds_ok(victim)
         wait_for(lambda: adds_ok(victim) - baseline > 1000, "the Java client's first thousand adds", 60)
         victim.stop(kill=True)
-        out, err = writer.communicate(timeout=180)
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-    assert writer.returncode == 0, err[-2000:]
+        killed.append(victim)
+
+    ledger_id = bk_write_during(zookeeper.address, *java_args, "--n", "8000", "--text", "entry", "--suffix-index",
+                                "--window", "20", during=kill_ours)
+    (victim,) = killed
     md = LedgerManager(ours.store).read(ledger_id)[0]
     assert md.is_closed and md.last_entry_id == 7999 and victim.bookie_id not in md.segments[-1].bookies
     with BookKeeper(ours.service_uri) as bk, bk.open_ledger(ledger_id, PASSWORD) as reader:
