@@ -1,11 +1,13 @@
 """The client x bookie matrix of issue 13: {Java client, our client} x {Java bookies, our bookies}, plus our client
 over its batched gRPC data path (the default toward our bookies) beside BookKeeper's protocol.
 
-Three bookies a side, 1 KiB entries, E3 W2 A2, fsync on, the same journal settings on both sides
+Three bookies a side, 1 KiB entries, E3 W2 A2, CRC32C, fsync on, the same journal settings on both sides
 (journalFlushWhenQueueEmpty=true, flushEntrylogBytes=524288, journalMaxGroupWaitMSec=2), each side with its own
-ZooKeeper on 127.0.0.1. Cells run alternately, ``--runs`` times; medians are printed. Per cell: entries/s at max rate,
-p50/p99 add latency at a fixed 10k entries/s (our client only: BookKeeper's BenchThroughputLatency has no rate mode),
-sequential read entries/s, and CPU-seconds per 100k entries of the bookies and of the client process.
+ZooKeeper on 127.0.0.1. Cells run alternately, ``--runs`` times; medians are printed. Per cell: entries/s at max rate
+(5,000 adds in flight at most, no rate limit), p50/p99 add latency at a fixed 10k entries/s, sequential read
+entries/s of a ledger written beforehand, and CPU-seconds per 100k entries of the 3 bookies and of the client, over
+the timed phase only. The Java client is benchmarks/java/JavaClientBench.java (compiled here against the oracle's
+jars), warmed up with 20,000 adds before it is timed; ours is ``bkctl bench write/read``.
 
     benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--json FILE]
 """
@@ -15,17 +17,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from common import temporary_sandbox
+
+from bookie.local.sandbox import LEDGERS_ROOT
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -34,7 +35,8 @@ from interop.oracle import ORACLE, JavaCluster  # noqa: E402
 
 SETTINGS = {"journalFlushWhenQueueEmpty": "true", "flushEntrylogBytes": "524288", "journalMaxGroupWaitMSec": "2"}
 BKCTL = [sys.executable, "-m", "bkctl"]
-JAVA_BENCH = "org.apache.bookkeeper.benchmark"
+PACED_RATE = 10_000
+ORACLE_CLASSPATH = f'. "{ORACLE}/bin/bk-common.sh"; bk_find_java; bk_find_spark_jars; bk_classpath 0'
 
 
 def ticks(pids: list[int]) -> float:
@@ -47,70 +49,79 @@ def ticks(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def measured(bookie_pids: list[int], command: list[str], env: dict) -> tuple[dict, float]:
+    """Run a benchmark client: ``(its JSON result, the bookies' CPU-seconds)``. The bookies' CPU counts from the
+    line "timed" (the Java tool's timed phase; the start for commands that do not print it) to the result."""
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    start, result = ticks(bookie_pids), None
+    for line in process.stdout:
+        if line.strip() == "timed":
+            start = ticks(bookie_pids)
+        elif line.startswith("{"):
+            bookies = ticks(bookie_pids) - start
+            result = json.loads(line + process.stdout.read())
+    _, stderr = process.communicate(timeout=900)
+    if process.returncode != 0 or result is None:
+        raise RuntimeError(f"{' '.join(command[:6])}... failed ({process.returncode}): {stderr[-1500:]}")
+    return result, bookies
 
 
-def measured(bookie_pids: list[int], command: list[str], env: dict) -> tuple[str, float, float, float]:
-    """Run a client command: ``(stdout + stderr, seconds, client CPU-s, bookies' CPU-s)``."""
-    bookies0, client0, started = ticks(bookie_pids), children_cpu(), time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[:6])}... failed: {done.stderr[-1500:]}")
-    return done.stdout + done.stderr, seconds, children_cpu() - client0, ticks(bookie_pids) - bookies0
-
-
-def java_tool(main: str, *args: str) -> list[str]:
-    """A class of the oracle's jar with its classpath, as bin/bk-common-tool.sh runs its tools."""
-    script = (f'. "{ORACLE}/bin/bk-common.sh"; bk_find_java; bk_find_spark_jars; bk_classpath 0; '
-              f'exec "$JAVA" -Xmx1g -Dlog4j.configurationFile="$BK_ORACLE_HOME/conf/log4j2-tools.xml" '
-              f'-Dbk.oracle.log.level=INFO -cp "$BK_CP" {main} "$@"')
-    return ["bash", "-c", script, "java-tool", *args]
+def compile_java_bench(where: Path) -> None:
+    source = ROOT / "benchmarks" / "java" / "JavaClientBench.java"
+    subprocess.run(["bash", "-c", f'{ORACLE_CLASSPATH}; "$(dirname "$JAVA")/javac" -nowarn -encoding UTF-8 '
+                    f'--release 17 -cp "$BK_CP" -d "{where}" "{source}"'], env=ORACLE_ENV, check=True,
+                   capture_output=True)
 
 
 class Side:
-    """One kind of bookies: its ZooKeeper, its bookie pids, and how each client reaches it."""
+    """One kind of bookies: its ZooKeeper and ledgers root, its bookie pids, and a ledger to read."""
 
-    def __init__(self, name: str, zk: str, service_uri: str, pids: list[int]):
-        self.name, self.zk, self.service_uri, self.pids = name, zk, service_uri, pids
-
-
-def java_write(side: Side, entries: int) -> dict:
-    out, seconds, client, bookies = measured(side.pids, java_tool(
-        f"{JAVA_BENCH}.BenchThroughputLatency", "-zookeeper", side.zk, "-entrysize", "1024", "-ensemble", "3",
-        "-quorum", "2", "-ackQuorum", "2", "-throttle", "5000", "-sendlimit", str(entries), "-skipwarmup",
-        "-time", "600"), ORACLE_ENV)
-    rate = float(re.search(r"tp = ([\d.]+)", out).group(1))
-    return {"write": rate, "cpuClient": client, "cpuBookies": bookies, "n": entries}
+    def __init__(self, zk: str, root: str, service_uri: str, pids: list[int]):
+        self.zk, self.root, self.service_uri, self.pids = zk, root, service_uri, pids
+        self.ledger: int | None = None
 
 
-def java_read(side: Side, entries: int) -> dict:
-    ledger = subprocess.run([str(ORACLE / "bin" / "bk-write"), "--zk", side.zk, "--n", str(entries), "--text", "x" * 1024,
-                             "--window", "1000"], env=ORACLE_ENV, capture_output=True, text=True, timeout=900)
-    ledger_id = ledger.stdout.strip()
-    out, seconds, client, bookies = measured(side.pids, java_tool(
-        f"{JAVA_BENCH}.BenchReadThroughputLatency", "-zookeeper", side.zk, "-ledger", ledger_id, "-password", "pw"),
-        ORACLE_ENV)
-    read, millis = re.search(r"Read (\d+) in (\d+)ms", out).groups()
-    return {"read": int(read) / (int(millis) / 1000), "cpuReadClient": client, "cpuReadBookies": bookies}
+class JavaClient:
+    def __init__(self, classes: Path):
+        self.classes = classes
+
+    def _run(self, side: Side, *args) -> tuple[dict, float]:
+        command = ["bash", "-c", f'{ORACLE_CLASSPATH}; exec "$JAVA" -Xmx1g -cp "$BK_CP:{self.classes}" '
+                   f'-Dlog4j.configurationFile="$BK_ORACLE_HOME/conf/log4j2-tools.xml" JavaClientBench "$@"',
+                   "java-bench", *map(str, args)]
+        return measured(side.pids, command, ORACLE_ENV)
+
+    def prepare(self, side: Side, entries: int) -> int:
+        return self._run(side, "prepare", side.zk, side.root, entries)[0]["ledgerId"]
+
+    def cell(self, side: Side, entries: int) -> dict:
+        write, bookies = self._run(side, "write", side.zk, side.root, entries)
+        paced, _ = self._run(side, "paced", side.zk, side.root, min(entries, 50_000), PACED_RATE)
+        read, read_bookies = self._run(side, "read", side.zk, side.root, entries, side.ledger)
+        return cell(write, bookies, paced, read, read_bookies)
 
 
-def ours(side: Side, entries: int, transport: str, v2: bool = False) -> dict:
-    env = {**os.environ, "BKCTL_DATA_TRANSPORT": transport, "BKCTL_USE_V2_WIRE_PROTOCOL": "true" if v2 else ""}
-    base = [*BKCTL, "-u", side.service_uri, "bench"]
-    out, _, client, bookies = measured(side.pids, [*base, "write", "--entries", str(entries), "-o", "json"], env)
-    write = json.loads(out[out.index("{"):])
-    out, _, _, _ = measured(side.pids, [*base, "write", "--rate", "10000", "--entries", str(min(entries, 50_000)),
-                                        "-o", "json"], env)
-    paced = json.loads(out[out.index("{"):])["latencyMs"]
-    out, _, read_client, read_bookies = measured(side.pids, [*base, "read", "--entries", str(entries), "-o", "json"],
-                                                 env)
-    read = json.loads(out[out.index("{"):])
-    return {"write": write["entriesPerSec"], "p50": paced["p50"], "p99": paced["p99"], "read": read["entriesPerSec"],
-            "cpuClient": client, "cpuBookies": bookies, "cpuReadClient": read_client, "cpuReadBookies": read_bookies,
-            "n": entries}
+class OurClient:
+    def __init__(self, transport: str):
+        self.env = {**os.environ, "BKCTL_DATA_TRANSPORT": transport}
+
+    def cell(self, side: Side, entries: int) -> dict:
+        base = [*BKCTL, "-u", side.service_uri, "bench"]
+        write, bookies = measured(side.pids, [*base, "write", "--entries", str(entries), "-o", "json"], self.env)
+        paced, _ = measured(side.pids, [*base, "write", "--rate", str(PACED_RATE), "--entries",
+                                        str(min(entries, 50_000)), "-o", "json"], self.env)
+        read, read_bookies = measured(side.pids, [*base, "read", "--ledger", str(side.ledger), "-o", "json"],
+                                      self.env)
+        return cell(write, bookies, paced, read, read_bookies)
+
+
+def cell(write: dict, bookies: float, paced: dict, read: dict, read_bookies: float) -> dict:
+    """One sample of a cell; CPU-seconds per 100k entries."""
+    per_100k = 100_000 / write["entries"], 100_000 / read["entries"]
+    return {"write": write["entriesPerSec"], "p50": paced["latencyMs"]["p50"], "p99": paced["latencyMs"]["p99"],
+            "read": read["entriesPerSec"], "cpuWriteBookies": bookies * per_100k[0],
+            "cpuWriteClient": write["cpuSeconds"] * per_100k[0], "cpuReadBookies": read_bookies * per_100k[1],
+            "cpuReadClient": read["cpuSeconds"] * per_100k[1]}
 
 
 def median_cells(samples: dict[str, list[dict]]) -> dict[str, dict]:
@@ -121,23 +132,18 @@ def median_cells(samples: dict[str, list[dict]]) -> dict[str, dict]:
     return table
 
 
-def per_100k(cell: dict, key: str, read: bool = False) -> str:
-    value = cell.get(key)
-    return "-" if value is None else f"{value / cell['n'] * 100_000:.2f}"
+COLUMNS = [("write", "write/s", ",.0f"), ("p50", "p50 ms", ".1f"), ("p99", "p99 ms", ".1f"),
+           ("read", "read/s", ",.0f"), ("cpuWriteBookies", "w cpu bk", ".2f"), ("cpuWriteClient", "w cpu cl", ".2f"),
+           ("cpuReadBookies", "r cpu bk", ".2f"), ("cpuReadClient", "r cpu cl", ".2f")]
 
 
 def render(table: dict[str, dict]) -> str:
-    head = f"{'client -> bookies':34} {'write/s':>9} {'p50ms':>7} {'p99ms':>7} {'read/s':>9} " \
-           f"{'cpu w bk':>9} {'cpu w cl':>9} {'cpu r bk':>9} {'cpu r cl':>9}"
+    head = f"{'client -> bookies':34}" + "".join(f" {title:>9}" for _, title, _ in COLUMNS)
     lines = [head, "-" * len(head)]
-    for cell, v in table.items():
-        def fmt(key, spec=",.0f"):
-            return format(v[key], spec) if key in v else "-"
-        lines.append(f"{cell:34} {fmt('write'):>9} {fmt('p50', '.1f'):>7} {fmt('p99', '.1f'):>7} {fmt('read'):>9} "
-                     f"{per_100k(v, 'cpuBookies'):>9} {per_100k(v, 'cpuClient'):>9} "
-                     f"{per_100k(v, 'cpuReadBookies'):>9} {per_100k(v, 'cpuReadClient'):>9}")
-    lines.append("cpu: CPU-seconds per 100k entries (w: the max-rate write, r: the read) of the 3 bookies (bk) "
-                 "and of the client process (cl)")
+    for name, values in table.items():
+        lines.append(f"{name:34}" + "".join(f" {format(values[key], spec):>9}" for key, _, spec in COLUMNS))
+    lines.append(f"p50/p99: add latency at a fixed {PACED_RATE:,} entries/s; cpu: CPU-seconds per 100k entries "
+                 "(w: writing at max rate, r: reading) of the 3 bookies (bk) and of the client (cl)")
     return "\n".join(lines)
 
 
@@ -154,24 +160,28 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="bkctl-vs-bk-") as tmp, \
             temporary_sandbox(3, SETTINGS) as (_, state, _env):
+        compile_java_bench(Path(tmp) / "classes")
         java = JavaCluster.start(Path(tmp) / "java", 3, *(f"{k}={v}" for k, v in SETTINGS.items()))
         try:
             java_pids = [int((java.root / f"b{n}" / "bookie.pid").read_text()) for n in (1, 2, 3)]
-            java_side = Side("Java bookies", java.zk, java.service_uri, java_pids)
-            ours_side = Side("our bookies", state["zookeeper"]["address"], state["serviceUri"],
-                             [b["pid"] for b in state["bookies"]])
+            java_bookies = Side(java.zk, "/ledgers", java.service_uri, java_pids)
+            our_bookies = Side(f"127.0.0.1:{state.zk_port}", LEDGERS_ROOT,
+                               state.service_uri, [b["pid"] for b in state.bookies])
+            java_client = JavaClient(Path(tmp) / "classes")
+            for side in (java_bookies, our_bookies):  # the ledger each client reads, written once, untimed
+                side.ledger = java_client.prepare(side, entries)
             cells = {
-                "Java client -> Java bookies": lambda: {**java_write(java_side, entries), **java_read(java_side, entries)},
-                "Java client -> our bookies": lambda: {**java_write(ours_side, entries), **java_read(ours_side, entries)},
-                "our client -> Java bookies": lambda: ours(java_side, entries, "bookkeeper"),
-                "our client -> our bookies (BK v3)": lambda: ours(ours_side, entries, "bookkeeper"),
-                "our client -> our bookies (gRPC)": lambda: ours(ours_side, entries, "auto"),
+                "Java client -> Java bookies": lambda: java_client.cell(java_bookies, entries),
+                "Java client -> our bookies": lambda: java_client.cell(our_bookies, entries),
+                "our client -> Java bookies": lambda: OurClient("bookkeeper").cell(java_bookies, entries),
+                "our client -> our bookies (BK v3)": lambda: OurClient("bookkeeper").cell(our_bookies, entries),
+                "our client -> our bookies (gRPC)": lambda: OurClient("auto").cell(our_bookies, entries),
             }
-            samples: dict[str, list[dict]] = {cell: [] for cell in cells}
+            samples: dict[str, list[dict]] = {name: [] for name in cells}
             for run in range(runs):
-                for cell, measure in cells.items():
-                    print(f"run {run + 1}/{runs}: {cell}", file=sys.stderr)
-                    samples[cell].append(measure())
+                for name, measure in cells.items():
+                    print(f"run {run + 1}/{runs}: {name}", file=sys.stderr)
+                    samples[name].append(measure())
         finally:
             java.stop()
     table = median_cells(samples)

@@ -40,7 +40,7 @@ async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_s
     errors: list[BaseException] = []
     clock = time.perf_counter
     interval = 1.0 / rate if rate else 0.0
-    started = clock()
+    started, cpu = clock(), time.process_time()
     sent = 0
 
     def done(future, due):
@@ -66,7 +66,7 @@ async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_s
             sent += 1
         for _ in range(max_outstanding):
             await window.acquire()
-        elapsed = clock() - started
+        elapsed, cpu = clock() - started, time.process_time() - cpu
     finally:
         for writer in writers:  # a failed add must not leave its ledger OPEN (kept) or behind (not kept)
             try:
@@ -80,7 +80,8 @@ async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_s
                     pass  # an interrupted caller deleted it first (it does not wait for this clean-up)
     if errors:
         raise errors[0]
-    result = {**throughput(len(latencies), entry_size, elapsed), "latencyMs": latency_ms(latencies)}
+    result = {**throughput(len(latencies), entry_size, elapsed), "latencyMs": latency_ms(latencies),
+              "cpuSeconds": round(cpu, 3)}
     return result, [w.ledger_id for w in writers]
 
 
@@ -90,6 +91,7 @@ async def read(core, ledger_id: int, progress: Callable[[int], None] = lambda n:
     clock = time.perf_counter
     latencies, count, size = [], 0, 0
     started = mark = clock()
+    cpu = time.process_time()
     async for entries in reader.iter_windows(0, reader.lac):
         for entry in entries:
             count += 1
@@ -99,5 +101,6 @@ async def read(core, ledger_id: int, progress: Callable[[int], None] = lambda n:
                 latencies.append(now - mark)
                 mark = now
                 progress(window)
-    elapsed = clock() - started
-    return {**throughput(count, size // max(count, 1), elapsed), "latencyMs": latency_ms(latencies)}
+    elapsed, cpu = clock() - started, time.process_time() - cpu
+    return {**throughput(count, size // max(count, 1), elapsed), "latencyMs": latency_ms(latencies),
+            "cpuSeconds": round(cpu, 3)}
