@@ -1,0 +1,91 @@
+"""What BookKeeper's protocol costs per frame in the bookie, before storage: a connection's ``data_received`` fed
+``--frames`` v3 frames at a time (adds of 1 KiB entries, or plain reads), with a storage that answers at once and a
+transport that drops the answers. Prints microseconds per frame, add and read, in the same process run.
+
+    .venv/bin/python benchmarks/wire_frames.py [--frames 64] [--rounds 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bookie.codec import wire  # noqa: E402
+from bookie.server.protocol import BookieConnection, WireServer  # noqa: E402
+
+ENTRY = bytes(1024 + 32)  # a framed 1 KiB entry
+
+
+class _Transport:
+    def write(self, data: bytes) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def set_write_buffer_limits(self, high: int) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+class _Storage:
+    def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
+        return ENTRY
+
+    def lac(self, ledger_id: int) -> int:
+        return 0
+
+
+class _Handlers:
+    """The servicer's share of an add: stored and durable at once."""
+
+    def store_adds(self, keys, records):
+        future = asyncio.get_running_loop().create_future()
+        future.set_result(None)
+        return future, 0, []
+
+    def add_statuses(self, answers, error, refused, started, size):
+        return [0] * len(answers)
+
+    def count_reads(self, ok, failed, seconds):
+        pass
+
+
+class _Bookie:
+    read_only = read_only_by_disk = False
+    storage = _Storage()
+
+
+async def per_frame(data: bytes, frames: int, rounds: int) -> float:
+    connection = BookieConnection(WireServer(_Bookie(), _Handlers(), wire.MAX_FRAME_SIZE))
+    connection.connection_made(_Transport())
+    started = time.perf_counter()
+    for _ in range(rounds):
+        connection.data_received(data)
+        await asyncio.sleep(0)  # the adds' answers
+    return (time.perf_counter() - started) / rounds / frames * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=2000)
+    args = parser.parse_args()
+    adds = b"".join(wire.add_request_v3(i, 7, i, b"k" * 20, ENTRY, False) for i in range(args.frames))
+    reads = b"".join(wire.read_request_v3(i, 7, i) for i in range(args.frames))
+    for name, data in (("add", adds), ("read", reads), ("add", adds), ("read", reads)):
+        print(f"{name:5} {asyncio.run(per_frame(data, args.frames, args.rounds)):.2f} us/frame")
+
+
+if __name__ == "__main__":
+    main()
