@@ -42,6 +42,8 @@ def run(app, conf_file, port, journal_dir, ledger_dir, skip_journal_corruption, 
         handler.setLevel(root.level)
     # ZooKeeper connection losses matter to a bookie's operator; kazoo's routine chatter does not
     logging.getLogger("kazoo").setLevel(logging.DEBUG if app.terminal.verbosity > 1 else logging.WARNING)
+    for key in config.unused_keys:  # a Java bookie's bk_server.conf: say what it sets that this bookie ignores
+        logging.getLogger("bookie.server.config").warning("%s is not used by this bookie: ignored", key)
     try:
         run_bookie(config)
     except (OSError, StartRefused) as exc:

@@ -1,6 +1,8 @@
 """Bookie configuration: a ``bk_server.conf`` properties file with Apache BookKeeper's key names and defaults
-(spec/defaults.md), overridden by flags. Only keys this bookie implements are read; unknown keys are ignored, as
-BookKeeper does, so one file serves both."""
+(spec/defaults.md), overridden by flags. One file serves both kinds of bookie: a key this bookie does not use is
+listed in ``BookieConfig.unused_keys`` (the bookie warns once per key at start), and a key whose value asks for
+something this bookie cannot do (``HONOURED_VALUES``) is refused, in one line, rather than run with a configuration
+other than the one written."""
 
 from __future__ import annotations
 
@@ -18,6 +20,22 @@ def _bool(text: str) -> bool:
     if value not in ("true", "false"):
         raise ValueError("expected true or false")
     return value == "true"
+
+
+# BookKeeper keys whose value this bookie must honour or refuse: key -> (values it honours, compared without case,
+# and what it does instead). Their BookKeeper defaults are among the values honoured.
+HONOURED_VALUES: dict[str, tuple[frozenset[str], str]] = {
+    "ledgerStorageClass": (
+        frozenset({"org.apache.bookkeeper.bookie.sortedledgerstorage",
+                   "org.apache.bookkeeper.bookie.interleavedledgerstorage"}),
+        "this bookie keeps entries as InterleavedLedgerStorage/SortedLedgerStorage do (entry logs and index files)",
+    ),
+    "entryLogPerLedgerEnabled": (frozenset({"false"}), "this bookie interleaves every ledger in one entry log"),
+    "httpServerEnabled": (frozenset({"false"}), "this bookie has no HTTP admin server yet"),
+    "bookieAuthProviderFactoryClass": (frozenset({""}), "this bookie does not authenticate clients yet"),
+}
+# Read from the file by someone else than the fields below (bookie.conf.metadata_service_uri).
+READ_ELSEWHERE = frozenset({"zkServers", "zkLedgersRootPath"})
 
 
 @dataclass
@@ -59,6 +77,8 @@ class BookieConfig:
     compactionRate: int = 1000
     zkTimeout: int = 10000
 
+    unused_keys = ()  # set by load: keys of the file and overrides that this bookie does not use
+
     ALIASES = {"entryLogSizeLimit": "logSizeLimit", "journalDirectory": "journalDirectories",
                "ledgerDirectory": "ledgerDirectories"}
 
@@ -72,6 +92,11 @@ class BookieConfig:
         config = cls()
         known = {f.name: f for f in fields(cls)}
         where = f" in {path}" if path else ""
+        config.unused_keys = sorted(k for k in props if cls.ALIASES.get(k, k) not in known
+                                    and k not in HONOURED_VALUES and k not in READ_ELSEWHERE)
+        for key, (honoured, instead) in HONOURED_VALUES.items():
+            if key in props and props[key].strip().lower() not in honoured:
+                raise InvalidArgument(f"{key}={props[key].strip()}{where} cannot be honoured: {instead}")
         for raw_key, text in props.items():
             key = cls.ALIASES.get(raw_key, raw_key)
             field = known.get(key)

@@ -169,6 +169,9 @@ BAD_INPUTS = {
         (["bookie", "run", "--port", "0"], USAGE),
         (["bookie", "run", "--set", "novalue"], USAGE),
         (["bookie", "run", "--conf", "{G}"], USAGE),
+        (["bookie", "run", "--set", "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"],
+         USAGE),
+        (["bookie", "run", "--set", "httpServerEnabled=true"], USAGE),
     ],
     "autorecovery": [
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "-5"], USAGE),
