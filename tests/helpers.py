@@ -160,12 +160,13 @@ class BookieHarness:
         self.bookies: list[LocalBookie] = []
         self.channels: list[BookieChannel] = []
 
-    def start(self, count: int = 1, **settings) -> list[LocalBookie]:
+    def start(self, count: int = 1, http: bool = False, **settings) -> list[LocalBookie]:
+        """``http``: also serve BookKeeper's HTTP admin API."""
         started = []
         for _ in range(count):
             index = len(self.bookies) + 1
             bookie = LocalBookie.create(index, self.directory / f"bookie-{index}", self.service_uri,
-                                        {k: str(v) for k, v in settings.items()})
+                                        {k: str(v) for k, v in settings.items()}, http=http)
             bookie.start()
             self.bookies.append(bookie)
             started.append(bookie)
@@ -189,7 +190,7 @@ class BookieHarness:
 
 
 @contextlib.contextmanager
-def shared_cluster(zookeeper, directory: Path, bookies: int):
+def shared_cluster(zookeeper, directory: Path, bookies: int, **start):
     """A cluster of its own (a fresh root on the session's ZooKeeper) with real bookies, for a module's tests."""
     from bookie.meta.layout import init_cluster
     from bookie.meta.uri import parse_service_uri
@@ -198,7 +199,7 @@ def shared_cluster(zookeeper, directory: Path, bookies: int):
     with MetadataStore(parse_service_uri(uri)) as store:
         init_cluster(store)
         harness = BookieHarness(store, uri, directory)
-        harness.start(bookies)
+        harness.start(bookies, **start)
         try:
             yield harness
         finally:

@@ -95,6 +95,7 @@ class SandboxState:
                     "ledgerDir": bookie.ledger_dir,
                     "metricsPort": bookie.metrics_port,
                     "adminPort": bookie.admin_port,
+                    "httpPort": bookie.http_port or None,
                 }
             )
         return {
@@ -259,11 +260,11 @@ class Sandbox:
 
     def _start_bookies(self, store, state: SandboxState, local: list[LocalBookie], count: int,
                        settings: dict[str, str]) -> None:
-        taken = {state.zk_port} | {p for b in local for p in (b.port, b.metrics_port, b.admin_port)}
+        taken = {state.zk_port} | {p for b in local for p in (b.port, b.metrics_port, b.admin_port, b.http_port)}
         for index in range(len(local), count):
             bookie = LocalBookie.create(index + 1, self.dir / f"bookie-{index + 1}", state.service_uri,
-                                        {**BOOKIE_SETTINGS, **settings}, taken=taken)
-            taken |= {bookie.port, bookie.metrics_port, bookie.admin_port}
+                                        {**BOOKIE_SETTINGS, **settings}, taken=taken, http=True)
+            taken |= {bookie.port, bookie.metrics_port, bookie.admin_port, bookie.http_port}
             local.append(bookie)
         for bookie in local:
             if settings:

@@ -21,6 +21,7 @@ WRITABLE, READONLY = "writable", "readonly"
 DEFAULT_RACK = "/default-rack"
 # Ours: the endpoint of a bookie's gRPC admin service (state, read-only, GC, compaction). A Java bookie has none.
 ADMIN_ENDPOINT, ADMIN_PROTOCOL = "bkctl-admin", "grpc"
+HTTP_ENDPOINT, HTTP_PROTOCOL = "httpserver", "http"  # as BookKeeper's HttpService.publishInfo
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,13 @@ class BookieServiceInfo:
 
     @classmethod
     def for_bookie(cls, host: str, port: int, tls: bool = False, admin_port: int | None = None,
-                   **properties: str) -> BookieServiceInfo:
+                   http: tuple[str, int] | None = None, **properties: str) -> BookieServiceInfo:
+        """``http``: the HTTP admin API's (httpServerHost, port), published as BookKeeper does."""
         endpoints = [Endpoint("bookie", host, port, "bookie-rpc", extensions=("tls",) if tls else ())]
         if admin_port:
             endpoints.append(Endpoint(ADMIN_ENDPOINT, host, admin_port, ADMIN_PROTOCOL))
+        if http:
+            endpoints.append(Endpoint(HTTP_ENDPOINT, http[0], http[1], HTTP_PROTOCOL))
         return cls(tuple(endpoints), {k: str(v) for k, v in properties.items()})
 
     @property

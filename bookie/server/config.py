@@ -31,7 +31,6 @@ HONOURED_VALUES: dict[str, tuple[frozenset[str], str]] = {
         "this bookie keeps entries as InterleavedLedgerStorage/SortedLedgerStorage do (entry logs and index files)",
     ),
     "entryLogPerLedgerEnabled": (frozenset({"false"}), "this bookie interleaves every ledger in one entry log"),
-    "httpServerEnabled": (frozenset({"false"}), "this bookie has no HTTP admin server yet"),
     "bookieAuthProviderFactoryClass": (frozenset({""}), "this bookie does not authenticate clients yet"),
 }
 # Read from the file by someone else than the fields below (bookie.conf.metadata_service_uri).
@@ -69,6 +68,9 @@ class BookieConfig:
     diskCheckInterval: int = 10000
     readOnlyModeEnabled: bool = True
     prometheusStatsHttpPort: int = 8000
+    httpServerEnabled: bool = False  # BookKeeper's HTTP admin API (bookie/server/http_admin.py)
+    httpServerPort: int = 8080
+    httpServerHost: str = "0.0.0.0"
     gcWaitTime: int = 600000
     minorCompactionThreshold: float = 0.2
     minorCompactionInterval: int = 3600
@@ -78,6 +80,7 @@ class BookieConfig:
     zkTimeout: int = 10000
 
     unused_keys = ()  # set by load: keys of the file and overrides that this bookie does not use
+    properties = {}  # set by load (never changed in place): every key of the file and overrides, as written: every key of the file and overrides
 
     ALIASES = {"entryLogSizeLimit": "logSizeLimit", "journalDirectory": "journalDirectories",
                "ledgerDirectory": "ledgerDirectories"}
@@ -92,6 +95,7 @@ class BookieConfig:
         config = cls()
         known = {f.name: f for f in fields(cls)}
         where = f" in {path}" if path else ""
+        config.properties = {k: v.strip() for k, v in props.items()}
         config.unused_keys = sorted(k for k in props if cls.ALIASES.get(k, k) not in known
                                     and k not in HONOURED_VALUES and k not in READ_ELSEWHERE)
         for key, (honoured, instead) in HONOURED_VALUES.items():

@@ -171,7 +171,7 @@ BAD_INPUTS = {
         (["bookie", "run", "--conf", "{G}"], USAGE),
         (["bookie", "run", "--set", "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"],
          USAGE),
-        (["bookie", "run", "--set", "httpServerEnabled=true"], USAGE),
+        (["bookie", "run", "--set", "httpServerPort=http"], USAGE),
     ],
     "autorecovery": [
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "-5"], USAGE),

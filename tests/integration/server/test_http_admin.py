@@ -1,0 +1,167 @@
+"""BookKeeper's HTTP admin API on a real bookie of ours: every endpoint's status codes, messages and JSON shapes
+against what BookKeeper 4.17.4's source answers (bookkeeper_http_api.json says which file each comes from), then
+what the endpoints do."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from helpers import wait_for
+
+API = json.loads((Path(__file__).with_name("bookkeeper_http_api.json")).read_text())
+CASES = [(e["path"], case) for e in API["endpoints"] for case in e["cases"]]
+TYPES = {"boolean": bool, "integer": int, "string": str}
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    from helpers import shared_cluster
+
+    with shared_cluster(zookeeper, tmp_path_factory.mktemp("http"), bookies=1, http=True) as harness:
+        yield harness
+
+
+@pytest.fixture(scope="module")
+def bookie(cluster):
+    return cluster.bookies[0]
+
+
+def call(bookie, method: str, path: str, body: str | None = None) -> tuple[int, dict, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{bookie.http_port}{path}", method=method,
+                                     data=body.encode() if body is not None else None)
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read().decode()
+
+
+def same_shape(value, shape) -> bool:
+    """``value`` has ``shape``'s fields in its order and of its types (``*`` in a field name: any text)."""
+    if isinstance(shape, dict):
+        if not isinstance(value, dict) or len(value) != len(shape):
+            return False
+        return all(re.fullmatch(re.escape(k).replace(r"\*", ".*"), name) and same_shape(v, t)
+                   for (name, v), (k, t) in zip(value.items(), shape.items()))
+    if isinstance(shape, list):
+        return isinstance(value, list) and len(value) == len(shape) and all(map(same_shape, value, shape))
+    return type(value) is TYPES[shape]
+
+
+@pytest.mark.parametrize(("path", "case"), CASES, ids=[f"{c['method']} {p} {c['status']}" for p, c in CASES])
+def test_every_endpoint_answers_as_bookkeeper(bookie, path, case):
+    status, headers, text = call(bookie, case["method"], path, case.get("body"))
+    assert status == case["status"], text
+    if "text" in case:
+        assert text == case["text"]
+    if "shape" in case:
+        assert same_shape(json.loads(text), case["shape"]), text
+    if "every_value" in case:
+        assert all(type(v) is TYPES[case["every_value"]] for v in json.loads(text).values()), text
+    if "starts" in case:
+        assert json.loads(text).startswith(case["starts"])
+    if "content_type" in case:
+        assert headers["Content-Type"] == case["content_type"]
+
+
+def test_bodies_are_jacksons_pretty_print(bookie):
+    _, _, text = call(bookie, "GET", "/api/v1/bookie/state")
+    assert text == '{\n  "running" : true,\n  "readOnly" : false,\n  "shuttingDown" : false,\n' \
+                   '  "availableForHighPriorityWrites" : true\n}'
+
+
+def test_read_only_through_http_is_the_bookies_state_and_registration(cluster, bookie):
+    from bookie.meta.registration import READONLY, WRITABLE, BookieRegistry
+
+    registry = BookieRegistry(cluster.store)
+    try:
+        status, _, text = call(bookie, "PUT", "/api/v1/bookie/state/readonly", '{"readOnly": true}')
+        assert (status, json.loads(text)) == (200, {"readOnly": True})
+        assert json.loads(call(bookie, "GET", "/api/v1/bookie/state")[2])["readOnly"] is True
+        wait_for(lambda: registry.get(bookie.bookie_id).state == READONLY, what="registered read-only")
+    finally:
+        assert json.loads(call(bookie, "PUT", "/api/v1/bookie/state/readonly", '{"readOnly": false}')[2]) == \
+            {"readOnly": False}
+    wait_for(lambda: registry.get(bookie.bookie_id).state == WRITABLE, what="registered writable")
+
+
+def test_compaction_suspend_and_resume(bookie):
+    name = f"Bookie Server listening on {bookie.bookie_id} with id {bookie.bookie_id}"
+    status, _, text = call(bookie, "PUT", "/api/v1/bookie/gc/suspend_compaction", '{"suspendMajor": true}')
+    assert (status, json.loads(text)) == (200, f"Suspend majorGC on BookieServer: {name}")
+    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc/suspend_compaction")[2]) == \
+        {"isMinorGcSuspended": "false", "isMajorGcSuspended": "true"}
+    status, _, text = call(bookie, "PUT", "/api/v1/bookie/gc/resume_compaction",
+                           '{"resumeMajor": true, "resumeMinor": true}')
+    assert json.loads(text) == f"Resume majorGC on BookieServer: {name}, Resume minorGC on BookieServer: {name}"
+    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc/suspend_compaction")[2]) == \
+        {"isMinorGcSuspended": "false", "isMajorGcSuspended": "false"}
+
+
+def gc_runs(bookie) -> float:
+    metrics = call(bookie, "GET", "/metrics")[2]
+    return float(re.search(r"^bookie_gc_runs (\S+)$", metrics, re.MULTILINE).group(1))
+
+
+def test_put_gc_runs_a_collection(bookie):
+    before = gc_runs(bookie)
+    status, _, text = call(bookie, "PUT", "/api/v1/bookie/gc", "")
+    assert (status, json.loads(text)) == (200, f"Triggered GC on BookieServer: {bookie.bookie_id}")
+    wait_for(lambda: gc_runs(bookie) > before, what="a GC run")
+    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc")[2]) in ({"is_in_force_gc": "false"},
+                                                                       {"is_in_force_gc": "true"})
+
+
+def test_server_config_is_the_file_and_hides_secrets(bookie):
+    config = json.loads(call(bookie, "GET", "/api/v1/config/server_config")[2])
+    assert config["bookiePort"] == str(bookie.port) and config["httpServerEnabled"] == "true"
+    assert config["journalDirectories"] == bookie.journal_dir
+    status, _, text = call(bookie, "PUT", "/api/v1/config/server_config", '{"gcWaitTime": "1"}')
+    assert status == 403 and "restart" in text
+
+
+def test_last_log_mark_names_the_checkpointed_journal(bookie):
+    (key, value), = json.loads(call(bookie, "GET", "/api/v1/bookie/last_log_mark")[2]).items()
+    journal_id, hex_id = re.fullmatch(r"LastLogMark: Journal Id - (\d+)\(([0-9a-f]+)\.txn\)", key).groups()
+    assert int(hex_id, 16) == int(journal_id) and re.fullmatch(r"Pos - \d+", value)
+
+
+def test_registration_advertises_the_http_endpoint_as_bookkeeper_does(cluster, bookie):
+    from bookie.meta.registration import BookieRegistry
+
+    endpoint = BookieRegistry(cluster.store).get(bookie.bookie_id).info.endpoint("httpserver")
+    assert (endpoint.host, endpoint.port, endpoint.protocol) == ("127.0.0.1", bookie.http_port, "http")
+
+
+def test_a_bookie_waiting_for_zookeeper_is_alive_but_not_ready(tmp_path):
+    """The HTTP port is bound before the bookie reaches ZooKeeper or replays its journal: /heartbeat answers (a
+    liveness probe does not kill a long replay), is_ready says 503 until the bookie is registered."""
+    from bookie.local.bookies import LocalBookie
+    from bookie.local.process import free_port
+
+    dead = f"zk+hierarchical://127.0.0.1:{free_port()}/ledgers"
+    bookie = LocalBookie.create(1, tmp_path / "b", dead, {"zkTimeout": "60000"}, http=True)
+    bookie.start()
+    try:
+        wait_for(lambda: _answers(bookie), what="the HTTP admin port")
+        assert call(bookie, "GET", "/heartbeat")[::2] == (200, "OK\n")
+        assert call(bookie, "GET", "/api/v1/bookie/is_ready")[::2] == (503, "Bookie is not fully started yet")
+        state = json.loads(call(bookie, "GET", "/api/v1/bookie/state")[2])
+        assert state["running"] is False
+        for path in ("/api/v1/bookie/gc", "/api/v1/bookie/gc_details", "/api/v1/bookie/state/readonly"):
+            assert call(bookie, "GET", path)[::2] == (503, "Bookie is not fully started yet")
+    finally:
+        bookie.stop(kill=True)
+
+
+def _answers(bookie) -> bool:
+    try:
+        return call(bookie, "GET", "/heartbeat")[0] == 200
+    except OSError:
+        return False
