@@ -8,11 +8,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from bookie.client.admin_client import BookieAdminClient, GcRun
+from bookie.client.admin_client import BookieAdminClient, GcRun, admin_client
 from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
 from bookie.meta.registration import RegisteredBookie
 
 GC_POLL_INTERVAL = 0.3
+# A run that finished on a bookie reached over BookKeeper's HTTP API, which does not say what a run did.
+UNREPORTED_RUN = GcRun(run_id=None, forced=True, kind=None, ledgers_deleted=None, logs_deleted=None,
+                       logs_compacted=None, entries_copied=None, bytes_copied=None, bytes_reclaimed=None,
+                       start_time=None, duration_ms=None, error="")
 
 
 @dataclass
@@ -32,7 +36,7 @@ def fan_out(bookies: Iterable[RegisteredBookie], operation: str, call: Callable[
     outcomes = []
     for bookie in bookies:
         try:
-            with BookieAdminClient(bookie, operation, timeout) as admin:
+            with admin_client(bookie, operation, timeout) as admin:
                 outcomes.append(Outcome(bookie, call(admin)))
         except BKError as exc:
             outcomes.append(Outcome(bookie, error=exc))
@@ -50,6 +54,10 @@ def wait_for_gc(triggered: list[Outcome], timeout: float, done: Callable[[], Non
             (status,) = fan_out([outcome.bookie], "gc status", lambda admin: admin.gc_status())
             if status.error is not None:
                 finished[bookie_id] = Outcome(outcome.bookie, error=ServiceUnavailable("bookie stopped answering"))
+            elif outcome.result.run_id is None:  # BookKeeper's HTTP API: no run ids, only "a forced run is on"
+                if status.result.is_in_force:
+                    continue
+                finished[bookie_id] = Outcome(outcome.bookie, UNREPORTED_RUN)
             elif status.result.last_run is not None and status.result.last_run.run_id >= outcome.result.run_id:
                 finished[bookie_id] = Outcome(outcome.bookie, status.result.last_run)
             else:

@@ -41,8 +41,8 @@ EXIT_CODE_MEANINGS = {
     ExitCode.UNAUTHORIZED: "unauthorized: wrong ledger password",
     ExitCode.NOT_FOUND: "not found: no such ledger, entry, bookie or cluster",
     ExitCode.UNREACHABLE: "a service (ZooKeeper, a bookie) could not be reached",
-    ExitCode.UNSUPPORTED: "the bookie does not offer the operation (an Apache BookKeeper bookie has no bkctl admin "
-                          "service)",
+    ExitCode.UNSUPPORTED: "the bookie publishes no admin service for the operation (neither bkctl's nor "
+                          "BookKeeper's HTTP admin API)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.TERMINATED: "terminated (SIGTERM)",
 }

@@ -94,13 +94,13 @@ class ServiceUnavailable(BKError):
 
 
 class AdminServiceMissing(BKError):
-    """A bookie offers no bkctl admin service (a Java bookie): the operation needs BookKeeper's own admin API."""
+    """A bookie publishes neither bkctl's admin service nor BookKeeper's HTTP admin API."""
 
     def __init__(self, bookie_id: str, operation: str):
         super().__init__(
-            f"bookie {bookie_id} offers no bkctl admin service for {operation} (an Apache BookKeeper bookie?): "
-            "BookKeeper serves that on its HTTP admin API (httpServerEnabled=true, httpServerPort), "
-            "which bkctl does not drive yet"
+            f"bookie {bookie_id} publishes no admin service for {operation}: neither bkctl's (bkctlAdminPort) nor "
+            "BookKeeper's HTTP admin API; enable that on the bookie (httpServerEnabled=true) or, if it is on, "
+            "pass its port (--http-port)"
         )
 
 

@@ -44,7 +44,7 @@ def suspend(app, bookie_ids, all_bookies, major, minor, dry_run):
     """Stop bookies from starting major and/or minor compactions (scheduled or forced) until resumed
 
     A compaction in progress stops after the log it is copying. The setting lasts until resume or a restart.
-    Exit 6 when a bookie does not answer, 7 when it has no bkctl admin service.
+    Exit 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended=True)
 
@@ -57,6 +57,6 @@ def suspend(app, bookie_ids, all_bookies, major, minor, dry_run):
 def resume(app, bookie_ids, all_bookies, major, minor, dry_run):
     """Let bookies run major and/or minor compactions again
 
-    Exit 6 when a bookie does not answer, 7 when it has no bkctl admin service.
+    Exit 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended=False)

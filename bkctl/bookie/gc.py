@@ -23,8 +23,8 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     compacts the logs under that kind's usage threshold, unless the kind is suspended or disabled on the bookie.
     A forced run goes ahead on a bookie that is read-only because its disks are full. With --wait, the result
     table lists per bookie: the compaction kind, ledgers deleted, logs removed, logs compacted, bytes reclaimed
-    and the duration. Exit 1 when a run failed or --timeout passed, 6 when a bookie does not answer, 7 when it has
-    no bkctl admin service (an Apache BookKeeper bookie).
+    and the duration (a bookie reached over BookKeeper's HTTP admin API says only that its run ended). Exit 1 when
+    a run failed or --timeout passed, 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     from admin.bookie_admin import fan_out, wait_for_gc
     from bkctl.bookie.targets import target_bookies
@@ -49,8 +49,8 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     if not wait:
         docs = [{"bookieId": o.bookie_id, "runId": o.result.run_id, "started": o.result.started} for o in started]
         app.terminal.document(docs, lambda: [app.terminal.line(
-            f"bookie/{d['bookieId']} gc {'started' if d['started'] else 'already running'} (run {d['runId']})")
-            for d in docs])
+            f"bookie/{d['bookieId']} gc {'already running' if d['started'] is False else 'started'}"
+            + (f" (run {d['runId']})" if d["runId"] is not None else "")) for d in docs])
         exit_for_errors(o.error for o in triggered)
         return
 
@@ -59,8 +59,8 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     docs = [{"bookieId": o.bookie_id, **(o.result.doc() if o.error is None else {"error": str(o.error)})}
             for o in finished]
     rows = [[d["bookieId"], d.get("kind") or "-", d.get("ledgersDeleted"), d.get("logsDeleted"),
-             d.get("logsCompacted"), format_bytes(d["bytesReclaimed"]) if "bytesReclaimed" in d else None,
-             f"{d['durationMs'] / 1000:.1f} s" if "durationMs" in d else None] for d in docs]
+             d.get("logsCompacted"), format_bytes(d["bytesReclaimed"]) if d.get("bytesReclaimed") is not None else None,
+             f"{d['durationMs'] / 1000:.1f} s" if d.get("durationMs") is not None else None] for d in docs]
     app.terminal.document(docs, lambda: app.terminal.table(HEADERS, rows))
     for doc in docs:
         if doc.get("error"):

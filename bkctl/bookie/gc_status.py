@@ -5,7 +5,7 @@ from bkctl.options import output_option
 
 
 def _kind_state(status, kind: str) -> str:
-    if not getattr(status, f"{kind}_enabled"):
+    if getattr(status, f"{kind}_enabled") is False:  # None: not reported (BookKeeper's HTTP API)
         return "disabled"
     if getattr(status, f"{kind}_suspended"):
         return "suspended"
@@ -20,8 +20,9 @@ def gc_status(app, bookie_ids, all_bookies):
     """Show bookies' garbage collection: running or not, compaction kinds, entry-log usage, space reclaimed
 
     USAGE is the live share of the bytes in the bookie's sealed entry logs; LOW counts the logs under 20% (what
-    a default minor compaction takes). -o json adds every log's usage and the last run's details. Exit 6 when a
-    bookie does not answer, 7 when it has no bkctl admin service (an Apache BookKeeper bookie).
+    a default minor compaction takes). -o json adds every log's usage and the last run's details. Over
+    BookKeeper's HTTP admin API (a Java bookie) only what it reports: running, compacting, suspended, counters.
+    Exit 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     from admin.bookie_admin import fan_out
     from bkctl.bookie.targets import target_bookies
@@ -36,15 +37,17 @@ def gc_status(app, bookie_ids, all_bookies):
             continue
         status = outcome.result
         docs.append({"bookieId": outcome.bookie_id, **status.doc()})
-        total = sum(u.total_size for u in status.entry_logs)
-        remaining = sum(u.remaining_size for u in status.entry_logs)
+        logs = status.entry_logs  # None over BookKeeper's HTTP API, which does not list them
+        total = sum(u.total_size for u in logs or ())
+        remaining = sum(u.remaining_size for u in logs or ())
         running = ("compacting " + ("major" if status.major_compacting else "minor")
                    if status.major_compacting or status.minor_compacting
-                   else "forced" if status.is_in_force else "yes" if status.running else "no")
+                   else "forced" if status.is_in_force else "yes" if status.running
+                   else "no" if status.running is False else "-")
         rows.append([outcome.bookie_id, running, _kind_state(status, "major"), _kind_state(status, "minor"),
-                     len(status.entry_logs), f"{100 * remaining / total:.0f}%" if total else None,
-                     sum(1 for u in status.entry_logs if u.total_size and u.usage < 0.2),
-                     format_bytes(status.bytes_reclaimed)])
+                     len(logs) if logs is not None else None, f"{100 * remaining / total:.0f}%" if total else None,
+                     sum(1 for u in logs if u.total_size and u.usage < 0.2) if logs is not None else None,
+                     format_bytes(status.bytes_reclaimed) if status.bytes_reclaimed is not None else None])
     if docs or not outcomes:  # every bookie failed: its warning is the whole answer
         app.terminal.document(docs, lambda: app.terminal.table(
             ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED"], rows))

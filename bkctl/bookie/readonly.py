@@ -1,11 +1,13 @@
 import click
 
+from bkctl.bookie.targets import http_port_option
 from bkctl.options import dry_run_option
 
 
 @click.command()
 @click.argument("bookie_id", metavar="BOOKIE")
 @click.option("--on/--off", "read_only", required=True, help="Make the bookie read-only, or writable again.")
+@http_port_option
 @dry_run_option
 @click.pass_obj
 def readonly(app, bookie_id: str, read_only: bool, dry_run: bool):
@@ -14,15 +16,16 @@ def readonly(app, bookie_id: str, read_only: bool, dry_run: bool):
     A bookie that is read-only because its disks are full stays read-only until they have room (--off only lifts
     the operator's setting).
     """
-    from bookie.client.admin_client import BookieAdminClient
+    from bkctl.bookie.targets import over_http_if_asked
+    from bookie.client.admin_client import admin_client
     from bookie.meta.registration import BookieRegistry
 
-    bookie = BookieRegistry(app.metadata).get(bookie_id)
+    (bookie,) = over_http_if_asked([BookieRegistry(app.metadata).get(bookie_id)])
     wanted = "read-only" if read_only else "writable"
     if dry_run:
         app.terminal.line(f"bookie/{bookie_id} would be made {wanted} (now {bookie.state}; dry run)")
         return
-    with BookieAdminClient(bookie, "read-only mode") as admin:
+    with admin_client(bookie, "read-only mode") as admin:
         state = admin.set_read_only(read_only)
     if read_only or not state.read_only:
         app.terminal.line(f"bookie/{bookie_id} {wanted}")

@@ -5,10 +5,32 @@ from __future__ import annotations
 import click
 
 
+HTTP_PORT = "bkctl.http_port"
+
+
+def http_port_option(command):
+    """``--http-port``: the admin operation goes to BookKeeper's HTTP admin API on that port of each bookie."""
+
+    def remember(ctx: click.Context, _param, value):
+        if value is not None:
+            ctx.meta[HTTP_PORT] = value
+
+    return click.option("--http-port", type=click.IntRange(1, 65535), expose_value=False, callback=remember,
+                        metavar="PORT", help="Use BookKeeper's HTTP admin API on this port of the bookies (a Java "
+                                             "bookie whose registration does not publish it; httpServerPort).")(command)
+
+
 def bookies_argument(command):
+    command = http_port_option(command)
     command = click.option("--all", "all_bookies", is_flag=True,
                            help="Every registered bookie, writable or read-only.")(command)
     return click.argument("bookie_ids", metavar="[BOOKIE]...", nargs=-1)(command)
+
+
+def over_http_if_asked(bookies: list) -> list:
+    """The bookies, reached over HTTP on ``--http-port`` when it was given."""
+    port = click.get_current_context().meta.get(HTTP_PORT)
+    return [b.over_http(port) for b in bookies] if port else bookies
 
 
 def target_bookies(app, bookie_ids: tuple[str, ...], all_bookies: bool) -> list:
@@ -23,12 +45,12 @@ def target_bookies(app, bookie_ids: tuple[str, ...], all_bookies: bool) -> list:
     if all_bookies:
         if not bookies:
             raise NotFound("no bookies are registered")
-        return bookies
+        return over_http_if_asked(bookies)
     by_id = {b.bookie_id: b for b in bookies}
     missing = [i for i in bookie_ids if i not in by_id]
     if missing:
         raise NotFound(f"no registered bookie {', '.join(missing)}")
-    return [by_id[i] for i in dict.fromkeys(bookie_ids)]
+    return over_http_if_asked([by_id[i] for i in dict.fromkeys(bookie_ids)])
 
 
 def require_known_bookies(app, bookie_ids) -> None:

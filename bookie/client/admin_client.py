@@ -1,9 +1,10 @@
-"""Typed admin operations on one bookie: read-only mode, garbage collection, compaction (ours).
+"""Typed admin operations on one bookie: read-only mode, garbage collection, compaction.
 
-They travel on our gRPC admin service, at the "bkctl-admin" endpoint a bookie of ours advertises in its
-registration. A bookie without it (an Apache BookKeeper bookie) raises :class:`AdminServiceMissing`, which names the
-bookie and what BookKeeper offers instead. Answers are dataclasses; ``doc()`` gives the JSON shape of the CLI
-(BookKeeper's camelCase field names).
+:func:`admin_client` picks the transport from the bookie's registration: our gRPC admin service where it publishes
+the "bkctl-admin" endpoint (ours), else BookKeeper's HTTP admin API where it publishes "httpserver" (a Java bookie
+with httpServerEnabled=true, or ours without the gRPC port; bookie/client/http_admin_client.py), else
+:class:`AdminServiceMissing`, which says what to turn on. Answers are dataclasses; ``doc()`` gives the JSON shape of
+the CLI (BookKeeper's camelCase field names); a field the transport cannot report is None.
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ class _Typed:
 @dataclass(frozen=True)
 class BookieState(_Typed):
     read_only: bool
-    read_only_by_operator: bool
+    read_only_by_operator: bool | None  # None: not reported (HTTP)
     shutting_down: bool
 
 
 @dataclass(frozen=True)
 class GcTrigger(_Typed):
-    started: bool  # False: a forced run was already pending or running; that one does it
-    run_id: int  # the run that does it: GcStatus.last_run reaches this id when it is done
+    started: bool | None  # False: a forced run was already pending or running; that one does it (None: HTTP)
+    run_id: int | None  # the run that does it: GcStatus.last_run reaches this id when it is done (None: HTTP)
 
 
 @dataclass(frozen=True)
@@ -84,17 +85,19 @@ class EntryLogUsage(_Typed):
 
 @dataclass(frozen=True)
 class GcRun(_Typed):
-    run_id: int
+    """What a run did; over BookKeeper's HTTP API only that it ended (the rest None)."""
+
+    run_id: int | None
     forced: bool
-    kind: str  # "major", "minor", or "": no compaction in that run
-    ledgers_deleted: int
-    logs_deleted: int
-    logs_compacted: int
-    entries_copied: int
-    bytes_copied: int
-    bytes_reclaimed: int
-    start_time: int  # ms since the epoch
-    duration_ms: int
+    kind: str | None  # "major", "minor", or "": no compaction in that run
+    ledgers_deleted: int | None
+    logs_deleted: int | None
+    logs_compacted: int | None
+    entries_copied: int | None
+    bytes_copied: int | None
+    bytes_reclaimed: int | None
+    start_time: int | None  # ms since the epoch
+    duration_ms: int | None
     error: str
 
 
@@ -109,14 +112,15 @@ class GcStatus(_Typed):
     minor_compaction_counter: int
     major_suspended: bool
     minor_suspended: bool
-    bytes_reclaimed: int
-    logs_compacted: int
-    running: bool
-    runs: int
-    major_enabled: bool
-    minor_enabled: bool
+    # not in BookKeeper's HTTP admin API: None over HTTP
+    bytes_reclaimed: int | None
+    logs_compacted: int | None
+    running: bool | None
+    runs: int | None
+    major_enabled: bool | None
+    minor_enabled: bool | None
     last_run: GcRun | None
-    entry_logs: tuple[EntryLogUsage, ...]
+    entry_logs: tuple[EntryLogUsage, ...] | None
 
 
 class BookieAdminClient:
@@ -157,3 +161,16 @@ class BookieAdminClient:
     def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus:
         request = pb.SetCompactionSuspendedRequest(suspended=suspended, major=major, minor=minor)
         return GcStatus.of(self._call("SetCompactionSuspended", request, "compaction"))
+
+
+def admin_client(bookie: RegisteredBookie, operation: str, timeout: float = 10.0):
+    """The bookie's admin client over what it publishes: our gRPC admin service, else BookKeeper's HTTP admin API
+    (:class:`AdminServiceMissing` when neither)."""
+    if bookie.admin_address() is not None:
+        return BookieAdminClient(bookie, operation, timeout)
+    address = bookie.http_address()
+    if address is None:
+        raise AdminServiceMissing(bookie.bookie_id, operation)
+    from bookie.client.http_admin_client import HttpBookieAdminClient
+
+    return HttpBookieAdminClient(bookie.bookie_id, address, timeout)

@@ -103,6 +103,25 @@ class RegisteredBookie:
         endpoint = self.info.endpoint(ADMIN_ENDPOINT) if self.info else None
         return (endpoint.host, endpoint.port) if endpoint else None
 
+    def http_address(self) -> tuple[str, int] | None:
+        """Where to reach BookKeeper's HTTP admin API on it, or None: not published. BookKeeper publishes its
+        ``httpServerHost``, by default 0.0.0.0: then the bookie's own host."""
+        endpoint = self.info.endpoint(HTTP_ENDPOINT) if self.info else None
+        if endpoint is None:
+            return None
+        host = endpoint.host if endpoint.host not in ("", "0.0.0.0", "::") else self.address()[0]
+        return host, endpoint.port
+
+    def over_http(self, port: int) -> RegisteredBookie:
+        """This bookie as reached on BookKeeper's HTTP admin API at ``port`` of its host, and not on our gRPC
+        admin service (``--http-port``)."""
+        host = self.address()[0]
+        kept = tuple(e for e in (self.info.endpoints if self.info else ()) if e.id not in (ADMIN_ENDPOINT,
+                                                                                                HTTP_ENDPOINT))
+        info = BookieServiceInfo(kept + (Endpoint(HTTP_ENDPOINT, host, port, HTTP_PROTOCOL),),
+                                 self.info.properties if self.info else {})
+        return RegisteredBookie(self.bookie_id, self.state, info)
+
 
 class BookieRegistry:
     def __init__(self, store: MetadataStore):

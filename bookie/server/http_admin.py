@@ -196,8 +196,7 @@ class HttpAdmin:
             collector.trigger(force["forceMajor"], force["forceMinor"])
             return _json(f"Triggered GC on BookieServer: {self.bookie.bookie_id}")
         if request.method == "GET":
-            state = collector.state
-            return _json({"is_in_force_gc": str(state.running and state.forced).lower()})
+            return _json({"is_in_force_gc": str(collector.forcing).lower()})
         return _text(405, "Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state.")
 
     async def gc_details(self, request: web.Request) -> web.Response:
@@ -205,7 +204,7 @@ class HttpAdmin:
             return _text(404, "Only support GET method to retrieve GC details. If you want to trigger gc, send a "
                               "POST to gc endpoint.")
         state = self.bookie.collector.state
-        values = (state.running and state.forced, state.compacting == MAJOR, state.compacting == MINOR,
+        values = (self.bookie.collector.forcing, state.compacting == MAJOR, state.compacting == MINOR,
                   int(state.last_compaction.get(MAJOR, 0) * 1000), int(state.last_compaction.get(MINOR, 0) * 1000), 0,
                   state.counters[MAJOR], state.counters[MINOR], 0)
         return _json([dict(zip(GC_STATUS_FIELDS, values))])  # one ledger directory: one status

@@ -190,6 +190,11 @@ class GarbageCollector:
                 self._wake.notify_all()
             return started, self.state.runs + 1
 
+    @property
+    def forcing(self) -> bool:
+        """A forced run is pending or running (BookKeeper's ``isInForceGC``: set when asked, cleared at its end)."""
+        return self._forced is not None or (self.state.running and self.state.forced)
+
     def suspend(self, kinds: Iterable[str], suspended: bool) -> None:
         for kind in kinds:
             (self.state.suspended.add if suspended else self.state.suspended.discard)(kind)

@@ -165,3 +165,75 @@ def _answers(bookie) -> bool:
         return call(bookie, "GET", "/heartbeat")[0] == 200
     except OSError:
         return False
+
+
+# ---- bkctl driving a bookie through BookKeeper's HTTP admin API (the path a Java bookie takes) ----
+
+
+@pytest.fixture(scope="module")
+def http_only(cluster):
+    """A bookie of ours with the gRPC admin port closed: it publishes only BookKeeper's HTTP admin API."""
+    (bookie,) = cluster.start(1, http=True, bkctlAdminPort=-1)
+    return bookie
+
+
+def test_the_http_only_bookie_publishes_no_grpc_admin(cluster, http_only):
+    from bookie.meta.registration import BookieRegistry
+
+    registered = BookieRegistry(cluster.store).get(http_only.bookie_id)
+    assert registered.admin_address() is None and registered.http_address() == ("127.0.0.1", http_only.http_port)
+
+
+def test_gc_status_compaction_and_gc_over_http(cluster, http_only, bkctl):
+    uri, bookie_id = cluster.service_uri, http_only.bookie_id
+    status = bkctl("-u", uri, "bookie", "gc-status", bookie_id, "-o", "json")
+    assert status.exit_code == 0, status.stderr
+    (doc,) = json.loads(status.stdout)
+    assert doc["majorSuspended"] is False and doc["entryLogs"] is None  # what BookKeeper's API does not say: null
+    assert bkctl("-u", uri, "bookie", "compaction", "suspend", "--major", bookie_id).exit_code == 0
+    assert json.loads(call(http_only, "GET", "/api/v1/bookie/gc/suspend_compaction")[2])["isMajorGcSuspended"] == \
+        "true"
+    assert bkctl("-u", uri, "bookie", "compaction", "resume", bookie_id).exit_code == 0
+    (doc,) = json.loads(bkctl("-u", uri, "bookie", "gc-status", bookie_id, "-o", "json").stdout)
+    assert doc["majorSuspended"] is False and doc["minorSuspended"] is False
+    table = bkctl("-u", uri, "bookie", "gc-status", bookie_id).stdout
+    assert bookie_id in table
+    before = gc_runs(http_only)
+    ran = bkctl("-u", uri, "bookie", "gc", bookie_id, "--wait", "--timeout", "60", "-o", "json")
+    assert ran.exit_code == 0, ran.stderr
+    assert [d["bookieId"] for d in json.loads(ran.stdout)] == [bookie_id]
+    assert gc_runs(http_only) > before  # the run happened, and --wait waited for it
+
+
+def test_readonly_and_info_over_http(cluster, http_only, bkctl):
+    from bookie.meta.registration import READONLY, WRITABLE, BookieRegistry
+
+    uri, registry = cluster.service_uri, BookieRegistry(cluster.store)
+    on = bkctl("-u", uri, "bookie", "readonly", http_only.bookie_id, "--on")
+    assert on.exit_code == 0 and "read-only" in on.stdout, on.stderr
+    assert registry.get(http_only.bookie_id).state == READONLY
+    assert bkctl("-u", uri, "bookie", "readonly", http_only.bookie_id, "--off").exit_code == 0
+    assert registry.get(http_only.bookie_id).state == WRITABLE
+    info = bkctl("-u", uri, "bookie", "info", http_only.bookie_id, "-o", "json")
+    assert info.exit_code == 0, info.stderr
+
+
+def test_http_port_sends_the_operation_over_http(cluster, bookie, bkctl):
+    """--http-port: the HTTP admin API even on a bookie that has our gRPC admin service."""
+    args = ("-u", cluster.service_uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json")
+    (grpc,) = json.loads(bkctl(*args).stdout)
+    (http,) = json.loads(bkctl(*args, "--http-port", str(bookie.http_port)).stdout)
+    assert grpc["entryLogs"] is not None and http["entryLogs"] is None
+    dead = bkctl(*args, "--http-port", "1")
+    assert dead.exit_code == 6 and "HTTP admin API is unreachable at http://127.0.0.1:1" in dead.stderr
+
+
+def test_a_bookie_with_no_admin_service_says_what_to_turn_on(cluster, bkctl):
+    (bare,) = cluster.start(1, bkctlAdminPort=-1)
+    try:
+        result = bkctl("-u", cluster.service_uri, "bookie", "gc", bare.bookie_id)
+        assert result.exit_code == 7
+        (line,) = result.stderr.splitlines()
+        assert bare.bookie_id in line and "httpServerEnabled=true" in line and "--http-port" in line
+    finally:
+        bare.stop()

@@ -1,0 +1,91 @@
+"""The admin operations of :class:`bookie.client.admin_client.BookieAdminClient` over BookKeeper's HTTP admin API
+(``httpServerEnabled=true``): what bkctl uses on an Apache BookKeeper bookie, and on ours when our gRPC admin port is
+closed. Paths and bodies: BookKeeper 4.17.4's ``server/http/service/*.java`` (bookie/server/http_admin.py serves
+the same). What that API does not report (GC run ids and results, entry-log usage, whether a kind is enabled) is
+None in the answers.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+
+from bookie.client.admin_client import BookieState, GcStatus, GcTrigger
+from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
+
+
+class HttpBookieAdminClient:
+    """One bookie's HTTP admin API (a context manager, like BookieAdminClient)."""
+
+    def __init__(self, bookie_id: str, address: tuple[str, int], timeout: float = 10.0):
+        self.bookie_id = bookie_id
+        self.base = f"http://{address[0]}:{address[1]}"
+        self.timeout = timeout
+
+    def __enter__(self) -> HttpBookieAdminClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        pass  # a connection per request
+
+    def _call(self, method: str, path: str, what: str, body: dict | None = None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace").strip() or error.reason
+            raise BKError(f"{what} on bookie {self.bookie_id}: HTTP {error.code}: {detail}") from None
+        except (TimeoutError, socket.timeout):
+            raise OperationTimeout(f"{what} on bookie {self.bookie_id} timed out ({self.base})") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ServiceUnavailable(f"bookie {self.bookie_id}'s HTTP admin API is unreachable at {self.base} "
+                                     f"({getattr(reason, 'strerror', None) or reason})") from None
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise BKError(f"{what} on bookie {self.bookie_id}: not JSON: {text[:200]!r}") from None
+
+    def state(self) -> BookieState:
+        state = self._call("GET", "/api/v1/bookie/state", "bookie state")
+        return BookieState(read_only=state["readOnly"], read_only_by_operator=None,
+                           shutting_down=state["shuttingDown"])
+
+    def set_read_only(self, read_only: bool) -> BookieState:
+        self._call("PUT", "/api/v1/bookie/state/readonly", "set read-only", {"readOnly": read_only})
+        return self.state()
+
+    def trigger_gc(self, major: bool = False, minor: bool = False) -> GcTrigger:
+        # always both flags: an empty body means "compact each kind unless suspended" in BookKeeper
+        self._call("PUT", "/api/v1/bookie/gc", "gc", {"forceMajor": major, "forceMinor": minor})
+        return GcTrigger(started=None, run_id=None)
+
+    def gc_status(self) -> GcStatus:
+        (details, *_) = self._call("GET", "/api/v1/bookie/gc_details", "gc status")
+        suspended = self._call("GET", "/api/v1/bookie/gc/suspend_compaction", "gc status")
+        return GcStatus(
+            is_in_force=details["forceCompacting"], major_compacting=details["majorCompacting"],
+            minor_compacting=details["minorCompacting"],
+            last_major_compaction_time=details["lastMajorCompactionTime"],
+            last_minor_compaction_time=details["lastMinorCompactionTime"],
+            major_compaction_counter=details["majorCompactionCounter"],
+            minor_compaction_counter=details["minorCompactionCounter"],
+            major_suspended=suspended["isMajorGcSuspended"] == "true",
+            minor_suspended=suspended["isMinorGcSuspended"] == "true",
+            bytes_reclaimed=None, logs_compacted=None, running=None, runs=None, major_enabled=None,
+            minor_enabled=None, last_run=None, entry_logs=None,
+        )
+
+    def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus:
+        verb = "suspend" if suspended else "resume"
+        both = not major and not minor
+        self._call("PUT", f"/api/v1/bookie/gc/{verb}_compaction", "compaction",
+                   {f"{verb}Major": major or both, f"{verb}Minor": minor or both})
+        return self.gc_status()
