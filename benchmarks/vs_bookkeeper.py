@@ -31,12 +31,11 @@ from bookie.local.sandbox import LEDGERS_ROOT
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from interop.oracle import ENV as ORACLE_ENV  # noqa: E402
-from interop.oracle import ORACLE, JavaCluster  # noqa: E402
+from interop.oracle import ORACLE, JavaCluster, compile_java, java_command  # noqa: E402
 
 SETTINGS = {"journalFlushWhenQueueEmpty": "true", "flushEntrylogBytes": "524288", "journalMaxGroupWaitMSec": "2"}
 BKCTL = [sys.executable, "-m", "bkctl"]
 PACED_RATE = 10_000
-ORACLE_CLASSPATH = f'. "{ORACLE}/bin/bk-common.sh"; bk_find_java; bk_find_spark_jars; bk_classpath 0'
 
 
 def ticks(pids: list[int]) -> float:
@@ -66,13 +65,6 @@ def measured(bookie_pids: list[int], command: list[str], env: dict) -> tuple[dic
     return result, bookies
 
 
-def compile_java_bench(where: Path) -> None:
-    source = ROOT / "benchmarks" / "java" / "JavaClientBench.java"
-    subprocess.run(["bash", "-c", f'{ORACLE_CLASSPATH}; "$(dirname "$JAVA")/javac" -nowarn -encoding UTF-8 '
-                    f'--release 17 -cp "$BK_CP" -d "{where}" "{source}"'], env=ORACLE_ENV, check=True,
-                   capture_output=True)
-
-
 class Side:
     """One kind of bookies: its ZooKeeper and ledgers root, its bookie pids, and a ledger to read."""
 
@@ -86,10 +78,7 @@ class JavaClient:
         self.classes = classes
 
     def _run(self, side: Side, *args) -> tuple[dict, float]:
-        command = ["bash", "-c", f'{ORACLE_CLASSPATH}; exec "$JAVA" -Xmx1g -cp "$BK_CP:{self.classes}" '
-                   f'-Dlog4j.configurationFile="$BK_ORACLE_HOME/conf/log4j2-tools.xml" JavaClientBench "$@"',
-                   "java-bench", *map(str, args)]
-        return measured(side.pids, command, ORACLE_ENV)
+        return measured(side.pids, java_command(self.classes, "JavaClientBench", *map(str, args)), ORACLE_ENV)
 
     def prepare(self, side: Side, entries: int) -> int:
         return self._run(side, "prepare", side.zk, side.root, entries)[0]["ledgerId"]
@@ -160,7 +149,7 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="bkctl-vs-bk-") as tmp, \
             temporary_sandbox(3, SETTINGS) as (_, state, _env):
-        compile_java_bench(Path(tmp) / "classes")
+        compile_java(ROOT / "benchmarks" / "java" / "JavaClientBench.java", Path(tmp) / "classes")
         java = JavaCluster.start(Path(tmp) / "java", 3, *(f"{k}={v}" for k, v in SETTINGS.items()))
         try:
             java_pids = [int((java.root / f"b{n}" / "bookie.pid").read_text()) for n in (1, 2, 3)]

@@ -21,6 +21,7 @@ ORACLE = Path(os.environ.get("BK_ORACLE_DIR", Path(__file__).resolve().parents[3
 if not ORACLE.is_dir():
     ORACLE = Path("/work/shared/bk-oracle")
 ENV = {**os.environ, "BK_ORACLE_PYTHON": sys.executable}
+CLASSPATH = f'. "{ORACLE}/bin/bk-common.sh"; bk_find_java; bk_find_spark_jars; bk_classpath 0'  # sets JAVA, BK_CP
 
 
 def java() -> str | None:
@@ -136,3 +137,19 @@ def bk_read(zk: str, ledger_id: int, *args: str, timeout: float = 120) -> list[t
     """The Java client reads a ledger (``bin/bk-read``): ``[(entryId, payload)]``."""
     lines = output("bk-read", "--zk", zk, "--ledger", str(ledger_id), *args, timeout=timeout).splitlines()
     return [(int(e), bytes.fromhex(h)) for e, _, h in (line.split("\t") for line in lines)]
+
+
+def compile_java(source: Path, where: Path) -> Path:
+    """Compile a Java program of ours (tests/interop/java, benchmarks/java) against the oracle's jars; ``where``."""
+    done = subprocess.run(["bash", "-c", f'{CLASSPATH}; "$(dirname "$JAVA")/javac" -nowarn -encoding UTF-8 '
+                           f'--release 17 -cp "$BK_CP" -d "{where}" "{source}"'], env=ENV, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"javac {source.name} failed: {done.stderr[-3000:]}")
+    return where
+
+
+def java_command(classes: Path, main: str, *args: str) -> list[str]:
+    """The command line that runs ``main`` of ``classes`` with the oracle's jars (and its log settings)."""
+    return ["bash", "-c", f'{CLASSPATH}; exec "$JAVA" -Xmx1g -cp "$BK_CP:{classes}" '
+            f'-Dlog4j.configurationFile="$BK_ORACLE_HOME/conf/log4j2-tools.xml" {main} "$@"', main, *args]
