@@ -112,18 +112,25 @@ def bk_write(zk: str, *args: str, timeout: float = 120) -> int:
     return int(output("bk-write", "--zk", zk, *args, timeout=timeout).strip())
 
 
+def bk_write_started(zk: str, *args: str) -> tuple[subprocess.Popen, int, list[str]]:
+    """``bin/bk-write`` in the background, once its ledger exists: the process, the ledger id and its ensemble."""
+    writer = subprocess.Popen([str(ORACLE / "bin" / "bk-write"), "--zk", zk, *args], env=ENV, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    line = ""
+    while "ensemble" not in line:
+        line = writer.stderr.readline()
+        if not line and writer.poll() is not None:
+            raise AssertionError(f"bk-write exited before creating its ledger: {writer.stderr.read()[-2000:]}")
+    ensemble = re.search(r"ensemble \[(.*)\]", line).group(1).split(", ")
+    return writer, int(re.search(r"ledger (\d+)", line).group(1)), ensemble
+
+
 def bk_write_during(zk: str, *args: str, during, timeout: float = 180) -> int:
     """``bin/bk-write`` in the background; once its ledger exists, ``during(ledger_id, ensemble)`` runs while it
     writes (e.g. to kill a bookie of the ensemble). Fails the test unless bk-write then succeeds; its ledger id."""
-    writer = subprocess.Popen([str(ORACLE / "bin" / "bk-write"), "--zk", zk, *args], env=ENV, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    writer, ledger_id, ensemble = bk_write_started(zk, *args)
     try:
-        line = ""
-        while "ensemble" not in line:
-            line = writer.stderr.readline()
-            assert line or writer.poll() is None, "bk-write exited before creating its ledger"
-        ledger_id = int(re.search(r"ledger (\d+)", line).group(1))
-        during(ledger_id, re.search(r"ensemble \[(.*)\]", line).group(1).split(", "))
+        during(ledger_id, ensemble)
         out, err = writer.communicate(timeout=timeout)
     finally:
         if writer.poll() is None:

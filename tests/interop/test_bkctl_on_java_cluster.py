@@ -7,6 +7,7 @@ damage it (a lost index, a dead bookie) come last and use ledgers of their own.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -14,7 +15,8 @@ from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
-from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle, run
+from helpers import wait_for
+from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_started, require_oracle, run
 
 require_oracle()
 
@@ -85,6 +87,47 @@ def test_bkctl_deletes_a_java_ledger(java, cli, store):
     assert cli("ledger", "delete", str(ledger_id), "--yes").exit_code == 0
     assert not LedgerManager(store).exists(ledger_id)
     assert run("bk-read", "--zk", java.zk, "--ledger", str(ledger_id), check=False).returncode != 0
+
+
+@pytest.mark.parametrize("digest", ["CRC32", "MAC", "DUMMY"])
+def test_every_digest_type_both_ways(java, cli, digest):
+    ledger_id = bk_write(java.zk, "--n", "50", "--text", "java", "--suffix-index", "--digest", digest)
+    read = cli("ledger", "read", str(ledger_id), "--password", PASSWORD)
+    assert read.exit_code == 0, read.stderr
+    assert read.stdout.splitlines() == entries(50, "java")
+    created = cli("ledger", "create", "--password", PASSWORD, "--digest", digest.lower(), "--input", "-",
+                  input="".join(f"{e}\n" for e in entries(50, "ours")))
+    assert created.exit_code == 0, created.stderr
+    ours = int(created.stdout.split()[-1].split("/")[-1])
+    assert bk_read(java.zk, ours, "--digest", digest) == [(i, e.encode()) for i, e in enumerate(entries(50, "ours"))]
+
+
+def test_a_wrong_password_is_refused_on_a_java_ledger(java, cli):
+    ledger_id = bk_write(java.zk, "--n", "5", "--text", "entry")
+    for command in (("read",), ("recover",)):
+        refused = cli("ledger", *command, str(ledger_id), "--password", "not-" + PASSWORD)
+        assert refused.exit_code == 4, refused.output
+        assert str(ledger_id) in refused.stderr and PASSWORD not in refused.stderr
+
+
+def test_bkctl_recover_fences_a_live_java_writer(java, cli, store):
+    """The writer is alive: once bkctl fenced the ledger, the Java writer's next add fails (EFENCED from its
+    bookies) and the ledger stays closed where the recovery closed it, with every entry the writer had sent."""
+    writer, ledger_id, _ = bk_write_started(java.zk, "--n", "1000000", "--text", "entry", "--suffix-index",
+                                            "--window", "1")
+    try:
+        wait_for(lambda: cli("ledger", "read", str(ledger_id), "--password", PASSWORD, "--from", "20",
+                             "--to", "20").exit_code == 0, "the Java writer's first entries", 60)
+        recovered = cli("ledger", "recover", str(ledger_id), "--password", PASSWORD, "-o", "json")
+        assert recovered.exit_code == 0, recovered.output
+        _, err = writer.communicate(timeout=120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert writer.returncode != 0 and re.search(r"[Ff]enced|LedgerClosed", err), err[-2000:]
+    md = LedgerManager(store).read(ledger_id)[0]
+    assert md.is_closed and md.last_entry_id >= 20
+    assert bk_read(java.zk, ledger_id, "--no-recovery") == [(i, b"entry-%d" % i) for i in range(md.last_entry_id + 1)]
 
 
 def test_bookie_info_of_java_bookies(java, cli):
