@@ -19,10 +19,9 @@ import logging
 import random
 import time
 
+from bookie.client.rereplication import BookieRecovery
 from bookie.errors import BKError, NoSuchLedger
 from bookie.meta.underreplication import UnderReplicationManager
-
-from admin.recover import BookieRecovery
 
 log = logging.getLogger(__name__)
 _UNSEEN = object()  # the delay znode's version before the first audit: its existence is no trigger

@@ -108,6 +108,10 @@ class NotFound(BKError):
     """A named thing (bookie, cookie, marker, sandbox) does not exist."""
 
 
+class AutoRecoveryDisabled(BKError):
+    """An operation of the auditor asked while autorecovery is disabled."""
+
+
 class InvalidArgument(BKError):
     """Bad input: a malformed service URI, configuration file or parameter."""
 

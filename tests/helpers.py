@@ -117,6 +117,24 @@ def adds_ok(bookie) -> float:
     return counter(bookie, 'bookie_add_entries_total{status="ok"}')
 
 
+def http_call(bookie, method: str, path: str, body: str | None = None) -> tuple[int, dict, str]:
+    """One request to a bookie's HTTP admin API: ``(status, headers, body)``. ``body`` None sends none at all (no
+    Content-Length: what BookKeeper's handlers see as a null body; urllib would send an empty one on a PUT)."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", bookie.http_port, timeout=60)
+    try:
+        connection.putrequest(method, path, skip_accept_encoding=True)
+        data = body.encode() if body is not None else None
+        if data is not None:
+            connection.putheader("Content-Length", str(len(data)))
+        connection.endheaders(data)
+        response = connection.getresponse()
+        return response.status, dict(response.headers), response.read().decode()
+    finally:
+        connection.close()
+
+
 class StreamWriter(threading.Thread):
     """Streams batches of adds of one ledger to a bookie and records which entries were acknowledged, until it is
     stopped or the bookie goes away."""

@@ -20,13 +20,11 @@ def who_is_auditor(app):
 @click.command("trigger-audit")
 @click.pass_obj
 def trigger_audit(app):
-    """Make the auditor look for lost bookies now and mark their ledgers without waiting for the delay"""
-    from bookie.errors import NotFound
+    """Make the auditor look for lost bookies now and mark their ledgers without waiting for the delay
+
+    Exit 5 when no auditor is running, 1 when autorecovery is disabled.
+    """
     from bookie.meta.underreplication import UnderReplicationManager
 
-    ur = UnderReplicationManager(app.metadata)
-    auditor = ur.auditor()
-    if auditor is None:
-        raise NotFound("no auditor to trigger: no `bkctl autorecovery run` is running")
-    ur.set_lost_bookie_recovery_delay(ur.lost_bookie_recovery_delay())  # the auditor watches this znode
-    app.terminal.line(f"audit triggered (auditor {auditor[1]})")
+    auditor = UnderReplicationManager(app.metadata).trigger_audit()
+    app.terminal.line(f"audit triggered (auditor {auditor})")

@@ -17,33 +17,28 @@ def decommission(app, bookie_id, timeout, yes):
     what is left.
     """
     import sys
-    import time
 
-    from bkctl.bookie.recover import run_recovery, show
+    from bkctl.bookie.recover import show
     from bkctl.bookie.targets import require_known_bookies
-    from bookie.errors import BKError, InvalidArgument, OperationTimeout
-    from bookie.meta.cookies import CookieStore
-    from bookie.meta.registration import BookieRegistry
+    from bookie.client.rereplication import decommission as rereplicate, delete_cookies, require_stopped
+    from bookie.errors import BKError, InvalidArgument
 
-    registered = {b.bookie_id for b in BookieRegistry(app.metadata).list(writable=True, readonly=True)}
-    if bookie_id in registered:
-        raise InvalidArgument(f"bookie {bookie_id} is still registered: stop it before decommissioning it")
+    require_stopped(app.metadata, bookie_id)
     require_known_bookies(app, [bookie_id])
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidArgument("refusing to decommission without --yes: no terminal to confirm on")
         click.confirm(f"Decommission {bookie_id}?", abort=True, err=True)
-    deadline = time.monotonic() + timeout
-    while True:  # each pass re-replicates what is left; stops when nothing names the bookie
-        ledgers, report = run_recovery(app, {bookie_id}, (), False, None)
-        if not ledgers:
-            break
+    with app.terminal.progress("re-replicating", unit="ledgers") as advance:
+
+        def progress(kind: str, n: int) -> None:
+            if kind == "ledgers":
+                advance(n)
+
+        reports = app.client.run(rereplicate(app.client.core, bookie_id, timeout, progress))
+    for report in reports:
         show(app, report)
-        if report.failed:
-            raise BKError(f"{len(report.failed)} ledgers could not be re-replicated; bookie {bookie_id} kept")
-        if time.monotonic() > deadline:
-            raise OperationTimeout(f"decommission of {bookie_id} not done within {timeout:g} s")
-    cookies = CookieStore(app.metadata)
-    if bookie_id in cookies.list():
-        cookies.delete(bookie_id)
+    if reports and reports[-1].failed:
+        raise BKError(f"{len(reports[-1].failed)} ledgers could not be re-replicated; bookie {bookie_id} kept")
+    delete_cookies(app.metadata, [bookie_id])
     app.terminal.line(f"bookie/{bookie_id} decommissioned: no ledger names it, cookie removed")

@@ -4,8 +4,8 @@ from bkctl.options import dry_run_option, output_option
 
 
 def run_recovery(app, lost: set[str], ledger_ids, skip_open: bool, rate: float | None):
-    """Shared by recover and decommission: find the ledgers, re-replicate with a progress display."""
-    from admin.recover import BookieRecovery
+    """Find the ledgers, re-replicate them with a progress display."""
+    from bookie.client.rereplication import BookieRecovery
 
     recovery = BookieRecovery(app.client.core, lost, skip_open, rate)
     ledgers = recovery.affected(list(ledger_ids) or None)
@@ -53,12 +53,10 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     """
     import sys
 
-    from admin.recover import BookieRecovery
-    from bkctl.errors import ExitCode
-    from bookie.errors import InvalidArgument
-    from bookie.meta.cookies import CookieStore
-
     from bkctl.bookie.targets import require_known_bookies
+    from bkctl.errors import ExitCode
+    from bookie.client.rereplication import BookieRecovery, delete_cookies
+    from bookie.errors import InvalidArgument
 
     lost = {b.strip() for b in bookies.split(",") if b.strip()}
     if not lost:
@@ -83,11 +81,8 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
         click.confirm(f"Re-replicate everything on {', '.join(sorted(lost))}?", abort=True, err=True)
     _, report = run_recovery(app, lost, ledger_ids, skip_open, rate)
     show(app, report)
-    if delete_cookie and not report.failed and not report.skipped_open:
-        cookies = CookieStore(app.metadata)
-        for bookie_id in sorted(lost):
-            if bookie_id in cookies.list():
-                cookies.delete(bookie_id)
-                app.terminal.info(f"cookie of {bookie_id} deleted")
+    if delete_cookie and report.complete:
+        for bookie_id in delete_cookies(app.metadata, lost):
+            app.terminal.info(f"cookie of {bookie_id} deleted")
     if report.failed and not skip_unrecoverable:
         raise click.exceptions.Exit(ExitCode.FAILED)

@@ -186,13 +186,17 @@ class ClientCore:
             raise Unauthorized(f"wrong password for ledger {ledger_id}")
 
     async def create(self, ensemble_size, write_quorum_size, ack_quorum_size, digest_type, password,
-                     custom_metadata) -> LedgerWriter:
+                     custom_metadata, ensemble: list[str] | None = None) -> LedgerWriter:
+        """A new ledger on ``ensemble``, or on one chosen by the placement policy."""
         if not ensemble_size >= write_quorum_size >= ack_quorum_size >= 1:
             raise InvalidArgument(
                 f"need ensemble >= write quorum >= ack quorum >= 1, got {ensemble_size}/{write_quorum_size}/"
                 f"{ack_quorum_size}"
             )
-        ensemble = choose_ensemble(await self.writable_bookies(), ensemble_size)
+        if ensemble is None:
+            ensemble = choose_ensemble(await self.writable_bookies(), ensemble_size)
+        elif len(ensemble) != ensemble_size:
+            raise InvalidArgument(f"ensemble {ensemble} is not of size {ensemble_size}")
         md = LedgerMetadata(
             ensemble_size=ensemble_size, write_quorum_size=write_quorum_size, ack_quorum_size=ack_quorum_size,
             segments=(Segment(0, tuple(ensemble)),), digest_type=DigestType(digest_type), password=password,
@@ -208,8 +212,11 @@ class ClientCore:
                 continue
         return LedgerWriter(self, ledger_id, md, version, password, master_key(password))
 
-    async def open(self, ledger_id: int, password: bytes, recovery: bool) -> LedgerReader:
+    async def open(self, ledger_id: int, password: bytes | None, recovery: bool) -> LedgerReader:
+        """``password`` None: as an administrator, with the password in the metadata (BookKeeperAdmin's opens)."""
         md, _ = await asyncio.to_thread(self.ledgers.read, ledger_id)
+        if password is None:
+            password = md.password or b""
         self.check_password(ledger_id, md, password)
         if recovery and md.state != LedgerState.CLOSED:
             md = await recover(self, ledger_id, password, master_key(password))

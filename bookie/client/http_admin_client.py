@@ -1,6 +1,6 @@
 """The admin operations of :class:`bookie.client.admin_client.BookieAdminClient` over BookKeeper's HTTP admin API
 (``httpServerEnabled=true``): what bkctl uses on an Apache BookKeeper bookie, and on ours when our gRPC admin port is
-closed. Paths and bodies: BookKeeper 4.17.4's ``server/http/service/*.java`` (bookie/server/http_admin.py serves
+closed. Paths and bodies: BookKeeper 4.17.4's ``server/http/service/*.java`` (bookie/server/http/ serves
 the same). What that API does not report (GC run ids and results, entry-log usage, whether a kind is enabled) is
 None in the answers.
 """

@@ -9,12 +9,18 @@ same bytes as a Java bookie's, not only the same JSON (scripts and tests diff th
         "x" : "y"
       }
     }
+
+Strings escape ``"``, ``\\`` and the control characters only (``\\n``, ``\\t``, ... or ``\\u001F``, upper-case hex);
+everything else, non-ASCII included, is written as it is.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
+
+_ESCAPES = {i: f"\\u{i:04X}" for i in range(0x20)} | {
+    ord("\b"): "\\b", ord("\t"): "\\t", ord("\n"): "\\n", ord("\f"): "\\f", ord("\r"): "\\r",
+    ord('"'): '\\"', ord("\\"): "\\\\"}
 
 
 def pretty(value) -> str:
@@ -27,16 +33,25 @@ def _write(value, level: int) -> str:
         if not value:
             return "{ }"
         indent = "\n" + "  " * (level + 1)
-        fields = ",".join(f"{indent}{json.dumps(str(k), ensure_ascii=False)} : {_write(v, level + 1)}"
-                          for k, v in value.items())
+        fields = ",".join(f"{indent}{_string(str(k))} : {_write(v, level + 1)}" for k, v in value.items())
         return "{" + fields + "\n" + "  " * level + "}"
     if isinstance(value, (list, tuple)):
         if not value:
             return "[ ]"
         return "[ " + ", ".join(_write(v, level) for v in value) + " ]"
-    if isinstance(value, float):
-        raise TypeError("floats are not written: Java's Double.toString differs from Python's repr")
-    return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return _string(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    raise TypeError(f"{type(value).__name__} is not written (floats: Java's Double.toString differs from repr)")
+
+
+def _string(text: str) -> str:
+    return '"' + text.translate(_ESCAPES) + '"'
 
 
 def java_string_hash(text: str) -> int:

@@ -23,7 +23,7 @@ from bookie._proto.data_formats_pb2 import (
     ReplicasCheckFormat,
     UnderreplicatedLedgerFormat,
 )
-from bookie.errors import CorruptData, MetadataVersionConflict, NotFound
+from bookie.errors import AutoRecoveryDisabled, CorruptData, MetadataVersionConflict, NotFound
 from bookie.meta.store import MetadataStore, zk_errors
 
 
@@ -184,12 +184,15 @@ class UnderReplicationManager:
         except NodeExistsError:
             pass
 
-    def lost_bookie_recovery_delay(self) -> int:
-        """Seconds the auditor waits before marking a lost bookie's ledgers (0: at once)."""
+    def lost_bookie_recovery_delay(self, default: int | None = 0) -> int:
+        """Seconds the auditor waits before marking a lost bookie's ledgers (0: at once); ``default`` when no
+        auditor or operator has set it yet (None: raise :class:`NotFound`)."""
         try:
             data, _ = self.store.get(f"{self.root}/lostBookieRecoveryDelay")
         except NotFound:
-            return 0
+            if default is None:
+                raise
+            return default
         text = data.decode().strip()
         if not text.lstrip("-").isdigit():
             raise CorruptData(f"{self.root}/lostBookieRecoveryDelay: not a number of seconds: {text!r}")
@@ -203,6 +206,18 @@ class UnderReplicationManager:
                 self.store.zk.create(path, str(seconds).encode(), makepath=True)
             except NodeExistsError:
                 self.store.zk.set(path, str(seconds).encode())
+
+    def trigger_audit(self) -> str:
+        """Make the auditor audit now, as BookKeeperAdmin.triggerAudit does: rewrite the delay, whose znode it
+        watches. Return the auditor's id; :class:`AutoRecoveryDisabled` when autorecovery is disabled,
+        :class:`NotFound` when no auditor is elected."""
+        if not self.is_enabled():
+            raise AutoRecoveryDisabled("autorecovery is disabled: `bkctl autorecovery enable` first")
+        auditor = self.auditor()
+        if auditor is None:
+            raise NotFound("no auditor to trigger: no `bkctl autorecovery run` is running")
+        self.set_lost_bookie_recovery_delay(self.lost_bookie_recovery_delay())
+        return auditor[1]
 
     def vote(self, bookie_id: str) -> str:
         """Stand in the auditor election: an EPHEMERAL_SEQUENTIAL vote; return its path."""

@@ -64,7 +64,7 @@ class BookieServer:
         self.metrics_port: int | None = None
         self.admin_port: int | None = None
         self.wire: WireServer | None = None
-        self.http = None  # bookie.server.http_admin.HttpAdmin, with httpServerEnabled
+        self.http = None  # bookie.server.http.HttpAdmin, with httpServerEnabled
         self.http_port: int | None = None
         self.running = False  # serving and registered: /api/v1/bookie/is_ready
         self.locks = DirectoryLocks()
@@ -90,7 +90,7 @@ class BookieServer:
         if config.prometheusStatsHttpPort >= 0:  # served from now on: holds the port for the process's life
             self.metrics_port = self.stats.serve(config.prometheusStatsHttpPort, config.listeningInterface)
         if config.httpServerEnabled:  # from now on too: /heartbeat answers, and is_ready says 503, during replay
-            from bookie.server.http_admin import HttpAdmin  # aiohttp: imported only by bookies that serve it
+            from bookie.server.http import HttpAdmin  # aiohttp: imported only by bookies that serve it
 
             self.http = HttpAdmin(self)
             try:
@@ -238,6 +238,8 @@ class BookieServer:
             await self.wire.stop(grace=2)
         if self.server is not None:
             await self.server.stop(grace=2)
+        if self.http is not None:  # its client's work (a recovery) uses the ZooKeeper session
+            await self.http.close_client()
         if self.store is not None:
             self.store.close()
         if self.storage is not None:

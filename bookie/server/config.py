@@ -68,7 +68,7 @@ class BookieConfig:
     diskCheckInterval: int = 10000
     readOnlyModeEnabled: bool = True
     prometheusStatsHttpPort: int = 8000
-    httpServerEnabled: bool = False  # BookKeeper's HTTP admin API (bookie/server/http_admin.py)
+    httpServerEnabled: bool = False  # BookKeeper's HTTP admin API (bookie/server/http/)
     httpServerPort: int = 8080
     httpServerHost: str = "0.0.0.0"
     gcWaitTime: int = 600000

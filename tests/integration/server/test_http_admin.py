@@ -1,29 +1,31 @@
 """BookKeeper's HTTP admin API on a real bookie of ours: every endpoint's status codes, messages and JSON shapes
 against what BookKeeper 4.17.4's source answers (bookkeeper_http_api.json says which file each comes from), then
-what the endpoints do."""
+what the endpoints of this bookie do (the ledger, bookies and autorecovery ones: test_http_*.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from helpers import http_call as call
 from helpers import wait_for
 
 API = json.loads((Path(__file__).with_name("bookkeeper_http_api.json")).read_text())
 CASES = [(e["path"], case) for e in API["endpoints"] for case in e["cases"]]
-TYPES = {"boolean": bool, "integer": int, "string": str}
+TYPES = {"boolean": bool, "integer": int, "string": str, "null": type(None)}
+ENTRIES = 12  # of the fixture's ledger: entry-0 .. entry-11
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
+    from bookie.meta.underreplication import UnderReplicationManager
     from helpers import shared_cluster
 
     with shared_cluster(zookeeper, tmp_path_factory.mktemp("http"), bookies=1, http=True) as harness:
+        UnderReplicationManager(harness.store).set_lost_bookie_recovery_delay(0)  # as an auditor does on start
         yield harness
 
 
@@ -32,18 +34,23 @@ def bookie(cluster):
     return cluster.bookies[0]
 
 
-def call(bookie, method: str, path: str, body: str | None = None) -> tuple[int, dict, str]:
-    request = urllib.request.Request(f"http://127.0.0.1:{bookie.http_port}{path}", method=method,
-                                     data=body.encode() if body is not None else None)
-    try:
-        with urllib.request.urlopen(request, timeout=20) as response:
-            return response.status, dict(response.headers), response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read().decode()
+@pytest.fixture(scope="module")
+def ledger(cluster) -> int:
+    """A closed ledger written by our client."""
+    from bookie.client import BookKeeper
+
+    with BookKeeper(cluster.service_uri) as bk:
+        handle = bk.create_ledger(1, 1, 1)
+        handle.add_entries(b"entry-%d" % i for i in range(ENTRIES))
+        handle.close()
+    return handle.ledger_id
 
 
 def same_shape(value, shape) -> bool:
-    """``value`` has ``shape``'s fields in its order and of its types (``*`` in a field name: any text)."""
+    """``value`` has ``shape``'s fields in its order and of its types (``*`` in a field name: any text; ``$Name``:
+    the fixture's shape of that name)."""
+    if isinstance(shape, str) and shape.startswith("$"):
+        shape = API["shapes"][shape[1:]]["shape"]
     if isinstance(shape, dict):
         if not isinstance(value, dict) or len(value) != len(shape):
             return False
@@ -54,16 +61,25 @@ def same_shape(value, shape) -> bool:
     return type(value) is TYPES[shape]
 
 
-@pytest.mark.parametrize(("path", "case"), CASES, ids=[f"{c['method']} {p} {c['status']}" for p, c in CASES])
-def test_every_endpoint_answers_as_bookkeeper(bookie, path, case):
-    status, headers, text = call(bookie, case["method"], path, case.get("body"))
+def _case_id(path: str, case: dict) -> str:
+    query = f"?{case['query']}" if "query" in case else ""
+    return f"{case['method']} {path}{query} {case['status']}"
+
+
+@pytest.mark.parametrize(("path", "case"), CASES, ids=[_case_id(p, c) for p, c in CASES])
+def test_every_endpoint_answers_as_bookkeeper(bookie, ledger, path, case):
+    case = json.loads(json.dumps(case).replace("{ledger}", str(ledger)).replace("{bookie}", bookie.bookie_id))
+    query = f"?{case['query']}" if "query" in case else ""
+    status, headers, text = call(bookie, case["method"], path + query, case.get("body"))
     assert status == case["status"], text
     if "text" in case:
         assert text == case["text"]
+    if "matches" in case:
+        assert re.fullmatch(case["matches"], text), text
     if "shape" in case:
         assert same_shape(json.loads(text), case["shape"]), text
     if "every_value" in case:
-        assert all(type(v) is TYPES[case["every_value"]] for v in json.loads(text).values()), text
+        assert all(same_shape(v, case["every_value"]) for v in json.loads(text).values()), text
     if "starts" in case:
         assert json.loads(text).startswith(case["starts"])
     if "content_type" in case:
@@ -130,6 +146,27 @@ def test_last_log_mark_names_the_checkpointed_journal(bookie):
     (key, value), = json.loads(call(bookie, "GET", "/api/v1/bookie/last_log_mark")[2]).items()
     journal_id, hex_id = re.fullmatch(r"LastLogMark: Journal Id - (\d+)\(([0-9a-f]+)\.txn\)", key).groups()
     assert int(hex_id, 16) == int(journal_id) and re.fullmatch(r"Pos - \d+", value)
+
+
+def test_sanity_writes_and_reads_on_this_bookie_and_leaves_no_ledger(cluster, bookie, ledger):
+    from bookie.meta.ledger_manager import LedgerManager
+
+    before = list(LedgerManager(cluster.store).iter_ledger_ids())
+    assert json.loads(call(bookie, "GET", "/api/v1/bookie/sanity")[2]) == {"passed": True, "readOnly": False}
+    assert list(LedgerManager(cluster.store).iter_ledger_ids()) == before
+    try:
+        call(bookie, "PUT", "/api/v1/bookie/state/readonly", '{"readOnly": true}')
+        assert json.loads(call(bookie, "GET", "/api/v1/bookie/sanity")[2]) == {"passed": False, "readOnly": False}
+    finally:
+        call(bookie, "PUT", "/api/v1/bookie/state/readonly", '{"readOnly": false}')
+
+
+def test_list_disk_file_names_the_bookies_files(bookie, ledger):
+    journals = json.loads(call(bookie, "GET", "/api/v1/bookie/list_disk_file?file_type=journal")[2])
+    on_disk = sorted(p.name for p in Path(bookie.journal_dir, "current").glob("*.txn"))
+    assert journals["journal files"].endswith("\t") and sorted(journals["journal files"].split("\t")[:-1]) == on_disk
+    logs = json.loads(call(bookie, "GET", "/api/v1/bookie/list_disk_file")[2])["entrylog files"]
+    assert "0.log\t" in logs and all(name.endswith(".log") for name in logs.split("\t")[:-1])
 
 
 def test_registration_advertises_the_http_endpoint_as_bookkeeper_does(cluster, bookie):

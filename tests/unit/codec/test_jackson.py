@@ -14,6 +14,11 @@ def test_objects_arrays_and_empties_as_jackson_prints_them():
     assert pretty("Triggered GC on BookieServer: 127.0.0.1:3181") == '"Triggered GC on BookieServer: 127.0.0.1:3181"'
 
 
+def test_strings_escape_control_characters_in_upper_case_hex_and_nothing_else():
+    # Jackson: "\\u001F", where Python's json module writes "\\u001f"
+    assert pretty("ctl\x01\x1f\x7f\u2028\u00e9\t\"\\") == '"ctl\\u0001\\u001F\x7f\u2028\u00e9\\t\\"\\\\"'
+
+
 def test_hash_map_iterates_as_javas():
     assert java_string_hash("isMajorGcSuspended") == -148608464
     assert java_string_hash("zkServers") == -315164385

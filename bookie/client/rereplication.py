@@ -1,4 +1,6 @@
-"""Re-replication of a lost bookie's ledgers (spec/audit-and-recovery.md, `recover` and `decommission`).
+"""Re-replication of lost bookies' ledgers (spec/audit-and-recovery.md): what `bookie recover`, `bookie
+decommission`, the autorecovery workers and the bookies' HTTP admin API (/api/v1/autorecovery/bookie and
+/decommission) run.
 
 For every ledger with the bookie in a segment: an OPEN ledger whose last segment holds it is recovered (fenced and
 closed) first; then, for each segment holding it, the entries it had to hold (write-set rule) are read from the
@@ -21,8 +23,11 @@ from bookie.client.placement import replacement
 from bookie.codec.digest import Digester, master_key
 from bookie.codec.entry import parse_entry
 from bookie.codec.write_set import entries_of_bookie, write_set
-from bookie.errors import BKError, CorruptEntry, MetadataVersionConflict, NoSuchLedger
+from bookie.errors import (BKError, CorruptEntry, InvalidArgument, MetadataVersionConflict, NoSuchLedger,
+                           OperationTimeout)
+from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
+from bookie.meta.registration import BookieRegistry
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
@@ -41,6 +46,11 @@ class RecoverReport:
     entries: int = 0
     bytes: int = 0
     seconds: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """Every ledger re-replicated: none failed, none left open."""
+        return not self.failed and not self.skipped_open
 
     def doc(self) -> dict:
         return {"ledgers": len(self.ledgers), "recovered": self.recovered, "skippedOpen": self.skipped_open,
@@ -244,3 +254,40 @@ class BookieRecovery:
                 continue
             except NoSuchLedger:
                 raise BKError(f"ledger {ledger_id} was deleted during recovery") from None
+
+
+def delete_cookies(store, bookie_ids) -> list[str]:
+    """Remove the cookies of retired bookies (blocking); return those that existed."""
+    cookies = CookieStore(store)
+    present = set(cookies.list())
+    deleted = [b for b in sorted(bookie_ids) if b in present]
+    for bookie_id in deleted:
+        cookies.delete(bookie_id)
+    return deleted
+
+
+def require_stopped(store, bookie_id: str) -> None:
+    """A bookie is decommissioned once it is down: refuse while it is registered (blocking)."""
+    registered = {b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)}
+    if bookie_id in registered:
+        raise InvalidArgument(f"bookie {bookie_id} is still registered: stop it before decommissioning it")
+
+
+async def decommission(core, bookie_id: str, timeout: float | None = None,
+                       progress: Callable[[str, int], None] = lambda kind, n: None) -> list[RecoverReport]:
+    """Re-replicate everything a stopped bookie held, pass after pass (a writer may still add segments naming it),
+    until no ledger names it; return each pass's report. Stops after a pass with failures (its report last); raises
+    :class:`OperationTimeout` when not done within ``timeout`` seconds. The cookie is the caller's to remove."""
+    await asyncio.to_thread(require_stopped, core.store, bookie_id)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    reports = []
+    while True:
+        recovery = BookieRecovery(core, {bookie_id}, progress=progress)
+        ledgers = await asyncio.to_thread(recovery.affected)
+        if not ledgers:
+            return reports
+        reports.append(await recovery.run(ledgers))
+        if reports[-1].failed:
+            return reports
+        if deadline is not None and time.monotonic() > deadline:
+            raise OperationTimeout(f"decommission of {bookie_id} not done within {timeout:g} s")

@@ -1,0 +1,115 @@
+"""Apache BookKeeper's HTTP admin API on our bookies (``httpServerEnabled``, ``httpServerPort``, ``httpServerHost``):
+the paths, methods, parameters, bodies and status codes of BookKeeper 4.17.4's ``server/http/service/*.java``,
+written as its ``JsonUtil`` writes them (bookie.codec.jackson). One router; the handlers by group:
+
+- :mod:`.bookie`: this bookie — probes, metrics, configuration, state, read-only, GC and compaction, its files, the
+  sanity test;
+- :mod:`.bookies`: the cluster's bookies — list_bookies, list_bookie_info, cluster_info;
+- :mod:`.ledger`: delete, list, metadata, read;
+- :mod:`.autorecovery`: status, bookie (recover), list_under_replicated_ledger, who_is_auditor, trigger_audit,
+  lost_bookie_recovery_delay, decommission.
+
+aiohttp serves it, on the bookie's event loop: a maintained HTTP server that keeps the event loop's model (one loop,
+no thread per request), and whose handlers can await the bookie's own coroutines (read-only transitions). Nothing
+here blocks that loop: ZooKeeper calls run in threads, and the cluster-wide operations run on a BookKeeper client of
+the bookie's (its own loop thread, on the bookie's ZooKeeper session), as BKHttpServiceProvider keeps a
+BookKeeperAdmin. Long ones (recover, decommission) are started and answered at once, as BookKeeper does.
+
+Security: as in BookKeeper, every endpoint is unauthenticated, and many change the bookie or the cluster
+(read-only, GC, delete a ledger, recover, decommission, autorecovery): they are as open as the address they listen
+on, ``httpServerHost`` (the sandbox binds 127.0.0.1). Bind it to an address only operators reach.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+
+from aiohttp import web
+
+from bookie.server.http.autorecovery import AutoRecoveryApi
+from bookie.server.http.bookie import BookieApi
+from bookie.server.http.bookies import BookiesApi
+from bookie.server.http.common import Failed, text
+from bookie.server.http.ledger import LedgerApi
+
+log = logging.getLogger(__name__)
+
+
+class HttpAdmin:
+    """The server, over a :class:`bookie.server.bookie.BookieServer`."""
+
+    def __init__(self, bookie):
+        self.bookie = bookie
+        self.runner: web.AppRunner | None = None
+        self._client = None  # bookie.client.BookKeeper, made on first use
+        self._client_lock = asyncio.Lock()
+        self._background: set[concurrent.futures.Future] = set()
+        app = web.Application(middlewares=[self._errors])
+        for group in (BookieApi(self), BookiesApi(self), LedgerApi(self), AutoRecoveryApi(self)):
+            for path, handler in group.routes().items():
+                app.router.add_route("*", path, handler)
+        self.app = app
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen; return the port (``port`` 0 picks a free one)."""
+        self.runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, host, port, reuse_address=True)
+        await site.start()
+        return site._server.sockets[0].getsockname()[1]
+
+    async def close_client(self) -> None:
+        """Before the bookie closes its ZooKeeper session: end the client and what runs on it (a recovery)."""
+        async with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            await asyncio.to_thread(client.close)
+
+    async def stop(self) -> None:
+        await self.close_client()
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler):
+        try:
+            return await handler(request)
+        except web.HTTPException:
+            raise
+        except Exception as exc:  # as BookKeeper: 500, empty body; the reason goes to the log, one line
+            log.warning("HTTP %s %s failed: %s", request.method, request.path_qs, exc or type(exc).__name__)
+            return text(500, "")
+
+    # ---- the cluster-wide operations' client ----
+    async def client(self):
+        """The bookie's BookKeeper client (made on first use: most bookies never need it)."""
+        async with self._client_lock:
+            if self._client is None:
+                if self.bookie.shutting_down:
+                    raise Failed("the bookie is shutting down")
+                from bookie.client import BookKeeper
+
+                self._client = await asyncio.to_thread(BookKeeper, store=self.bookie.store)
+        return self._client
+
+    async def run(self, operation, *args):
+        """``operation(core, *args)``, a coroutine of the client's async core, run on the client's loop."""
+        client = await self.client()
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(operation(client.core, *args), client.loop))
+
+    async def start_background(self, what: str, operation, *args) -> None:
+        """Start ``operation(core, *args)`` on the client's loop and return: BookKeeper answers such requests at
+        once, from its single background executor. How it ended goes to the log."""
+        client = await self.client()
+        future = asyncio.run_coroutine_threadsafe(operation(client.core, *args), client.loop)
+        self._background.add(future)
+        future.add_done_callback(lambda done: self._ended(what, done))
+
+    def _ended(self, what: str, future: concurrent.futures.Future) -> None:
+        self._background.discard(future)
+        if future.cancelled():
+            log.info("%s: stopped with the bookie", what)
+        elif future.exception() is not None:
+            log.warning("%s failed: %s", what, future.exception())
