@@ -13,8 +13,9 @@ from bookie.errors import InvalidArgument, ServiceUnavailable
 
 class Application:
     def __init__(self, ctx: click.Context, service_uri: str | None, conf: str | None, verbosity: int,
-                 timeout: float | None = None):
+                 timeout: float | None = None, log_format: str = "text"):
         self.ctx = ctx
+        self.log_format = log_format  # --log-format / BKCTL_LOG_FORMAT (bkctl.logs)
         self.service_uri_flag = service_uri  # from -u or BKCTL_SERVICE_URI (click applies that precedence)
         self.conf_path = conf
         self.timeout_flag = timeout  # from --timeout or BKCTL_TIMEOUT

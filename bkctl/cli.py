@@ -10,6 +10,7 @@ import click
 
 from bkctl import __version__
 from bkctl.errors import ExitCode, Terminated, exit_code_for, interruption
+from bkctl.options import log_format_option
 from bookie.errors import BKError
 
 MAX_TIMEOUT = 86400  # seconds: a day; more is a typo (and overflows the platform's wait)
@@ -91,9 +92,11 @@ def _terminate_on_sigterm(ctx: click.Context) -> None:
         ctx.call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
 
 
-def _configure_logging(verbosity: int) -> None:
+def _configure_logging(verbosity: int, log_format: str) -> None:
+    from bkctl import logs
+
     level = {0: logging.ERROR, 1: logging.INFO}.get(verbosity, logging.DEBUG)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(level, log_format)
     # kazoo reports every refused connection attempt; the command reports the outcome in one line instead.
     logging.getLogger("kazoo").setLevel(level if verbosity >= 2 else logging.CRITICAL)
 
@@ -125,9 +128,11 @@ def _configure_logging(verbosity: int) -> None:
     "else 8].",
 )
 @click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug logs).")
+@log_format_option
 @click.version_option(__version__, prog_name="bkctl")
 @click.pass_context
-def cli(ctx: click.Context, service_uri: str | None, conf: str | None, timeout: float | None, verbose: int) -> None:
+def cli(ctx: click.Context, service_uri: str | None, conf: str | None, timeout: float | None, verbose: int,
+        log_format: str) -> None:
     """Operate a BookKeeper-style bookie cluster: its metadata, bookies and ledgers.
 
     Exit codes: 0 ok, 1 failed, 2 usage, 3 problems found, 4 unauthorized, 5 not found,
@@ -136,8 +141,8 @@ def cli(ctx: click.Context, service_uri: str | None, conf: str | None, timeout: 
     from bkctl.app import Application
 
     _terminate_on_sigterm(ctx)
-    _configure_logging(verbose)
-    ctx.obj = Application(ctx, service_uri, conf, verbose, timeout)
+    _configure_logging(verbose, log_format)
+    ctx.obj = Application(ctx, service_uri, conf, verbose, timeout, log_format)
 
 
 def main() -> None:

@@ -82,3 +82,21 @@ def quorum_options(command):
     command = click.option("-a", "--ack-quorum", type=click.IntRange(1), default=2, show_default=True)(command)
     command = click.option("-w", "--write-quorum", type=click.IntRange(1), default=2, show_default=True)(command)
     return click.option("-e", "--ensemble", type=click.IntRange(1), default=3, show_default=True)(command)
+
+
+def log_format_option(command=None, *, default: str | None = "text"):
+    """``--log-format text|json``: how log records go to stderr (bkctl.logs). The root's reads BKCTL_LOG_FORMAT;
+    a command's (``default=None``) overrides the root's for that command."""
+
+    def decorate(command):
+        return click.option(
+            "--log-format",
+            type=click.Choice(("text", "json")),
+            default=default,
+            envvar="BKCTL_LOG_FORMAT" if default else None,
+            show_default=bool(default),
+            help="Log records on stderr: one line of text each, or one JSON object per line for log shippers"
+                 + (" [env BKCTL_LOG_FORMAT]." if default else " [default: bkctl's --log-format]."),
+        )(command)
+
+    return decorate(command) if command is not None else decorate

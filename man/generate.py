@@ -27,6 +27,7 @@ ENVIRONMENT = {
     "BKCTL_SERVICE_URI": "The metadata service URI, as -u/--service-uri.",
     "BKCTL_CONF": "A bk_server.conf-style properties file, as -c/--conf.",
     "BKCTL_TIMEOUT": "Seconds to wait for ZooKeeper, as --timeout.",
+    "BKCTL_LOG_FORMAT": "How log records are written to stderr, text or json, as --log-format.",
     "BKCTL_SANDBOX_DIR": "The sandbox state directory (default ~/.local/state/bkctl/sandbox).",
 }
 

@@ -56,7 +56,7 @@ def cluster(store):
 def _isolated_env(monkeypatch, tmp_path):
     """No test reaches a sandbox or configuration of the machine it runs on."""
     monkeypatch.setenv("BKCTL_SANDBOX_DIR", str(tmp_path / "sandbox-state"))
-    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF"):
+    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF", "BKCTL_LOG_FORMAT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "80")

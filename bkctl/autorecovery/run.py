@@ -10,20 +10,21 @@ import click
 def run(app, open_ledger_grace, poll):
     """Run autorecovery in the foreground: auditor election, marking lost bookies' ledgers, re-replication
 
-    Logs to stderr; SIGTERM or Ctrl-C stops it. Run several for availability: one audits, all re-replicate.
+    Logs to stderr; SIGTERM or Ctrl-C stops it. Run several for availability: one audits, all re-replicate. Its id
+    in the auditor election is a bookie id, as BookKeeper's autorecovery writes: the id that a bookie with -c's
+    configuration has (bookieId, advertisedAddress, listeningInterface, bookiePort...; BookKeeper's defaults
+    without -c), so that run beside a bookie, with its bk_server.conf, it is named after that bookie.
     """
     import asyncio
     import logging
-    import os
     import signal
-    import socket
 
     from admin.autorecovery import AutoRecovery
+    from bkctl import logs
 
-    logging.getLogger().setLevel(logging.INFO)
-    for handler in logging.getLogger().handlers:
-        handler.setLevel(logging.INFO)
+    logs.configure(logging.INFO, app.log_format)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
+    name = _auditor_id(app.config)
     client = app.client
     stop = asyncio.Event()
 
@@ -32,5 +33,17 @@ def run(app, open_ledger_grace, poll):
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    name = f"{socket.gethostname()}:{os.getpid()}"
     client.run(AutoRecovery(client.core, name, poll=poll, open_grace=open_ledger_grace).run(stop))
+
+
+def _auditor_id(properties: dict[str, str]) -> str:
+    """AutoRecoveryMain's BookieImpl.getBookieId(conf). A loopback address is allowed: this process listens on
+    nothing, and the id only names it (BookKeeper's refusal would stop autorecovery on a host named 127.0.x.x)."""
+    from bookie.server.config import BookieConfig
+    from bookie.server.network import BookieNetwork
+
+    keys = ("bookieId", "advertisedAddress", "listeningInterface", "useHostNameAsBookieID", "useShortHostName",
+            "bookiePort")
+    config = BookieConfig.load(overrides={k: v for k, v in properties.items() if k in keys})
+    config.allowLoopback = True
+    return BookieNetwork.of(config).bookie_id

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import settings_option
+from bkctl.options import log_format_option, settings_option
 
 
 @click.command()
@@ -12,19 +12,32 @@ from bkctl.options import settings_option
               help="Start even if the journal is corrupt in the middle, skipping the damaged records (they are "
                    "logged and counted in bookie_journal_corrupt_records_skipped; skipReplayJournalInvalidRecord).")
 @settings_option("Any configuration key, e.g. --set journalSyncData=false (repeatable).")
+@log_format_option(default=None)
+@click.option("--print-systemd-unit", "print_unit", is_flag=True,
+              help="Print a systemd unit that runs this bookie with these options (and httpServerEnabled=true for "
+                   "its readiness probe), instead of running it.")
+@click.option("--print-dockerfile", is_flag=True,
+              help="Print a Dockerfile of an image that runs this bookie with these options, instead of running it.")
 @click.pass_obj
-def run(app, conf_file, port, journal_dir, ledger_dir, skip_journal_corruption, settings):
+def run(app, conf_file, port, journal_dir, ledger_dir, skip_journal_corruption, settings, log_format, print_unit,
+        print_dockerfile):
     """Run a bookie in the foreground (logs to stderr; SIGTERM or Ctrl-C shuts it down cleanly)
 
-    Configuration: BookKeeper's bk_server.conf keys and defaults, then -u, then these flags. A bookie whose
-    directories or cookie do not match its cluster, whose directories another bookie holds, whose ports are taken,
-    or whose journal is corrupt before its end refuses to start, exit 1.
+    Configuration: BookKeeper's bk_server.conf keys and defaults, then -u, then these flags. Who the bookie is and
+    where it listens mean what they mean in BookKeeper: listeningInterface is a network interface name (none: every
+    interface), advertisedAddress, bookieId, useHostNameAsBookieID, useShortHostName, allowLoopback,
+    prometheusStatsHttpAddress, httpServerHost. A setting it cannot honour (an unknown interface, a loopback
+    bookie address without allowLoopback) is refused, exit 2. A bookie whose directories or cookie do not match
+    its cluster, whose directories another bookie holds, whose ports are taken, or whose journal is corrupt before
+    its end refuses to start, exit 1.
+
+    --print-systemd-unit and --print-dockerfile print a service definition made from the same options: readiness on
+    /api/v1/bookie/is_ready, SIGTERM for a clean stop, a non-root user, private state directories.
     """
     import logging
+    import os
 
-    from bookie.errors import BKError
-    from bookie.server.bookie import run as run_bookie
-    from bookie.server.claim import StartRefused
+    from bookie.errors import BKError, InvalidArgument
     from bookie.server.config import BookieConfig
 
     overrides = dict(settings)
@@ -35,16 +48,58 @@ def run(app, conf_file, port, journal_dir, ledger_dir, skip_journal_corruption, 
             overrides[key] = str(value)
     if skip_journal_corruption:
         overrides["skipReplayJournalInvalidRecord"] = "true"
-    config = BookieConfig.load(conf_file or app.conf_path, overrides)
-    root = logging.getLogger()
-    root.setLevel(logging.DEBUG if app.terminal.verbosity > 1 else logging.INFO)
-    for handler in root.handlers:
-        handler.setLevel(root.level)
-    # ZooKeeper connection losses matter to a bookie's operator; kazoo's routine chatter does not
-    logging.getLogger("kazoo").setLevel(logging.DEBUG if app.terminal.verbosity > 1 else logging.WARNING)
+    conf_file = conf_file or app.conf_path
+    if print_unit or print_dockerfile:
+        if print_unit and print_dockerfile:
+            raise InvalidArgument("give --print-systemd-unit or --print-dockerfile, not both")
+        _print_service(app, conf_file and os.path.abspath(conf_file), overrides, log_format, print_unit)
+        return
+    config = BookieConfig.load(conf_file, overrides)
+    _configure_logging(app, log_format)
     for key in config.unused_keys:  # a Java bookie's bk_server.conf: say what it sets that this bookie ignores
         logging.getLogger("bookie.server.config").warning("%s is not used by this bookie: ignored", key)
+
+    from bookie.server.bookie import run as run_bookie
+    from bookie.server.claim import StartRefused
+    from bookie.server.network import BookieNetwork
+
+    network = BookieNetwork.of(config)  # before anything is claimed or written (InvalidArgument: exit 2)
     try:
-        run_bookie(config)
+        run_bookie(config, network)
     except (OSError, StartRefused) as exc:
-        raise BKError(f"bookie {config.bookie_id} cannot start: {exc}") from None
+        raise BKError(f"bookie {network.bookie_id} cannot start: {exc}") from None
+
+
+def _configure_logging(app, log_format: str | None) -> None:
+    import logging
+
+    from bkctl import logs
+
+    logs.configure(logging.DEBUG if app.terminal.verbosity > 1 else logging.INFO, log_format or app.log_format)
+    # ZooKeeper connection losses matter to a bookie's operator; kazoo's routine chatter does not
+    logging.getLogger("kazoo").setLevel(logging.DEBUG if app.terminal.verbosity > 1 else logging.WARNING)
+
+
+def _print_service(app, conf_file: str | None, overrides: dict[str, str], log_format: str | None, unit: bool):
+    """The same options, made into ``bkctl`` arguments (absolute paths; the HTTP server on for readiness)."""
+    import os
+
+    from bkctl import __version__
+    from bookie.local.service import BookieService
+    from bookie.server.config import BookieConfig
+
+    args = ["-u", app.service_uri_flag] if app.service_uri_flag else []
+    args += ["bookie", "run", *(["--conf", conf_file] if conf_file else [])]
+    if app.service_uri_flag:  # passed as -u
+        del overrides["metadataServiceUri"]
+    if not BookieConfig.load(conf_file, overrides).httpServerEnabled:
+        overrides["httpServerEnabled"] = "true"
+    for key, value in overrides.items():
+        if key in ("journalDirectories", "ledgerDirectories", "indexDirectories"):
+            value = ",".join(os.path.abspath(d.strip()) for d in value.split(",") if d.strip())
+            overrides[key] = value
+        args += ["--set", f"{key}={value}"]
+    if log_format or app.log_format != "text":
+        args += ["--log-format", log_format or app.log_format]
+    service = BookieService(tuple(args), BookieConfig.load(conf_file, overrides), conf_file, __version__)
+    app.terminal.line((service.systemd_unit() if unit else service.dockerfile()).rstrip("\n"))

@@ -15,6 +15,13 @@ from bookie.errors import ServiceUnavailable
 from bookie.local.process import free_port, running, spawn, stop_process_group, tail
 
 
+# Every server of a local bookie on 127.0.0.1 only, in BookKeeper's keys, as the oracle's bin/bk-conf writes them:
+# the bookie and admin ports bind the bookie address (advertisedAddress, as listeningInterface is set), which is its
+# id's host; the loopback address is allowed.
+LOOPBACK_ONLY = {"listeningInterface": "lo", "advertisedAddress": "127.0.0.1", "allowLoopback": "true",
+                 "prometheusStatsHttpAddress": "127.0.0.1", "httpServerHost": "127.0.0.1"}
+
+
 @dataclass
 class LocalBookie:
     index: int
@@ -72,14 +79,13 @@ class LocalBookie:
         conf = {
             "metadataServiceUri": service_uri,
             "bookiePort": str(self.port),
-            "listeningInterface": "127.0.0.1",
+            **LOOPBACK_ONLY,
             "journalDirectories": self.journal_dir,
             "ledgerDirectories": self.ledger_dir,
             "prometheusStatsHttpPort": str(self.metrics_port),
             "bkctlAdminPort": str(self.admin_port),
             "zkTimeout": "6000",
-            **({"httpServerEnabled": "true", "httpServerHost": "127.0.0.1", "httpServerPort": str(self.http_port)}
-               if self.http_port else {}),
+            **({"httpServerEnabled": "true", "httpServerPort": str(self.http_port)} if self.http_port else {}),
             **self.settings,
         }
         self.conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bookie.errors import BKError, ClusterAlreadyInitialised, NotFound
 from bookie.local import process
-from bookie.local.bookies import LocalBookie, wait_registered
+from bookie.local.bookies import LOOPBACK_ONLY, LocalBookie, wait_registered
 from bookie.local.process import free_port, spawn, stop_process_group
 from bookie.local.zookeeper import EmbeddedZooKeeper
 
@@ -37,8 +37,8 @@ LEDGERS_ROOT = "/ledgers"
 # 9.5-15.2 ms with the defaults to 5.0-7.2 ms with both, in alternating runs (benchmarks/add_latency.py).
 BOOKIE_SETTINGS = {"journalFlushWhenQueueEmpty": "true", "flushEntrylogBytes": str(512 << 10)}
 # The keys LocalBookie.write_conf sets itself; the others of a bk_server.conf are its settings.
-CONF_KEYS = {"metadataServiceUri", "bookiePort", "listeningInterface", "journalDirectories", "ledgerDirectories",
-             "prometheusStatsHttpPort", "zkTimeout"}
+CONF_KEYS = {"metadataServiceUri", "bookiePort", "journalDirectories", "ledgerDirectories", "prometheusStatsHttpPort",
+             "zkTimeout", *LOOPBACK_ONLY}
 
 
 def default_state_dir() -> Path:
@@ -252,8 +252,10 @@ class Sandbox:
         with MetadataStore(parse_service_uri(state.service_uri)) as store:
             self._start_bookies(store, state, local, count, settings)
         if autorecovery and not process.running(state.autorecovery_pid, state.autorecovery_marker):
+            # with a bookie's configuration, as BookKeeper's autorecovery runs in or beside a bookie: named after it
+            conf = ["-c", str(local[0].conf_path)] if local else []
             state.autorecovery_pid = spawn(
-                [sys.executable, "-m", "bkctl", "-u", state.service_uri, "autorecovery", "run"],
+                [sys.executable, "-m", "bkctl", "-u", state.service_uri, *conf, "autorecovery", "run"],
                 self.dir / "autorecovery.log",
             )
             self.save(state)
@@ -381,6 +383,7 @@ class Sandbox:
                 raise SandboxRunning(f"sandbox bookie {bookie.bookie_id} is already running (pid {bookie.pid})")
             with MetadataStore(parse_service_uri(state.service_uri)) as store:
                 self._format_if_decommissioned(store, bookie)
+                bookie.write_conf(state.service_uri)  # in this bkctl's keys (listeningInterface was an address)
                 bookie.start()
                 self._update(state, bookie)
                 wait_registered(store, [bookie])

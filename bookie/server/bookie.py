@@ -30,8 +30,9 @@ from bookie.server.config import BookieConfig
 from bookie.server.claim import DirectoryLocks, address_in_use, check_port_free
 from bookie.server.cookie_check import check_cookies, write_cookies
 from bookie.server.metrics import BookieStats
+from bookie.server.network import BookieNetwork
 from bookie.server.protocol import WireServer
-from bookie.server.servicer import BookieServicer
+from bookie.server.servicer import BookieServicer, ClientGoneFilter
 from bookie.storage.gc import GarbageCollector
 from bookie.storage.ledger_storage import LedgerStorage
 
@@ -50,9 +51,10 @@ GRPC_OPTIONS = [
 
 
 class BookieServer:
-    def __init__(self, config: BookieConfig):
+    def __init__(self, config: BookieConfig, network: BookieNetwork):
         self.config = config
-        self.bookie_id = config.bookie_id
+        self.network = network
+        self.bookie_id = network.bookie_id
         self.stats = BookieStats()
         self.store: MetadataStore | None = None
         self.storage: LedgerStorage | None = None
@@ -81,14 +83,14 @@ class BookieServer:
 
         Nothing is read or written in the directories, nor in ZooKeeper, before the directories are locked and the
         ports are known to be free: a second bookie on the same disks or ports must be refused without a trace."""
-        config = self.config
+        config, host = self.config, self.network.bind_host
         self._loop = asyncio.get_running_loop()
         self.locks.acquire([config.journal_dir, config.ledger_dir, config.index_dir])
-        check_port_free(config.listeningInterface, config.bookiePort, "bookiePort", "bookie")
+        check_port_free(host, config.bookiePort, "bookiePort", "bookie")
         if config.admin_port is not None:
-            check_port_free(config.listeningInterface, config.admin_port, "bkctlAdminPort", "bookie admin")
+            check_port_free(host, config.admin_port, "bkctlAdminPort", "bookie admin")
         if config.prometheusStatsHttpPort >= 0:  # served from now on: holds the port for the process's life
-            self.metrics_port = self.stats.serve(config.prometheusStatsHttpPort, config.listeningInterface)
+            self.metrics_port = self.stats.serve(config.prometheusStatsHttpPort, config.prometheusStatsHttpAddress)
         if config.httpServerEnabled:  # from now on too: /heartbeat answers, and is_ready says 503, during replay
             from bookie.server.http import HttpAdmin  # aiohttp: imported only by bookies that serve it
 
@@ -113,18 +115,19 @@ class BookieServer:
         self.stats.watch(self.storage)
 
         self.server = grpc.aio.server(options=GRPC_OPTIONS)
+        logging.getLogger("grpc._cython.cygrpc").addFilter(ClientGoneFilter())
         handlers = BookieServicer(self)  # the operations, served by the wire protocol and the gRPC data service
         bookkeeper_protocol_pb2_grpc.add_BookieServicer_to_server(handlers, self.server)
         bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(BookieAdminServicer(self), self.server)
-        address = f"{config.listeningInterface}:{config.bookiePort}"
+        address = _host_port(host, config.bookiePort)
         if config.admin_port is not None:
             self.admin_port = self._bind(self.server, config.admin_port, "bkctlAdminPort", "bookie admin")
         await self.server.start()
         self.wire = WireServer(self, handlers, config.nettyMaxFrameSizeBytes)
         try:
-            await self.wire.start(config.listeningInterface, config.bookiePort)
+            await self.wire.start(host, config.bookiePort)
         except OSError:
-            raise address_in_use(config.listeningInterface, config.bookiePort, "bookiePort", "bookie") from None
+            raise address_in_use(host, config.bookiePort, "bookiePort", "bookie") from None
         self._check_disks()
         await asyncio.to_thread(write_cookies, self.store, cookies)  # last: see cookie_check
         await asyncio.to_thread(self._register)
@@ -139,9 +142,9 @@ class BookieServer:
                  self.admin_port, self.metrics_port, self.http_port)
 
     def _bind(self, server: grpc.aio.Server, port: int, key: str, what: str) -> int:
-        host = self.config.listeningInterface
+        host = self.network.bind_host
         try:
-            bound = server.add_insecure_port(f"{host}:{port}")
+            bound = server.add_insecure_port(_host_port(host, port))
         except RuntimeError:
             bound = 0
         if bound == 0:
@@ -155,9 +158,9 @@ class BookieServer:
             props["metricsPort"] = str(self.metrics_port)
         if self.config.bookieRack:
             props["rack"] = self.config.bookieRack
-        host = self.config.advertisedAddress or self.config.listeningInterface
+        address = self.network.address  # BookieService publishes BookieServer.getLocalAddress(): this
         http = (self.config.httpServerHost, self.http_port) if self.http_port else None
-        return BookieServiceInfo.for_bookie(host, self.config.bookiePort, admin_port=self.admin_port, http=http,
+        return BookieServiceInfo.for_bookie(address.host, address.port, admin_port=self.admin_port, http=http,
                                             **props)
 
     def _register(self) -> None:
@@ -250,9 +253,13 @@ class BookieServer:
         self.locks.release()
 
 
-async def serve(config: BookieConfig) -> None:
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+async def serve(config: BookieConfig, network: BookieNetwork) -> None:
     """Run a bookie until SIGTERM or SIGINT, then shut down cleanly."""
-    bookie = BookieServer(config)
+    bookie = BookieServer(config, network)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -266,11 +273,11 @@ async def serve(config: BookieConfig) -> None:
         await bookie.stop()
 
 
-def run(config: BookieConfig) -> None:
+def run(config: BookieConfig, network: BookieNetwork) -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     try:
         import uvloop  # ~20% less CPU per message (DESIGN.md)
 
-        uvloop.run(serve(config))
+        uvloop.run(serve(config, network))
     except ImportError:
-        asyncio.run(serve(config))
+        asyncio.run(serve(config, network))

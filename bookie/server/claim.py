@@ -100,6 +100,7 @@ def check_port_free(host: str, port: int, key: str, what: str) -> None:
             if exc.errno == errno.EADDRINUSE:
                 raise address_in_use(host, port, key, what) from None
             if exc.errno == errno.EADDRNOTAVAIL:
-                raise StartRefused(f"cannot listen on {host}:{port}: {host} is not an address of this machine; "
-                                   "set listeningInterface") from None
+                raise StartRefused(f"cannot listen on {host}:{port}: {host} is not an address of this machine (with "
+                                   "listeningInterface set, the bookie binds its bookie address: advertisedAddress "
+                                   "when set)") from None
             raise

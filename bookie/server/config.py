@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bookie.conf import load_properties, metadata_service_uri
 from bookie.errors import InvalidArgument
+from bookie.server.network import check_bookie_id
 from bookie.storage.gc import GcConfig
 from bookie.storage.ledger_storage import StorageConfig
 
@@ -41,9 +42,13 @@ READ_ELSEWHERE = frozenset({"zkServers", "zkLedgersRootPath"})
 class BookieConfig:
     metadataServiceUri: str = "zk+hierarchical://localhost:2181/ledgers"
     bookiePort: int = 3181
+    # who the bookie is and where it listens, as in BookKeeper (bookie/server/network.py)
     bookieId: str = ""
     advertisedAddress: str = ""
-    listeningInterface: str = "127.0.0.1"  # ours: the address to bind (BookKeeper binds all interfaces)
+    listeningInterface: str = ""  # a network interface name (eth0); none: listen on every interface
+    useHostNameAsBookieID: bool = False
+    useShortHostName: bool = False
+    allowLoopback: bool = False
     # ours: the port of the gRPC admin service, advertised in the registration (0: bookiePort + 1, -1: none)
     bkctlAdminPort: int = 0
     bookieRack: str = ""  # ours: published in the registration for rack-aware placement
@@ -68,6 +73,7 @@ class BookieConfig:
     diskCheckInterval: int = 10000
     readOnlyModeEnabled: bool = True
     prometheusStatsHttpPort: int = 8000
+    prometheusStatsHttpAddress: str = "0.0.0.0"
     httpServerEnabled: bool = False  # BookKeeper's HTTP admin API (bookie/server/http/)
     httpServerPort: int = 8080
     httpServerHost: str = "0.0.0.0"
@@ -80,7 +86,7 @@ class BookieConfig:
     zkTimeout: int = 10000
 
     unused_keys = ()  # set by load: keys of the file and overrides that this bookie does not use
-    properties = {}  # set by load (never changed in place): every key of the file and overrides, as written: every key of the file and overrides
+    properties = {}  # set by load (never changed in place): every key of the file and overrides, as written
 
     ALIASES = {"entryLogSizeLimit": "logSizeLimit", "journalDirectory": "journalDirectories",
                "ledgerDirectory": "ledgerDirectories"}
@@ -115,6 +121,8 @@ class BookieConfig:
         return config
 
     def validate(self) -> None:
+        if self.bookieId:
+            check_bookie_id(self.bookieId)
         if not 0 < self.bookiePort < 65536:
             raise InvalidArgument(f"bookiePort {self.bookiePort} is not a port number")
         if not -1 <= self.bkctlAdminPort < 65536 or self.admin_port in (self.bookiePort, 65536):
@@ -161,11 +169,6 @@ class BookieConfig:
         if self.bkctlAdminPort < 0:
             return None
         return self.bkctlAdminPort or self.bookiePort + 1
-
-    @property
-    def bookie_id(self) -> str:
-        """The configured bookieId, else ``<advertised address or listening interface>:<bookiePort>``."""
-        return self.bookieId or f"{self.advertisedAddress or self.listeningInterface}:{self.bookiePort}"
 
     def storage(self) -> StorageConfig:
         return StorageConfig(

@@ -41,6 +41,10 @@ FENCE, RECOVERY_ADD, PIGGYBACK = pb.ReadRequest.FENCE_LEDGER, pb.AddRequest.RECO
 HIGH_PRIORITY = 100  # what the Java client puts in BKPacketHeader.priority of recovery traffic
 
 
+def _address(peer) -> str:
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
+
 def _reply_header(header: pb.BKPacketHeader) -> pb.BKPacketHeader:
     """The header of an operation's response: version, operation and txnId of the request (PacketProcessorBaseV3)."""
     return pb.BKPacketHeader(version=pb.VERSION_THREE, operation=header.operation, txnId=header.txnId)
@@ -109,7 +113,14 @@ class BookieConnection(asyncio.Protocol):
         self.server.connections.add(self)
 
     def connection_lost(self, exc) -> None:
+        """An expected event, one INFO line when it cut something short (as BookKeeper's "Client died before
+        request could be completed"); the requests still waiting are cancelled, quietly."""
         self.server.connections.discard(self)
+        in_flight = self.adds_in_flight + len(self.tasks)
+        if (exc is not None or in_flight) and not self.bookie.shutting_down:
+            peer = self.transport.get_extra_info("peername") if self.transport else None
+            reason = f" ({exc})" if exc is not None else ""
+            log.info("client %s went away%s with %d requests in flight", _address(peer), reason, in_flight)
         for task in self.tasks:
             task.cancel()
         self.transport = None
@@ -147,7 +158,7 @@ class BookieConnection(asyncio.Protocol):
     def _drop(self, reason: Exception) -> None:
         """Framing or decoding failed: BookKeeper closes such a connection (the bytes that follow mean nothing)."""
         peer = self.transport.get_extra_info("peername") if self.transport else None
-        log.warning("closing the connection from %s: %s", peer, reason)
+        log.warning("closing the connection from %s: %s", _address(peer), reason)
         self.close()
 
     # ---- requests ----

@@ -8,6 +8,8 @@ unary; range reads stream chunks of entries.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
 import shutil
 import struct
@@ -22,11 +24,51 @@ from bookie.storage.ledger_storage import AddKey
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
+GONE_QUIET = 5.0  # seconds
 
 
 def _flag(message, value: int) -> bool:
     """Whether an optional enum ``flag`` is set to ``value`` (proto2: an unset enum reads as its first value)."""
     return message.HasField("flag") and message.flag == value
+
+
+def cancellation_logged(method):
+    """A gRPC handler whose cancellation (its client went away, or gave up waiting) is one INFO line, not a
+    traceback; the cancellation goes on. (The wire server's handlers run without a context: their connection says
+    it, bookie/server/protocol.py.)"""
+    if inspect.isasyncgenfunction(method):
+        @functools.wraps(method)
+        async def stream(self, request, context):
+            try:
+                async for answer in method(self, request, context):
+                    yield answer
+            except asyncio.CancelledError:
+                self.client_gone(context, method.__name__)
+                raise
+        return stream
+
+    @functools.wraps(method)
+    async def unary(self, request, context):
+        try:
+            return await method(self, request, context)
+        except asyncio.CancelledError:
+            self.client_gone(context, method.__name__)
+            raise
+    return unary
+
+
+class ClientGoneFilter(logging.Filter):
+    """For gRPC's own logger: an answer that could not be sent because the client had just gone (grpc checks
+    ``client_closed`` before the transport noticed, and logs ExecuteBatchError with a traceback) is one INFO
+    line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and str(record.msg).startswith("Unexpected [ExecuteBatchError]"):
+            method = record.getMessage().rpartition("[")[2].rstrip("]")
+            record.msg, record.args, record.exc_info, record.exc_text = (
+                "client went away while its %s answer was being sent", (method,), None, None)
+            record.levelno, record.levelname, record.name = logging.INFO, "INFO", __name__
+        return True
 
 
 def status_of(exc: BaseException) -> int:
@@ -50,6 +92,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         self._bytes_written, self._batch_latency = stats.bytes_written, stats.add_batch_latency
         self._reads_ok, self._reads_failed = stats.reads.labels("ok"), stats.reads.labels("failed")
         self._read_latency = stats.read_latency
+        self._gone: set[str] = set()  # clients whose going away was logged in the last GONE_QUIET seconds
 
     # ---- helpers ----
     @staticmethod
@@ -64,6 +107,17 @@ class BookieServicer(pb_grpc.BookieServicer):
 
         return future, lambda error: loop.call_soon_threadsafe(resolve, error)
 
+    def client_gone(self, context, what: str) -> None:
+        """One line per client that went away, however many of its calls were cancelled with it (none when the
+        bookie's own shutdown cancelled them)."""
+        if context is None or self.bookie.shutting_down:
+            return
+        peer = context.peer()
+        if peer not in self._gone:
+            self._gone.add(peer)
+            asyncio.get_running_loop().call_later(GONE_QUIET, self._gone.discard, peer)
+            log.info("client %s went away: its %s call and any others were cancelled", peer, what)
+
     def _check_writable(self) -> None:
         if self.bookie.read_only:
             raise BookieReadOnly("bookie is read-only")
@@ -74,6 +128,7 @@ class BookieServicer(pb_grpc.BookieServicer):
                 waiter.set_result(None)
 
     # ---- adds ----
+    @cancellation_logged
     async def AddEntry(self, request, context):
         record = SIZE.pack(len(request.body)) + request.body
         batch = pb.AddBatch(batchId=0, entries=record)
@@ -85,6 +140,7 @@ class BookieServicer(pb_grpc.BookieServicer):
             return response.failed[0]
         return pb.AddResponse(status=pb.EOK, ledgerId=request.ledgerId, entryId=request.entryId)
 
+    @cancellation_logged
     async def AddEntries(self, request_iterator, context):
         # Each batch is stored as it arrives (no task per batch); answers go out in order once durable.
         pending: asyncio.Queue = asyncio.Queue()
@@ -93,6 +149,8 @@ class BookieServicer(pb_grpc.BookieServicer):
             try:
                 async for batch in request_iterator:
                     pending.put_nowait(self._submit(batch))
+            except Exception:  # the request stream broke: its client went away (kept from "never retrieved")
+                self.client_gone(context, "AddEntries")
             finally:
                 pending.put_nowait(None)
 
@@ -126,7 +184,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         try:
             future, callback = self._durable()
             added, refused = self.storage.add_batch(keys, records, callback)
-        except BaseException as exc:  # the whole batch failed
+        except Exception as exc:  # the whole batch failed
             future = asyncio.get_running_loop().create_future()
             future.set_result(exc)
             added, refused = 0, []
@@ -176,6 +234,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         return response
 
     # ---- reads ----
+    @cancellation_logged
     async def ReadEntry(self, request, context):
         started = time.perf_counter()
         response = pb.ReadResponse(status=pb.EOK, ledgerId=request.ledgerId, entryId=request.entryId)
@@ -189,7 +248,7 @@ class BookieServicer(pb_grpc.BookieServicer):
                     raise error
             if request.HasField("previousLAC"):
                 return await self._long_poll(request, response)
-        except BaseException as exc:
+        except Exception as exc:
             response.status = status_of(exc)
             self.stats.reads.labels("failed").inc()
             return response
@@ -220,7 +279,7 @@ class BookieServicer(pb_grpc.BookieServicer):
             lac = self.storage.lac(ledger_id)
             self._reads_ok.inc()
             result = pb.EOK, body, lac
-        except BaseException as exc:
+        except Exception as exc:
             self._reads_failed.inc()
             result = status_of(exc), None, None
         self._read_latency.observe(time.perf_counter() - started)
@@ -250,12 +309,13 @@ class BookieServicer(pb_grpc.BookieServicer):
                 pass
         return response
 
+    @cancellation_logged
     async def ReadEntries(self, request, context):
         ledger_id, first = request.ledgerId, request.firstEntryId
         limit = request.maxChunkBytes or (1 << 20)
         try:
             max_lac = self.storage.lac(ledger_id)
-        except BaseException as exc:
+        except Exception as exc:
             yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=first)
             return
         wanted = range_read_entries(request)
@@ -263,7 +323,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         for entry_id in wanted:
             try:
                 body = self.storage.read_entry(ledger_id, entry_id)
-            except BaseException as exc:
+            except Exception as exc:
                 if count:
                     yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
                                             entries=bytes(chunk), maxLAC=max_lac)
@@ -284,6 +344,7 @@ class BookieServicer(pb_grpc.BookieServicer):
                                     entries=bytes(chunk), maxLAC=max_lac)
 
     # ---- LAC, force, info ----
+    @cancellation_logged
     async def WriteLac(self, request, context):
         response = pb.WriteLacResponse(status=pb.EOK, ledgerId=request.ledgerId)
         try:
@@ -292,7 +353,7 @@ class BookieServicer(pb_grpc.BookieServicer):
             self.storage.write_explicit_lac(request.ledgerId, request.masterKey, request.lac, request.body, callback)
             if (error := await future) is not None:
                 raise error
-        except BaseException as exc:
+        except Exception as exc:
             response.status = status_of(exc)
         return response
 
@@ -307,10 +368,11 @@ class BookieServicer(pb_grpc.BookieServicer):
             except NoSuchEntry:
                 if not explicit:
                     raise
-        except BaseException as exc:
+        except Exception as exc:
             response.status = status_of(exc)
         return response
 
+    @cancellation_logged
     async def ForceLedger(self, request, context):
         future, callback = self._durable()
         self.storage.journal.log(b"", callback)
@@ -331,13 +393,14 @@ class BookieServicer(pb_grpc.BookieServicer):
         try:
             entries = self.storage.entry_ids(ledger_id)
             response.availabilityOfEntriesOfLedger = AvailabilityOfEntries.from_entries(entries).encode()
-        except BaseException as exc:
+        except Exception as exc:
             response.status = status_of(exc)
         return response
 
     async def GetListOfEntriesOfLedger(self, request, context):
         return self._entries_of(request.ledgerId)
 
+    @cancellation_logged
     async def GetListOfEntriesOfLedgers(self, request, context):
         chunk, size = pb.ListOfEntriesOfLedgers(), 0
         for ledger_id in request.ledgerId:

@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from bookie.errors import BKError
 from bookie.storage.entry_log import (
     iter_records,
     list_log_ids,
@@ -130,6 +131,21 @@ class GcRun:
     started: float = 0.0  # epoch seconds
     seconds: float = 0.0
     error: str = ""
+
+    def __str__(self) -> str:
+        """One line for the log: ``gc run 7 (forced, major compaction): 2 ledgers deleted, 1 entry logs deleted,
+        3 entry logs compacted (1200 entries, 1.2 MiB copied), 64.0 MiB reclaimed in 0.41 s``."""
+        how = ", ".join(filter(None, ["forced" if self.forced else "", f"{self.kind} compaction" if self.kind else ""]))
+        done = [f"{self.ledgers_deleted} ledgers deleted", f"{self.logs_deleted} entry logs deleted",
+                f"{self.logs_compacted} entry logs compacted ({self.entries_copied} entries, "
+                f"{_mib(self.bytes_copied)} copied)"]
+        failed = f"; failed: {self.error}" if self.error else ""
+        return (f"gc run {self.run_id}{f' ({how})' if how else ''}: {', '.join(done)}, "
+                f"{_mib(self.bytes_reclaimed)} reclaimed in {self.seconds:.2f} s{failed}")
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"
 
 
 @dataclass
@@ -252,15 +268,18 @@ class GarbageCollector:
             result.kind = self._kind(forced)
             if result.kind:
                 self._compact_logs(result.kind, result)
-        except Exception as exc:  # a failed run is reported and retried at the next one
-            log.exception("garbage collection failed")
+        except BKError as exc:  # expected (ZooKeeper unreachable...): reported, retried at the next run
+            log.warning("gc run %d failed: %s", run_id, exc)
+            result.error = str(exc)
+        except Exception as exc:  # a bug: its traceback
+            log.exception("gc run %d failed", run_id)
             result.error = str(exc)
         result.seconds = time.monotonic() - began
         self.state.bytes_reclaimed += result.bytes_reclaimed
         self.state.logs_compacted += result.logs_compacted
         self.state.last_run = result
         if result.ledgers_deleted or result.logs_deleted or result.logs_compacted:
-            log.info("gc run %d: %s", result.run_id, result)
+            log.info("%s", result)
         return result
 
     def _collect_ledgers(self) -> int:

@@ -78,3 +78,20 @@ def test_a_value_this_bookie_cannot_honour_is_refused_in_one_line(tmp_path, key,
     with pytest.raises(InvalidArgument, match=f"^{key}={value} in {path} cannot be honoured: .*{instead}") as info:
         BookieConfig.load(path)
     assert "\n" not in str(info.value)
+
+
+def test_network_keys_have_bookkeepers_defaults_and_bookie_ids_its_syntax():
+    config = BookieConfig.load()
+    assert (config.listeningInterface, config.advertisedAddress, config.bookieId) == ("", "", "")
+    assert (config.allowLoopback, config.useHostNameAsBookieID, config.useShortHostName) == (False, False, False)
+    assert (config.prometheusStatsHttpAddress, config.httpServerHost) == ("0.0.0.0", "0.0.0.0")
+    assert BookieConfig.load(overrides={"bookieId": "rack1-bookie_7.example:3181"}).bookieId
+    for bad in ("readonly", "has space", "a/b"):
+        with pytest.raises(InvalidArgument, match="is not a valid bookie id"):
+            BookieConfig.load(overrides={"bookieId": bad})
+
+
+def test_interfaces_are_listed_with_their_ipv4_address():
+    from bookie.server.network import interfaces
+
+    assert interfaces()["lo"] == "127.0.0.1"

@@ -193,9 +193,7 @@ class BookieApi:
 
     def _server_name(self) -> str:
         """BookieServer.toString(), which the compaction answers quote."""
-        config = self.bookie.config
-        address = f"{config.advertisedAddress or config.listeningInterface}:{config.bookiePort}"
-        return f"Bookie Server listening on {address} with id {self.bookie.bookie_id}"
+        return f"Bookie Server listening on {self.bookie.network.address} with id {self.bookie.bookie_id}"
 
     async def _compaction(self, request: web.Request, verb: str) -> web.Response:
         """SuspendCompactionService / ResumeCompactionService."""

@@ -93,6 +93,10 @@ def test_major_takes_both_emptiest_first(half_and_tenth):
     assert_reads(storage, 1, 5)
     assert_reads(storage, 3, 1)
     assert_reads(storage, 5, 1)
+    # what the bookie logs of the run: one readable line
+    assert str(run) == (f"gc run 1 (forced, major compaction): 2 ledgers deleted, 0 entry logs deleted, 2 entry logs "
+                        f"compacted (6 entries, {6 * RECORD / 2**20:.1f} MiB copied), "
+                        f"{run.bytes_reclaimed / 2**20:.1f} MiB reclaimed in {run.seconds:.2f} s")
 
 
 def test_suspended_kinds_wait_until_resumed(half_and_tenth):

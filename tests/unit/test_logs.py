@@ -1,0 +1,50 @@
+"""Log records: one line each, as text or JSON (bkctl.logs), and gRPC's 'client gone' traceback made one line."""
+
+import json
+import logging
+
+from bkctl.logs import JsonFormatter, TextFormatter
+from bookie.server.servicer import ClientGoneFilter
+
+
+def record(message="stored %d entries", args=(3,), level=logging.WARNING, exc_info=None, name="bookie.x"):
+    return logging.LogRecord(name, level, __file__, 1, message, args, exc_info)
+
+
+def failed():
+    try:
+        raise ValueError("bad\nvalue")
+    except ValueError:
+        import sys
+
+        return sys.exc_info()
+
+
+def test_text_is_one_line_with_time_level_logger_and_message():
+    line = TextFormatter().format(record(exc_info=failed()))
+    assert "\n" not in line
+    time, level, logger, message = line.split(" ", 3)
+    assert time[:4].isdigit() and time[10] == "T" and time[-6] in "+-"  # ISO 8601, with the offset
+    assert (level, logger) == ("WARNING", "bookie.x:")
+    assert message.startswith("stored 3 entries\\nTraceback (most recent call last):\\n")
+    assert message.endswith("ValueError: bad\\nvalue")
+
+
+def test_json_is_one_object_per_line_with_the_exception_in_one_field():
+    line = JsonFormatter().format(record(exc_info=failed()))
+    assert "\n" not in line
+    document = json.loads(line)
+    assert set(document) == {"time", "level", "logger", "message", "exception"}
+    assert (document["level"], document["logger"], document["message"]) == ("WARNING", "bookie.x", "stored 3 entries")
+    assert document["exception"].startswith("Traceback") and document["exception"].endswith("ValueError: bad\nvalue")
+    assert "exception" not in json.loads(JsonFormatter().format(record()))
+
+
+def test_grpc_execute_batch_error_after_a_client_left_is_one_info_line():
+    raw = record("Unexpected [ExecuteBatchError] raised by servicer method [/bookkeeper.Bookie/AddEntries]", (),
+                 logging.ERROR, failed(), "grpc._cython.cygrpc")
+    assert ClientGoneFilter().filter(raw)
+    assert (raw.levelname, raw.name, raw.exc_info) == ("INFO", "bookie.server.servicer", None)
+    assert raw.getMessage() == "client went away while its /bookkeeper.Bookie/AddEntries answer was being sent"
+    other = record("Unexpected [KeyError] raised by servicer method [/x]", (), logging.ERROR, failed())
+    assert ClientGoneFilter().filter(other) and other.levelname == "ERROR" and other.exc_info
