@@ -126,8 +126,8 @@ def _configure_logging(verbosity: int) -> None:
     type=click.FloatRange(0, MAX_TIMEOUT, min_open=True),
     callback=finite_seconds,
     metavar="SECONDS",
-    help="Give up reaching ZooKeeper after this long, exit 6 [env BKCTL_TIMEOUT; default: zkTimeout of -c, "
-    "else 8].",
+    help="Give up reaching ZooKeeper after this long, exit 6 [env BKCTL_TIMEOUT; default: zkTimeout of -c or the "
+    "context's timeout, else 8].",
 )
 @click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug logs).")
 @click.version_option(__version__, prog_name="bkctl")
