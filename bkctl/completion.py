@@ -17,6 +17,7 @@ CLICK_CALL = "COMP_CWORD=$COMP_CWORD"
 
 
 class Bash(BashComplete):
+    incomplete: str | None = None  # the word being completed, whole (only when the script passed the line)
     source_template = BashComplete.source_template.replace(
         CLICK_CALL, f'{CLICK_CALL} {LINE}="${{COMP_LINE:0:COMP_POINT}}" {WORD}="${{COMP_WORDS[COMP_CWORD]}}"')
 
@@ -30,7 +31,7 @@ class Bash(BashComplete):
 
     def format_completion(self, item) -> str:
         word = os.environ.get(WORD)
-        incomplete = getattr(self, "incomplete", None)
+        incomplete = self.incomplete
         if item.type == "plain" and word is not None and incomplete is not None and incomplete.endswith(word):
             before = incomplete[: len(incomplete) - len(word)]  # typed, but in words bash keeps as they are
             value = item.value

@@ -32,6 +32,7 @@ from bkctl.options import MAX_TIMEOUT
 from bookie.errors import InvalidArgument, NotFound
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}")
+NAME_RULE = "letters, digits and _.@:- (up to 128), starting with a letter or digit"
 HEADER = "# bkctl contexts: edit with `bkctl config set-context / use-context / delete-context`\n"
 
 
@@ -45,8 +46,7 @@ def config_path() -> Path:
 
 def check_name(name: str) -> str:
     if not NAME.fullmatch(name):
-        raise InvalidArgument(f"bad context name {name!r}: letters, digits and _.@:- (up to 128), starting with a "
-                              "letter or digit")
+        raise InvalidArgument(f"bad context name {name!r}: {NAME_RULE}")
     return name
 
 
@@ -95,7 +95,7 @@ KEYS: dict[str, Callable] = {"service-uri": _service_uri, "http-port": _port, "t
 def parse_context(name: str, entry, where: str) -> Context:
     where = f"{where}: context {name!r}"
     if not isinstance(name, str) or not NAME.fullmatch(name):
-        raise InvalidArgument(f"{where}: not a context name (letters, digits and _.@:-)")
+        raise InvalidArgument(f"{where}: not a context name: {NAME_RULE}")
     if not isinstance(entry, dict):
         raise InvalidArgument(f"{where}: not a mapping of settings")
     unknown = sorted(str(k) for k in entry if k not in KEYS)
@@ -130,7 +130,7 @@ class ContextFile:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=".config.yaml.", dir=self.path.parent)  # mode 0600
         try:
-            with os.fdopen(fd, "w") as f:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(self.text())
                 f.flush()
                 os.fsync(f.fileno())
@@ -148,12 +148,12 @@ class ContextFile:
 
 def _read(path: Path, warn: Callable[[str], None]) -> str | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise InvalidArgument(f"{path}: cannot read it: {exc.strerror}") from None
-    with os.fdopen(fd) as f:
+    with os.fdopen(fd, encoding="utf-8") as f:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise InvalidArgument(f"{path}: not a regular file")

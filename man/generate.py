@@ -109,7 +109,7 @@ def _header(name: str, summary: str) -> list[str]:
 
 
 def root_page() -> str:
-    ctx = click.Context(cli, info_name="bkctl")
+    ctx = click.Context(cli, info_name="bkctl", **cli.context_settings)
     lines = _header("bkctl", cli.get_short_help_str(200))
     lines += [".SH SYNOPSIS", "\\fBbkctl\\fR [\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]..."]
     paragraphs = [p for p in _help(cli).split("\n\n") if not p.startswith("Exit codes")]  # EXIT STATUS has them
@@ -136,7 +136,7 @@ def root_page() -> str:
 
 
 def command_page(name: str) -> str:
-    root = click.Context(cli, info_name="bkctl")
+    root = click.Context(cli, info_name="bkctl", **cli.context_settings)
     command = cli.get_command(root, name)
     lines = _header(f"bkctl-{name}", command.get_short_help_str(200))
     lines += [".SH DESCRIPTION", esc(_help(command)), ".SH COMMANDS"]
@@ -152,7 +152,7 @@ def command_page(name: str) -> str:
 
 
 def pages() -> dict[str, str]:
-    ctx = click.Context(cli, info_name="bkctl")
+    ctx = click.Context(cli, info_name="bkctl", **cli.context_settings)
     out = {"bkctl.1": root_page()}
     for name in cli.list_commands(ctx):
         out[f"bkctl-{name}.1"] = command_page(name)
