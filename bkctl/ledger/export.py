@@ -55,7 +55,7 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
 
     from bkctl.extras import require
 
-    require("export", "bkctl ledger export")
+    require("export", "bkctl ledger export")  # before anything imports pyspark or pyarrow
     from admin.export.files import is_empty_or_missing
     from admin.export.plan import parse_custom_metadata, parse_selection, parse_size, plan_export
     from bkctl.errors import CheckFailed
