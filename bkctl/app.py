@@ -11,30 +11,83 @@ from bkctl.terminal import Terminal
 from bookie.errors import InvalidArgument, ServiceUnavailable
 
 
+# What may name the cluster, strongest first within each kind of source: (parameter, option, variable).
+CLUSTER_SOURCES = (("service_uri", "-u/--service-uri", "BKCTL_SERVICE_URI"), ("conf", "-c/--conf", "BKCTL_CONF"),
+                   ("context", "--context", "BKCTL_CONTEXT"))
+
+
 class Application:
     def __init__(self, ctx: click.Context, service_uri: str | None, conf: str | None, verbosity: int,
-                 timeout: float | None = None, log_format: str = "text"):
+                 timeout: float | None = None, context: str | None = None, log_format: str = "text"):
         self.ctx = ctx
         self.log_format = log_format  # --log-format / BKCTL_LOG_FORMAT (bkctl.logs)
         self.service_uri_flag = service_uri  # from -u or BKCTL_SERVICE_URI (click applies that precedence)
         self.conf_path = conf
+        self.context_name = context  # from --context or BKCTL_CONTEXT
         self.timeout_flag = timeout  # from --timeout or BKCTL_TIMEOUT
         self.terminal = Terminal(verbosity)
+
+    @classmethod
+    def of(cls, ctx: click.Context) -> Application:
+        """The application of a command line that was parsed but not run (shell completion): from the root's
+        parameters, with no output."""
+        root = ctx.find_root()
+        params = root.params
+        app = cls(root, params.get("service_uri"), params.get("conf"), -1, params.get("timeout"),
+                  params.get("context"))
+        app.terminal.warn = lambda message: None
+        return app
+
+    def _named_by(self) -> tuple[str, str, str] | None:
+        """What names the cluster: ``(parameter, value, where it came from)``, or None.
+
+        An option on the command line beats an environment variable, as everywhere; among options (and among
+        variables) a URI beats a properties file, which beats a context name. A context named neither way, the
+        file's current context, comes after all of them, and the running sandbox last.
+        """
+        from click.core import ParameterSource
+
+        values = {"service_uri": self.service_uri_flag, "conf": self.conf_path, "context": self.context_name}
+        for source, which in ((ParameterSource.COMMANDLINE, 0), (ParameterSource.ENVIRONMENT, 1)):
+            for param, option, variable in CLUSTER_SOURCES:
+                if values[param] and self.ctx.get_parameter_source(param) == source:
+                    return param, values[param], (option, variable)[which]
+        return None
+
+    @cached_property
+    def contexts(self):
+        """The contexts file (``bkctl config``): empty when there is none."""
+        from bkctl import contexts
+
+        return contexts.load(warn=self.terminal.warn)
+
+    @cached_property
+    def context(self):
+        """The context that names this command's cluster (``--context``/``BKCTL_CONTEXT``, else the current
+        context when nothing else names one), or None."""
+        named = self._named_by()
+        if named is not None:
+            return self.contexts.get(named[1]) if named[0] == "context" else None
+        current = self.contexts.current
+        return self.contexts.contexts[current] if current else None
 
     @cached_property
     def config(self) -> dict[str, str]:
         from bookie.conf import load_properties
 
-        return load_properties(self.conf_path) if self.conf_path else {}
+        return load_properties(self.conf_path) if self.conf_path and self.context is None else {}
 
     @cached_property
     def service_uri(self):
-        """The metadata service URI: -u / BKCTL_SERVICE_URI, else -c / BKCTL_CONF, else the running sandbox."""
+        """The metadata service URI, from what names the cluster (see :meth:`_named_by`), else the current context,
+        else the running sandbox."""
         from bookie.conf import metadata_service_uri
         from bookie.meta.uri import parse_service_uri
 
-        text, source = self.service_uri_flag, "-u/BKCTL_SERVICE_URI"
-        if not text and self.conf_path:
+        named = self._named_by()
+        if named is not None and named[0] == "service_uri":
+            text, source = named[1], named[2]
+        elif named is not None and named[0] == "conf":
             text, source = metadata_service_uri(self.config, self.conf_path), self.conf_path
             if not text:
                 # a configuration file is named to pick a cluster: falling back to the sandbox would act on
@@ -43,7 +96,10 @@ class Application:
                     f"configuration file {self.conf_path} names no metadata service "
                     "(metadataServiceUri, or zkServers): add one, or pass -u/--service-uri"
                 )
-        if not text:
+        elif self.context is not None:
+            how = f"named by {named[2]}" if named else "the current context"
+            text, source = self.context.service_uri, f"context {self.context.name} in {self.contexts.path}, {how}"
+        else:
             from bookie.local.sandbox import Sandbox
 
             sandbox = Sandbox()
@@ -51,7 +107,8 @@ class Application:
             if state is None:
                 raise ServiceUnavailable(
                     "no metadata service given and no sandbox running in "
-                    f"{sandbox.dir}: pass -u/--service-uri, set BKCTL_SERVICE_URI, or run `bkctl sandbox start`"
+                    f"{sandbox.dir}: pass -u/--service-uri, set BKCTL_SERVICE_URI, `bkctl config use-context NAME`, "
+                    "or run `bkctl sandbox start`"
                 )
             text, source = state.service_uri, f"the sandbox in {sandbox.dir}"
         uri = parse_service_uri(text)
@@ -60,12 +117,20 @@ class Application:
 
     @cached_property
     def timeout(self) -> float:
-        """Seconds to wait for ZooKeeper: --timeout / BKCTL_TIMEOUT, else zkTimeout of -c, else 8 s."""
+        """Seconds to wait for ZooKeeper: --timeout / BKCTL_TIMEOUT, else the timeout of the context or the zkTimeout
+        of -c that named the cluster, else 8 s."""
         from bookie.meta.store import CONNECT_TIMEOUT
 
         if self.timeout_flag is not None:
             return self.timeout_flag
+        if self.context is not None:
+            return self.context.timeout or CONNECT_TIMEOUT
         return self.zk_timeout or CONNECT_TIMEOUT
+
+    @cached_property
+    def http_port(self) -> int | None:
+        """The bookies' HTTP admin port of the context that names the cluster (a command's --http-port wins)."""
+        return self.context.http_port if self.context is not None else None
 
     @cached_property
     def zk_timeout(self) -> float | None:

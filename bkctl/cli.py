@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 
 import click
 
-from bkctl import __version__
+from bkctl import __version__, examples
 from bkctl.errors import ExitCode, Terminated, exit_code_for, interruption
-from bkctl.options import log_format_option
+from bkctl.options import MAX_TIMEOUT, complete_context_names, finite_seconds, log_format_option
 from bookie.errors import BKError
-
-MAX_TIMEOUT = 86400  # seconds: a day; more is a typo (and overflows the platform's wait)
 
 COMMANDS = {
     "bookie": "bkctl.bookie:bookie",
@@ -22,6 +21,7 @@ COMMANDS = {
     "bookies": "bkctl.bookies:bookies",
     "cluster": "bkctl.cluster:cluster",
     "completion": "bkctl.completion:completion",
+    "config": "bkctl.config:config",
     "ledger": "bkctl.ledger:ledger",
     "sandbox": "bkctl.sandbox:sandbox",
 }
@@ -37,7 +37,9 @@ class RootGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, attr = COMMANDS[name].split(":")
-        return getattr(importlib.import_module(module), attr)
+        command = getattr(importlib.import_module(module), attr)
+        examples.attach(command, name)
+        return command
 
     def make_context(self, info_name, args, parent=None, **extra):
         try:
@@ -59,12 +61,6 @@ class RootGroup(click.Group):
             ctx.exit(exit_code_for(exc))
         except BrokenPipeError:  # `bkctl ledger list | head`
             ctx.exit(ExitCode.OK)
-
-
-def _finite(value: float | None) -> float | None:
-    if value is not None and value != value:  # NaN passes every range comparison
-        raise click.BadParameter("nan is not a number of seconds", param_hint="'--timeout'")
-    return value
 
 
 def _fail(exc: click.ClickException) -> None:
@@ -101,7 +97,7 @@ def _configure_logging(verbosity: int, log_format: str) -> None:
     logging.getLogger("kazoo").setLevel(level if verbosity >= 2 else logging.CRITICAL)
 
 
-@click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=examples.epilog(""))
 @click.option(
     "-u",
     "--service-uri",
@@ -114,26 +110,37 @@ def _configure_logging(verbosity: int, log_format: str) -> None:
     "-c",
     "--conf",
     envvar="BKCTL_CONF",
+    type=click.Path(dir_okay=False),
     metavar="FILE",
     help="A bk_server.conf-style properties file; its metadataServiceUri is used when -u is not given "
     "[env BKCTL_CONF].",
 )
 @click.option(
+    "--context",
+    envvar="BKCTL_CONTEXT",
+    metavar="NAME",
+    shell_complete=complete_context_names,
+    help="Use this context of `bkctl config` instead of the current one [env BKCTL_CONTEXT].",
+)
+@click.option(
     "--timeout",
     envvar="BKCTL_TIMEOUT",
     type=click.FloatRange(0, MAX_TIMEOUT, min_open=True),
-    callback=lambda ctx, param, value: _finite(value),
+    callback=finite_seconds,
     metavar="SECONDS",
-    help="Give up reaching ZooKeeper after this long, exit 6 [env BKCTL_TIMEOUT; default: zkTimeout of -c, "
-    "else 8].",
+    help="Give up reaching ZooKeeper after this long, exit 6 [env BKCTL_TIMEOUT; default: zkTimeout of -c or the "
+    "context's timeout, else 8].",
 )
 @click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug logs).")
 @log_format_option
 @click.version_option(__version__, prog_name="bkctl")
 @click.pass_context
-def cli(ctx: click.Context, service_uri: str | None, conf: str | None, timeout: float | None, verbose: int,
-        log_format: str) -> None:
+def cli(ctx: click.Context, service_uri: str | None, conf: str | None, context: str | None, timeout: float | None,
+        verbose: int, log_format: str) -> None:
     """Operate a BookKeeper-style bookie cluster: its metadata, bookies and ledgers.
+
+    The cluster: -u, else -c, else --context (options before environment variables), else the current context
+    (`bkctl config use-context`), else the running sandbox; -v says which.
 
     Exit codes: 0 ok, 1 failed, 2 usage, 3 problems found, 4 unauthorized, 5 not found,
     6 service unreachable, 130 interrupted, 143 terminated.
@@ -142,8 +149,10 @@ def cli(ctx: click.Context, service_uri: str | None, conf: str | None, timeout: 
 
     _terminate_on_sigterm(ctx)
     _configure_logging(verbose, log_format)
-    ctx.obj = Application(ctx, service_uri, conf, verbose, timeout, log_format)
+    ctx.obj = Application(ctx, service_uri, conf, verbose, timeout, context, log_format)
 
 
 def main() -> None:
+    if "_BKCTL_COMPLETE" in os.environ:  # a shell asks for completions
+        import bkctl.completion  # noqa: F401  (bash's completion, which keeps host:port one word)
     cli(prog_name="bkctl")

@@ -35,7 +35,8 @@ class ExitCode(enum.IntEnum):
 
 EXIT_CODE_MEANINGS = {
     ExitCode.OK: "success",
-    ExitCode.FAILED: "the operation failed",
+    ExitCode.FAILED: "the operation failed (also when it needs an optional part of bkctl that is not installed: "
+                     "the message names the pip command)",
     ExitCode.USAGE: "bad usage or input: an unknown option, a malformed service URI, configuration or argument",
     ExitCode.PROBLEMS: "a check found problems, or the action would be unsafe",
     ExitCode.UNAUTHORIZED: "unauthorized: wrong ledger password",

@@ -54,9 +54,10 @@ def cluster(store):
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch, tmp_path):
-    """No test reaches a sandbox or configuration of the machine it runs on."""
+    """No test reaches a sandbox, contexts or configuration of the machine it runs on."""
     monkeypatch.setenv("BKCTL_SANDBOX_DIR", str(tmp_path / "sandbox-state"))
-    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF", "BKCTL_LOG_FORMAT"):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # bkctl's contexts file, in bkctl/config.yaml
+    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF", "BKCTL_CONTEXT", "BKCTL_LOG_FORMAT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "80")

@@ -1,11 +1,12 @@
 import click
 
-from bkctl.options import output_option
+from bkctl.options import complete_bookie_ids, output_option
 
 
 @click.command("list-under-replicated")
 @click.option("--count", is_flag=True, help="Only print how many ledgers are marked.")
-@click.option("--missing-replica", metavar="BOOKIE", help="Only ledgers missing a replica on this bookie.")
+@click.option("--missing-replica", metavar="BOOKIE", shell_complete=complete_bookie_ids,
+              help="Only ledgers missing a replica on this bookie.")
 @output_option
 @click.pass_obj
 def list_under_replicated(app, count, missing_replica):

@@ -1,10 +1,11 @@
 import click
 
-from bkctl.options import output_option
+from bkctl.options import complete_bookie_ids, output_option
 
 
 @click.command()
-@click.option("--bookie", "bookie_id", metavar="BOOKIE", help="The bookie to drive [default: the first writable].")
+@click.option("--bookie", "bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids,
+              help="The bookie to drive [default: the first writable].")
 @click.option("--entry-size", type=click.IntRange(1, 4 << 20), default=1024, show_default=True)
 @click.option("--entries", type=click.IntRange(1), default=200_000, show_default=True)
 @click.option("--ledgers", type=click.IntRange(1), default=1, show_default=True)

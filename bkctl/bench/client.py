@@ -2,7 +2,7 @@
 
 import click
 
-from bkctl.options import output_option, quorum_options
+from bkctl.options import complete_ledger_ids, output_option, quorum_options
 
 
 def _show(app, result: dict, what: str) -> None:
@@ -73,7 +73,8 @@ def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outs
 
 @click.command()
 @_workload
-@click.option("--ledger", "ledger_id", type=int, help="Read this closed bench ledger instead of writing one first.")
+@click.option("--ledger", "ledger_id", type=int, shell_complete=complete_ledger_ids,
+              help="Read this closed bench ledger instead of writing one first.")
 @output_option
 @click.pass_obj
 def read(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, ledger_id):

@@ -1,10 +1,10 @@
 import click
 
-from bkctl.options import output_option
+from bkctl.options import complete_bookie_ids, output_option
 
 
 @click.command()
-@click.argument("bookie_id", metavar="BOOKIE")
+@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
 @click.option("--timeout", type=click.FloatRange(1), default=3600, show_default=True, metavar="SECONDS",
               help="Give up (exit 1) if not done by then.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")

@@ -1,10 +1,10 @@
 import click
 
-from bkctl.options import output_option
+from bkctl.options import complete_bookie_ids, output_option
 
 
 @click.command()
-@click.argument("bookie_id", metavar="[BOOKIE]", required=False)
+@click.argument("bookie_id", metavar="[BOOKIE]", required=False, shell_complete=complete_bookie_ids)
 @click.option("--all", "all_bookies", is_flag=True, help="Every registered bookie.")
 @output_option
 @click.pass_obj

@@ -1,11 +1,11 @@
 import click
 
 from bkctl.bookie.targets import http_port_option
-from bkctl.options import dry_run_option
+from bkctl.options import complete_bookie_ids, dry_run_option
 
 
 @click.command()
-@click.argument("bookie_id", metavar="BOOKIE")
+@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
 @click.option("--on/--off", "read_only", required=True, help="Make the bookie read-only, or writable again.")
 @http_port_option
 @dry_run_option

@@ -6,8 +6,8 @@ from bkctl.options import log_format_option, settings_option
 @click.command()
 @click.option("--conf", "conf_file", type=click.Path(dir_okay=False), help="bk_server.conf [default: bkctl's -c].")
 @click.option("--port", type=click.IntRange(1, 65535), help="bookiePort.")
-@click.option("--journal-dir", help="journalDirectories.")
-@click.option("--ledger-dir", help="ledgerDirectories.")
+@click.option("--journal-dir", type=click.Path(file_okay=False), help="journalDirectories.")
+@click.option("--ledger-dir", type=click.Path(file_okay=False), help="ledgerDirectories.")
 @click.option("--skip-journal-corruption", is_flag=True,
               help="Start even if the journal is corrupt in the middle, skipping the damaged records (they are "
                    "logged and counted in bookie_journal_corrupt_records_skipped; skipReplayJournalInvalidRecord).")

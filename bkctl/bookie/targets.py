@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from bkctl.options import complete_bookie_ids
 
 HTTP_PORT = "bkctl.http_port"
 
@@ -24,12 +25,14 @@ def bookies_argument(command):
     command = http_port_option(command)
     command = click.option("--all", "all_bookies", is_flag=True,
                            help="Every registered bookie, writable or read-only.")(command)
-    return click.argument("bookie_ids", metavar="[BOOKIE]...", nargs=-1)(command)
+    return click.argument("bookie_ids", metavar="[BOOKIE]...", nargs=-1, shell_complete=complete_bookie_ids)(command)
 
 
 def over_http_if_asked(bookies: list) -> list:
-    """The bookies, reached over HTTP on ``--http-port`` when it was given."""
-    port = click.get_current_context().meta.get(HTTP_PORT)
+    """The bookies, reached over HTTP on ``--http-port`` when it was given, else on the http-port of the context
+    that names the cluster when it has one."""
+    ctx = click.get_current_context()
+    port = ctx.meta.get(HTTP_PORT) or ctx.find_root().obj.http_port
     return [b.over_http(port) for b in bookies] if port else bookies
 
 

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import output_option
+from bkctl.options import complete_ledger_ids, output_option
 
 
 @click.command()
@@ -8,7 +8,8 @@ from bkctl.options import output_option
 @click.option("--replicas", is_flag=True, help="Check that bookies hold what the write-set rule says they must.")
 @click.option("--under-replicated-grace", type=click.FloatRange(0), metavar="SECONDS",
               help="Report ledgers marked under-replicated for longer than this [default: only skip them].")
-@click.option("--ledger", "ledger_ids", type=click.IntRange(0), multiple=True, help="Only these ledgers (repeatable).")
+@click.option("--ledger", "ledger_ids", type=click.IntRange(0), multiple=True, shell_complete=complete_ledger_ids,
+              help="Only these ledgers (repeatable).")
 @click.option("--concurrency", type=click.IntRange(1), default=8, show_default=True,
               help="Requests in flight (each asks a bookie about up to 1000 ledgers).")
 @click.option("--verify-entries", type=click.FloatRange(0, 100), default=0, metavar="PERCENT",

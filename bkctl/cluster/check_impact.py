@@ -1,10 +1,11 @@
 import click
 
-from bkctl.options import output_option
+from bkctl.options import complete_bookie_ids, output_option
 
 
 @click.command("check-impact")
 @click.option("--bookie", "bookie_ids", multiple=True, required=True, metavar="BOOKIE",
+              shell_complete=complete_bookie_ids,
               help="A bookie that would go away (repeatable).")
 @output_option
 @click.pass_obj

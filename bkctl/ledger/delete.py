@@ -1,10 +1,10 @@
 import click
 
-from bkctl.options import dry_run_option
+from bkctl.options import complete_ledger_ids, dry_run_option
 
 
 @click.command()
-@click.argument("ledger_ids", metavar="ID...", nargs=-1, required=True)
+@click.argument("ledger_ids", metavar="ID...", nargs=-1, required=True, shell_complete=complete_ledger_ids)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @dry_run_option
 @click.pass_obj

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import dry_run_option, output_option
+from bkctl.options import complete_ledger_ids, dry_run_option, output_option
 
 
 def _spark_conf(ctx, _param, values):
@@ -14,12 +14,12 @@ def _spark_conf(ctx, _param, values):
 
 
 @click.command()
-@click.argument("ledger_ids", metavar="[ID|FIRST-LAST]...", nargs=-1)
+@click.argument("ledger_ids", metavar="[ID|FIRST-LAST]...", nargs=-1, shell_complete=complete_ledger_ids)
 @click.option("--all", "all_ledgers", is_flag=True, help="Export every ledger.")
 @click.option("--meta", multiple=True, metavar="KEY=VALUE",
               help="Only ledgers whose custom metadata has KEY=VALUE (repeatable: all must match); without IDs, "
                    "chosen among all ledgers.")
-@click.option("--to", "path", required=True, metavar="PATH",
+@click.option("--to", "path", required=True, type=click.Path(), metavar="PATH",
               help="Output directory: a local path, or any path Spark writes (hdfs://, s3a://, ...).")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "json"]), default="parquet", show_default=True,
               help="parquet, or json: JSON lines with base64 payloads.")
@@ -53,6 +53,9 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
     import tempfile
     from pathlib import Path
 
+    from bkctl.extras import require
+
+    require("export", "bkctl ledger export")  # before anything imports pyspark or pyarrow
     from admin.export.files import is_empty_or_missing
     from admin.export.plan import parse_custom_metadata, parse_selection, parse_size, plan_export
     from bkctl.errors import CheckFailed

@@ -1,10 +1,10 @@
 import click
 
-from bkctl.options import output_option
+from bkctl.options import complete_ledger_ids, output_option
 
 
 @click.command()
-@click.argument("ledger_id", metavar="ID")
+@click.argument("ledger_id", metavar="ID", shell_complete=complete_ledger_ids)
 @output_option
 @click.pass_obj
 def metadata(app, ledger_id: str):

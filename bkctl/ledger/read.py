@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import output_option, password_options, read_password
+from bkctl.options import complete_ledger_ids, output_option, password_options, read_password
 
 
 def _render(payload: bytes, fmt: str) -> str:
@@ -14,7 +14,7 @@ def _render(payload: bytes, fmt: str) -> str:
 
 
 @click.command()
-@click.argument("ledger_id", metavar="ID")
+@click.argument("ledger_id", metavar="ID", shell_complete=complete_ledger_ids)
 @click.option("--from", "first", type=click.IntRange(0), default=0, help="First entry [default: 0].")
 @click.option("--to", "last", type=click.IntRange(0), help="Last entry [default: the last one, or the LAC].")
 @click.option("--format", "fmt", type=click.Choice(["text", "hex", "base64", "raw"]), default="text",

@@ -1,10 +1,10 @@
 import click
 
-from bkctl.options import dry_run_option, output_option, password_options, read_password
+from bkctl.options import complete_ledger_ids, dry_run_option, output_option, password_options, read_password
 
 
 @click.command()
-@click.argument("ledger_id", metavar="ID")
+@click.argument("ledger_id", metavar="ID", shell_complete=complete_ledger_ids)
 @password_options
 @dry_run_option
 @output_option

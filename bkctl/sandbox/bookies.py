@@ -1,10 +1,10 @@
 import click
 
-from bkctl.options import sandbox_dir_option
+from bkctl.options import complete_sandbox_bookies, sandbox_dir_option
 
 
 @click.command("stop-bookie")
-@click.argument("name", metavar="BOOKIE")
+@click.argument("name", metavar="BOOKIE", shell_complete=complete_sandbox_bookies)
 @click.option("--kill", is_flag=True, help="SIGKILL: a crash, no clean shutdown.")
 @sandbox_dir_option
 @click.pass_obj
@@ -17,7 +17,7 @@ def stop_bookie(app, name: str, kill: bool, state_dir: str | None):
 
 
 @click.command("start-bookie")
-@click.argument("name", metavar="BOOKIE")
+@click.argument("name", metavar="BOOKIE", shell_complete=complete_sandbox_bookies)
 @sandbox_dir_option
 @click.pass_obj
 def start_bookie(app, name: str, state_dir: str | None):

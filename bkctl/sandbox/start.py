@@ -22,8 +22,11 @@ def start(app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: b
     with journalFlushWhenQueueEmpty=true and flushEntrylogBytes=524288, BookKeeper's settings for low add latency
     (--set overrides them).
     """
+    from bkctl.extras import require
     from bkctl.sandbox.render import show
     from bookie.local.sandbox import Sandbox
+
+    require("sandbox", "bkctl sandbox start")
 
     sandbox = Sandbox(state_dir)
     try:

@@ -194,6 +194,19 @@ BAD_INPUTS = {
         (["completion", "tcsh"], USAGE),
         (["completion"], USAGE),
     ],
+    "config": [  # the contexts file is the test's own, empty (tests/conftest.py)
+        (["config", "use-context", "nope"], NOT_FOUND),
+        (["config", "delete-context", "nope", "--dry-run"], NOT_FOUND),
+        (["config", "current-context"], NOT_FOUND),
+        (["config", "get-contexts", "-o", "xml"], USAGE),
+        (["config", "set-context", "x"], USAGE),
+        (["config", "set-context", "x", "--timeout", "3"], USAGE),
+        (["config", "set-context", "x", "--http-port", "65536"], USAGE),
+        (["config", "set-context", "x", "--timeout", "nan"], USAGE),
+        (["config", "set-context", "x y", "--service-uri", "zk://h/l"], USAGE),
+        (["config", "set-context", "x", "--service-uri", "zk://[::1:2181/ledgers"], USAGE),
+        (["config", "use-context"], USAGE),
+    ],
 }
 CASES = [(group, args, code) for group, cases in BAD_INPUTS.items() for args, code in cases]
 

@@ -10,9 +10,9 @@ from bkctl import __version__
 def test_help_lists_the_command_groups(bkctl):
     result = bkctl("--help")
     assert result.exit_code == 0
-    section = result.stdout.split("Commands:\n")[1].splitlines()
+    section = result.stdout.split("Commands:\n")[1].split("\n\n")[0].splitlines()  # up to the examples
     assert [line.split()[0] for line in section if line.startswith("  ") and not line.startswith("   ")] == [
-        "autorecovery", "bench", "bookie", "bookies", "cluster", "completion", "ledger", "sandbox",
+        "autorecovery", "bench", "bookie", "bookies", "cluster", "completion", "config", "ledger", "sandbox",
     ]
 
 

@@ -1,0 +1,43 @@
+import click
+
+from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, finite_seconds
+
+
+@click.command("set-context")
+@click.argument("name", shell_complete=complete_context_names)
+@click.option("--service-uri", metavar="URI", help="The cluster's metadata service, e.g. "
+                                                  "zk+hierarchical://zk1:2181;zk2:2181/ledgers (required for a new "
+                                                  "context).")
+@click.option("--http-port", type=click.IntRange(1, 65535), metavar="PORT",
+              help="The bookies' HTTP admin port (httpServerPort): admin commands use BookKeeper's HTTP admin API "
+                   "on it, as with their --http-port.")
+@click.option("--timeout", type=click.FloatRange(0, MAX_TIMEOUT, min_open=True), callback=finite_seconds,
+              metavar="SECONDS",
+              help="Give up reaching ZooKeeper after this long, as bkctl --timeout [default: 8].")
+@dry_run_option
+@click.pass_obj
+def set_context(app, name, service_uri, http_port, timeout, dry_run):
+    """Create a context, or change the settings given of an existing one (the others are kept)
+
+    A context is not made current: `bkctl config use-context NAME` does that.
+    """
+    import dataclasses
+
+    from bkctl import contexts
+    from bookie.errors import InvalidArgument
+    from bookie.meta.uri import parse_service_uri
+
+    contexts.check_name(name)
+    given = {"service_uri": service_uri, "http_port": http_port, "timeout": timeout}
+    given = {key: value for key, value in given.items() if value is not None}
+    if not given:
+        raise click.UsageError("nothing to set: give --service-uri, --http-port or --timeout")
+    if service_uri is not None:
+        parse_service_uri(service_uri)
+    with contexts.editing(app.terminal.warn, save=not dry_run) as config:
+        old = config.contexts.get(name)
+        if old is None and service_uri is None:
+            raise InvalidArgument(f"context {name} is new: give its --service-uri")
+        config.contexts[name] = dataclasses.replace(old or contexts.Context(name, service_uri), **given)
+    verb = "modified" if old else "created"
+    app.terminal.line(f"context/{name} would be {verb} (dry run)" if dry_run else f"context/{name} {verb}")

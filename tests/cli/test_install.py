@@ -1,0 +1,99 @@
+"""bkctl as pip installs it, from a wheel built from this tree (not the editable install the tests run from).
+
+The wheel puts the man pages where `man bkctl` finds them (<prefix>/share/man/man1). The base install, without
+extras, has neither PySpark nor pyarrow and runs a bookie, the client and the admin commands; `ledger export`
+and `sandbox start` say in one line which extra to install. Takes ~20 s: pip installs the base dependencies into a
+new virtualenv (from its cache or the package index).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bookie.local.bookies import LocalBookie, wait_registered
+from bookie.local.process import spawn, stop_process_group, tail
+
+REPO = Path(__file__).resolve().parents[2]
+MAN_PAGES = sorted(p.name for p in (REPO / "man").glob("*.1"))
+
+
+def pip_env() -> dict[str, str]:
+    """The environment, but pip's own configuration: the test's XDG_CONFIG_HOME would hide the user's pip.conf."""
+    return {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)], check=True,
+                   env=pip_env(), timeout=300, capture_output=True)
+    (built,) = out.glob("bkctl-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def base(wheel, tmp_path_factory) -> Path:
+    """A virtualenv with `pip install bkctl` (no extras): its bin directory."""
+    venv = tmp_path_factory.mktemp("base") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True,
+                   env=pip_env(), timeout=600, capture_output=True)
+    return venv / "bin"
+
+
+def test_the_wheel_installs_every_man_page_into_share_man(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert sorted(n.rsplit("/", 1)[1] for n in names if ".data/data/share/man/man1/" in n) == MAN_PAGES
+    assert len(MAN_PAGES) == 10
+
+
+def test_the_base_install_has_the_man_pages_and_neither_pyspark_nor_pyarrow(base):
+    assert sorted(p.name for p in (base.parent / "share" / "man" / "man1").glob("*.1")) == MAN_PAGES
+    probe = "import importlib.util as u; print(u.find_spec('pyspark'), u.find_spec('pyarrow'), u.find_spec('bkctl'))"
+    found = subprocess.run([str(base / "python"), "-c", probe], capture_output=True, text=True, check=True,
+                           cwd=base).stdout  # not the source tree's directory: its bkctl/ would be found first
+    assert found.startswith("None None ModuleSpec(name='bkctl'") and str(base.parent) in found
+
+
+def bkctl(base: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(base / "bkctl"), *args], capture_output=True, text=True, timeout=60, cwd=base)
+
+
+@pytest.mark.parametrize(("args", "extra", "missing"), [
+    (["ledger", "export", "1", "--to", "/nonexistent/out"], "export", "pyspark and pyarrow"),
+    (["sandbox", "start"], "sandbox", "pyspark"),
+])
+def test_a_command_whose_extra_is_missing_says_what_to_install(base, service_uri, args, extra, missing):
+    result = bkctl(base, "-u", service_uri, *args)
+    command = " ".join(["bkctl", *args[:2]])
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "", f"error: {command} needs bkctl[{extra}] ({missing} not installed): pip install 'bkctl[{extra}]'\n")
+
+
+def test_the_base_install_runs_a_bookie_the_client_and_the_help(base, cluster, service_uri, tmp_path):
+    for args in (["--help"], ["bookie", "run", "--help"], ["ledger", "export", "--help"]):
+        result = bkctl(base, *args)
+        assert (result.returncode, result.stderr) == (0, ""), args
+    bookie = LocalBookie.create(1, tmp_path / "bookie", service_uri, http=True)
+    bookie.pid = spawn([str(base / "bkctl"), "bookie", "run", "--conf", str(bookie.conf_path)], bookie.log_path,
+                       cwd=base)
+    try:
+        wait_registered(cluster, [bookie])
+        with urllib.request.urlopen(f"http://127.0.0.1:{bookie.http_port}/api/v1/bookie/is_ready", timeout=10) as r:
+            assert r.status == 200
+        result = bkctl(base, "-u", service_uri, "ledger", "simpletest", "-e", "1", "-w", "1", "-a", "1", "-n", "20")
+        assert result.returncode == 0, result.stderr
+        result = bkctl(base, "-u", service_uri, "bookie", "gc", bookie.bookie_id, "--wait")
+        assert result.returncode == 0, result.stderr
+    except BaseException:
+        print(tail(bookie.log_path, 40))
+        raise
+    finally:
+        stop_process_group(bookie.pid)
