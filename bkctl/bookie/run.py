@@ -10,7 +10,7 @@ from bkctl.options import settings_option
 @click.option("--ledger-dir", help="ledgerDirectories.")
 @click.option("--skip-journal-corruption", is_flag=True,
               help="Start even if the journal is corrupt in the middle, skipping the damaged records (they are "
-                   "logged and counted in bookie_journal_corrupt_records_skipped; skipReplayJournalInvalidRecord).")
+                   "logged and counted in bkctl_journal_corrupt_records_skipped; skipReplayJournalInvalidRecord).")
 @settings_option("Any configuration key, e.g. --set journalSyncData=false (repeatable).")
 @click.pass_obj
 def run(app, conf_file, port, journal_dir, ledger_dir, skip_journal_corruption, settings):

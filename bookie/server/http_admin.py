@@ -24,14 +24,13 @@ import re
 import shutil
 
 from aiohttp import web
-from prometheus_client import generate_latest
 
 from bookie.codec.jackson import hash_map, pretty
+from bookie.server.stats import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE  # MetricsService's
 from bookie.storage.checkpoint import read_last_mark
 from bookie.storage.gc import MAJOR, MINOR
 
 log = logging.getLogger(__name__)
-PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # MetricsService.PROMETHEUS_CONTENT_TYPE_004
 SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)
 STARTED_ONLY = ("/api/v1/bookie/gc", "/api/v1/bookie/state/readonly")  # they act on what start() makes
 GC_STATUS_FIELDS = ("forceCompacting", "majorCompacting", "minorCompacting", "lastMajorCompactionTime",
@@ -116,8 +115,7 @@ class HttpAdmin:
     async def metrics(self, request: web.Request) -> web.Response:
         if request.method != "GET":
             return _text(403, f"{request.method} is forbidden. Should be GET method")
-        return web.Response(body=generate_latest(self.bookie.stats.registry),
-                            headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
+        return web.Response(body=self.bookie.stats.text().encode(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
 
     async def is_ready(self, request: web.Request) -> web.Response:
         if request.method != "GET":
