@@ -22,7 +22,7 @@ from kazoo.protocol.states import KazooState
 
 from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
 from bookie.meta.ledger_manager import LedgerManager
-from bookie.meta.registration import READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
+from bookie.meta.registration import METRICS_PORT, READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 from bookie.server.admin import BookieAdminServicer
@@ -168,7 +168,7 @@ class BookieServer:
     def _info(self) -> BookieServiceInfo:
         props = {"pid": str(os.getpid())}
         if self.metrics_port:
-            props["metricsPort"] = str(self.metrics_port)
+            props[METRICS_PORT] = str(self.metrics_port)
         if self.config.bookieRack:
             props["rack"] = self.config.bookieRack
         host = self.config.advertisedAddress or self.config.listeningInterface
