@@ -120,9 +120,9 @@ class BookieStats:
             self.add_entry.event(processing, False, failed)
             self.add_request.event(request, False, failed)
 
-    def add_refused(self, seconds: float) -> None:
-        """An add answered without being stored (read-only bookie): only its request counts, as BookKeeper's."""
-        self.add_request.event(seconds, False)
+    def add_refused(self, seconds: float, n: int = 1) -> None:
+        """Adds answered without being stored (read-only bookie): only their requests count, as BookKeeper's."""
+        self.add_request.event(seconds, False, n)
 
     def entries_read(self, ok: int, failed: int, size: int, seconds: float) -> None:
         """Reads from storage (BookieImpl.readEntry of each), ``seconds`` for all of them, ``size`` bytes read."""

@@ -22,6 +22,9 @@ from bookie.storage.ledger_storage import AddKey
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
+# RequestStats: an operation's processing stats -> its request stats (by default the name with _REQUEST)
+REQUEST_STATS = {"READ_ENTRY_FENCE_READ": "READ_ENTRY_FENCE_REQUEST",
+                 "READ_ENTRY_LONG_POLL_READ": "READ_ENTRY_LONG_POLL_REQUEST"}
 
 
 def _flag(message, value: int) -> bool:
@@ -69,7 +72,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         seconds, ok = time.perf_counter() - started, response.status == pb.EOK
         self.stats.op(operation).event(seconds, ok)
         if context is not None:
-            self.stats.op(operation + "_REQUEST").event(seconds, ok)
+            self.stats.op(REQUEST_STATS.get(operation, operation + "_REQUEST")).event(seconds, ok)
         return response
 
     def _lac_advanced(self, ledger_id: int) -> None:
@@ -168,10 +171,11 @@ class BookieServicer(pb_grpc.BookieServicer):
             response.failed.add(status=status, ledgerId=ledger_id, entryId=entry_id)
             offset += 4 + max(size, 16)
         response.count = len(response.failed)
+        seconds = time.perf_counter() - started
         if status == pb.EREADONLY:  # refused before storage
-            self.stats.add_request.event(time.perf_counter() - started, False, response.count)
+            self.stats.add_refused(seconds, response.count)
         else:
-            self.stats.adds_answered(0, response.count, time.perf_counter() - started, time.perf_counter() - started)
+            self.stats.adds_answered(0, response.count, seconds, seconds)
         return response
 
     # ---- reads ----
@@ -200,15 +204,9 @@ class BookieServicer(pb_grpc.BookieServicer):
             operation = "READ_ENTRY_FENCE_READ" if fence else "READ_ENTRY_LONG_POLL_READ" \
                 if request.HasField("previousLAC") else "READ_ENTRY"
             return self._done(operation, context, started, response)
-        if fence:
-            return self._done("READ_ENTRY_FENCE_READ", context, started,
-                              self.read_now(request.ledgerId, request.entryId, response))
-        self.read_now(request.ledgerId, request.entryId, response)
-        seconds = time.perf_counter() - started
-        ok = response.status == pb.EOK
-        self.stats.read_entry.event(seconds, ok)
-        self.stats.read_request.event(seconds, ok)  # plain reads come here over gRPC only
-        return response
+        # plain reads come here over gRPC only: the wire protocol answers them itself
+        return self._done("READ_ENTRY_FENCE_READ" if fence else "READ_ENTRY", context, started,
+                          self.read_now(request.ledgerId, request.entryId, response))
 
     def read_now(self, ledger_id: int, entry_id: int, response: pb.ReadResponse):
         """A read into ``response`` (status, body, maxLAC), counted as the bookie's (BOOKIE_READ_ENTRY)."""
