@@ -265,7 +265,7 @@ class BookieServer:
         if self.metrics_server is not None:
             await asyncio.to_thread(self.metrics_server.shutdown)
             self.metrics_server.server_close()
-        self.stats.provider.stop()
+        self.stats.stop()
         self.locks.release()
 
 

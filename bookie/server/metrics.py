@@ -50,6 +50,8 @@ class JournalStats:
 
 
 class BookieStats:
+    """All of a bookie's metrics, with the calls its hot paths make to record a batch of events at once."""
+
     def __init__(self) -> None:
         self.provider = StatsProvider()
         root = self.provider.logger()
@@ -213,6 +215,9 @@ class BookieStats:
 
     def start(self, rollover_seconds: float) -> None:
         self.provider.start_rollover(rollover_seconds)
+
+    def stop(self) -> None:
+        self.provider.stop()
 
     def serve(self, port: int, address: str = "127.0.0.1") -> ThreadingHTTPServer:
         """Serve /metrics (``port`` 0 picks a free one); raises ``address_in_use`` when taken."""

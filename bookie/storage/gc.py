@@ -288,14 +288,14 @@ class GarbageCollector:
         self.state.active_ledgers = len(local) - len(dead)
         return len(dead)
 
-    def _remove_log(self, log_id: int) -> int | None:
-        """Delete an entry log: its size, or None when it could not be deleted (counted; the next run retries)."""
+    def _remove_log(self, log_id: int) -> int:
+        """Delete an entry log, return its size. A failure is counted (RECLAIM_FAILED_TO_DELETE) and fails the
+        run; the next run tries again."""
         try:
             return self.storage.entry_logger.remove_log(log_id)
-        except OSError as exc:
-            log.warning("entry log %x: cannot delete it: %s", log_id, exc)
+        except OSError:
             self.state.reclaim_failed += 1
-            return None
+            raise
 
     def _update_logs(self, result: GcRun) -> None:
         logger = self.storage.entry_logger
@@ -304,7 +304,8 @@ class GarbageCollector:
                      for log_id in self._sealed_log_ids()}
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
-            if not meta.ledgers and (size := self._remove_log(meta.log_id)) is not None:
+            if not meta.ledgers:
+                size = self._remove_log(meta.log_id)
                 result.bytes_reclaimed += size
                 self.state.reclaimed_by_deletion += size
                 result.logs_deleted += 1
@@ -327,8 +328,7 @@ class GarbageCollector:
                 entries, copied = self._compact(meta, throttle)
                 if entries is None:
                     break  # stopping: the log is left as it was
-                if self._remove_log(meta.log_id) is None:
-                    continue  # its entries now live in the current log too; the next run deletes it
+                self._remove_log(meta.log_id)
                 del self.logs[meta.log_id]
                 result.logs_compacted += 1
                 result.entries_copied += entries
