@@ -61,6 +61,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
                          (f"bkctl bookie gc-status {BOOKIE} -o json", "every entry log's usage")],
     "bookie info": [("bkctl bookie info --all", "disk capacity and free space of every bookie"),
                     (f"bkctl bookie info {BOOKIE} -o json", "one bookie, for a script")],
+    "bookie metrics": [("bkctl bookie metrics --all", "adds/s, reads/s, p99 add latency, journal queue, disk"),
+                       (f"bkctl bookie metrics {BOOKIE} --metrics-port 8000 -o json",
+                        "a Java bookie's Prometheus port, for a script")],
     "bookie inspect entrylog": [
         ("bkctl bookie inspect entrylog /data/bk/ledgers/current/0.log --ledger 42", "one ledger's entries in a log"),
         ("bkctl bookie inspect entrylog --usage /data/bk/ledgers", "each log's live share on a stopped bookie"),

@@ -104,6 +104,18 @@ class AdminServiceMissing(BKError):
         )
 
 
+class MetricsAddressMissing(AdminServiceMissing):
+    """A bookie publishes no address for its /metrics (a Java bookie without its HTTP admin server)."""
+
+    def __init__(self, bookie_id: str):
+        BKError.__init__(
+            self,
+            f"bookie {bookie_id} publishes no address for its metrics: pass the port it serves /metrics on "
+            "(--metrics-port: prometheusStatsHttpPort, 8000 by default in BookKeeper) or its HTTP admin API's "
+            "(--http-port)",
+        )
+
+
 class NotFound(BKError):
     """A named thing (bookie, cookie, marker, sandbox) does not exist."""
 

@@ -102,19 +102,24 @@ def crash(storage: LedgerStorage) -> None:
 
 
 # ---- bookie processes ----
-def counter(bookie, name: str) -> float:
-    """A metric of a running bookie (its /metrics), 0 when it has none yet."""
-    import urllib.request
+def metrics(bookie):
+    """A running bookie's /metrics (bookie.client.metrics_client.Metrics)."""
+    from bookie.client.metrics_client import scrape
 
-    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
-        for line in answer.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.rsplit(" ", 1)[1])
-    return 0.0
+    return scrape(bookie.bookie_id, f"http://127.0.0.1:{bookie.metrics_port}/metrics")
+
+
+def metric(bookie, name: str, **labels: str) -> float:
+    """The sum of a running bookie's samples of ``name`` with ``labels`` (e.g. both outcomes), 0 when it has none."""
+    return metrics(bookie).sum(name, **labels) or 0.0
 
 
 def adds_ok(bookie) -> float:
-    return counter(bookie, 'bookie_add_entries_total{status="ok"}')
+    return metric(bookie, "bookkeeper_server_ADD_ENTRY_REQUEST_count", success="true")
+
+
+def reads_ok(bookie) -> float:
+    return metric(bookie, "bookkeeper_server_READ_ENTRY_REQUEST_count", success="true")
 
 
 def http_call(bookie, method: str, path: str, body: str | None = None) -> tuple[int, dict, str]:

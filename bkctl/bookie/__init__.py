@@ -6,6 +6,7 @@ from bkctl.bookie.gc import gc
 from bkctl.bookie.gc_status import gc_status
 from bkctl.bookie.info import info
 from bkctl.bookie.inspect import inspect
+from bkctl.bookie.metrics import metrics
 from bkctl.bookie.readonly import readonly
 from bkctl.bookie.recover import recover
 from bkctl.bookie.run import run
@@ -24,4 +25,5 @@ bookie.add_command(recover)
 bookie.add_command(decommission)
 bookie.add_command(gc)
 bookie.add_command(gc_status)
+bookie.add_command(metrics)
 bookie.add_command(compaction)

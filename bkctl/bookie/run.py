@@ -10,7 +10,7 @@ from bkctl.options import log_format_option, settings_option
 @click.option("--ledger-dir", type=click.Path(file_okay=False), help="ledgerDirectories.")
 @click.option("--skip-journal-corruption", is_flag=True,
               help="Start even if the journal is corrupt in the middle, skipping the damaged records (they are "
-                   "logged and counted in bookie_journal_corrupt_records_skipped; skipReplayJournalInvalidRecord).")
+                   "logged and counted in bkctl_journal_corrupt_records_skipped; skipReplayJournalInvalidRecord).")
 @settings_option("Any configuration key, e.g. --set journalSyncData=false (repeatable).")
 @log_format_option(default=None)
 @click.option("--print-systemd-unit", "print_unit", is_flag=True,

@@ -22,6 +22,7 @@ DEFAULT_RACK = "/default-rack"
 # Ours: the endpoint of a bookie's gRPC admin service (state, read-only, GC, compaction). A Java bookie has none.
 ADMIN_ENDPOINT, ADMIN_PROTOCOL = "bkctl-admin", "grpc"
 HTTP_ENDPOINT, HTTP_PROTOCOL = "httpserver", "http"  # as BookKeeper's HttpService.publishInfo
+METRICS_PORT = "metricsPort"  # ours: a property naming the bookie's prometheusStatsHttpPort
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,21 @@ class RegisteredBookie:
             return None
         host = endpoint.host if endpoint.host not in ("", "0.0.0.0", "::") else self.address()[0]
         return host, endpoint.port
+
+    def metrics_url(self, port: int | None = None) -> str | None:
+        """Where its ``/metrics`` is served, None when it does not say: on ``port`` of its host when given; else
+        on BookKeeper's HTTP admin API when it publishes that (with it on, a Java bookie's Prometheus provider
+        serves there and not on prometheusStatsHttpPort, which BookKeeper never publishes); else on the
+        prometheusStatsHttpPort that ours publish as a property."""
+        host = self.address()[0]
+        if port is None:
+            if (http := self.http_address()) is not None:
+                host, port = http
+            elif self.info and self.info.properties.get(METRICS_PORT, "").isdigit():
+                port = int(self.info.properties[METRICS_PORT])
+            else:
+                return None
+        return f"http://{host}:{port}/metrics"
 
     def over_http(self, port: int) -> RegisteredBookie:
         """This bookie as reached on BookKeeper's HTTP admin API at ``port`` of its host, and not on our gRPC

@@ -22,7 +22,7 @@ from kazoo.protocol.states import KazooState
 
 from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
 from bookie.meta.ledger_manager import LedgerManager
-from bookie.meta.registration import READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
+from bookie.meta.registration import METRICS_PORT, READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 from bookie.server.admin import BookieAdminServicer
@@ -64,6 +64,8 @@ class BookieServer:
         self.read_only_by_disk = False
         self.shutting_down = False
         self.metrics_port: int | None = None
+        self.metrics_server = None  # serves /metrics on prometheusStatsHttpPort
+        self.disk_usage: dict[str, float] = {}  # directory -> used share of its disk, at the last check
         self.admin_port: int | None = None
         self.wire: WireServer | None = None
         self.http = None  # bookie.server.http.HttpAdmin, with httpServerEnabled
@@ -90,7 +92,8 @@ class BookieServer:
         if config.admin_port is not None:
             check_port_free(host, config.admin_port, "bkctlAdminPort", "bookie admin")
         if config.prometheusStatsHttpPort >= 0:  # served from now on: holds the port for the process's life
-            self.metrics_port = self.stats.serve(config.prometheusStatsHttpPort, config.prometheusStatsHttpAddress)
+            self.metrics_server = self.stats.serve(config.prometheusStatsHttpPort, config.prometheusStatsHttpAddress)
+            self.metrics_port = self.metrics_server.server_port
         if config.httpServerEnabled:  # from now on too: /heartbeat answers, and is_ready says 503, during replay
             from bookie.server.http import HttpAdmin  # aiohttp: imported only by bookies that serve it
 
@@ -110,9 +113,10 @@ class BookieServer:
         self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
         self.collector = GarbageCollector(self.storage, config.gc(), self._live_ledgers)
-        self.collector.start()
         self.stats.watch_gc(self.collector)
+        self.collector.start()
         self.stats.watch(self.storage)
+        self.stats.start(config.prometheusStatsLatencyRolloverSeconds)
 
         self.server = grpc.aio.server(options=GRPC_OPTIONS)
         logging.getLogger("grpc._cython.cygrpc").addFilter(ClientGoneFilter())
@@ -129,6 +133,7 @@ class BookieServer:
         except OSError:
             raise address_in_use(host, config.bookiePort, "bookiePort", "bookie") from None
         self._check_disks()
+        self._watch_server()
         await asyncio.to_thread(write_cookies, self.store, cookies)  # last: see cookie_check
         await asyncio.to_thread(self._register)
         self.running = True
@@ -140,6 +145,17 @@ class BookieServer:
         gc.set_threshold(50_000, 20, 50)
         log.info("bookie %s serving on %s (admin port %s, metrics port %s, HTTP port %s)", self.bookie_id, address,
                  self.admin_port, self.metrics_port, self.http_port)
+
+    def _watch_server(self) -> None:
+        """The metrics read from the bookie itself: its state, its directories, its connections."""
+        states = {WRITABLE: 1, READONLY: 0}  # BookieStateManager's SERVER_STATUS: -1 while not registered
+        self.stats.watch_server(lambda: states.get(self._registered_state, -1), self.wire.connections)
+        directories = {"ledger": str(self.config.ledger_dir)}
+        if self.config.index_dir != self.config.ledger_dir:  # BookKeeper's index dirs manager, when apart
+            directories["index"] = str(self.config.index_dir)
+        for scope, directory in directories.items():
+            self.stats.watch_dirs(scope, directory, lambda d=directory: self.disk_usage.get(d, 0.0),
+                                  lambda: not self.read_only_by_disk)
 
     def _bind(self, server: grpc.aio.Server, port: int, key: str, what: str) -> int:
         host = self.network.bind_host
@@ -155,7 +171,7 @@ class BookieServer:
     def _info(self) -> BookieServiceInfo:
         props = {"pid": str(os.getpid())}
         if self.metrics_port:
-            props["metricsPort"] = str(self.metrics_port)
+            props[METRICS_PORT] = str(self.metrics_port)
         if self.config.bookieRack:
             props["rack"] = self.config.bookieRack
         address = self.network.address  # BookieService publishes BookieServer.getLocalAddress(): this
@@ -168,7 +184,6 @@ class BookieServer:
             state = READONLY if self.read_only else WRITABLE
             BookieRegistry(self.store).register(self.bookie_id, self._info(), state, stale_timeout=30.0)
             self._registered_state = state
-            self.stats.read_only.set(1 if self.read_only else 0)
             log.info("bookie %s registered as %s", self.bookie_id, state)
 
     def _on_session_state(self, state) -> None:
@@ -203,8 +218,10 @@ class BookieServer:
     def _disk_usage(self) -> float:
         """Of the ledger and index disks: those are what GC can free, and what BookKeeper watches (its journal
         disks do not make a bookie read-only)."""
-        usages = [shutil.disk_usage(d) for d in {self.config.ledger_dir, self.config.index_dir}]
-        return max(1 - u.free / u.total for u in usages)
+        for directory in {self.config.ledger_dir, self.config.index_dir}:
+            usage = shutil.disk_usage(directory)
+            self.disk_usage[str(directory)] = 1 - usage.free / usage.total
+        return max(self.disk_usage.values())
 
     def _check_disks(self) -> None:
         """Read-only above diskUsageThreshold; writable again below diskUsageWarnThreshold."""
@@ -250,6 +267,10 @@ class BookieServer:
             log.info("bookie %s stopped", self.bookie_id)
         if self.http is not None:  # last: probes see shuttingDown until the end
             await self.http.stop()
+        if self.metrics_server is not None:
+            await asyncio.to_thread(self.metrics_server.shutdown)
+            self.metrics_server.server_close()
+        self.stats.stop()
         self.locks.release()
 
 

@@ -74,6 +74,7 @@ class BookieConfig:
     readOnlyModeEnabled: bool = True
     prometheusStatsHttpPort: int = 8000
     prometheusStatsHttpAddress: str = "0.0.0.0"
+    prometheusStatsLatencyRolloverSeconds: int = 60  # the window of the quantiles in /metrics
     httpServerEnabled: bool = False  # BookKeeper's HTTP admin API (bookie/server/http/)
     httpServerPort: int = 8080
     httpServerHost: str = "0.0.0.0"
@@ -135,6 +136,8 @@ class BookieConfig:
             if 0 < interval * 1000 < self.gcWaitTime:
                 raise InvalidArgument(f"{kind}CompactionInterval {interval} s is shorter than gcWaitTime "
                                       f"{self.gcWaitTime} ms")
+        if self.prometheusStatsLatencyRolloverSeconds <= 0:
+            raise InvalidArgument("prometheusStatsLatencyRolloverSeconds must be at least 1")
         if not 0 < self.diskUsageWarnThreshold <= self.diskUsageThreshold <= 1:
             raise InvalidArgument("need 0 < diskUsageWarnThreshold <= diskUsageThreshold <= 1")
 

@@ -1,91 +1,233 @@
-"""The bookie's Prometheus metrics, served on ``prometheusStatsHttpPort`` at /metrics."""
+"""The bookie's metrics under Apache BookKeeper 4.17.4's names, types and labels, for every event of BookKeeper's that
+ours has (bookie/server/stats.py writes them as BookKeeper's Prometheus provider does). Each group below says which
+Java class it mirrors and under which scope BookKeeper creates it (``EmbeddedServer``: the root logger, ``bookie``
+for the bookie and its storage, ``bookkeeper_server`` for the request processor).
+
+BookKeeper's metrics for things this bookie does not have are not exported (tests/interop/test_metric_names.py
+lists them with the reason): thread pools and their queues, DbLedgerStorage, the scrubber, the journal's memory
+limit, FileInfo caches, the ZooKeeper client's operation timers. Metrics of our own carry ``bkctl_``.
+
+Hot paths record a batch at once (one call for the adds of one journal write, the reads of one pass over a
+connection's frames): the events of a batch share its latency, and values (bytes) their mean.
+"""
 
 from __future__ import annotations
 
-import errno
+from collections.abc import Callable
+from http.server import ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from bookie.server.stats import OpStats, StatsLogger, StatsProvider
 
-from bookie.server.claim import address_in_use
+SERVER_SCOPE, BOOKIE_SCOPE = "bookkeeper_server", "bookie"
 
-LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+class JournalStats:
+    """``JournalStats`` (``bookie_journal_*{journalIndex="0"}``: one journal). Recorded by the journal thread."""
+
+    def __init__(self, stats: StatsLogger):
+        self.add_entry = stats.op_stats("JOURNAL_ADD_ENTRY")  # enqueued -> acknowledged, per record
+        self.force_ledger = stats.op_stats("JOURNAL_FORCE_LEDGER")
+        self.sync = stats.op_stats("JOURNAL_SYNC")  # the fsync of a group
+        self.creation = stats.op_stats("JOURNAL_CREATION_LATENCY")  # a new journal file
+        self.flush = stats.op_stats("JOURNAL_FLUSH_LATENCY")  # the write of a group, before its fsync
+        self.process_time = stats.op_stats("JOURNAL_PROCESS_TIME_LATENCY")  # first dequeue -> group done
+        self.queue_latency = stats.op_stats("JOURNAL_QUEUE_LATENCY")  # enqueued -> dequeued, per record
+        self.grouping = stats.op_stats("JOURNAL_FORCE_WRITE_GROUPING_TOTAL")  # records per fsync
+        self.batch_entries = stats.op_stats("JOURNAL_FORCE_WRITE_BATCH_ENTRIES")  # records per write
+        self.batch_bytes = stats.op_stats("JOURNAL_FORCE_WRITE_BATCH_BYTES")
+        # Ours syncs each group on the thread that wrote it: a written group waits for no force-write thread, so
+        # this queue holds at most the group between its write and its fsync.
+        self.force_write_queue = stats.counter("JOURNAL_FORCE_WRITE_QUEUE_SIZE")
+        self.flush_max_wait = stats.counter("JOURNAL_NUM_FLUSH_MAX_WAIT")
+        self.flush_max_outstanding_bytes = stats.counter("JOURNAL_NUM_FLUSH_MAX_OUTSTANDING_BYTES")
+        self.flush_empty_queue = stats.counter("JOURNAL_NUM_FLUSH_EMPTY_QUEUE")
+        self.write_bytes = stats.counter("JOURNAL_WRITE_BYTES")  # record bytes, without their length prefix
+        self._stats = stats
+
+    def watch(self, queue_size: Callable[[], int]) -> None:
+        """``JOURNAL_QUEUE_SIZE``: records waiting for the journal thread (a counter in BookKeeper, read as a gauge)."""
+        self._stats.counter("JOURNAL_QUEUE_SIZE", queue_size)
 
 
 class BookieStats:
+    """All of a bookie's metrics, with the calls its hot paths make to record a batch of events at once."""
+
     def __init__(self) -> None:
-        self.registry = registry = CollectorRegistry()
-        self.adds = Counter("bookie_add_entries", "Entries added", ["status"], registry=registry)
-        self.add_batch_latency = Histogram(
-            "bookie_add_batch_latency_seconds", "From receiving an add batch to acknowledging it",
-            buckets=LATENCY_BUCKETS, registry=registry,
-        )
-        self.reads = Counter("bookie_read_entries", "Entries read", ["status"], registry=registry)
-        self.read_latency = Histogram(
-            "bookie_read_latency_seconds", "Single-entry read latency", buckets=LATENCY_BUCKETS, registry=registry
-        )
-        self.bytes_written = Counter("bookie_write_bytes", "Entry bytes added", registry=registry)
-        self.journal_sync_latency = Histogram(
-            "bookie_journal_sync_latency_seconds", "Journal fsync latency", buckets=LATENCY_BUCKETS, registry=registry
-        )
-        self.journal_group_items = Histogram(
-            "bookie_journal_group_items", "Queued writes per group commit",
-            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=registry,
-        )
-        self.journal_group_bytes = Histogram(
-            "bookie_journal_group_bytes", "Bytes per group commit",
-            buckets=(512, 4096, 65536, 262144, 524288, 1 << 20, 4 << 20), registry=registry,
-        )
-        self.journal_queue = Gauge("bookie_journal_queue_depth", "Writes waiting for the journal", registry=registry)
-        self.cache_hit_ratio = Gauge("bookie_ledger_cache_hit_ratio", "Index page hit ratio", registry=registry)
-        self.cache_pages = Gauge("bookie_ledger_cache_pages", "Index pages in memory", registry=registry)
-        self.read_only = Gauge("bookie_read_only", "1 when the bookie is read-only", registry=registry)
-        self.gc_runs = Gauge("bookie_gc_runs", "Garbage collection runs since start", registry=registry)
-        self.gc_bytes_reclaimed = Gauge("bookie_gc_bytes_reclaimed", "Entry-log bytes freed by garbage collection "
-                                        "and compaction since start", registry=registry)
-        self.compactions = Gauge("bookie_compactions", "Compaction runs since start", ["kind"], registry=registry)
+        self.provider = StatsProvider()
+        root = self.provider.logger()
+        server = root.scope(SERVER_SCOPE)  # RequestStats
+        self.bookie = bookie = root.scope(BOOKIE_SCOPE)
+        self.journal = JournalStats(bookie.scope("journal").scope_label("journalIndex", "0"))
+        self.gc = bookie.scope("gc")
+
+        # ---- RequestStats: *_REQUEST from a request's arrival to its answer written, the others its processing ----
+        ops = {name: server.op_stats(name) for name in (
+            "ADD_ENTRY_REQUEST", "ADD_ENTRY", "READ_ENTRY_REQUEST", "READ_ENTRY",
+            "READ_ENTRY_FENCE_REQUEST", "READ_ENTRY_FENCE_WAIT", "READ_ENTRY_FENCE_READ",
+            "READ_ENTRY_LONG_POLL_REQUEST", "READ_ENTRY_LONG_POLL_PRE_WAIT", "READ_ENTRY_LONG_POLL_WAIT",
+            "READ_ENTRY_LONG_POLL_READ", "WRITE_LAC_REQUEST", "WRITE_LAC", "READ_LAC_REQUEST", "READ_LAC",
+            "FORCE_LEDGER_REQUEST", "FORCE_LEDGER", "GET_BOOKIE_INFO_REQUEST", "GET_BOOKIE_INFO",
+            "GET_LIST_OF_ENTRIES_OF_LEDGER_REQUEST", "GET_LIST_OF_ENTRIES_OF_LEDGER",
+            # a connection that stopped reading at maxAddsInProgress / maxReadsInProgress, until it reads again
+            "ADD_ENTRY_BLOCKED_WAIT", "READ_ENTRY_BLOCKED_WAIT")}
+        self.ops = ops
+        self.add_request, self.add_entry = ops["ADD_ENTRY_REQUEST"], ops["ADD_ENTRY"]
+        self.read_request, self.read_entry = ops["READ_ENTRY_REQUEST"], ops["READ_ENTRY"]
+        self.read_last_entry_no_entry = server.counter("READ_LAST_ENTRY_NOENTRY_ERROR")
+        self._server = server
+
+        # ---- BookieStats (BookieImpl: the storage side of adds and reads) ----
+        self.write_bytes = bookie.counter("WRITE_BYTES")
+        self.read_bytes = bookie.counter("READ_BYTES")
+        self.force_ledger_ops = bookie.counter("BOOKIE_FORCE_LEDGER")
+        self.bookie_add_entry = bookie.op_stats("BOOKIE_ADD_ENTRY")
+        self.bookie_recovery_add_entry = bookie.op_stats("BOOKIE_RECOVERY_ADD_ENTRY")
+        self.bookie_read_entry = bookie.op_stats("BOOKIE_READ_ENTRY")
+        self.bookie_list_entries = bookie.op_stats("BOOKIE_GET_LIST_OF_ENTRIES_OF_LEDGER")
+        self.add_bytes = bookie.op_stats("BOOKIE_ADD_ENTRY_BYTES")
+        self.read_bytes_stats = bookie.op_stats("BOOKIE_READ_ENTRY_BYTES")
+        bookie.gauge("JOURNAL_DIRS", lambda: 1)  # journalDirectories: one (BookieConfig.validate)
+        self.ledger_cache_read_page = bookie.op_stats("LEDGER_CACHE_READ_PAGE")  # IndexInMemPageMgr: a miss's read
+
+        # ---- GarbageCollectorStats ----
+        self.gc_runtime = self.gc.op_stats("THREAD_RUNTIME")
+
+        # ---- ours ----
         # Only with skipReplayJournalInvalidRecord: what replay stepped over. Non-zero means acknowledged entries
         # may be missing from this bookie (they are re-replicated from the others by a ledger check).
-        self.journal_skipped_records = Counter(
-            "bookie_journal_corrupt_records_skipped", "Corrupt journal records skipped by replay at start-up",
-            registry=registry,
-        )
-        self.journal_skipped_bytes = Counter(
-            "bookie_journal_corrupt_bytes_skipped", "Journal bytes skipped by replay after corrupt records",
-            registry=registry,
-        )
-        self.compacting = Gauge("bookie_compacting", "1 while a compaction of this kind runs", ["kind"],
-                                registry=registry)
+        self.journal_skipped_records = root.counter("bkctl_journal_corrupt_records_skipped")
+        self.journal_skipped_bytes = root.counter("bkctl_journal_corrupt_bytes_skipped")
 
-    def journal_sync(self, seconds: float, items: int, size: int) -> None:
-        self.journal_sync_latency.observe(seconds)
-        self.journal_group_items.observe(items)
-        self.journal_group_bytes.observe(size)
+    # ---- events ----
+    def adds_stored(self, added: int, failed: int, recovery: int, size: int, seconds: float) -> None:
+        """One ``add_batch`` (BookieImpl.addEntry / recoveryAddEntry of each): ``recovery`` of the ``added`` were
+        recovery adds; ``size`` bytes of entries stored."""
+        if added > recovery:
+            self.bookie_add_entry.event(seconds, True, added - recovery)
+        if recovery:
+            self.bookie_recovery_add_entry.event(seconds, True, recovery)
+        if failed:
+            self.bookie_add_entry.event(seconds, False, failed)
+            self.add_bytes.values(0, failed, False)  # refused before its size was read, as BookKeeper's
+        self.add_bytes.values(size, added)
+        self.write_bytes.value += size
+
+    def adds_answered(self, ok: int, failed: int, processing: float, request: float) -> None:
+        """Adds answered together: ``processing`` from their storage to their acknowledgement (ADD_ENTRY),
+        ``request`` from their arrival to the answer written (ADD_ENTRY_REQUEST)."""
+        if ok:
+            self.add_entry.event(processing, True, ok)
+            self.add_request.event(request, True, ok)
+        if failed:
+            self.add_entry.event(processing, False, failed)
+            self.add_request.event(request, False, failed)
+
+    def add_refused(self, seconds: float, n: int = 1) -> None:
+        """Adds answered without being stored (read-only bookie): only their requests count, as BookKeeper's."""
+        self.add_request.event(seconds, False, n)
+
+    def entries_read(self, ok: int, failed: int, size: int, seconds: float) -> None:
+        """Reads from storage (BookieImpl.readEntry of each), ``seconds`` for all of them, ``size`` bytes read."""
+        n = ok + failed
+        if not n:
+            return
+        each = seconds / n
+        if ok:
+            self.bookie_read_entry.event(each, True, ok)
+            self.read_bytes_stats.values(size, ok)
+            self.read_bytes.value += size
+        if failed:
+            self.bookie_read_entry.event(each, False, failed)
+            self.read_bytes_stats.values(0, failed, False)
+
+    def reads_answered(self, ok: int, failed: int, size: int, reading: float, request: float,
+                       requests: tuple[int, int] | None = None) -> None:
+        """Plain reads answered together: ``reading`` seconds in storage for all of them (each gets its share),
+        ``request`` from their arrival to the answer written; ``size`` bytes read. ``requests``: (ok, failed)
+        requests when they are fewer than the entries (a batch read answers many)."""
+        self.entries_read(ok, failed, size, reading)
+        req_ok, req_failed = requests or (ok, failed)
+        each = reading / (req_ok + req_failed or 1)
+        for success, count in ((True, req_ok), (False, req_failed)):
+            if count:
+                self.read_entry.event(each, success, count)
+                self.read_request.event(request, success, count)
+
+    def op(self, name: str) -> OpStats:
+        return self.ops[name]
 
     def journal_corruption_skipped(self, records: int, size: int) -> None:
-        self.journal_skipped_records.inc(records)
-        self.journal_skipped_bytes.inc(size)
+        self.journal_skipped_records.value += records
+        self.journal_skipped_bytes.value += size
 
+    def gc_run(self, run) -> None:
+        """After each GC run (bookie.storage.gc.GcRun)."""
+        self.gc_runtime.event(run.seconds, not run.error)
+
+    # ---- gauges and counters read at scrape time ----
     def watch(self, storage) -> None:
-        """Gauges read at scrape time from the storage engine."""
+        """The storage engine's: ledger cache (IndexInMemPageMgr) and journal queue."""
         cache = storage.cache
-        self.cache_hit_ratio.set_function(lambda: cache.hits / max(1, cache.hits + cache.misses))
-        self.cache_pages.set_function(lambda: cache.page_count)
-        self.journal_queue.set_function(storage.journal.queue_depth)
+        self.bookie.counter("LEDGER_CACHE_HIT", lambda: cache.hits)
+        self.bookie.counter("LEDGER_CACHE_MISS", lambda: cache.misses)
+        self.bookie.gauge("NUM_INDEX_PAGES", lambda: cache.page_count)
+        cache.read_page_stats = self.ledger_cache_read_page
+        self.journal.watch(storage.journal.queue_depth)
 
     def watch_gc(self, collector) -> None:
-        state = collector.state
-        self.gc_runs.set_function(lambda: state.runs)
-        self.gc_bytes_reclaimed.set_function(lambda: state.bytes_reclaimed)
+        """GarbageCollectorStats (``bookie_gc_*``), and whether a compaction runs (ours)."""
+        state, gc = collector.state, self.gc
+        collector.stats = self
+        gc.counter("MINOR_COMPACTION_TOTAL", lambda: state.counters["minor"])
+        gc.counter("MAJOR_COMPACTION_TOTAL", lambda: state.counters["major"])
+        gc.counter("RECLAIMED_COMPACTION_SPACE_BYTES", lambda: state.reclaimed_by_compaction)
+        gc.counter("RECLAIMED_DELETION_SPACE_BYTES", lambda: state.reclaimed_by_deletion)
+        gc.counter("RECLAIM_FAILED_TO_DELETE", lambda: state.reclaim_failed)
+        gc.counter("DELETED_LEDGER_TOTAL", lambda: state.ledgers_deleted)
+        gc.gauge("ACTIVE_ENTRY_LOG_TOTAL", lambda: state.active_entry_logs)
+        gc.gauge("ACTIVE_ENTRY_LOG_SPACE_BYTES", lambda: state.active_entry_log_bytes)
+        gc.gauge("ACTIVE_LEDGER_TOTAL", lambda: state.active_ledgers)
         for kind in ("major", "minor"):
-            self.compactions.labels(kind).set_function(lambda kind=kind: state.counters[kind])
-            self.compacting.labels(kind).set_function(lambda kind=kind: int(state.compacting == kind))
+            self.provider.logger().scope_label("kind", kind).gauge(
+                "bkctl_gc_compacting", lambda kind=kind: int(state.compacting == kind))
 
-    def serve(self, port: int, address: str = "127.0.0.1") -> int:
-        """Start the /metrics endpoint; return its port (``port`` 0 picks a free one)."""
+    def watch_server(self, status: Callable[[], int], connections) -> None:
+        """``SERVER_STATUS`` (BookieStateManager: 1 writable, 0 read-only, -1 not registered) and the requests in
+        progress on the bookie port's ``connections``."""
+        self.bookie.gauge("SERVER_STATUS", status)
+        server = self._server
+        server.gauge("ADD_ENTRY_IN_PROGRESS", lambda: sum(c.adds_in_flight for c in list(connections)))
+        server.gauge("READ_ENTRY_IN_PROGRESS", lambda: sum(c.reads_in_flight for c in list(connections)))
+        server.gauge("ADD_ENTRY_BLOCKED", lambda: sum(c.paused_for == "adds" for c in list(connections)))
+        server.gauge("READ_ENTRY_BLOCKED", lambda: sum(c.paused_for == "reads" for c in list(connections)))
+
+    def watch_dirs(self, scope: str, directory: str, usage: Callable[[], float], writable: Callable[[], bool]) -> None:
+        """LedgerDirsManager's gauges of one directory (``scope``: ``ledger``, or ``index`` for separate index
+        directories): its disk usage in percent (named after its path), whether it is writable, how many."""
+        dirs = self.bookie.scope(scope)
+        dirs.gauge("dir_" + directory.rstrip("/").replace("/", "_") + "_usage", lambda: usage() * 100, float32=True)
+        dirs.gauge("writable_dirs", lambda: int(writable()))
+        dirs.gauge("num_dirs", lambda: 1)
+
+    # ---- serving ----
+    def text(self) -> str:
+        return self.provider.text()
+
+    def start(self, rollover_seconds: float) -> None:
+        self.provider.start_rollover(rollover_seconds)
+
+    def stop(self) -> None:
+        self.provider.stop()
+
+    def serve(self, port: int, address: str = "127.0.0.1") -> ThreadingHTTPServer:
+        """Serve /metrics (``port`` 0 picks a free one); raises ``address_in_use`` when taken."""
+        import errno
+
+        from bookie.server.claim import address_in_use
+
         try:
-            server, _ = start_http_server(port, addr=address, registry=self.registry)
+            return self.provider.serve(address, port)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise address_in_use(address, port, "prometheusStatsHttpPort", "metrics") from None
             raise
-        return server.server_port

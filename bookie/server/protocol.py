@@ -39,6 +39,15 @@ V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
 BATCH_READ_OVERHEAD = 24 + 8 + 4  # BatchedReadEntryProcessor: the response's fixed part, counted against maxSize
 FENCE, RECOVERY_ADD, PIGGYBACK = pb.ReadRequest.FENCE_LEDGER, pb.AddRequest.RECOVERY_ADD, pb.ReadRequest.ENTRY_PIGGYBACK
 HIGH_PRIORITY = 100  # what the Java client puts in BKPacketHeader.priority of recovery traffic
+# the request stats of the v3 operations that run as tasks (RequestStats: *_REQUEST, arrival to answer written)
+REQUEST_STATS = {pb.WRITE_LAC: "WRITE_LAC_REQUEST", pb.READ_LAC: "READ_LAC_REQUEST",
+                 pb.FORCE_LEDGER: "FORCE_LEDGER_REQUEST", pb.GET_BOOKIE_INFO: "GET_BOOKIE_INFO_REQUEST",
+                 pb.GET_LIST_OF_ENTRIES_OF_LEDGER: "GET_LIST_OF_ENTRIES_OF_LEDGER_REQUEST"}
+
+
+def _read_request_stats(read: pb.ReadRequest) -> str:
+    """A read that waits is a fence read or a long poll: each has request stats of its own (ReadEntryProcessorV3)."""
+    return "READ_ENTRY_LONG_POLL_REQUEST" if read.HasField("previousLAC") else "READ_ENTRY_FENCE_REQUEST"
 
 
 def _address(peer) -> str:
@@ -53,13 +62,14 @@ def _reply_header(header: pb.BKPacketHeader) -> pb.BKPacketHeader:
 class _Adds:
     """The adds of one pass over the frames: records for one ``add_batch``, and who to answer."""
 
-    __slots__ = ("keys", "records", "answers", "started")
+    __slots__ = ("keys", "records", "answers", "started", "submitted")
 
-    def __init__(self) -> None:
+    def __init__(self, started: float) -> None:
         self.keys: dict[int, tuple] = {}  # ledgerId -> (masterKey, recovery, deferred sync)
         self.records: list[bytes] = []
         self.answers: list[tuple] = []  # (v3 request header or None for v2, ledgerId, entryId)
-        self.started = time.perf_counter()
+        self.started = started  # when their frames arrived
+        self.submitted = started  # when they went to storage
 
 
 class WireServer:
@@ -104,7 +114,11 @@ class BookieConnection(asyncio.Protocol):
         self.peer_slow = False
         self.tasks: set[asyncio.Task] = set()
         self.read_only = False
-        self.reads = [0, 0, 0.0]
+        self.reads = [0, 0, 0, 0.0]  # plain reads of this pass: ok, failed, bytes, seconds in storage
+        self.started = 0.0  # this pass's
+        self.stats = server.bookie.stats
+        self.paused_for: str | None = None  # why it stopped reading: "adds", "reads" or "peer"
+        self.paused_at = 0.0
 
     # ---- connection ----
     def connection_made(self, transport) -> None:
@@ -138,17 +152,25 @@ class BookieConnection(asyncio.Protocol):
         self._pace()
 
     def _pace(self) -> None:
-        """Read while every bound holds; stop at a bound, start again below half of it."""
+        """Read while every bound holds; stop at a bound, start again below half of it. The time a connection
+        stopped at the adds' or reads' bound is BookKeeper's ADD_ENTRY_BLOCKED_WAIT / READ_ENTRY_BLOCKED_WAIT (its
+        request thread blocks, with the channel's auto-read off, until the semaphore lets the request in)."""
         if self.transport is None:
             return
         if self.reading:
-            if self.peer_slow or self.adds_in_flight >= MAX_ADDS_IN_PROGRESS \
-                    or self.reads_in_flight >= MAX_READS_IN_PROGRESS:
+            reason = "peer" if self.peer_slow else "adds" if self.adds_in_flight >= MAX_ADDS_IN_PROGRESS \
+                else "reads" if self.reads_in_flight >= MAX_READS_IN_PROGRESS else None
+            if reason:
                 self.reading = False
+                self.paused_for, self.paused_at = reason, time.perf_counter()
                 self.transport.pause_reading()
         elif not self.peer_slow and self.adds_in_flight <= MAX_ADDS_IN_PROGRESS // 2 \
                 and self.reads_in_flight <= MAX_READS_IN_PROGRESS // 2:
             self.reading = True
+            if self.paused_for in ("adds", "reads"):
+                blocked = "ADD_ENTRY_BLOCKED_WAIT" if self.paused_for == "adds" else "READ_ENTRY_BLOCKED_WAIT"
+                self.stats.op(blocked).event(time.perf_counter() - self.paused_at)
+            self.paused_for = None
             self.transport.resume_reading()
 
     def _write(self, frames: list[bytes]) -> None:
@@ -171,9 +193,10 @@ class BookieConnection(asyncio.Protocol):
             self._drop(exc)
             return
         out: list[bytes] = []
-        adds = _Adds()
+        self.started = started = time.perf_counter()
+        adds = _Adds(started)
         self.read_only = self.bookie.read_only  # once per pass, not per add
-        self.reads = [0, 0, time.perf_counter()]  # plain reads of this pass: ok, failed, start
+        self.reads = reads = [0, 0, 0, 0.0]
         for body in frames:
             try:
                 request = self.decoder.decode(body)
@@ -188,20 +211,24 @@ class BookieConnection(asyncio.Protocol):
                 adds = self._v2(request, out, adds)
         self._submit(adds)
         self._write(out)
-        ok, failed, started = self.reads
-        if ok or failed:
-            self.handlers.count_reads(ok, failed, time.perf_counter() - started)
+        if reads[0] or reads[1]:  # answered together: one latency, their arrival to the write
+            self.stats.reads_answered(*reads, time.perf_counter() - started)
         self._pace()
 
     def _read(self, ledger_id: int, entry_id: int):
         """A plain read of this pass: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
+        reads = self.reads
+        began = time.perf_counter()
         try:
             body = self.storage.read_entry(ledger_id, entry_id)
             lac = self.storage.lac(ledger_id)
         except Exception as exc:
-            self.reads[1] += 1
+            reads[1] += 1
+            reads[3] += time.perf_counter() - began
             return status_of(exc), None, None
-        self.reads[0] += 1
+        reads[0] += 1
+        reads[2] += len(body)
+        reads[3] += time.perf_counter() - began
         return pb.EOK, body, lac
 
     def _v3(self, request: pb.Request, out: list[bytes], adds: _Adds) -> _Adds:
@@ -218,7 +245,8 @@ class BookieConnection(asyncio.Protocol):
         elif operation == pb.READ_ENTRY and request.HasField("readRequest"):
             read = request.readRequest
             if read.HasField("previousLAC") or (read.HasField("flag") and read.flag == FENCE):
-                self._later(self.handlers.ReadEntry(read, None), header, "readResponse", read_wait=True)
+                self._later(self.handlers.ReadEntry(read, None), header, "readResponse", read_wait=True,
+                            request=_read_request_stats(read))
             else:
                 status, body, lac = self._read(read.ledgerId, read.entryId)
                 out.append(wire.read_response_v3(header.txnId, status, read.ledgerId, read.entryId, body, lac))
@@ -248,7 +276,7 @@ class BookieConnection(asyncio.Protocol):
              "getListOfEntriesOfLedgerResponse"),
         ):
             if header.operation == operation and request.HasField(field):
-                return method(getattr(request, field), None), header, answer
+                return method(getattr(request, field), None), header, answer, False, REQUEST_STATS[operation]
         return None
 
     @staticmethod
@@ -267,7 +295,8 @@ class BookieConnection(asyncio.Protocol):
             if request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
                 read = pb.ReadRequest(ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE,
                                       masterKey=request.master_key)
-                self._later(self.handlers.ReadEntry(read, None), None, "v2", read_wait=True)
+                self._later(self.handlers.ReadEntry(read, None), None, "v2", read_wait=True,
+                            request="READ_ENTRY_FENCE_REQUEST")
             else:
                 status, body, _ = self._read(request.ledger_id, request.entry_id)
                 out.append(wire.V2_RESPONSE.pack(24 + len(body or b""), V2_READ_HEADER, wire.v2_status(status),
@@ -295,12 +324,14 @@ class BookieConnection(asyncio.Protocol):
         max_count = request.max_count if request.max_count > 0 else 1 << 31
         max_size = min(request.max_size, self.server.max_frame_size)
         entries, size, rc = [], BATCH_READ_OVERHEAD, wire.v2_status(pb.EOK)
+        began, failed = time.perf_counter(), 0
         for entry_id in range(request.entry_id, request.entry_id + max_count):
             try:
                 body = self.storage.read_entry(request.ledger_id, entry_id)
             except Exception as exc:
                 if not entries:
                     rc = wire.v2_status(status_of(exc))
+                failed = 1
                 break
             size += len(body) + 4
             if entries and size > max_size:
@@ -308,6 +339,10 @@ class BookieConnection(asyncio.Protocol):
             entries.append(body)
         response = wire.BatchReadResponseV2(rc, request.ledger_id, request.entry_id, request.request_id,
                                             tuple(entries))
+        now = time.perf_counter()
+        ok = bool(entries)  # one request, however many entries it read
+        self.stats.reads_answered(len(entries), failed, sum(map(len, entries)), now - began, now - self.started,
+                                  requests=(int(ok), int(not ok)))
         return wire.encode_response_v2(response)
 
     async def _fenced_batch_read(self, request: wire.BatchReadRequestV2) -> bytes:
@@ -327,11 +362,12 @@ class BookieConnection(asyncio.Protocol):
         if self.read_only and not (high_priority and not self.bookie.read_only_by_disk):
             # BookKeeper lets high-priority (recovery) adds through a read-only bookie whose disks have room
             self._write([self._add_answer(txn_id, ledger_id, entry_id, BookieReadOnly.status)])
+            self.stats.add_refused(time.perf_counter() - adds.started)
             return adds
         known = adds.keys.get(ledger_id)
         if known is not None and known != key:
             self._submit(adds)  # one key per ledger and batch: the next adds start a new batch
-            adds = _Adds()
+            adds = _Adds(adds.started)
         adds.keys[ledger_id] = key
         adds.records.append(SIZE.pack(len(body)))
         adds.records.append(body)
@@ -342,6 +378,7 @@ class BookieConnection(asyncio.Protocol):
         if not adds.answers:
             return
         self.adds_in_flight += len(adds.answers)
+        adds.submitted = time.perf_counter()
         records = b"".join(adds.records)
         keys = {ledger_id: AddKey(key, recovery=recovery, deferred_sync=deferred)
                 for ledger_id, (key, recovery, deferred) in adds.keys.items()}
@@ -350,9 +387,12 @@ class BookieConnection(asyncio.Protocol):
 
     def _added(self, adds: _Adds, error, refused, size: int) -> None:
         self.adds_in_flight -= len(adds.answers)
-        statuses = self.handlers.add_statuses(adds.answers, error, refused, adds.started, size)
+        durable = time.perf_counter()
+        statuses, failed = self.handlers.add_statuses(adds.answers, error, refused)
         self._write([self._add_answer(txn_id, ledger_id, entry_id, status)
                      for (txn_id, ledger_id, entry_id), status in zip(adds.answers, statuses)])
+        self.stats.adds_answered(len(statuses) - failed, failed, durable - adds.submitted,
+                                 time.perf_counter() - adds.started)
         self._pace()
 
     @staticmethod
@@ -362,11 +402,13 @@ class BookieConnection(asyncio.Protocol):
         return wire.add_response_v3(txn_id, status, ledger_id, entry_id)
 
     # ---- operations that wait ----
-    def _later(self, work, header, field: str, read_wait: bool = False) -> None:
+    def _later(self, work, header, field: str, read_wait: bool = False, request: str | None = None) -> None:
         """Run ``work`` (a coroutine of an operation response) as a task and write its answer when it is done:
-        as a v3 ``field`` of a Response with ``header``; ``"v2"``: a v2 read response; ``"raw"``: frame bytes."""
+        as a v3 ``field`` of a Response with ``header``; ``"v2"``: a v2 read response; ``"raw"``: frame bytes.
+        ``request``: the RequestStats of the operation, from now to the answer written."""
         if read_wait:
             self.reads_in_flight += 1
+        arrived = self.started
         task = asyncio.ensure_future(work)
         self.tasks.add(task)
 
@@ -387,6 +429,8 @@ class BookieConnection(asyncio.Protocol):
                 self._write([self._v2_read_answer(result)])
             else:
                 self._write([self._v3_answer(header, field, result)])
+            if request is not None:
+                self.stats.op(request).event(time.perf_counter() - arrived, result.status == pb.EOK)
             self._pace()
 
         task.add_done_callback(done)

@@ -19,12 +19,15 @@ from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.write_set import range_read_entries
-from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, NoSuchEntry, Unauthorized
+from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, Unauthorized
 from bookie.storage.ledger_storage import AddKey
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
 GONE_QUIET = 5.0  # seconds
+# RequestStats: an operation's processing stats -> its request stats (by default the name with _REQUEST)
+REQUEST_STATS = {"READ_ENTRY_FENCE_READ": "READ_ENTRY_FENCE_REQUEST",
+                 "READ_ENTRY_LONG_POLL_READ": "READ_ENTRY_LONG_POLL_REQUEST"}
 
 
 def _flag(message, value: int) -> bool:
@@ -87,11 +90,6 @@ class BookieServicer(pb_grpc.BookieServicer):
         self.stats = bookie.stats
         self._lac_waiters: dict[int, list[asyncio.Future]] = {}
         self.storage.on_lac_advanced = self._lac_advanced
-        stats = self.stats  # metric children looked up once, not per batch
-        self._adds_ok, self._adds_failed = stats.adds.labels("ok"), stats.adds.labels("failed")
-        self._bytes_written, self._batch_latency = stats.bytes_written, stats.add_batch_latency
-        self._reads_ok, self._reads_failed = stats.reads.labels("ok"), stats.reads.labels("failed")
-        self._read_latency = stats.read_latency
         self._gone: set[str] = set()  # clients whose going away was logged in the last GONE_QUIET seconds
 
     # ---- helpers ----
@@ -121,6 +119,15 @@ class BookieServicer(pb_grpc.BookieServicer):
     def _check_writable(self) -> None:
         if self.bookie.read_only:
             raise BookieReadOnly("bookie is read-only")
+
+    def _done(self, operation: str, context, started: float, response):
+        """Record an operation's stats (RequestStats: ``operation``, its processing). Over gRPC also its request
+        stats; the wire protocol records those once it has written the answer."""
+        seconds, ok = time.perf_counter() - started, response.status == pb.EOK
+        self.stats.op(operation).event(seconds, ok)
+        if context is not None:
+            self.stats.op(REQUEST_STATS.get(operation, operation + "_REQUEST")).event(seconds, ok)
+        return response
 
     def _lac_advanced(self, ledger_id: int) -> None:
         for waiter in self._lac_waiters.pop(ledger_id, ()):
@@ -190,127 +197,129 @@ class BookieServicer(pb_grpc.BookieServicer):
             added, refused = 0, []
         return future, added, refused
 
-    def add_statuses(self, answers: list[tuple], error, refused, started: float, size: int) -> list[int]:
-        """The status of each add of a batch (``answers``: ``(_, ledgerId, entryId)`` each, ``size`` bytes of
-        records), counted in the metrics."""
+    @staticmethod
+    def add_statuses(answers: list[tuple], error, refused) -> tuple[list[int], int]:
+        """The status of each add of a batch (``answers``: ``(_, ledgerId, entryId)`` each), and how many failed."""
         if error is not None:
-            status = status_of(error)
-            self._adds_failed.inc(len(answers))
-            return [status] * len(answers)
+            return [status_of(error)] * len(answers), len(answers)
         failed = {(ledger_id, entry_id): status_of(exc) for ledger_id, entry_id, exc in refused}
-        self._adds_ok.inc(len(answers) - len(failed))
-        if failed:
-            self._adds_failed.inc(len(failed))
-        self._bytes_written.inc(size)
-        self._batch_latency.observe(time.perf_counter() - started)
-        return [failed.get((ledger_id, entry_id), pb.EOK) for _, ledger_id, entry_id in answers] if failed \
-            else [pb.EOK] * len(answers)
+        if not failed:
+            return [pb.EOK] * len(answers), 0
+        return [failed.get((ledger_id, entry_id), pb.EOK) for _, ledger_id, entry_id in answers], len(failed)
 
     async def _answer(self, response, records, future, added, refused, started) -> pb.AddBatchResponse:
+        submitted = time.perf_counter()
         error = await future
         if error is not None:
-            return self._fail_all(response, records, status_of(error))
+            return self._fail_all(response, records, status_of(error), started)
         response.count = added + len(refused)
         for ledger_id, entry_id, exc in refused:
             response.failed.add(status=status_of(exc), ledgerId=ledger_id, entryId=entry_id)
-        self._adds_ok.inc(added)
-        if refused:
-            self._adds_failed.inc(len(refused))
-        self._bytes_written.inc(len(records))
-        self._batch_latency.observe(time.perf_counter() - started)
+        now = time.perf_counter()
+        self.stats.adds_answered(added, len(refused), now - submitted, now - started)
         return response
 
     async def _add_batch(self, batch) -> pb.AddBatchResponse:
         return await self._answer(*self._submit(batch))
 
-    def _fail_all(self, response, records: bytes, status: int) -> pb.AddBatchResponse:
+    def _fail_all(self, response, records: bytes, status: int, started: float) -> pb.AddBatchResponse:
         offset = 0
         while offset + 20 <= len(records):
             size, ledger_id, entry_id = struct.unpack_from(">iqq", records, offset)
             response.failed.add(status=status, ledgerId=ledger_id, entryId=entry_id)
             offset += 4 + max(size, 16)
         response.count = len(response.failed)
-        self._adds_failed.inc(response.count)
+        seconds = time.perf_counter() - started
+        if status == pb.EREADONLY:  # refused before storage
+            self.stats.add_refused(seconds, response.count)
+        else:
+            self.stats.adds_answered(0, response.count, seconds, seconds)
         return response
 
     # ---- reads ----
     @cancellation_logged
     async def ReadEntry(self, request, context):
+        """A plain read, a fence read (READ_ENTRY_FENCE_*: the wait for the fence to be durable, then the read)
+        or a LAC long poll (READ_ENTRY_LONG_POLL_*), with the stats of each (ReadEntryProcessorV3)."""
         started = time.perf_counter()
         response = pb.ReadResponse(status=pb.EOK, ledgerId=request.ledgerId, entryId=request.entryId)
+        fence = _flag(request, pb.ReadRequest.FENCE_LEDGER)
         try:
-            if _flag(request, pb.ReadRequest.FENCE_LEDGER):
+            if fence:
                 if not request.HasField("masterKey"):
                     raise Unauthorized("a fence read needs the master key")
                 future, callback = self._durable()
                 self.storage.fence(request.ledgerId, request.masterKey, callback)
-                if (error := await future) is not None:
+                waited = time.perf_counter()
+                error = await future
+                self.stats.op("READ_ENTRY_FENCE_WAIT").event(time.perf_counter() - waited, error is None)
+                if error is not None:
                     raise error
             if request.HasField("previousLAC"):
-                return await self._long_poll(request, response)
+                return self._done("READ_ENTRY_LONG_POLL_READ", context, started,
+                                  await self._long_poll(request, response))
         except Exception as exc:
             response.status = status_of(exc)
-            self.stats.reads.labels("failed").inc()
-            return response
-        return self.read_now(request.ledgerId, request.entryId, response, started)
+            operation = "READ_ENTRY_FENCE_READ" if fence else "READ_ENTRY_LONG_POLL_READ" \
+                if request.HasField("previousLAC") else "READ_ENTRY"
+            return self._done(operation, context, started, response)
+        # plain reads come here over gRPC only: the wire protocol answers them itself
+        return self._done("READ_ENTRY_FENCE_READ" if fence else "READ_ENTRY", context, started,
+                          self.read_now(request.ledgerId, request.entryId, response))
 
-    def read_now(self, ledger_id: int, entry_id: int, response: pb.ReadResponse, started: float | None = None):
-        """A plain read into ``response`` (status, body, maxLAC)."""
-        status, body, lac = self.read_plain(ledger_id, entry_id, started)
+    def read_now(self, ledger_id: int, entry_id: int, response: pb.ReadResponse):
+        """A read into ``response`` (status, body, maxLAC), counted as the bookie's (BOOKIE_READ_ENTRY)."""
+        status, body, lac = self.read_plain(ledger_id, entry_id)
         response.status = status
         if body is not None:
             response.body, response.maxLAC = body, lac
         return response
 
-    def count_reads(self, ok: int, failed: int, seconds: float) -> None:
-        """Plain reads answered together (one pass over a connection's frames): counted, and the pass's time
-        observed once as their latency."""
-        if ok:
-            self._reads_ok.inc(ok)
-        if failed:
-            self._reads_failed.inc(failed)
-        self._read_latency.observe(seconds)
-
-    def read_plain(self, ledger_id: int, entry_id: int, started: float | None = None):
-        """A plain read, counted in the metrics: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
-        started = started or time.perf_counter()
+    def read_plain(self, ledger_id: int, entry_id: int):
+        """A read counted as the bookie's: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
+        started = time.perf_counter()
         try:
             body = self.storage.read_entry(ledger_id, entry_id)
             lac = self.storage.lac(ledger_id)
-            self._reads_ok.inc()
-            result = pb.EOK, body, lac
         except Exception as exc:
-            self._reads_failed.inc()
-            result = status_of(exc), None, None
-        self._read_latency.observe(time.perf_counter() - started)
-        return result
+            self.stats.entries_read(0, 1, 0, time.perf_counter() - started)
+            return status_of(exc), None, None
+        self.stats.entries_read(1, 0, len(body), time.perf_counter() - started)
+        return pb.EOK, body, lac
 
     async def _long_poll(self, request, response):
         ledger_id, previous = request.ledgerId, request.previousLAC
         piggyback = _flag(request, pb.ReadRequest.ENTRY_PIGGYBACK)
         if piggyback and request.entryId != -1:
             raise BadRequest("ENTRY_PIGGYBACK needs entryId -1")
+        started = time.perf_counter()
         lac = self.storage.lac(ledger_id)
         if lac <= previous and request.timeOut > 0:
             waiter = asyncio.get_running_loop().create_future()
             self._lac_waiters.setdefault(ledger_id, []).append(waiter)
+            waiting = time.perf_counter()
+            self.stats.op("READ_ENTRY_LONG_POLL_PRE_WAIT").event(waiting - started)
             try:
                 await asyncio.wait_for(waiter, request.timeOut / 1000.0)
+                advanced = True
             except asyncio.TimeoutError:
-                pass
+                advanced = False
+            self.stats.op("READ_ENTRY_LONG_POLL_WAIT").event(time.perf_counter() - waiting, advanced)
             lac = self.storage.lac(ledger_id)
         response.maxLAC = lac
         response.entryId = -1
         if lac > previous and piggyback:
-            try:
-                response.body = self.storage.read_entry(ledger_id, previous + 1)
+            status, body, _ = self.read_plain(ledger_id, previous + 1)
+            if body is not None:
+                response.body = body
                 response.entryId = previous + 1
-            except NoSuchEntry:
-                pass
+            elif status == pb.ENOENTRY:  # best effort: striping may leave it on another bookie
+                self.stats.read_last_entry_no_entry.inc()
         return response
 
     @cancellation_logged
     async def ReadEntries(self, request, context):
+        """Ours (a range read over gRPC): each entry counts as a read, each chunk's as answered together."""
         ledger_id, first = request.ledgerId, request.firstEntryId
         limit = request.maxChunkBytes or (1 << 20)
         try:
@@ -319,33 +328,39 @@ class BookieServicer(pb_grpc.BookieServicer):
             yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=first)
             return
         wanted = range_read_entries(request)
-        chunk, chunk_first, count = bytearray(), None, 0
+        chunk, chunk_first, count, started = bytearray(), None, 0, time.perf_counter()
+
+        def counted(failed: int = 0) -> None:
+            seconds = time.perf_counter() - started
+            self.stats.reads_answered(count, failed, len(chunk) - 4 * count, seconds, seconds)
+
         for entry_id in wanted:
             try:
                 body = self.storage.read_entry(ledger_id, entry_id)
             except Exception as exc:
+                counted(1)
                 if count:
                     yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
                                             entries=bytes(chunk), maxLAC=max_lac)
-                self.stats.reads.labels("failed").inc()
                 yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=entry_id)
                 return
             chunk_first = entry_id if chunk_first is None else chunk_first
             chunk += SIZE.pack(len(body)) + body
             count += 1
             if len(chunk) >= limit:
-                self.stats.reads.labels("ok").inc(count)
+                counted()
                 yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
                                         entries=bytes(chunk), maxLAC=max_lac)
-                chunk, chunk_first, count = bytearray(), None, 0
+                chunk, chunk_first, count, started = bytearray(), None, 0, time.perf_counter()
         if count:
-            self.stats.reads.labels("ok").inc(count)
+            counted()
             yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
                                     entries=bytes(chunk), maxLAC=max_lac)
 
     # ---- LAC, force, info ----
     @cancellation_logged
     async def WriteLac(self, request, context):
+        started = time.perf_counter()
         response = pb.WriteLacResponse(status=pb.EOK, ledgerId=request.ledgerId)
         try:
             self._check_writable()
@@ -355,50 +370,59 @@ class BookieServicer(pb_grpc.BookieServicer):
                 raise error
         except Exception as exc:
             response.status = status_of(exc)
-        return response
+        return self._done("WRITE_LAC", context, started, response)
 
     async def ReadLac(self, request, context):
+        started = time.perf_counter()
         response = pb.ReadLacResponse(status=pb.EOK, ledgerId=request.ledgerId)
         try:
             explicit = self.storage.explicit_lac(request.ledgerId)
             if explicit:
                 response.lacBody = explicit
-            try:
-                response.lastEntryBody = self.storage.read_entry(request.ledgerId, -1)
-            except NoSuchEntry:
-                if not explicit:
-                    raise
+            status, body, _ = self.read_plain(request.ledgerId, -1)
+            if body is not None:
+                response.lastEntryBody = body
+            elif status != pb.ENOENTRY or not explicit:
+                response.status = status
         except Exception as exc:
             response.status = status_of(exc)
-        return response
+        return self._done("READ_LAC", context, started, response)
 
     @cancellation_logged
     async def ForceLedger(self, request, context):
+        started = time.perf_counter()
         future, callback = self._durable()
         self.storage.journal.log(b"", callback)
+        self.stats.force_ledger_ops.inc()
         error = await future
-        return pb.ForceLedgerResponse(status=pb.EOK if error is None else status_of(error), ledgerId=request.ledgerId)
+        response = pb.ForceLedgerResponse(status=pb.EOK if error is None else status_of(error),
+                                          ledgerId=request.ledgerId)
+        return self._done("FORCE_LEDGER", context, started, response)
 
     async def GetBookieInfo(self, request, context):
+        started = time.perf_counter()
         usage = shutil.disk_usage(self.bookie.config.ledger_dir)
         response = pb.GetBookieInfoResponse(status=pb.EOK)
         if request.requested & pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY:
             response.totalDiskCapacity = usage.total
         if request.requested & pb.GetBookieInfoRequest.FREE_DISK_SPACE:
             response.freeDiskSpace = usage.free
-        return response
+        return self._done("GET_BOOKIE_INFO", context, started, response)
 
     def _entries_of(self, ledger_id: int) -> pb.GetListOfEntriesOfLedgerResponse:
+        started = time.perf_counter()
         response = pb.GetListOfEntriesOfLedgerResponse(status=pb.EOK, ledgerId=ledger_id)
         try:
             entries = self.storage.entry_ids(ledger_id)
             response.availabilityOfEntriesOfLedger = AvailabilityOfEntries.from_entries(entries).encode()
         except Exception as exc:
             response.status = status_of(exc)
+        self.stats.bookie_list_entries.event(time.perf_counter() - started, response.status == pb.EOK)
         return response
 
     async def GetListOfEntriesOfLedger(self, request, context):
-        return self._entries_of(request.ledgerId)
+        started = time.perf_counter()
+        return self._done("GET_LIST_OF_ENTRIES_OF_LEDGER", context, started, self._entries_of(request.ledgerId))
 
     @cancellation_logged
     async def GetListOfEntriesOfLedgers(self, request, context):

@@ -162,6 +162,15 @@ class GcState:
     logs_compacted: int = 0
     runs: int = 0
     last_run: GcRun | None = None
+    # since start, as BookKeeper's GarbageCollectorStats count them
+    reclaimed_by_deletion: int = 0  # sizes of the logs deleted for holding no live ledger
+    reclaimed_by_compaction: int = 0  # of the logs compacted: their size less what was copied out
+    reclaim_failed: int = 0  # entry logs that could not be deleted
+    ledgers_deleted: int = 0
+    # as of the last run
+    active_ledgers: int = 0
+    active_entry_logs: int = 0
+    active_entry_log_bytes: int = 0  # live bytes in them
 
 
 class GarbageCollector:
@@ -172,6 +181,7 @@ class GarbageCollector:
         self.storage = storage
         self.config = config
         self.live_ledgers = live_ledgers
+        self.stats = None  # bookie.server.metrics.BookieStats: told of each run
         self.state = GcState()
         self.logs: dict[int, EntryLogMetadata] = {}
         now = time.time()  # intervals count from start-up, as BookKeeper's
@@ -277,22 +287,34 @@ class GarbageCollector:
         result.seconds = time.monotonic() - began
         self.state.bytes_reclaimed += result.bytes_reclaimed
         self.state.logs_compacted += result.logs_compacted
+        self.state.ledgers_deleted += result.ledgers_deleted
         self.state.last_run = result
+        if self.stats is not None:
+            self.stats.gc_run(result)
         if result.ledgers_deleted or result.logs_deleted or result.logs_compacted:
             log.info("%s", result)
         return result
 
     def _collect_ledgers(self) -> int:
-        if self.live_ledgers is None:
-            return 0
         local = self.storage.ledger_ids()
-        if not local:
+        self.state.active_ledgers = len(local)
+        if self.live_ledgers is None or not local:
             return 0
         live = self.live_ledgers(local)
         dead = [ledger_id for ledger_id in local if ledger_id not in live]
         for ledger_id in dead:
             self.storage.delete_ledger(ledger_id)
+        self.state.active_ledgers = len(local) - len(dead)
         return len(dead)
+
+    def _remove_log(self, log_id: int) -> int:
+        """Delete an entry log, return its size. A failure is counted (RECLAIM_FAILED_TO_DELETE) and fails the
+        run; the next run tries again."""
+        try:
+            return self.storage.entry_logger.remove_log(log_id)
+        except OSError:
+            self.state.reclaim_failed += 1
+            raise
 
     def _update_logs(self, result: GcRun) -> None:
         logger = self.storage.entry_logger
@@ -302,9 +324,16 @@ class GarbageCollector:
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
             if not meta.ledgers:
-                result.bytes_reclaimed += logger.remove_log(meta.log_id)
+                size = self._remove_log(meta.log_id)
+                result.bytes_reclaimed += size
+                self.state.reclaimed_by_deletion += size
                 result.logs_deleted += 1
                 del self.logs[meta.log_id]
+        self._count_active()
+
+    def _count_active(self) -> None:
+        self.state.active_entry_logs = len(self.logs)
+        self.state.active_entry_log_bytes = sum(meta.remaining_size for meta in self.logs.values())
 
     def _compact_logs(self, kind: str, result: GcRun) -> None:
         threshold = self.config.kind(kind)[0]
@@ -318,14 +347,16 @@ class GarbageCollector:
                 entries, copied = self._compact(meta, throttle)
                 if entries is None:
                     break  # stopping: the log is left as it was
-                self.storage.entry_logger.remove_log(meta.log_id)
+                self._remove_log(meta.log_id)
                 del self.logs[meta.log_id]
                 result.logs_compacted += 1
                 result.entries_copied += entries
                 result.bytes_copied += copied
                 result.bytes_reclaimed += max(0, size - copied)
+                self.state.reclaimed_by_compaction += max(0, size - copied)
         finally:
             self.state.compacting = ""
+            self._count_active()
         self.state.last_compaction[kind] = time.time()
         self.state.counters[kind] += 1
 

@@ -5,6 +5,9 @@ Callers enqueue records with a callback. The thread takes everything pending, wa
 pending (or, with ``journalFlushWhenQueueEmpty``, only until the queue is empty), writes the group with one call,
 fsyncs (``journalSyncData``), advances the in-memory lastLogMark, and only then runs the callbacks of the group —
 which is when adds are acknowledged.
+
+With ``stats`` (bookie.server.metrics.JournalStats), the thread records BookKeeper's journal metrics: how long records
+waited in the queue and until acknowledged, each group's write and fsync, why a group was closed.
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ class LogMark(NamedTuple):
 
 
 class _Pending(NamedTuple):
-    data: bytes
+    data: bytes  # empty: FORCE_LEDGER, only an fsync
     callback: Callback | None
     enqueued: float
     synced: bool  # False: DEFERRED_SYNC, acknowledged once written
+    records: int  # journal records in data
 
 
 class Journal:
@@ -61,6 +65,8 @@ class Journal:
         self._mark_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        # records queued and taken: each written by one thread only, so neither loses an update
+        self._queued = self._taken = 0
 
     @property
     def last_log_mark(self) -> LogMark:
@@ -69,6 +75,7 @@ class Journal:
             return self._mark
 
     def _new_file(self) -> None:
+        started = time.perf_counter()
         existing = list_journal_ids(self.directory)
         journal_id = max(int(time.time() * 1000), (existing[-1] + 1) if existing else 0)
         if self._file is not None:
@@ -76,6 +83,8 @@ class Journal:
         self._file = JournalFile(self.directory, journal_id, self.prealloc)
         with self._mark_lock:
             self._mark = LogMark(journal_id, self._file.position)
+        if self.stats is not None:
+            self.stats.creation.event(time.perf_counter() - started)
         log.info("journal %s opened", self._file.path)
 
     def start(self) -> None:
@@ -84,16 +93,19 @@ class Journal:
         self._thread.start()
 
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        """Records waiting for the journal thread (a FORCE_LEDGER counts as one, as in BookKeeper's queue)."""
+        return self._queued - self._taken
 
-    def log(self, data: bytes, callback: Callback | None = None, synced: bool = True) -> None:
-        """Enqueue records (each ``int32 length | body``); ``callback(None)`` runs once they are durable,
-        ``callback(error)`` if the journal failed."""
+    def log(self, data: bytes, callback: Callback | None = None, synced: bool = True, records: int = 1) -> None:
+        """Enqueue ``records`` records (each ``int32 length | body``); ``callback(None)`` runs once they are
+        durable, ``callback(error)`` if the journal failed. Empty ``data``: wait for what is queued (FORCE_LEDGER)."""
         if self._failure is not None:
             if callback:
                 callback(self._failure)
             return
-        self._queue.put(_Pending(data, callback, time.monotonic(), synced))
+        item = _Pending(data, callback, time.monotonic(), synced, records if data else 1)
+        self._queued += item.records
+        self._queue.put(item)
 
     def stop(self) -> None:
         """Flush what is queued, then stop the thread."""
@@ -105,21 +117,31 @@ class Journal:
             self._file.close()
             self._file = None
 
+    def _take(self, item: _Pending) -> None:
+        self._taken += item.records
+        if self.stats is not None:
+            self.stats.queue_latency.event(time.monotonic() - item.enqueued, True, item.records)
+
     def _run(self) -> None:
         stopping = False
         while not stopping:
             first = self._queue.get()
             if first is None:
                 return
+            began = time.perf_counter()
+            self._take(first)
             group = [first]
             size = len(first.data)
             deadline = first.enqueued + self.max_wait
+            closed_by = "flush_max_outstanding_bytes"  # why the group ends: BookKeeper's JOURNAL_NUM_FLUSH_*
             while size < self.threshold:
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     if self.flush_when_queue_empty:
+                        closed_by = "flush_empty_queue"
                         break
+                    closed_by = "flush_max_wait"
                     wait = deadline - time.monotonic()
                     if wait <= 0:
                         break
@@ -128,26 +150,45 @@ class Journal:
                     except queue.Empty:
                         break
                 if item is None:
-                    stopping = True
+                    stopping, closed_by = True, None
                     break
+                self._take(item)
                 group.append(item)
                 size += len(item.data)
-            self._commit(group, size)
+                closed_by = "flush_max_outstanding_bytes"
+            if self.stats is not None and closed_by:
+                getattr(self.stats, closed_by).inc()
+            self._commit(group, size, began)
 
-    def _commit(self, group: list[_Pending], size: int) -> None:
+    def _commit(self, group: list[_Pending], size: int, began: float) -> None:
         error = None
+        stats = self.stats
+        records = sum(p.records for p in group if p.data)
         try:
             journal = self._file
             data = b"".join(p.data for p in group)
+            written = time.perf_counter()
             position = journal.append(data) if data else journal.position  # FORCE_LEDGER: only the fsync
-            for p in group:
-                if not p.synced and p.callback:
-                    p.callback(None)
-            started = time.perf_counter()
+            if stats is not None:
+                stats.flush.event(time.perf_counter() - written)
+                stats.batch_entries.values(records, 1)
+                stats.batch_bytes.values(size, 1)
+                stats.write_bytes.value += size - 4 * records
+                stats.force_write_queue.value += 1
+            self._acknowledge([p for p in group if not p.synced], None)
+            if stats is not None:
+                stats.force_write_queue.value -= 1
             if self.sync_data:
-                journal.sync()
-            if self.stats:
-                self.stats.journal_sync(time.perf_counter() - started, len(group), size)
+                syncing = time.perf_counter()
+                try:
+                    journal.sync()
+                except BaseException:
+                    if stats is not None:
+                        stats.sync.event(time.perf_counter() - syncing, False)
+                    raise
+                if stats is not None:
+                    stats.sync.event(time.perf_counter() - syncing)
+                    stats.grouping.values(records, 1)
             with self._mark_lock:
                 self._mark = LogMark(journal.id, position)
             if position >= self.max_size:
@@ -155,6 +196,16 @@ class Journal:
         except BaseException as exc:  # a failed journal fails every add from now on
             log.exception("journal write failed")
             error = self._failure = exc
-        for p in group:
-            if p.callback and (p.synced or error):
+        self._acknowledge([p for p in group if p.synced or error], error)
+        if stats is not None:
+            stats.process_time.event(time.perf_counter() - began)
+
+    def _acknowledge(self, items: list[_Pending], error: BaseException | None) -> None:
+        """Run the callbacks; count each record once (a DEFERRED_SYNC one when written, even if its fsync fails)."""
+        now = time.monotonic()
+        for p in items:
+            if p.callback:
                 p.callback(error)
+            if self.stats is not None and (p.synced or error is None):
+                stats = self.stats.add_entry if p.data else self.stats.force_ledger
+                stats.event(now - p.enqueued, error is None, p.records)

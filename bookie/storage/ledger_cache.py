@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import array
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -56,6 +57,7 @@ class LedgerCache:
         self._unsynced: dict[int, IndexFile] = {}
         self.lock = threading.RLock()
         self.hits = self.misses = 0
+        self.read_page_stats = None  # OpStats of the page reads of misses (LEDGER_CACHE_READ_PAGE), when watched
 
     # ---- ledgers ----
     def get(self, ledger_id: int) -> LedgerIndex | None:
@@ -108,7 +110,10 @@ class LedgerCache:
         key = (state.ledger_id, page_no)
         if page is None:
             self.misses += 1
+            began = time.perf_counter()
             page = state.file.read_page(page_no)
+            if self.read_page_stats is not None:
+                self.read_page_stats.event(time.perf_counter() - began)
             state.pages[page_no] = page
             self._lru[key] = None
             if len(self._lru) > self.page_limit:

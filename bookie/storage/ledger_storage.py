@@ -68,7 +68,7 @@ class LedgerStorage:
             buffered_writes_threshold=config.journal_buffered_writes_threshold,
             max_size_mb=config.journal_max_size_mb,
             prealloc_mb=config.journal_prealloc_mb,
-            stats=stats,
+            stats=stats.journal if stats is not None else None,
         )
         # Set by the entry logger every flushEntrylogBytes appended, and by shutdown: wakes the sync thread.
         self._flush_due = threading.Event()
@@ -219,6 +219,7 @@ class LedgerStorage:
     ) -> tuple[int, list[tuple[int, int, Exception]]]:
         """Store a batch of add records (``int32 size | framed entry`` each) and journal it; ``callback`` runs once
         it is durable. Returns how many were stored, and ``(ledgerId, entryId, error)`` for each add refused."""
+        started = time.perf_counter()
         journal: list[bytes] = []
         states: dict[int, LedgerIndex] = {}
         refused: dict[int, Exception] = {}
@@ -228,6 +229,7 @@ class LedgerStorage:
             except (Unauthorized, LedgerFenced) as exc:
                 refused[ledger_id] = exc
         entries, failures, sizes = self._walk(records, states, refused)
+        journaled = len(journal) + len(entries)  # master key records, then the entries
         if failures:
             records = b"".join(records[start : start + 4 + size] for start, size, _, _, _ in entries)
             entries, _, sizes = self._walk(records, states, {})
@@ -244,9 +246,13 @@ class LedgerStorage:
             journal.append(records)
         if journal:
             deferred = all(k.deferred_sync for k in keys.values())
-            self.journal.log(b"".join(journal), callback, synced=not deferred)
+            self.journal.log(b"".join(journal), callback, synced=not deferred, records=journaled)
         else:
             callback(None)
+        if self.stats is not None:
+            recovery = sum(keys[e[2]].recovery for e in entries) if any(k.recovery for k in keys.values()) else 0
+            self.stats.adds_stored(len(entries), len(failures), recovery, sum(sizes.values()) - 4 * len(entries),
+                                   time.perf_counter() - started)
         return len(entries), failures
 
     def _walk(self, records: bytes, states: dict, refused: dict):
@@ -287,7 +293,7 @@ class LedgerStorage:
         with self.cache.lock:
             state.header.fenced = True
             state.header_dirty = True
-        self.journal.log(b"".join(journal) + jf.fence_record(ledger_id), callback)
+        self.journal.log(b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1)
 
     def write_explicit_lac(self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback) -> None:
         journal: list[bytes] = []
@@ -296,7 +302,8 @@ class LedgerStorage:
             state.header.explicit_lac = buffer
             state.header_dirty = True
             self._raise_lac(state, lac)
-        self.journal.log(b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback)
+        self.journal.log(b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback,
+                         records=len(journal) + 1)
 
     def _lac_on_disk(self, state: LedgerIndex) -> int:
         """After a restart: the piggy-backed LAC of the last entry stored."""

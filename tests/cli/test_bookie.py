@@ -118,3 +118,49 @@ def test_inspect_a_damaged_journal_lists_what_follows_the_damage(bkctl, tmp_path
         f"error: {path}: 1 damaged region(s); a bookie refuses to replay this journal unless started with "
         "--skip-journal-corruption",
     ]
+
+
+def test_metrics_of_busy_and_idle_bookies(bkctl, service_uri, harness):
+    """Rates between two scrapes: the bookie being written to shows its adds, the other none; the p99 once the
+    first one-second window closed."""
+    from helpers import StreamWriter, adds_ok, wait_for
+
+    busy, idle = harness.start(2, prometheusStatsLatencyRolloverSeconds=1)
+    writer = StreamWriter(harness.channel(busy), ledger_id=9, batch=20)
+    writer.start()
+    try:
+        wait_for(lambda: adds_ok(busy) >= 200, "200 adds")
+        result = bkctl("-u", service_uri, "bookie", "metrics", "--all", "--interval", "1.5", "-o", "json")
+    finally:
+        writer.stop()
+    assert result.exit_code == 0, result.stderr
+    docs = {d["bookieId"]: d for d in json.loads(result.stdout)}
+    assert docs[busy.bookie_id]["addsPerSec"] > 50 and docs[idle.bookie_id]["addsPerSec"] == 0
+    assert docs[busy.bookie_id]["addLatencyP99Ms"] > 0 and docs[idle.bookie_id]["addLatencyP99Ms"] is None
+    for bookie in (busy, idle):
+        doc = docs[bookie.bookie_id]
+        assert doc["metricsUrl"] == f"http://127.0.0.1:{bookie.metrics_port}/metrics"
+        assert (doc["state"], doc["readsPerSec"], doc["writableLedgerDirs"], doc["ledgerDirs"]) == ("writable", 0, 1, 1)
+        assert 0 < doc["ledgerDiskUsagePercent"] < 100 and doc["journalQueue"] >= 0 and doc["intervalSeconds"] >= 1.5
+    table = bkctl("-u", service_uri, "bookie", "metrics", idle.bookie_id, "--interval", "0.1").stdout.splitlines()
+    assert table[0].split() == ["BOOKIE", "STATE", "ADDS/S", "READS/S", "ADD", "P99", "JOURNAL", "Q", "DISK", "DIRS"]
+    assert table[1].split()[:4] == [idle.bookie_id, "writable", "0.0", "0.0"] and table[1].split()[4] == "<none>"
+
+
+def test_metrics_of_a_read_only_bookie_over_its_http_admin_api_and_of_a_dead_one(bkctl, service_uri, harness):
+    """--http-port: BookKeeper's HTTP admin API serves /metrics too (where a Java bookie's are when it is on). A
+    dead bookie is a warning, exit 6, and the others are still shown."""
+    (served,) = harness.start(1, http=True)
+    (dead,) = harness.start(1)
+    assert bkctl("-u", service_uri, "bookie", "readonly", served.bookie_id, "--on").exit_code == 0
+    dead.stop(kill=True)  # still registered until its session expires
+    over_http = bkctl("-u", service_uri, "bookie", "metrics", served.bookie_id, "--http-port", str(served.http_port),
+                      "--interval", "0.1", "-o", "json")
+    assert over_http.exit_code == 0, over_http.stderr
+    (doc,) = json.loads(over_http.stdout)
+    assert doc["metricsUrl"] == f"http://127.0.0.1:{served.http_port}/metrics" and doc["state"] == "read-only"
+    result = bkctl("-u", service_uri, "bookie", "metrics", "--all", "--interval", "0.1", "-o", "json")
+    assert result.exit_code == 6
+    assert [d["bookieId"] for d in json.loads(result.stdout)] == [served.bookie_id]
+    assert result.stderr.startswith(f"warning: metrics of bookie {dead.bookie_id} are unreachable at "
+                                    f"http://127.0.0.1:{dead.metrics_port}/metrics (")

@@ -8,15 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from helpers import adds_ok, counter, wait_for
+from helpers import adds_ok, reads_ok, wait_for
 
 from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerState
-
-
-def reads_ok(bookie) -> float:
-    return counter(bookie, 'bookie_read_entries_total{status="ok"}')
 
 
 def bkctl_process(uri, *args, tmp_path):

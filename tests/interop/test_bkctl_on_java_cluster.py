@@ -16,7 +16,7 @@ from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 from helpers import wait_for
-from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_started, require_oracle, run
+from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_started, free_ports, require_oracle, run
 
 require_oracle()
 
@@ -148,6 +148,19 @@ def test_admin_commands_on_a_java_bookie_say_what_bookkeeper_offers(java, cli, c
     assert len(lines) == 1, lines
     (line,) = lines
     assert bookie_id in line and "httpServerEnabled=true" in line
+
+
+def test_bookie_metrics_of_a_java_bookie_asks_where_they_are(java, cli):
+    """A Java bookie publishes no metrics address (this one serves none: no Prometheus provider in the oracle)."""
+    bookie_id = java.bookie_id(1)
+    result = cli("bookie", "metrics", bookie_id)
+    assert (result.exit_code, result.stdout) == (7, "")
+    assert result.stderr == f"warning: bookie {bookie_id} publishes no address for its metrics: pass the port it " \
+        "serves /metrics on (--metrics-port: prometheusStatsHttpPort, 8000 by default in BookKeeper) or its HTTP " \
+        "admin API's (--http-port)\n"
+    (port,) = free_ports(1)  # nothing serves /metrics there
+    result = cli("bookie", "metrics", bookie_id, "--metrics-port", str(port), "--interval", "0.1")
+    assert result.exit_code == 6 and f"metrics of bookie {bookie_id}" in result.stderr
 
 
 def test_bench_write_and_read_on_java_bookies(cli):

@@ -19,17 +19,16 @@ import shutil
 from pathlib import Path
 
 from aiohttp import web
-from prometheus_client import generate_latest
 
 from bookie.codec.digest import DigestType
 from bookie.codec.jackson import hash_map
 from bookie.errors import BKError
 from bookie.server.http.common import NOT_STARTED, Failed, jackson, json_body, params, started, text
+from bookie.server.stats import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE  # MetricsService's
 from bookie.storage.checkpoint import read_last_mark
 from bookie.storage.gc import MAJOR, MINOR
 
 log = logging.getLogger(__name__)
-PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # MetricsService.PROMETHEUS_CONTENT_TYPE_004
 SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)
 GC_STATUS_FIELDS = ("forceCompacting", "majorCompacting", "minorCompacting", "lastMajorCompactionTime",
                     "lastMinorCompactionTime", "lastEntryLocationCompactionTime", "majorCompactionCounter",
@@ -74,8 +73,7 @@ class BookieApi:
     async def metrics(self, request: web.Request) -> web.Response:
         if request.method != "GET":
             return text(403, f"{request.method} is forbidden. Should be GET method")
-        return web.Response(body=generate_latest(self.bookie.stats.registry),
-                            headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
+        return web.Response(body=self.bookie.stats.text().encode(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
 
     async def is_ready(self, request: web.Request) -> web.Response:
         if request.method != "GET":

@@ -4,11 +4,10 @@ import json
 import os
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import wait_for
+from helpers import metrics, wait_for
 
 from bookie.client import BookKeeper
 from bookie.meta.registration import BookieRegistry
@@ -67,10 +66,13 @@ def test_major_gc_gives_back_the_deleted_ledgers_share(harness, bkctl):
     for s in status:  # what is left is B's (the log that was current during the run still holds some of A)
         logs = s["entryLogs"]
         assert sum(log["remainingSize"] for log in logs) > 0.85 * sum(log["totalSize"] for log in logs)
-    with urllib.request.urlopen(f"http://127.0.0.1:{bookies[0].metrics_port}/metrics", timeout=10) as answer:
-        metrics = dict(line.rsplit(" ", 1) for line in answer.read().decode().splitlines() if line[:1] != "#")
-    assert float(metrics['bookie_compactions{kind="major"}']) == 1 and float(metrics["bookie_gc_runs"]) >= 1
-    assert float(metrics["bookie_gc_bytes_reclaimed"]) == runs[bookies[0].bookie_id]["bytesReclaimed"]
+    got = metrics(bookies[0])  # BookKeeper's GarbageCollectorStats
+    assert got.sum("bookie_gc_MAJOR_COMPACTION_TOTAL") == 1 and got.sum("bookie_gc_MINOR_COMPACTION_TOTAL") == 0
+    assert got.sum("bookie_gc_THREAD_RUNTIME_count", success="true") >= 1
+    assert got.sum("bookie_gc_DELETED_LEDGER_TOTAL") == 1
+    reclaimed = got.sum("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES") + got.sum("bookie_gc_RECLAIMED_DELETION_SPACE_BYTES")
+    assert reclaimed == runs[bookies[0].bookie_id]["bytesReclaimed"]
+    assert got.sum("bookie_gc_ACTIVE_LEDGER_TOTAL") == 1  # B
 
 
 def test_kill_9_mid_compaction_loses_nothing_and_a_later_gc_finishes(harness, bkctl):

@@ -13,6 +13,8 @@ import pytest
 from helpers import http_call as call
 from helpers import wait_for
 
+from bookie.client.metrics_client import parse
+
 API = json.loads((Path(__file__).with_name("bookkeeper_http_api.json")).read_text())
 CASES = [(e["path"], case) for e in API["endpoints"] for case in e["cases"]]
 TYPES = {"boolean": bool, "integer": int, "string": str, "null": type(None)}
@@ -121,8 +123,7 @@ def test_compaction_suspend_and_resume(bookie):
 
 
 def gc_runs(bookie) -> float:
-    metrics = call(bookie, "GET", "/metrics")[2]
-    return float(re.search(r"^bookie_gc_runs (\S+)$", metrics, re.MULTILINE).group(1))
+    return parse(call(bookie, "GET", "/metrics")[2]).sum("bookie_gc_THREAD_RUNTIME_count")
 
 
 def test_put_gc_runs_a_collection(bookie):

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from helpers import wait_for
+from helpers import records, wait_for
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.meta.cookies import CookieStore
@@ -84,9 +84,7 @@ def test_sigterm_shuts_down_cleanly(harness, cluster):
 
 
 def test_metrics_count_adds_reads_and_fsyncs(harness):
-    import urllib.request
-
-    from helpers import StreamWriter
+    from helpers import StreamWriter, metrics
 
     (bookie,) = harness.start(1)
     channel = harness.channel(bookie)
@@ -94,14 +92,17 @@ def test_metrics_count_adds_reads_and_fsyncs(harness):
     writer.start()
     writer.join(30)
     channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=7), timeout=10)
-    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
-        text = answer.read().decode()
-    metrics = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
-    assert float(metrics['bookie_add_entries_total{status="ok"}']) == 100
-    assert float(metrics['bookie_read_entries_total{status="ok"}']) == 1
-    assert float(metrics["bookie_journal_sync_latency_seconds_count"]) >= 1
-    assert float(metrics["bookie_write_bytes_total"]) > 100 * 100
-    assert "bookie_ledger_cache_hit_ratio" in metrics and metrics["bookie_read_only"] == "0.0"
+    channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=100), timeout=10)  # not there
+    got = metrics(bookie)
+    assert got.sum("bookkeeper_server_ADD_ENTRY_REQUEST_count", success="true") == 100
+    assert got.sum("bookie_BOOKIE_ADD_ENTRY_count", success="true") == 100
+    assert got.sum("bookie_journal_JOURNAL_ADD_ENTRY_count", success="true") == 101  # and the master key's
+    assert got.sum("bookkeeper_server_READ_ENTRY_REQUEST_count", success="true") == 1
+    assert got.sum("bookkeeper_server_READ_ENTRY_REQUEST_count", success="false") == 1
+    assert 1 <= got.sum("bookie_journal_JOURNAL_SYNC_count", success="true") <= 5  # 4 batches, group committed
+    assert got.sum("bookie_WRITE_BYTES") == 100 * len(records(1, 0, 1)) - 100 * 4  # framed entries
+    assert got.sum("bookie_READ_BYTES") == len(records(1, 7, 1)) - 4
+    assert got.sum("bookie_SERVER_STATUS") == 1 and got.sum("bookie_ledger_writable_dirs") == 1
 
 
 def test_reregisters_after_zookeeper_was_down_longer_than_a_connect_timeout(tmp_path):

@@ -5,11 +5,10 @@ import hashlib
 import socket
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import DIGESTER, StreamWriter, payload, read_stored
+from helpers import DIGESTER, StreamWriter, metrics, payload, read_stored
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec.entry import parse_entry
@@ -125,12 +124,6 @@ def test_start_failing_after_the_cookie_check_writes_no_cookie(harness, cluster,
     harness.restart(bookie)
 
 
-def metrics(bookie):
-    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=10) as answer:
-        text = answer.read().decode()
-    return dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
-
-
 def test_journal_corrupt_in_the_middle_refuses_the_start_until_overridden(harness):
     (bookie,) = harness.start(1, flushInterval=600000)  # lastMark stays at the start: the crash replays it all
     acked = write(harness, bookie, 1, 300)
@@ -156,9 +149,9 @@ def test_journal_corrupt_in_the_middle_refuses_the_start_until_overridden(harnes
     bookie.pid = spawn([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(bookie.conf_path),
                         "--skip-journal-corruption"], bookie.log_path)
     wait_registered(harness.store, [bookie])
-    values = metrics(bookie)
-    assert values["bookie_journal_corrupt_records_skipped_total"] == "1.0"
-    assert float(values["bookie_journal_corrupt_bytes_skipped_total"]) == resume - mark.offset
+    values = metrics(bookie)  # ours: BookKeeper has no such metrics
+    assert values.sum("bkctl_journal_corrupt_records_skipped") == 1
+    assert values.sum("bkctl_journal_corrupt_bytes_skipped") == resume - mark.offset
     assert f"skipped corrupt journal record at offset {mark.offset} (length 0)" in bookie.log_path.read_text()
     channel = harness.channel(bookie)
     answers = [channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=e), timeout=10) for e in acked]

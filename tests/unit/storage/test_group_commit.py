@@ -1,15 +1,9 @@
 import threading
 
+from bookie.server.metrics import JournalStats
+from bookie.server.stats import StatsProvider
 from bookie.storage import journal as jf
 from bookie.storage.group_commit import Journal
-
-
-class Stats:
-    def __init__(self):
-        self.groups = []
-
-    def journal_sync(self, seconds, records, size):
-        self.groups.append(records)
 
 
 def record(entry_id):
@@ -18,7 +12,7 @@ def record(entry_id):
 
 
 def test_a_group_is_acknowledged_once_durable_and_advances_the_log_mark(tmp_path):
-    stats = Stats()
+    stats = JournalStats(StatsProvider().logger("journal"))
     journal = Journal(tmp_path, max_group_wait_ms=200, prealloc_mb=1, stats=stats)
     journal.start()
     acked = threading.Semaphore(0)
@@ -31,7 +25,9 @@ def test_a_group_is_acknowledged_once_durable_and_advances_the_log_mark(tmp_path
         assert journal.last_log_mark > start
     finally:
         journal.stop()
-    assert sum(stats.groups) == 10 and len(stats.groups) <= 2   # grouped, not one fsync per record
+    assert stats.batch_entries.sum[1] == 10 and stats.sync.count[1] <= 2   # grouped, not one fsync per record
+    assert stats.add_entry.count[1] == stats.queue_latency.count[1] == 10 and journal.queue_depth() == 0
+    assert stats.write_bytes.value == 10 * (len(record(0)) - 4) and stats.flush_max_wait.value >= 1
     paths = [jf.journal_path(tmp_path, journal_id) for journal_id in jf.list_journal_ids(tmp_path)]
     replayed = [r for path in paths for r in jf.scan_journal(path)]
     assert len(replayed) == 10
