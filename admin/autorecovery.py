@@ -28,8 +28,15 @@ _UNSEEN = object()  # the delay znode's version before the first audit: its exis
 
 
 class AutoRecovery:
-    def __init__(self, core, name: str, poll: float = 1.0, open_grace: float = 30.0, failed_lock_grace: float = 60.0,
-                 audit_interval: float = 3600.0):
+    def __init__(
+        self,
+        core,
+        name: str,
+        poll: float = 1.0,
+        open_grace: float = 30.0,
+        failed_lock_grace: float = 60.0,
+        audit_interval: float = 3600.0,
+    ):
         self.core = core
         self.name = name
         self.poll, self.open_grace, self.failed_lock_grace = poll, open_grace, failed_lock_grace
@@ -58,7 +65,7 @@ class AutoRecovery:
                 log.warning("autorecovery round failed: %s", exc)
             try:
                 await asyncio.wait_for(stop.wait(), self.poll)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def is_auditor(self) -> bool:

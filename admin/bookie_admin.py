@@ -14,9 +14,20 @@ from bookie.meta.registration import RegisteredBookie
 
 GC_POLL_INTERVAL = 0.3
 # A run that finished on a bookie reached over BookKeeper's HTTP API, which does not say what a run did.
-UNREPORTED_RUN = GcRun(run_id=None, forced=True, kind=None, ledgers_deleted=None, logs_deleted=None,
-                       logs_compacted=None, entries_copied=None, bytes_copied=None, bytes_reclaimed=None,
-                       start_time=None, duration_ms=None, error="")
+UNREPORTED_RUN = GcRun(
+    run_id=None,
+    forced=True,
+    kind=None,
+    ledgers_deleted=None,
+    logs_deleted=None,
+    logs_compacted=None,
+    entries_copied=None,
+    bytes_copied=None,
+    bytes_reclaimed=None,
+    start_time=None,
+    duration_ms=None,
+    error="",
+)
 
 
 @dataclass
@@ -30,8 +41,9 @@ class Outcome:
         return self.bookie.bookie_id
 
 
-def fan_out(bookies: Iterable[RegisteredBookie], operation: str, call: Callable[[BookieAdminClient], Any],
-            timeout: float = 10.0) -> list[Outcome]:
+def fan_out(
+    bookies: Iterable[RegisteredBookie], operation: str, call: Callable[[BookieAdminClient], Any], timeout: float = 10.0
+) -> list[Outcome]:
     """``call`` on each bookie's admin client, one after the other."""
     outcomes = []
     for bookie in bookies:

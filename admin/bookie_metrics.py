@@ -36,11 +36,18 @@ class BookieHealth:
     interval: float
 
     def doc(self) -> dict:
-        return {"metricsUrl": self.url, "state": self.state, "addsPerSec": self.adds_per_sec,
-                "readsPerSec": self.reads_per_sec, "addLatencyP99Ms": self.add_p99_ms,
-                "journalQueue": self.journal_queue, "ledgerDiskUsagePercent": self.ledger_disk_usage,
-                "writableLedgerDirs": self.writable_dirs, "ledgerDirs": self.ledger_dirs,
-                "intervalSeconds": self.interval}
+        return {
+            "metricsUrl": self.url,
+            "state": self.state,
+            "addsPerSec": self.adds_per_sec,
+            "readsPerSec": self.reads_per_sec,
+            "addLatencyP99Ms": self.add_p99_ms,
+            "journalQueue": self.journal_queue,
+            "ledgerDiskUsagePercent": self.ledger_disk_usage,
+            "writableLedgerDirs": self.writable_dirs,
+            "ledgerDirs": self.ledger_dirs,
+            "intervalSeconds": self.interval,
+        }
 
 
 def _number(value: float | None) -> float | None:
@@ -77,8 +84,9 @@ def summarize(url: str, first: Metrics, second: Metrics, seconds: float) -> Book
     )
 
 
-def health(bookies: Iterable[RegisteredBookie], interval: float = 1.0, metrics_port: int | None = None,
-           timeout: float = 10.0) -> list[Outcome]:
+def health(
+    bookies: Iterable[RegisteredBookie], interval: float = 1.0, metrics_port: int | None = None, timeout: float = 10.0
+) -> list[Outcome]:
     """Scrape every bookie, wait ``interval`` seconds, scrape again: an Outcome per bookie with its
     :class:`BookieHealth`, or its error (MetricsAddressMissing, ServiceUnavailable...)."""
     firsts: dict[str, tuple[str, Metrics, float]] = {}

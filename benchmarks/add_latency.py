@@ -19,7 +19,10 @@ from common import temporary_sandbox
 def bench(env: dict, rate: int, seconds: int) -> dict:
     out = subprocess.run(
         [sys.executable, "-m", "bkctl", "bench", "write", "--time", str(seconds), "--rate", str(rate), "-o", "json"],
-        env=env, check=True, capture_output=True, text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return json.loads(out)
 
@@ -38,8 +41,10 @@ def main() -> None:
         for run in range(args.runs):
             for name, env in ((names[0], base), (names[1], changed)):
                 result = bench(env, args.rate, args.time)
-                print(f"run {run + 1} {name:60} {json.dumps(result['latencyMs'])} {result['entriesPerSec']:.0f}/s",
-                      flush=True)
+                print(
+                    f"run {run + 1} {name:60} {json.dumps(result['latencyMs'])} {result['entriesPerSec']:.0f}/s",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -16,10 +16,10 @@ import subprocess
 import sys
 import time
 
-from common import temporary_sandbox
-
 from bookie.client import BookKeeper
 from bookie.codec.digest import DigestType
+
+from common import temporary_sandbox
 
 
 async def populate(core, ledgers: int, entries: int, parallel: int = 64) -> None:

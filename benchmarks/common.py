@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookie.local.sandbox import Sandbox  # noqa: E402
+from bookie.local.sandbox import Sandbox
 
 
 @contextlib.contextmanager

@@ -18,20 +18,41 @@ import json
 import subprocess
 import sys
 
-from common import temporary_sandbox
-
 from bookie.client import BookKeeper
+
+from common import temporary_sandbox
 
 
 def bkctl(env, *args) -> dict | list:
-    out = subprocess.run([sys.executable, "-m", "bkctl", *args, "-o", "json"], capture_output=True, env=env,
-                         check=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "bkctl", *args, "-o", "json"], capture_output=True, env=env, check=True, text=True
+    ).stdout
     return json.loads(out)
 
 
 def bench(env, seconds: float):
-    return subprocess.Popen([sys.executable, "-m", "bkctl", "bench", "write", "--time", str(seconds), "-e", "3",
-                             "-w", "2", "-a", "2", "-o", "json"], env=env, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bkctl",
+            "bench",
+            "write",
+            "--time",
+            str(seconds),
+            "-e",
+            "3",
+            "-w",
+            "2",
+            "-a",
+            "2",
+            "-o",
+            "json",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def write_half_garbage(uri: str, entries: int) -> None:
@@ -39,8 +60,11 @@ def write_half_garbage(uri: str, entries: int) -> None:
         a, b = bk.create_ledger(3, 3, 2), bk.create_ledger(3, 3, 2)
         payload = b"x" * 1024
         for start in range(0, entries, 1000):
-            futures = [f for _ in range(min(1000, entries - start))
-                       for f in (a.add_entry_async(payload), b.add_entry_async(payload))]
+            futures = [
+                f
+                for _ in range(min(1000, entries - start))
+                for f in (a.add_entry_async(payload), b.add_entry_async(payload))
+            ]
             for future in futures:
                 future.result(60)
         a.close(), b.close()
@@ -78,11 +102,15 @@ def main() -> None:
     if args.output == "json":
         print(json.dumps(result, indent=2))
     else:
-        print(f"compaction alone, per bookie: {result['copyMbPerSec']} MB/s "
-              f"({sum(result['bytesCopied']) / 1e6:.0f} MB copied)")
-        print(f"foreground adds: {result['idleEntriesPerSec']}/s idle, {result['duringCompactionEntriesPerSec']}/s "
-              f"while all 3 bookies compact (ratio {result['ratio']}); the compactions took "
-              f"{result['compactionSecondsDuringBench']} s at {result['copyMbPerSecDuringBench']} MB/s")
+        print(
+            f"compaction alone, per bookie: {result['copyMbPerSec']} MB/s "
+            f"({sum(result['bytesCopied']) / 1e6:.0f} MB copied)"
+        )
+        print(
+            f"foreground adds: {result['idleEntriesPerSec']}/s idle, {result['duringCompactionEntriesPerSec']}/s "
+            f"while all 3 bookies compact (ratio {result['ratio']}); the compactions took "
+            f"{result['compactionSecondsDuringBench']} s at {result['copyMbPerSecDuringBench']} MB/s"
+        )
 
 
 if __name__ == "__main__":

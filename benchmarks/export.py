@@ -25,13 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import temporary_sandbox
-
 from admin.export.job import run_export
 from admin.export.plan import Selection, plan_export
 from admin.export.session import spark_session
 from admin.export.source import BookKeeperDataSource
 from bookie.client import BookKeeper
+
+from common import temporary_sandbox
 
 PASSWORD = b"bench"
 
@@ -64,8 +64,11 @@ def _cpu_table() -> dict[int, tuple[int, float, float]]:
             fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        table[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick,
-                            (int(fields[13]) + int(fields[14])) / tick)
+        table[int(name)] = (
+            int(fields[1]),
+            (int(fields[11]) + int(fields[12])) / tick,
+            (int(fields[13]) + int(fields[14])) / tick,
+        )
     return table
 
 
@@ -84,8 +87,12 @@ def cpu_seconds(bookie_pids: list[int], jvm_pid: int | None) -> dict[str, float]
         return sum(table[pid][1] + table[pid][2] for pid in pids)
 
     workers = tree(jvm_pid) - {jvm_pid} if jvm_pid else set()
-    return {"bookies": total(set().union(*(tree(pid) for pid in bookie_pids))), "thisProcess": sum(os.times()[:2]),
-            "sparkJvm": table[jvm_pid][1] if jvm_pid in table else 0.0, "sparkPythonWorkers": total(workers)}
+    return {
+        "bookies": total(set().union(*(tree(pid) for pid in bookie_pids))),
+        "thisProcess": sum(os.times()[:2]),
+        "sparkJvm": table[jvm_pid][1] if jvm_pid in table else 0.0,
+        "sparkPythonWorkers": total(workers),
+    }
 
 
 def _used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -98,8 +105,13 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=16384)
     parser.add_argument("--entry-size", type=int, default=1024)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--conf", action="append", default=[], metavar="spark.KEY=VALUE",
-                        help="a Spark setting, e.g. spark.sql.parquet.compression.codec=none")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="spark.KEY=VALUE",
+        help="a Spark setting, e.g. spark.sql.parquet.compression.codec=none",
+    )
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     args = parser.parse_args()
     with temporary_sandbox(bookies=3) as (_, state, _env), tempfile.TemporaryDirectory(prefix="bkctl-bench-") as tmp:
@@ -125,7 +137,9 @@ def main() -> None:
 
             def noop(ledgers):
                 frame = spark.read.format("bookkeeper").option("serviceUri", uri)
-                frame.option("ledgers", ",".join(map(str, ledgers))).load().write.format("noop").mode("overwrite").save()
+                frame.option("ledgers", ",".join(map(str, ledgers))).load().write.format("noop").mode(
+                    "overwrite"
+                ).save()
 
             noop(ids[:1])  # its own warm-up: the data source runs in Python workers of another kind
             before, started = cpu_seconds(bookies, jvm), time.perf_counter()
@@ -133,19 +147,32 @@ def main() -> None:
             noop_seconds = time.perf_counter() - started
             cpu["noop"] = _used(before, cpu_seconds(bookies, jvm))
     mb = raw_bytes / 1e6
-    result = {"ledgers": len(ids), "entries": report.entries, "bytes": report.bytes, "files": report.files,
-              "partitions": len(plan.partitions), "master": args.master,
-              "rawReadSeconds": round(raw_seconds, 2), "rawReadMbPerSec": round(mb / raw_seconds, 1),
-              "exportSeconds": round(export_seconds, 2), "exportMbPerSec": round(mb / export_seconds, 1),
-              "noopSeconds": round(noop_seconds, 2), "noopMbPerSec": round(mb / noop_seconds, 1),
-              "ratio": round(raw_seconds / export_seconds, 2), "cpuSeconds": cpu}
+    result = {
+        "ledgers": len(ids),
+        "entries": report.entries,
+        "bytes": report.bytes,
+        "files": report.files,
+        "partitions": len(plan.partitions),
+        "master": args.master,
+        "rawReadSeconds": round(raw_seconds, 2),
+        "rawReadMbPerSec": round(mb / raw_seconds, 1),
+        "exportSeconds": round(export_seconds, 2),
+        "exportMbPerSec": round(mb / export_seconds, 1),
+        "noopSeconds": round(noop_seconds, 2),
+        "noopMbPerSec": round(mb / noop_seconds, 1),
+        "ratio": round(raw_seconds / export_seconds, 2),
+        "cpuSeconds": cpu,
+    }
     if args.output == "json":
         print(json.dumps(result, indent=2))
     else:
-        print(f"{len(ids)} ledgers, {report.entries} entries of {args.entry_size} bytes ({mb:.0f} MB), "
-              f"{len(plan.partitions)} partitions on {args.master}")
-        print(f"  {'':<8} {'seconds':>9}  {'MB/s':>7}   "
-              "CPU seconds: bookies / this process / Spark JVM / Python workers")
+        print(
+            f"{len(ids)} ledgers, {report.entries} entries of {args.entry_size} bytes ({mb:.0f} MB), "
+            f"{len(plan.partitions)} partitions on {args.master}"
+        )
+        print(
+            f"  {'':<8} {'seconds':>9}  {'MB/s':>7}   CPU seconds: bookies / this process / Spark JVM / Python workers"
+        )
         for name in ("rawRead", "export", "noop"):
             used = " / ".join(f"{v:.1f}" for v in cpu[name].values())
             print(f"  {name:<8} {result[name + 'Seconds']:>9.2f}  {result[name + 'MbPerSec']:>7.1f}   {used}")

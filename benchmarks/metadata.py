@@ -15,21 +15,28 @@ import subprocess
 import sys
 import time
 
-from common import temporary_sandbox
-
 from bookie.codec.digest import DigestType
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment, serialize
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
+from common import temporary_sandbox
+
 BKCTL = [sys.executable, "-m", "bkctl"]
 
 
 def populate(uri: str, count: int) -> float:
     md = LedgerMetadata(
-        3, 2, 2, (Segment(0, ("127.0.0.1:3181", "127.0.0.1:3182", "127.0.0.1:3183")),),
-        state=LedgerState.CLOSED, last_entry_id=99, length=102400, digest_type=DigestType.CRC32C, password=b"",
+        3,
+        2,
+        2,
+        (Segment(0, ("127.0.0.1:3181", "127.0.0.1:3182", "127.0.0.1:3183")),),
+        state=LedgerState.CLOSED,
+        last_entry_id=99,
+        length=102400,
+        digest_type=DigestType.CRC32C,
+        password=b"",
         ctime=int(time.time() * 1000),
     )
     data = serialize(md)

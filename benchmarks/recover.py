@@ -15,9 +15,9 @@ import subprocess
 import sys
 import time
 
-from common import temporary_sandbox
-
 from bookie.client import BookKeeper
+
+from common import temporary_sandbox
 
 
 def main() -> None:
@@ -36,19 +36,31 @@ def main() -> None:
                 ledger.close()
         victim = sandbox.stop_bookie("1")
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "bkctl", "bookie", "recover", victim.bookie_id, "--yes",
-                              "-o", "json"], capture_output=True, env=env, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-m", "bkctl", "bookie", "recover", victim.bookie_id, "--yes", "-o", "json"],
+            capture_output=True,
+            env=env,
+            check=True,
+        ).stdout
         seconds = time.perf_counter() - started
     report = json.loads(out)
-    result = {"ledgers": report["ledgers"], "entries": report["entries"], "bytes": report["bytes"],
-              "copySeconds": report["seconds"], "copyMbPerSec": report["mbPerSec"],
-              "commandSeconds": round(seconds, 2), "commandMbPerSec": round(report["bytes"] / seconds / 1e6, 1),
-              "failed": report["failed"]}
+    result = {
+        "ledgers": report["ledgers"],
+        "entries": report["entries"],
+        "bytes": report["bytes"],
+        "copySeconds": report["seconds"],
+        "copyMbPerSec": report["mbPerSec"],
+        "commandSeconds": round(seconds, 2),
+        "commandMbPerSec": round(report["bytes"] / seconds / 1e6, 1),
+        "failed": report["failed"],
+    }
     if args.output == "json":
         print(json.dumps(result, indent=2))
     else:
-        print(f"re-replicated {report['entries']} entries ({report['bytes'] / 1e6:.1f} MB) of {report['ledgers']} "
-              f"ledgers: {report['mbPerSec']} MB/s copying, {result['commandMbPerSec']} MB/s for the whole command")
+        print(
+            f"re-replicated {report['entries']} entries ({report['bytes'] / 1e6:.1f} MB) of {report['ledgers']} "
+            f"ledgers: {report['mbPerSec']} MB/s copying, {result['commandMbPerSec']} MB/s for the whole command"
+        )
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import temporary_sandbox
-
 from bookie.local.sandbox import LEDGERS_ROOT
+
+from common import temporary_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -97,20 +97,28 @@ class OurClient:
     def cell(self, side: Side, entries: int) -> dict:
         base = [*BKCTL, "-u", side.service_uri, "bench"]
         write, bookies = measured(side.pids, [*base, "write", "--entries", str(entries), "-o", "json"], self.env)
-        paced, _ = measured(side.pids, [*base, "write", "--rate", str(PACED_RATE), "--entries",
-                                        str(min(entries, 50_000)), "-o", "json"], self.env)
-        read, read_bookies = measured(side.pids, [*base, "read", "--ledger", str(side.ledger), "-o", "json"],
-                                      self.env)
+        paced, _ = measured(
+            side.pids,
+            [*base, "write", "--rate", str(PACED_RATE), "--entries", str(min(entries, 50_000)), "-o", "json"],
+            self.env,
+        )
+        read, read_bookies = measured(side.pids, [*base, "read", "--ledger", str(side.ledger), "-o", "json"], self.env)
         return cell(write, bookies, paced, read, read_bookies)
 
 
 def cell(write: dict, bookies: float, paced: dict, read: dict, read_bookies: float) -> dict:
     """One sample of a cell; CPU-seconds per 100k entries."""
     per_100k = 100_000 / write["entries"], 100_000 / read["entries"]
-    return {"write": write["entriesPerSec"], "p50": paced["latencyMs"]["p50"], "p99": paced["latencyMs"]["p99"],
-            "read": read["entriesPerSec"], "cpuWriteBookies": bookies * per_100k[0],
-            "cpuWriteClient": write["cpuSeconds"] * per_100k[0], "cpuReadBookies": read_bookies * per_100k[1],
-            "cpuReadClient": read["cpuSeconds"] * per_100k[1]}
+    return {
+        "write": write["entriesPerSec"],
+        "p50": paced["latencyMs"]["p50"],
+        "p99": paced["latencyMs"]["p99"],
+        "read": read["entriesPerSec"],
+        "cpuWriteBookies": bookies * per_100k[0],
+        "cpuWriteClient": write["cpuSeconds"] * per_100k[0],
+        "cpuReadBookies": read_bookies * per_100k[1],
+        "cpuReadClient": read["cpuSeconds"] * per_100k[1],
+    }
 
 
 def median_cells(samples: dict[str, list[dict]]) -> dict[str, dict]:
@@ -121,9 +129,16 @@ def median_cells(samples: dict[str, list[dict]]) -> dict[str, dict]:
     return table
 
 
-COLUMNS = [("write", "write/s", ",.0f"), ("p50", "p50 ms", ".1f"), ("p99", "p99 ms", ".1f"),
-           ("read", "read/s", ",.0f"), ("cpuWriteBookies", "w cpu bk", ".2f"), ("cpuWriteClient", "w cpu cl", ".2f"),
-           ("cpuReadBookies", "r cpu bk", ".2f"), ("cpuReadClient", "r cpu cl", ".2f")]
+COLUMNS = [
+    ("write", "write/s", ",.0f"),
+    ("p50", "p50 ms", ".1f"),
+    ("p99", "p99 ms", ".1f"),
+    ("read", "read/s", ",.0f"),
+    ("cpuWriteBookies", "w cpu bk", ".2f"),
+    ("cpuWriteClient", "w cpu cl", ".2f"),
+    ("cpuReadBookies", "r cpu bk", ".2f"),
+    ("cpuReadClient", "r cpu cl", ".2f"),
+]
 
 
 def render(table: dict[str, dict]) -> str:
@@ -131,8 +146,10 @@ def render(table: dict[str, dict]) -> str:
     lines = [head, "-" * len(head)]
     for name, values in table.items():
         lines.append(f"{name:34}" + "".join(f" {format(values[key], spec):>9}" for key, _, spec in COLUMNS))
-    lines.append(f"p50/p99: add latency at a fixed {PACED_RATE:,} entries/s; cpu: CPU-seconds per 100k entries "
-                 "(w: writing at max rate, r: reading) of the 3 bookies (bk) and of the client (cl)")
+    lines.append(
+        f"p50/p99: add latency at a fixed {PACED_RATE:,} entries/s; cpu: CPU-seconds per 100k entries "
+        "(w: writing at max rate, r: reading) of the 3 bookies (bk) and of the client (cl)"
+    )
     return "\n".join(lines)
 
 
@@ -147,15 +164,15 @@ def main() -> int:
     if shutil.which("bash") is None or not (ORACLE / "bin" / "bk-cluster").exists():
         print(f"needs bash and the BookKeeper oracle at {ORACLE}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="bkctl-vs-bk-") as tmp, \
-            temporary_sandbox(3, SETTINGS) as (_, state, _env):
+    with tempfile.TemporaryDirectory(prefix="bkctl-vs-bk-") as tmp, temporary_sandbox(3, SETTINGS) as (_, state, _env):
         compile_java(ROOT / "benchmarks" / "java" / "JavaClientBench.java", Path(tmp) / "classes")
         java = JavaCluster.start(Path(tmp) / "java", 3, *(f"{k}={v}" for k, v in SETTINGS.items()))
         try:
             java_pids = [int((java.root / f"b{n}" / "bookie.pid").read_text()) for n in (1, 2, 3)]
             java_bookies = Side(java.zk, "/ledgers", java.service_uri, java_pids)
-            our_bookies = Side(f"127.0.0.1:{state.zk_port}", LEDGERS_ROOT,
-                               state.service_uri, [b["pid"] for b in state.bookies])
+            our_bookies = Side(
+                f"127.0.0.1:{state.zk_port}", LEDGERS_ROOT, state.service_uri, [b["pid"] for b in state.bookies]
+            )
             java_client = JavaClient(Path(tmp) / "classes")
             for side in (java_bookies, our_bookies):  # the ledger each client reads, written once, untimed
                 side.ledger = java_client.prepare(side, entries)

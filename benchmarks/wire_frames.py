@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookie.codec import wire  # noqa: E402
-from bookie.server.metrics import BookieStats  # noqa: E402
-from bookie.server.protocol import BookieConnection, WireServer  # noqa: E402
+from bookie.codec import wire
+from bookie.server.metrics import BookieStats
+from bookie.server.protocol import BookieConnection, WireServer
 
 ENTRY = bytes(1024 + 32)  # a framed 1 KiB entry
 

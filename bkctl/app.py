@@ -10,15 +10,25 @@ import click
 from bkctl.terminal import Terminal
 from bookie.errors import InvalidArgument, ServiceUnavailable
 
-
 # What may name the cluster, strongest first within each kind of source: (parameter, option, variable).
-CLUSTER_SOURCES = (("service_uri", "-u/--service-uri", "BKCTL_SERVICE_URI"), ("conf", "-c/--conf", "BKCTL_CONF"),
-                   ("context", "--context", "BKCTL_CONTEXT"))
+CLUSTER_SOURCES = (
+    ("service_uri", "-u/--service-uri", "BKCTL_SERVICE_URI"),
+    ("conf", "-c/--conf", "BKCTL_CONF"),
+    ("context", "--context", "BKCTL_CONTEXT"),
+)
 
 
 class Application:
-    def __init__(self, ctx: click.Context, service_uri: str | None, conf: str | None, verbosity: int,
-                 timeout: float | None = None, context: str | None = None, log_format: str = "text"):
+    def __init__(
+        self,
+        ctx: click.Context,
+        service_uri: str | None,
+        conf: str | None,
+        verbosity: int,
+        timeout: float | None = None,
+        context: str | None = None,
+        log_format: str = "text",
+    ):
         self.ctx = ctx
         self.log_format = log_format  # --log-format / BKCTL_LOG_FORMAT (bkctl.logs)
         self.service_uri_flag = service_uri  # from -u or BKCTL_SERVICE_URI (click applies that precedence)
@@ -33,8 +43,7 @@ class Application:
         parameters, with no output."""
         root = ctx.find_root()
         params = root.params
-        app = cls(root, params.get("service_uri"), params.get("conf"), -1, params.get("timeout"),
-                  params.get("context"))
+        app = cls(root, params.get("service_uri"), params.get("conf"), -1, params.get("timeout"), params.get("context"))
         app.terminal.warn = lambda message: None
         return app
 
@@ -143,8 +152,10 @@ class Application:
         except ValueError:
             millis = 0
         if not 0 < millis <= 86_400_000:  # up to a day, as --timeout
-            raise InvalidArgument(f"configuration file {self.conf_path}: zkTimeout={text!r} is not a positive "
-                                  "number of milliseconds (up to a day)")
+            raise InvalidArgument(
+                f"configuration file {self.conf_path}: zkTimeout={text!r} is not a positive "
+                "number of milliseconds (up to a day)"
+            )
         return millis / 1000
 
     @cached_property
@@ -152,8 +163,9 @@ class Application:
         """A ZooKeeper session for this command, closed when it ends; the root may hold no cluster (yet)."""
         from bookie.meta.store import SESSION_TIMEOUT, MetadataStore
 
-        store = MetadataStore(self.service_uri, connect_timeout=self.timeout,
-                              session_timeout=self.zk_timeout or SESSION_TIMEOUT)
+        store = MetadataStore(
+            self.service_uri, connect_timeout=self.timeout, session_timeout=self.zk_timeout or SESSION_TIMEOUT
+        )
         self.ctx.call_on_close(store.close)
         return store
 

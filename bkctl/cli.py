@@ -135,8 +135,15 @@ def _configure_logging(verbosity: int, log_format: str) -> None:
 @log_format_option
 @click.version_option(__version__, prog_name="bkctl")
 @click.pass_context
-def cli(ctx: click.Context, service_uri: str | None, conf: str | None, context: str | None, timeout: float | None,
-        verbose: int, log_format: str) -> None:
+def cli(
+    ctx: click.Context,
+    service_uri: str | None,
+    conf: str | None,
+    context: str | None,
+    timeout: float | None,
+    verbose: int,
+    log_format: str,
+) -> None:
     """Operate a BookKeeper-style bookie cluster: its metadata, bookies and ledgers.
 
     The cluster: -u, else -c, else --context (options before environment variables), else the current context

@@ -19,7 +19,8 @@ CLICK_CALL = "COMP_CWORD=$COMP_CWORD"
 class Bash(BashComplete):
     incomplete: str | None = None  # the word being completed, whole (only when the script passed the line)
     source_template = BashComplete.source_template.replace(
-        CLICK_CALL, f'{CLICK_CALL} {LINE}="${{COMP_LINE:0:COMP_POINT}}" {WORD}="${{COMP_WORDS[COMP_CWORD]}}"')
+        CLICK_CALL, f'{CLICK_CALL} {LINE}="${{COMP_LINE:0:COMP_POINT}}" {WORD}="${{COMP_WORDS[COMP_CWORD]}}"'
+    )
 
     def get_completion_args(self) -> tuple[list[str], str]:
         line = os.environ.get(LINE)
@@ -38,7 +39,7 @@ class Bash(BashComplete):
             if incomplete.startswith("-") and "=" in incomplete and not value.startswith(before):
                 value = incomplete.partition("=")[0] + "=" + value  # --opt=VALUE: click completed VALUE
             if value.startswith(before):
-                item.value = value[len(before):]
+                item.value = value[len(before) :]
         return super().format_completion(item)
 
 

@@ -70,8 +70,12 @@ def _port(value, where: str) -> int:
 
 
 def _timeout(value, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 < value <= MAX_TIMEOUT:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_TIMEOUT
+    ):
         raise InvalidArgument(f"{where}: timeout {value!r} is not a number of seconds (0 < S <= {MAX_TIMEOUT})")
     return value
 
@@ -103,8 +107,12 @@ def parse_context(name: str, entry, where: str) -> Context:
         raise InvalidArgument(f"{where}: unknown key {unknown[0]!r} (this bkctl knows {', '.join(KEYS)})")
     if entry.get("service-uri") is None:
         raise InvalidArgument(f"{where}: no service-uri")
-    return Context(name, **{key.replace("-", "_"): check(entry[key], where) for key, check in KEYS.items()
-                            if entry.get(key) is not None})
+    return Context(
+        name,
+        **{
+            key.replace("-", "_"): check(entry[key], where) for key, check in KEYS.items() if entry.get(key) is not None
+        },
+    )
 
 
 @dataclass
@@ -121,8 +129,10 @@ class ContextFile:
     def text(self) -> str:
         import yaml
 
-        doc = {"current-context": self.current,
-               "contexts": {name: c.doc() for name, c in sorted(self.contexts.items())}}
+        doc = {
+            "current-context": self.current,
+            "contexts": {name: c.doc() for name, c in sorted(self.contexts.items())},
+        }
         return HEADER + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
 
     def save(self) -> None:
@@ -163,8 +173,10 @@ def _read(path: Path, warn: Callable[[str], None]) -> str | None:
             try:
                 os.fchmod(fd, 0o600)
             except OSError as exc:
-                raise InvalidArgument(f"{path}: readable by others (mode {stat.S_IMODE(mode):04o}) and cannot be "
-                                      f"made private: {exc.strerror}") from None
+                raise InvalidArgument(
+                    f"{path}: readable by others (mode {stat.S_IMODE(mode):04o}) and cannot be "
+                    f"made private: {exc.strerror}"
+                ) from None
             warn(f"{path} was readable by others (mode {stat.S_IMODE(mode):04o}): made private (0600)")
         try:
             return f.read()

@@ -36,14 +36,14 @@ class ExitCode(enum.IntEnum):
 EXIT_CODE_MEANINGS = {
     ExitCode.OK: "success",
     ExitCode.FAILED: "the operation failed (also when it needs an optional part of bkctl that is not installed: "
-                     "the message names the pip command)",
+    "the message names the pip command)",
     ExitCode.USAGE: "bad usage or input: an unknown option, a malformed service URI, configuration or argument",
     ExitCode.PROBLEMS: "a check found problems, or the action would be unsafe",
     ExitCode.UNAUTHORIZED: "unauthorized: wrong ledger password",
     ExitCode.NOT_FOUND: "not found: no such ledger, entry, bookie or cluster",
     ExitCode.UNREACHABLE: "a service (ZooKeeper, a bookie) could not be reached",
     ExitCode.UNSUPPORTED: "the bookie publishes no admin service for the operation (neither bkctl's nor "
-                          "BookKeeper's HTTP admin API)",
+    "BookKeeper's HTTP admin API)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.TERMINATED: "terminated (SIGTERM)",
 }

@@ -13,12 +13,16 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl sandbox start", "a local cluster to try things on (ZooKeeper and 3 bookies)"),
         ("bkctl -u 'zk+hierarchical://zk1:2181;zk2:2181/ledgers' cluster info", "a cluster of your own"),
         ("bkctl --context staging ledger list", "one command on another context than the current one"),
-        ("bkctl -v -c /etc/bookkeeper/bk_server.conf bookies list", "the cluster a bookie's configuration names; "
-                                                                    "-v says which one was used"),
+        (
+            "bkctl -v -c /etc/bookkeeper/bk_server.conf bookies list",
+            "the cluster a bookie's configuration names; -v says which one was used",
+        ),
     ],
     # autorecovery
-    "autorecovery disable": [("bkctl autorecovery disable --dry-run", "what would change, changing nothing"),
-                             ("bkctl autorecovery disable", "pause re-replication during maintenance")],
+    "autorecovery disable": [
+        ("bkctl autorecovery disable --dry-run", "what would change, changing nothing"),
+        ("bkctl autorecovery disable", "pause re-replication during maintenance"),
+    ],
     "autorecovery enable": [("bkctl autorecovery enable", "let the workers re-replicate marked ledgers again")],
     "autorecovery list-under-replicated": [
         ("bkctl autorecovery list-under-replicated", "the marked ledgers and their missing replicas"),
@@ -27,123 +31,202 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
     "autorecovery lost-bookie-recovery-delay": [
         ("bkctl autorecovery lost-bookie-recovery-delay", "the current delay"),
-        ("bkctl autorecovery lost-bookie-recovery-delay --set 600", "wait 10 minutes before marking a lost bookie's "
-                                                                    "ledgers (a rolling restart)"),
+        (
+            "bkctl autorecovery lost-bookie-recovery-delay --set 600",
+            "wait 10 minutes before marking a lost bookie's ledgers (a rolling restart)",
+        ),
     ],
-    "autorecovery run": [("bkctl autorecovery run", "the auditor and re-replication workers, in the foreground"),
-                         ("bkctl autorecovery run --open-ledger-grace 60", "give writers a minute to fix their "
-                                                                           "ensembles before fencing")],
+    "autorecovery run": [
+        ("bkctl autorecovery run", "the auditor and re-replication workers, in the foreground"),
+        (
+            "bkctl autorecovery run --open-ledger-grace 60",
+            "give writers a minute to fix their ensembles before fencing",
+        ),
+    ],
     "autorecovery status": [("bkctl autorecovery status", "enabled or not, the delay, the auditor, the backlog")],
     "autorecovery trigger-audit": [("bkctl autorecovery trigger-audit", "mark lost bookies' ledgers now")],
     "autorecovery who-is-auditor": [("bkctl autorecovery who-is-auditor -o json", "the elected auditor")],
     # bench
-    "bench bookie": [("bkctl bench bookie --entries 200000", "the first writable bookie against a raw fsync loop"),
-                     (f"bkctl bench bookie --bookie {BOOKIE} --entry-size 4096 --max-outstanding 4",
-                      "one bookie's latency at a light load")],
-    "bench read": [("bkctl bench read --entries 300000", "write a ledger, then time reading it back"),
-                   ("bkctl bench read --ledger 42 -o json", "read an existing closed ledger")],
-    "bench write": [("bkctl bench write --entries 300000", "as fast as it goes, E3 W2 A2"),
-                    ("bkctl bench write --time 30 --rate 10000 -e 3 -w 3 -a 2", "latency at a fixed offered rate")],
+    "bench bookie": [
+        ("bkctl bench bookie --entries 200000", "the first writable bookie against a raw fsync loop"),
+        (
+            f"bkctl bench bookie --bookie {BOOKIE} --entry-size 4096 --max-outstanding 4",
+            "one bookie's latency at a light load",
+        ),
+    ],
+    "bench read": [
+        ("bkctl bench read --entries 300000", "write a ledger, then time reading it back"),
+        ("bkctl bench read --ledger 42 -o json", "read an existing closed ledger"),
+    ],
+    "bench write": [
+        ("bkctl bench write --entries 300000", "as fast as it goes, E3 W2 A2"),
+        ("bkctl bench write --time 30 --rate 10000 -e 3 -w 3 -a 2", "latency at a fixed offered rate"),
+    ],
     # bookie
-    "bookie compaction resume": [(f"bkctl bookie compaction resume {BOOKIE}", "allow both kinds again"),
-                                 ("bkctl bookie compaction resume --all --major", "major compaction everywhere")],
+    "bookie compaction resume": [
+        (f"bkctl bookie compaction resume {BOOKIE}", "allow both kinds again"),
+        ("bkctl bookie compaction resume --all --major", "major compaction everywhere"),
+    ],
     "bookie compaction suspend": [
         ("bkctl bookie compaction suspend --all --major --dry-run", "which bookies would be told"),
         (f"bkctl bookie compaction suspend {BOOKIE} --http-port 8080", "a Java bookie, over its HTTP admin API"),
     ],
-    "bookie decommission": [(f"bkctl bookie decommission {BOOKIE}", "retire a stopped bookie (asks first)"),
-                            (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up "
-                                                                                          "after two hours")],
-    "bookie gc": [("bkctl bookie gc --all --major --wait", "a forced major compaction everywhere, then what it "
-                                                           "reclaimed"),
-                  (f"bkctl bookie gc {BOOKIE} --minor", "start a minor compaction and return")],
-    "bookie gc-status": [("bkctl bookie gc-status --all", "running or not, entry-log usage, space reclaimed"),
-                         (f"bkctl bookie gc-status {BOOKIE} -o json", "every entry log's usage")],
-    "bookie info": [("bkctl bookie info --all", "disk capacity and free space of every bookie"),
-                    (f"bkctl bookie info {BOOKIE} -o json", "one bookie, for a script")],
-    "bookie metrics": [("bkctl bookie metrics --all", "adds/s, reads/s, p99 add latency, journal queue, disk"),
-                       (f"bkctl bookie metrics {BOOKIE} --metrics-port 8000 -o json",
-                        "a Java bookie's Prometheus port, for a script")],
+    "bookie decommission": [
+        (f"bkctl bookie decommission {BOOKIE}", "retire a stopped bookie (asks first)"),
+        (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up after two hours"),
+    ],
+    "bookie gc": [
+        ("bkctl bookie gc --all --major --wait", "a forced major compaction everywhere, then what it reclaimed"),
+        (f"bkctl bookie gc {BOOKIE} --minor", "start a minor compaction and return"),
+    ],
+    "bookie gc-status": [
+        ("bkctl bookie gc-status --all", "running or not, entry-log usage, space reclaimed"),
+        (f"bkctl bookie gc-status {BOOKIE} -o json", "every entry log's usage"),
+    ],
+    "bookie info": [
+        ("bkctl bookie info --all", "disk capacity and free space of every bookie"),
+        (f"bkctl bookie info {BOOKIE} -o json", "one bookie, for a script"),
+    ],
+    "bookie metrics": [
+        ("bkctl bookie metrics --all", "adds/s, reads/s, p99 add latency, journal queue, disk"),
+        (f"bkctl bookie metrics {BOOKIE} --metrics-port 8000 -o json", "a Java bookie's Prometheus port, for a script"),
+    ],
     "bookie inspect entrylog": [
         ("bkctl bookie inspect entrylog /data/bk/ledgers/current/0.log --ledger 42", "one ledger's entries in a log"),
         ("bkctl bookie inspect entrylog --usage /data/bk/ledgers", "each log's live share on a stopped bookie"),
     ],
-    "bookie inspect index": [("bkctl bookie inspect index /data/bk/ledgers/current/0/2a/2a.idx",
-                              "ledger 42's master key, fenced flag and entry locations")],
+    "bookie inspect index": [
+        (
+            "bkctl bookie inspect index /data/bk/ledgers/current/0/2a/2a.idx",
+            "ledger 42's master key, fenced flag and entry locations",
+        )
+    ],
     "bookie inspect journal": [
         ("bkctl bookie inspect journal /data/bk/journal/current/19c2e1a8f30.txn", "every record of a journal file"),
-        ("bkctl bookie inspect journal /data/bk/journal/current/19c2e1a8f30.txn --ledger 42 -o json",
-         "one ledger's records, as JSON"),
+        (
+            "bkctl bookie inspect journal /data/bk/journal/current/19c2e1a8f30.txn --ledger 42 -o json",
+            "one ledger's records, as JSON",
+        ),
     ],
     "bookie inspect lastmark": [("bkctl bookie inspect lastmark /data/bk/ledgers", "where replay would start")],
-    "bookie readonly": [(f"bkctl bookie readonly {BOOKIE} --on", "out of the write path (reads still served)"),
-                        (f"bkctl bookie readonly {BOOKIE} --off --dry-run", "what --off would do")],
-    "bookie recover": [(f"bkctl bookie recover {BOOKIE} --query", "the ledgers a lost bookie held"),
-                       (f"bkctl bookie recover {BOOKIE},10.0.0.8:3181 --rate 50000000 --yes",
-                        "re-replicate two lost bookies' ledgers at 50 MB/s at most")],
-    "bookie run": [("bkctl bookie run --conf /etc/bookkeeper/bk_server.conf", "a bookie in the foreground"),
-                   ("bkctl -u zk+hierarchical://zk1:2181/ledgers bookie run --port 3181 --journal-dir "
-                    "/disk1/journal --ledger-dir /disk2/ledgers --set journalSyncData=true",
-                    "without a configuration file")],
+    "bookie readonly": [
+        (f"bkctl bookie readonly {BOOKIE} --on", "out of the write path (reads still served)"),
+        (f"bkctl bookie readonly {BOOKIE} --off --dry-run", "what --off would do"),
+    ],
+    "bookie recover": [
+        (f"bkctl bookie recover {BOOKIE} --query", "the ledgers a lost bookie held"),
+        (
+            f"bkctl bookie recover {BOOKIE},10.0.0.8:3181 --rate 50000000 --yes",
+            "re-replicate two lost bookies' ledgers at 50 MB/s at most",
+        ),
+    ],
+    "bookie run": [
+        ("bkctl bookie run --conf /etc/bookkeeper/bk_server.conf", "a bookie in the foreground"),
+        (
+            "bkctl -u zk+hierarchical://zk1:2181/ledgers bookie run --port 3181 --journal-dir "
+            "/disk1/journal --ledger-dir /disk2/ledgers --set journalSyncData=true",
+            "without a configuration file",
+        ),
+    ],
     # bookies
-    "bookies list": [("bkctl bookies list", "the writable bookies"),
-                     ("bkctl bookies list --all -o wide", "writable and read-only, with their endpoints")],
+    "bookies list": [
+        ("bkctl bookies list", "the writable bookies"),
+        ("bkctl bookies list --all -o wide", "writable and read-only, with their endpoints"),
+    ],
     # cluster
-    "cluster check": [("bkctl cluster check", "placement and replicas of every closed ledger; exit 3 on problems"),
-                      ("bkctl cluster check --replicas --ledger 42 --ledger 43", "two ledgers' replicas"),
-                      ("bkctl cluster check --prometheus-file /var/lib/node_exporter/bkctl_check.prom",
-                       "from cron, for Prometheus' textfile collector")],
-    "cluster check-impact": [(f"bkctl cluster check-impact --bookie {BOOKIE}", "is stopping this bookie safe now?"),
-                             (f"bkctl cluster check-impact --bookie {BOOKIE} --bookie 10.0.0.8:3181 -o json",
-                              "two bookies at once, for a script")],
+    "cluster check": [
+        ("bkctl cluster check", "placement and replicas of every closed ledger; exit 3 on problems"),
+        ("bkctl cluster check --replicas --ledger 42 --ledger 43", "two ledgers' replicas"),
+        (
+            "bkctl cluster check --prometheus-file /var/lib/node_exporter/bkctl_check.prom",
+            "from cron, for Prometheus' textfile collector",
+        ),
+    ],
+    "cluster check-impact": [
+        (f"bkctl cluster check-impact --bookie {BOOKIE}", "is stopping this bookie safe now?"),
+        (
+            f"bkctl cluster check-impact --bookie {BOOKIE} --bookie 10.0.0.8:3181 -o json",
+            "two bookies at once, for a script",
+        ),
+    ],
     "cluster info": [("bkctl cluster info", "instance id, layout, bookies, under-replicated ledgers")],
-    "cluster init": [("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init --dry-run", "what would be created"),
-                     ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init", "create a new cluster's znodes")],
+    "cluster init": [
+        ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init --dry-run", "what would be created"),
+        ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init", "create a new cluster's znodes"),
+    ],
     # completion
-    "completion": [("bkctl completion bash > ~/.local/share/bash-completion/completions/bkctl",
-                    "bash, for every new shell"),
-                   ("bkctl completion zsh > ~/.zfunc/_bkctl", "zsh (with ~/.zfunc in fpath)"),
-                   ("bkctl completion fish > ~/.config/fish/completions/bkctl.fish", "fish")],
+    "completion": [
+        ("bkctl completion bash > ~/.local/share/bash-completion/completions/bkctl", "bash, for every new shell"),
+        ("bkctl completion zsh > ~/.zfunc/_bkctl", "zsh (with ~/.zfunc in fpath)"),
+        ("bkctl completion fish > ~/.config/fish/completions/bkctl.fish", "fish"),
+    ],
     # config
     "config current-context": [("bkctl config current-context", "the context commands use")],
     "config delete-context": [("bkctl config delete-context staging", "forget a context")],
-    "config get-contexts": [("bkctl config get-contexts", "every context, the current one marked *"),
-                            ("bkctl config get-contexts -o json", "for a script")],
+    "config get-contexts": [
+        ("bkctl config get-contexts", "every context, the current one marked *"),
+        ("bkctl config get-contexts -o json", "for a script"),
+    ],
     "config set-context": [
-        ("bkctl config set-context prod --service-uri 'zk+hierarchical://zk1:2181;zk2:2181/ledgers'",
-         "name a cluster"),
-        ("bkctl config set-context prod --http-port 8080 --timeout 5", "its bookies' HTTP admin port, and a "
-                                                                        "shorter wait for ZooKeeper"),
+        ("bkctl config set-context prod --service-uri 'zk+hierarchical://zk1:2181;zk2:2181/ledgers'", "name a cluster"),
+        (
+            "bkctl config set-context prod --http-port 8080 --timeout 5",
+            "its bookies' HTTP admin port, and a shorter wait for ZooKeeper",
+        ),
     ],
     "config use-context": [("bkctl config use-context prod", "commands act on prod from now on")],
     # ledger
-    "ledger create": [("printf 'a\\nb\\nc\\n' | bkctl ledger create --input -", "a ledger of three entries"),
-                      ("bkctl ledger create -e 3 -w 3 -a 2 --password-file /etc/bkctl/pw --meta app=demo "
-                       "--input records.txt", "one entry per line of a file, with a password and metadata")],
-    "ledger delete": [("bkctl ledger delete 42 --dry-run", "what would be deleted"),
-                      ("bkctl ledger delete 42 43 --yes", "delete without asking")],
-    "ledger export": [("bkctl ledger export 40-49 --to /data/out --verify", "ten ledgers to Parquet, read back and "
-                                                                              "checked"),
-                      ("bkctl ledger export --meta app=demo --to hdfs://nn/bk/demo --format json --master yarn",
-                       "the ledgers of an application, on a Spark cluster"),
-                      ("bkctl ledger export --all --to /data/out --dry-run", "what would be exported")],
-    "ledger list": [("bkctl ledger list", "every ledger id"),
-                    ("bkctl ledger list --meta -o json", "with state, quorums, last entry and length")],
-    "ledger metadata": [("bkctl ledger metadata 42", "ensembles, quorums, state, custom metadata"),
-                        ("bkctl ledger metadata 42 -o yaml", "the same, as YAML")],
-    "ledger read": [("bkctl ledger read 42 --from 0 --to 9", "the first ten entries"),
-                    ("bkctl ledger read 42 --password-file /etc/bkctl/pw --follow", "tail an open ledger"),
-                    ("bkctl ledger read 42 --format raw > ledger-42.bin", "the payloads, back to back")],
-    "ledger recover": [("bkctl ledger recover 42 --dry-run", "what recovery would close it at"),
-                       ("bkctl ledger recover 42 --password secret", "fence and close it")],
-    "ledger simpletest": [("bkctl ledger simpletest -n 100", "a health probe for cron: exit 1 on failure"),
-                          ("bkctl ledger simpletest -e 3 -w 3 -a 3 -o json", "every bookie of the ensemble acks")],
+    "ledger create": [
+        ("printf 'a\\nb\\nc\\n' | bkctl ledger create --input -", "a ledger of three entries"),
+        (
+            "bkctl ledger create -e 3 -w 3 -a 2 --password-file /etc/bkctl/pw --meta app=demo --input records.txt",
+            "one entry per line of a file, with a password and metadata",
+        ),
+    ],
+    "ledger delete": [
+        ("bkctl ledger delete 42 --dry-run", "what would be deleted"),
+        ("bkctl ledger delete 42 43 --yes", "delete without asking"),
+    ],
+    "ledger export": [
+        ("bkctl ledger export 40-49 --to /data/out --verify", "ten ledgers to Parquet, read back and checked"),
+        (
+            "bkctl ledger export --meta app=demo --to hdfs://nn/bk/demo --format json --master yarn",
+            "the ledgers of an application, on a Spark cluster",
+        ),
+        ("bkctl ledger export --all --to /data/out --dry-run", "what would be exported"),
+    ],
+    "ledger list": [
+        ("bkctl ledger list", "every ledger id"),
+        ("bkctl ledger list --meta -o json", "with state, quorums, last entry and length"),
+    ],
+    "ledger metadata": [
+        ("bkctl ledger metadata 42", "ensembles, quorums, state, custom metadata"),
+        ("bkctl ledger metadata 42 -o yaml", "the same, as YAML"),
+    ],
+    "ledger read": [
+        ("bkctl ledger read 42 --from 0 --to 9", "the first ten entries"),
+        ("bkctl ledger read 42 --password-file /etc/bkctl/pw --follow", "tail an open ledger"),
+        ("bkctl ledger read 42 --format raw > ledger-42.bin", "the payloads, back to back"),
+    ],
+    "ledger recover": [
+        ("bkctl ledger recover 42 --dry-run", "what recovery would close it at"),
+        ("bkctl ledger recover 42 --password secret", "fence and close it"),
+    ],
+    "ledger simpletest": [
+        ("bkctl ledger simpletest -n 100", "a health probe for cron: exit 1 on failure"),
+        ("bkctl ledger simpletest -e 3 -w 3 -a 3 -o json", "every bookie of the ensemble acks"),
+    ],
     # sandbox
-    "sandbox start": [("bkctl sandbox start", "ZooKeeper and 3 bookies on 127.0.0.1"),
-                      ("bkctl sandbox start --bookies 5 --autorecovery --set journalSyncData=false",
-                       "five bookies, with autorecovery, without fsync")],
-    "sandbox start-bookie": [("bkctl sandbox start-bookie 2", "bring bookie 2 back (journal replay, then it "
-                                                              "registers)")],
+    "sandbox start": [
+        ("bkctl sandbox start", "ZooKeeper and 3 bookies on 127.0.0.1"),
+        (
+            "bkctl sandbox start --bookies 5 --autorecovery --set journalSyncData=false",
+            "five bookies, with autorecovery, without fsync",
+        ),
+    ],
+    "sandbox start-bookie": [
+        ("bkctl sandbox start-bookie 2", "bring bookie 2 back (journal replay, then it registers)")
+    ],
     "sandbox status": [("bkctl sandbox status -o json", "the service URI, ZooKeeper and bookies")],
     "sandbox stop": [("bkctl sandbox stop", "stop everything; the data is kept")],
     "sandbox stop-bookie": [("bkctl sandbox stop-bookie 2 --kill", "crash bookie 2 (SIGKILL), for a fault drill")],

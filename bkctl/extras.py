@@ -21,5 +21,6 @@ def require(extra: str, command: str) -> None:
     """Raise :class:`MissingExtra` naming what to install when a module of ``extra`` cannot be imported."""
     missing = [module for module in EXTRAS[extra] if importlib.util.find_spec(module) is None]
     if missing:
-        raise MissingExtra(f"{command} needs bkctl[{extra}] ({' and '.join(missing)} not installed): "
-                           f"pip install 'bkctl[{extra}]'")
+        raise MissingExtra(
+            f"{command} needs bkctl[{extra}] ({' and '.join(missing)} not installed): pip install 'bkctl[{extra}]'"
+        )

@@ -35,8 +35,12 @@ class TextFormatter(logging.Formatter):
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        document = {"time": _time(record), "level": record.levelname, "logger": record.name,
-                    "message": record.getMessage()}
+        document = {
+            "time": _time(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         if record.exc_info or record.exc_text:
             document["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(document, ensure_ascii=False)

@@ -71,8 +71,11 @@ def settings_option(help_text: str):
 
 def password_options(command):
     """``--password P`` / ``--password-file F``: the ledger's password (empty by default)."""
-    command = click.option("--password-file", type=click.Path(exists=True, dir_okay=False),
-                           help="Read the password from the first line of a file.")(command)
+    command = click.option(
+        "--password-file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Read the password from the first line of a file.",
+    )(command)
     return click.option("--password", help="The ledger's password [default: empty].")(command)
 
 
@@ -104,7 +107,7 @@ def log_format_option(command=None, *, default: str | None = "text"):
             envvar="BKCTL_LOG_FORMAT" if default else None,
             show_default=bool(default),
             help="Log records on stderr: one line of text each, or one JSON object per line for log shippers"
-                 + (" [env BKCTL_LOG_FORMAT]." if default else " [default: bkctl's --log-format]."),
+            + (" [env BKCTL_LOG_FORMAT]." if default else " [default: bkctl's --log-format]."),
         )(command)
 
     return decorate(command) if command is not None else decorate

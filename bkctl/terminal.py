@@ -110,8 +110,9 @@ class Terminal:
 
     # ---- progress (stderr, only on a terminal) ----
     @contextlib.contextmanager
-    def progress(self, description: str, total: float | None = None, unit: str = "entries",
-                 total_bytes: int | None = None):
+    def progress(
+        self, description: str, total: float | None = None, unit: str = "entries", total_bytes: int | None = None
+    ):
         """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n, size=0)``;
         with ``total_bytes``, the bar also counts megabytes (``size`` bytes per call)."""
         if not sys.stderr.isatty():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-STATUS_ERRORS: dict[int, type["BKError"]] = {}
+STATUS_ERRORS: dict[int, type[BKError]] = {}
 
 
 def _status(code: int):

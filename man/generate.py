@@ -39,7 +39,7 @@ ENVIRONMENT = {
 }
 FILES = {
     "$XDG_CONFIG_HOME/bkctl/config.yaml": "The contexts (bkctl config), private to its owner (0600); "
-                                          "~/.config/bkctl/config.yaml by default.",
+    "~/.config/bkctl/config.yaml by default.",
 }
 
 
@@ -97,8 +97,11 @@ def _leaves(command: click.Command, path: str, ctx: click.Context) -> list[str]:
     if not isinstance(command, click.Group):
         return [path]
     sub_ctx = click.Context(command, info_name=path.split()[-1], parent=ctx)
-    return [leaf for name in command.list_commands(sub_ctx)
-            for leaf in _leaves(command.get_command(sub_ctx, name), f"{path} {name}", sub_ctx)]
+    return [
+        leaf
+        for name in command.list_commands(sub_ctx)
+        for leaf in _leaves(command.get_command(sub_ctx, name), f"{path} {name}", sub_ctx)
+    ]
 
 
 def _header(name: str, summary: str) -> list[str]:

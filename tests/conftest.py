@@ -18,6 +18,7 @@ from bookie.local.process import free_port, stop_process_group, tail
 from bookie.local.zookeeper import EmbeddedZooKeeper
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+
 from helpers import BookieHarness
 
 _namespaces = itertools.count(1)
@@ -74,7 +75,6 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_configure(config):
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import time
 import uuid
 from pathlib import Path
 
-from bookie.codec.digest import Digester, DigestType, master_key
-from bookie.codec.entry import frame_entry, parse_entry
 from bookie.client import BookKeeper
 from bookie.client.channel import BookieChannel
+from bookie.codec.digest import Digester, DigestType, master_key
+from bookie.codec.entry import frame_entry, parse_entry
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.meta.store import MetadataStore
 from bookie.storage.ledger_storage import AddKey, LedgerStorage
@@ -55,8 +55,9 @@ def payload(ledger_id: int, entry_id: int, size: int = 100) -> bytes:
 def records(ledger_id: int, first: int, count: int, size: int = 100) -> bytes:
     out = []
     for entry_id in range(first, first + count):
-        framed = frame_entry(DIGESTER, ledger_id, entry_id, entry_id - 1, (entry_id + 1) * size,
-                             payload(ledger_id, entry_id, size))
+        framed = frame_entry(
+            DIGESTER, ledger_id, entry_id, entry_id - 1, (entry_id + 1) * size, payload(ledger_id, entry_id, size)
+        )
         out.append(struct.pack(">i", len(framed)) + framed)
     return b"".join(out)
 
@@ -66,7 +67,8 @@ def add(storage: LedgerStorage, ledger_id: int, first: int, count: int, key=KEY,
     done = threading.Event()
     errors = []
     _, refused = storage.add_batch(
-        {ledger_id: AddKey(key, recovery=recovery)}, records(ledger_id, first, count, size),
+        {ledger_id: AddKey(key, recovery=recovery)},
+        records(ledger_id, first, count, size),
         lambda e: (errors.append(e), done.set()),
     )
     assert done.wait(10) and errors == [None]
@@ -188,8 +190,13 @@ class BookieHarness:
         started = []
         for _ in range(count):
             index = len(self.bookies) + 1
-            bookie = LocalBookie.create(index, self.directory / f"bookie-{index}", self.service_uri,
-                                        {k: str(v) for k, v in settings.items()}, http=http)
+            bookie = LocalBookie.create(
+                index,
+                self.directory / f"bookie-{index}",
+                self.service_uri,
+                {k: str(v) for k, v in settings.items()},
+                http=http,
+            )
             bookie.start()
             self.bookies.append(bookie)
             started.append(bookie)

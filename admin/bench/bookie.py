@@ -56,8 +56,9 @@ class BookieBench:
             ledger = n % self.ledgers
             entry_id = next_entry[ledger]
             next_entry[ledger] += 1
-            framed = frame_entry(digester, base + ledger, entry_id, entry_id - 1, (entry_id + 1) * self.entry_size,
-                                 payload)
+            framed = frame_entry(
+                digester, base + ledger, entry_id, entry_id - 1, (entry_id + 1) * self.entry_size, payload
+            )
             records.append((base + ledger, entry_id, SIZE.pack(len(framed)) + framed))
         return records
 
@@ -76,9 +77,13 @@ class BookieBench:
         class Target:
             def added(self, add, index, status, _client):
                 if status:
-                    errors.append(error_for_status(status, f"bookie {bench.bookie_id} refused entry {add.entry_id} "
-                                                           f"(status {status})") if status > 0 else
-                                  ServiceUnavailable(f"bookie {bench.bookie_id} is unreachable or hung up"))
+                    errors.append(
+                        error_for_status(
+                            status, f"bookie {bench.bookie_id} refused entry {add.entry_id} (status {status})"
+                        )
+                        if status > 0
+                        else ServiceUnavailable(f"bookie {bench.bookie_id} is unreachable or hung up")
+                    )
                 group = groups[add.group]
                 group[0] -= 1
                 if group[0] == 0:
@@ -95,7 +100,7 @@ class BookieBench:
                 await window.acquire()
                 if errors:
                     break
-                chunk = records[first:first + self.batch_entries]
+                chunk = records[first : first + self.batch_entries]
                 groups[group] = [len(chunk), time.perf_counter(), len(chunk)]
                 for ledger_id, entry_id, record in chunk:
                     client.add(ledger_id, key, False, record, target, _Add(entry_id, group), 0)

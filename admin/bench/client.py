@@ -23,10 +23,21 @@ PASSWORD = b"bkctl-bench"
 SEND_TICK = 0.002
 
 
-async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_size: int = 1024, ledgers: int = 1,
-                max_outstanding: int = 5000, entries: int | None = None, seconds: float | None = None,
-                rate: float | None = None, progress: Callable[[int], None] = lambda n: None, keep: bool = False,
-                created: list[int] | None = None):
+async def write(
+    core,
+    ensemble: int,
+    write_quorum: int,
+    ack_quorum: int,
+    entry_size: int = 1024,
+    ledgers: int = 1,
+    max_outstanding: int = 5000,
+    entries: int | None = None,
+    seconds: float | None = None,
+    rate: float | None = None,
+    progress: Callable[[int], None] = lambda n: None,
+    keep: bool = False,
+    created: list[int] | None = None,
+):
     """Write, then close the ledgers (and delete them unless ``keep``), also when an add failed. Each ledger id is
     appended to ``created`` as soon as it exists, so that a caller interrupted meanwhile can delete them."""
     created = [] if created is None else created
@@ -80,8 +91,11 @@ async def write(core, ensemble: int, write_quorum: int, ack_quorum: int, entry_s
                     pass  # an interrupted caller deleted it first (it does not wait for this clean-up)
     if errors:
         raise errors[0]
-    result = {**throughput(len(latencies), entry_size, elapsed), "latencyMs": latency_ms(latencies),
-              "cpuSeconds": round(cpu, 3)}
+    result = {
+        **throughput(len(latencies), entry_size, elapsed),
+        "latencyMs": latency_ms(latencies),
+        "cpuSeconds": round(cpu, 3),
+    }
     return result, [w.ledger_id for w in writers]
 
 
@@ -102,5 +116,8 @@ async def read(core, ledger_id: int, progress: Callable[[int], None] = lambda n:
                 mark = now
                 progress(window)
     elapsed, cpu = clock() - started, time.process_time() - cpu
-    return {**throughput(count, size // max(count, 1), elapsed), "latencyMs": latency_ms(latencies),
-            "cpuSeconds": round(cpu, 3)}
+    return {
+        **throughput(count, size // max(count, 1), elapsed),
+        "latencyMs": latency_ms(latencies),
+        "cpuSeconds": round(cpu, 3),
+    }

@@ -18,6 +18,9 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from admin.check import categories as cat
+from admin.check.placement import FAIL, MEETS_SOFT, segment_verdict
+from admin.check.replicas import analyse, segment_ranges
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.digest import Digester
@@ -27,10 +30,6 @@ from bookie.errors import BKError, CorruptEntry, NoSuchLedger
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.registration import DEFAULT_RACK
 from bookie.meta.underreplication import UnderReplicationManager
-
-from admin.check import categories as cat
-from admin.check.placement import FAIL, MEETS_SOFT, segment_verdict
-from admin.check.replicas import analyse, segment_ranges
 
 log = logging.getLogger(__name__)
 EMPTY = AvailabilityOfEntries([])
@@ -64,8 +63,13 @@ class Violation:
     error: str | None = None  # why a bookie counts as unavailable: what it answered, or why it could not
 
     def doc(self) -> dict:
-        doc = {"ledgerId": self.ledger_id, "category": self.category, "segment": self.segment,
-               "bookies": self.bookies, "missingEntries": self.missing_entries}
+        doc = {
+            "ledgerId": self.ledger_id,
+            "category": self.category,
+            "segment": self.segment,
+            "bookies": self.bookies,
+            "missingEntries": self.missing_entries,
+        }
         if self.error is not None:
             doc["error"] = self.error
         return doc
@@ -201,7 +205,8 @@ class Checker:
             return
         if time.time() * 1000 - marker.ctime > grace * 1000:
             report.violations.append(
-                Violation(marker.ledger_id, cat.UNDER_REPLICATED_TOO_LONG, None, list(marker.replicas)))
+                Violation(marker.ledger_id, cat.UNDER_REPLICATED_TOO_LONG, None, list(marker.replicas))
+            )
 
     # ---- placement ----
     def _placement(self, ledger_id: int, md: LedgerMetadata) -> list[Violation]:
@@ -231,8 +236,9 @@ class Checker:
             if finding is not None:
                 finding = await self._confirm(ledger_id, md, finding, marks)
             if finding is not None:
-                report.violations.append(Violation(ledger_id, finding.category, finding.segment, finding.bookies,
-                                                   finding.missing_entries))
+                report.violations.append(
+                    Violation(ledger_id, finding.category, finding.segment, finding.bookies, finding.missing_entries)
+                )
 
     def _analyse(self, ledger_id, md, held, unknown):
         bookies = {b for s in md.segments for b in s.bookies}
@@ -311,8 +317,7 @@ class Checker:
                         elif status == pb.ENOLEDGER:
                             held[(bookie_id, ledger_id)] = EMPTY
                         else:
-                            raise BKError(f"bookie {bookie_id} answered {_status_name(status)} for ledger "
-                                          f"{ledger_id}")
+                            raise BKError(f"bookie {bookie_id} answered {_status_name(status)} for ledger {ledger_id}")
                     ledger_id = None
                 except BKError as exc:
                     log.warning("%s", exc)
@@ -340,7 +345,8 @@ class Checker:
             async with window:
                 try:
                     answer = await self.core.bookie(bookie_id).read_entry(
-                        pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id), self.options.timeout, "verify entry")
+                        pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id), self.options.timeout, "verify entry"
+                    )
                     if answer.status != pb.EOK:
                         raise BKError(f"status {answer.status}")
                     parse_entry(digester, answer.body, ledger_id, entry_id)
@@ -354,8 +360,11 @@ class Checker:
                     if bookie_id in failed or bookie_id not in self.registered:
                         continue
                     available = held.get((bookie_id, ledger_id), EMPTY)
-                    expected = [e for e in entries_of_bookie(index, first, last, md.ensemble_size,
-                                                             md.write_quorum_size) if sample.random() < share]
+                    expected = [
+                        e
+                        for e in entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
+                        if sample.random() < share
+                    ]
                     lacking: list[int] = []
                     await asyncio.gather(*(read(md, ledger_id, bookie_id, e, digester, lacking) for e in expected))
                     if lacking:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bookie.meta.ledger_metadata import LedgerMetadata
-
 from admin.check import categories as cat
+from bookie.meta.ledger_metadata import LedgerMetadata
 
 
 @dataclass
@@ -21,8 +20,12 @@ class Impact:
     lost_bookies: list[str]  # of that segment's ensemble
 
     def doc(self) -> dict:
-        return {"ledgerId": self.ledger_id, "category": self.category, "segment": self.segment,
-                "bookies": self.lost_bookies}
+        return {
+            "ledgerId": self.ledger_id,
+            "category": self.category,
+            "segment": self.segment,
+            "bookies": self.lost_bookies,
+        }
 
 
 def ledger_impact(ledger_id: int, md: LedgerMetadata, gone: set[str]) -> Impact | None:

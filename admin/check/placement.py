@@ -13,8 +13,13 @@ FAIL, MEETS_SOFT, MEETS_STRICT = "FAIL", "MEETS_SOFT", "MEETS_STRICT"
 DEFAULT_MIN_RACKS = 2
 
 
-def segment_verdict(bookies: tuple[str, ...], write_quorum: int, rack_of: dict[str, str], cluster_racks: int,
-                    min_racks: int = DEFAULT_MIN_RACKS) -> str:
+def segment_verdict(
+    bookies: tuple[str, ...],
+    write_quorum: int,
+    rack_of: dict[str, str],
+    cluster_racks: int,
+    min_racks: int = DEFAULT_MIN_RACKS,
+) -> str:
     needed = min(min_racks, cluster_racks)
     strict = min(write_quorum, cluster_racks)
     verdict = MEETS_STRICT

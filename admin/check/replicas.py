@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from admin.check.categories import replica_category
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_metadata import LedgerMetadata
-
-from admin.check.categories import replica_category
 
 
 @dataclass

@@ -43,7 +43,7 @@ def filesystem(path: str):
 
     if "://" not in path or path.startswith("file://"):
         return fs.LocalFileSystem(), os.path.abspath(path.removeprefix("file://"))
-    uri = "s3://" + path[len("s3a://"):] if path.startswith("s3a://") else path
+    uri = "s3://" + path[len("s3a://") :] if path.startswith("s3a://") else path
     try:
         return fs.FileSystem.from_uri(uri)
     except (pa.ArrowException, ValueError, OSError) as exc:
@@ -101,7 +101,8 @@ def _json_lines(batch: pa.RecordBatch) -> bytes:
     columns = [batch.column(i).to_pylist() for i in range(5)]
     return "".join(
         f'{{"ledgerId":{lid},"entryId":{eid},"payload":"{base64.b64encode(p).decode()}","length":{n},'
-        f'"lastAddConfirmed":{lac}}}\n' for lid, eid, p, n, lac in zip(*columns)
+        f'"lastAddConfirmed":{lac}}}\n'
+        for lid, eid, p, n, lac in zip(*columns)
     ).encode()
 
 
@@ -134,7 +135,6 @@ def read_file(filesystem_, path: str, fmt: str) -> Iterator[pa.RecordBatch]:
     with filesystem_.open_input_stream(path) as f:
         rows = [json.loads(line) for line in f.read().splitlines() if line.strip()]
     yield pa.RecordBatch.from_pylist(
-        [{"ledgerId": r["ledgerId"], "entryId": r["entryId"], "payload": base64.b64decode(r["payload"])}
-         for r in rows],
+        [{"ledgerId": r["ledgerId"], "entryId": r["entryId"], "payload": base64.b64decode(r["payload"])} for r in rows],
         schema=pa.schema(list(ARROW_SCHEMA)[:3]),
     )

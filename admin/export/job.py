@@ -45,10 +45,18 @@ class ExportReport:
     problems: list[str] = field(default_factory=list)
 
     def doc(self) -> dict:
-        return {"path": self.path, "format": self.format, "ledgers": self.ledgers, "entries": self.entries,
-                "bytes": self.bytes, "files": self.files, "seconds": round(self.seconds, 3),
-                "mbPerSec": round(self.bytes / self.seconds / 1e6, 1) if self.seconds else 0.0,
-                "verified": self.verified, "problems": self.problems}
+        return {
+            "path": self.path,
+            "format": self.format,
+            "ledgers": self.ledgers,
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "files": self.files,
+            "seconds": round(self.seconds, 3),
+            "mbPerSec": round(self.bytes / self.seconds / 1e6, 1) if self.seconds else 0.0,
+            "verified": self.verified,
+            "problems": self.problems,
+        }
 
 
 def spark_error(exc: Exception) -> errors.BKError:
@@ -68,7 +76,7 @@ def _reason(text: str) -> str | None:
     """The line that says what went wrong: a task's Python exception, else the JVM's, else the first line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if "Traceback (most recent call last):" in lines:
-        tail = lines[lines.index("Traceback (most recent call last):") + 1:]
+        tail = lines[lines.index("Traceback (most recent call last):") + 1 :]
         found = next((line for line in tail if _PYTHON_ERROR.match(line)), None)
         if found:
             return found
@@ -124,8 +132,16 @@ def _commit(path: str, results: list[dict], overwrite: bool) -> None:
         pass
 
 
-def run_export(spark, service_uri: str, plan: ExportPlan, path: str, fmt: str = "parquet", overwrite: bool = False,
-               verify: bool = False, progress: Callable[[int, int], None] | None = None) -> ExportReport:
+def run_export(
+    spark,
+    service_uri: str,
+    plan: ExportPlan,
+    path: str,
+    fmt: str = "parquet",
+    overwrite: bool = False,
+    verify: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExportReport:
     """Write the plan's ledgers to ``path``; ``progress(completed, total)`` gets the write's task counts.
     ``seconds`` is the write job's time, commit included."""
     sc = spark.sparkContext
@@ -139,8 +155,11 @@ def run_export(spark, service_uri: str, plan: ExportPlan, path: str, fmt: str = 
         started = time.perf_counter()
         try:
             with TaskProgress(spark, group, progress) if progress else contextlib.nullcontext():
-                results = sc.parallelize(partitions, len(partitions)).map(
-                    lambda part: _write_task(service_uri, path, job, fmt, verify, part)).collect()
+                results = (
+                    sc.parallelize(partitions, len(partitions))
+                    .map(lambda part: _write_task(service_uri, path, job, fmt, verify, part))
+                    .collect()
+                )
         except BaseException:
             with contextlib.suppress(OSError):  # the attempts' files; what was at ``path`` before stays
                 fs.delete_dir(f"{root}/_temporary/{job}")
@@ -172,13 +191,17 @@ def verify_output(plan: ExportPlan, read: LedgerStats, written: LedgerStats) -> 
         if entries != ledger.entries:
             problems.append(f"ledger {ledger.ledger_id}: {entries} entries written, expected {ledger.entries}")
         elif entries and (first, last) != (0, ledger.last_entry_id):
-            problems.append(f"ledger {ledger.ledger_id}: entries {first}..{last} written, expected "
-                            f"0..{ledger.last_entry_id}")
+            problems.append(
+                f"ledger {ledger.ledger_id}: entries {first}..{last} written, expected 0..{ledger.last_entry_id}"
+            )
         elif size != ledger.length:
-            problems.append(f"ledger {ledger.ledger_id}: {size} payload bytes written, its metadata says "
-                            f"{ledger.length}")
+            problems.append(
+                f"ledger {ledger.ledger_id}: {size} payload bytes written, its metadata says {ledger.length}"
+            )
     problems += [f"ledger {lid}: in the files but not in the export" for lid in sorted(found)]
     if read.checksum != written.checksum:
-        problems.append(f"payload checksum of the files ({written.checksum:#x}) differs from that of the entries "
-                        f"read ({read.checksum:#x})")
+        problems.append(
+            f"payload checksum of the files ({written.checksum:#x}) differs from that of the entries "
+            f"read ({read.checksum:#x})"
+        )
     return problems

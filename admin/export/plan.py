@@ -24,8 +24,19 @@ from bookie.meta.paths import parse_ledger_id
 DEFAULT_PARTITION_BYTES = 64 << 20
 MAX_RANGES_PER_PARTITION = 512  # each range costs a few round trips to its bookies: keep tiny-ledger tasks short
 LAC_READS_AT_ONCE = 32
-SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-              "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gib": 1 << 30,
+}
 
 
 @dataclass(frozen=True)
@@ -73,7 +84,7 @@ def parse_size(text: str) -> int:
     """``"64MB"``, ``"512k"``, ``"1GiB"`` or plain bytes; units are powers of 1024, as in Spark's settings."""
     value = str(text).strip().lower()
     digits = value.rstrip("abgikm ")
-    unit = value[len(digits):].strip()
+    unit = value[len(digits) :].strip()
     if not digits.isdigit() or unit not in SIZE_UNITS or int(digits) <= 0:
         raise InvalidArgument(f"invalid size {text!r}: expected a positive number of bytes such as 64MB or 512k")
     return int(digits) * SIZE_UNITS[unit]
@@ -138,10 +149,15 @@ class ExportPlan:
         return sum(ledger.length for ledger in self.ledgers)
 
     def doc(self) -> dict:
-        return {"ledgers": len(self.ledgers), "entries": self.entries, "bytes": self.bytes,
-                "partitions": len(self.partitions),
-                "openLedgers": sum(not ledger.metadata.is_closed for ledger in self.ledgers),
-                "leftOpen": self.left_open, "skipped": {str(k): v for k, v in self.skipped.items()}}
+        return {
+            "ledgers": len(self.ledgers),
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "partitions": len(self.partitions),
+            "openLedgers": sum(not ledger.metadata.is_closed for ledger in self.ledgers),
+            "leftOpen": self.left_open,
+            "skipped": {str(k): v for k, v in self.skipped.items()},
+        }
 
 
 def split(ledger: PlannedLedger, partition_bytes: int) -> list[EntryRange]:
@@ -190,9 +206,14 @@ async def _lacs(core, ledgers: list[tuple[int, LedgerMetadata]]) -> dict[int, tu
     return {lid: (lac, length) for lid, lac, length in found}
 
 
-def plan_export(bk, selection: Selection | None = None, custom_metadata: dict[str, bytes] | None = None,
-                include_open: bool = False, partition_bytes: int = DEFAULT_PARTITION_BYTES,
-                skip_missing: bool = False) -> ExportPlan:
+def plan_export(
+    bk,
+    selection: Selection | None = None,
+    custom_metadata: dict[str, bytes] | None = None,
+    include_open: bool = False,
+    partition_bytes: int = DEFAULT_PARTITION_BYTES,
+    skip_missing: bool = False,
+) -> ExportPlan:
     """Plan an export of the selected ledgers (all when ``selection`` is None) that carry ``custom_metadata``.
 
     A named ledger that does not exist, or whose metadata cannot be parsed, raises :class:`NoSuchLedger` naming
@@ -226,8 +247,11 @@ def plan_export(bk, selection: Selection | None = None, custom_metadata: dict[st
         if not skip_missing:
             raise NoSuchLedger(reason)
         skipped[lid] = reason
-    wanted = {lid: _readable(md) for lid, md in sorted(found.items())
-              if all(md.custom_metadata.get(k) == v for k, v in (custom_metadata or {}).items())}
+    wanted = {
+        lid: _readable(md)
+        for lid, md in sorted(found.items())
+        if all(md.custom_metadata.get(k) == v for k, v in (custom_metadata or {}).items())
+    }
     left_open = [lid for lid, md in wanted.items() if not md.is_closed and not include_open]
     lacs = bk.run(_lacs(bk.core, [(lid, md) for lid, md in wanted.items() if not md.is_closed and include_open]))
     ledgers = []

@@ -58,8 +58,9 @@ def _jvm_reason(log_path: Path) -> str | None:
 
 def _why_not_started(log_path: Path, exc: Exception) -> str:
     """The JVM's own reason, else PySpark's."""
-    return _jvm_reason(log_path) or next((line.strip() for line in str(exc).splitlines() if line.strip()),
-                                         type(exc).__name__)
+    return _jvm_reason(log_path) or next(
+        (line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__
+    )
 
 
 def _ensure_java() -> None:

@@ -35,7 +35,13 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from admin.export.plan import (
-    DEFAULT_PARTITION_BYTES, EntryRange, Partition, parse_custom_metadata, parse_selection, parse_size, plan_export,
+    DEFAULT_PARTITION_BYTES,
+    EntryRange,
+    Partition,
+    parse_custom_metadata,
+    parse_selection,
+    parse_size,
+    plan_export,
 )
 from bookie.client.bookkeeper import BookKeeper, ReadHandle
 from bookie.client.reader import LedgerReader
@@ -43,8 +49,15 @@ from bookie.errors import InvalidArgument
 
 log = logging.getLogger(__name__)
 SCHEMA = "ledgerId long, entryId long, payload binary, length long, lastAddConfirmed long"
-ARROW_SCHEMA = pa.schema([("ledgerId", pa.int64()), ("entryId", pa.int64()), ("payload", pa.binary()),
-                          ("length", pa.int64()), ("lastAddConfirmed", pa.int64())])
+ARROW_SCHEMA = pa.schema(
+    [
+        ("ledgerId", pa.int64()),
+        ("entryId", pa.int64()),
+        ("payload", pa.binary()),
+        ("length", pa.int64()),
+        ("lastAddConfirmed", pa.int64()),
+    ]
+)
 BATCH_ROWS = 8192
 BATCH_BYTES = 8 << 20
 SMALL_RANGE_BYTES = 256 << 10  # below this, a range's round trips cost more than its bytes
@@ -80,12 +93,18 @@ def task_client(service_uri: str) -> BookKeeper:
     return client
 
 
-def _batch(ledger_ids: list[int], entry_ids: list[int] | range, payloads: list[bytes],
-           lacs: list[int]) -> pa.RecordBatch:
+def _batch(
+    ledger_ids: list[int], entry_ids: list[int] | range, payloads: list[bytes], lacs: list[int]
+) -> pa.RecordBatch:
     payload = pa.array(payloads, pa.binary())
     return pa.RecordBatch.from_arrays(
-        [pa.array(ledger_ids, pa.int64()), pa.array(entry_ids, pa.int64()), payload,
-         pc.binary_length(payload).cast(pa.int64()), pa.array(lacs, pa.int64())],
+        [
+            pa.array(ledger_ids, pa.int64()),
+            pa.array(entry_ids, pa.int64()),
+            payload,
+            pc.binary_length(payload).cast(pa.int64()),
+            pa.array(lacs, pa.int64()),
+        ],
         schema=ARROW_SCHEMA,
     )
 
@@ -145,8 +164,12 @@ def read_partition(bk: BookKeeper, partition: Partition) -> Iterator[pa.RecordBa
             start += 1
             continue
         end, size = start, 0
-        while (end < len(ranges) and end - start < READ_TOGETHER and ranges[end].bytes < SMALL_RANGE_BYTES
-               and size + ranges[end].bytes <= BATCH_BYTES):
+        while (
+            end < len(ranges)
+            and end - start < READ_TOGETHER
+            and ranges[end].bytes < SMALL_RANGE_BYTES
+            and size + ranges[end].bytes <= BATCH_BYTES
+        ):
             size += ranges[end].bytes
             end += 1
         end = max(end, start + 1)
@@ -159,8 +182,9 @@ class BookKeeperReader(DataSourceReader):
     def __init__(self, options):
         self.service_uri = options.get("serviceUri")
         if not self.service_uri:
-            raise InvalidArgument('the bookkeeper data source needs option serviceUri, e.g. "zk+hierarchical://'
-                                  'zk1:2181/ledgers"')
+            raise InvalidArgument(
+                'the bookkeeper data source needs option serviceUri, e.g. "zk+hierarchical://zk1:2181/ledgers"'
+            )
         ledgers = options.get("ledgers")
         self.selection = parse_selection(ledgers) if ledgers else None
         meta = options.get("customMetadata")
@@ -171,8 +195,9 @@ class BookKeeperReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         with BookKeeper(self.service_uri) as bk:
-            plan = plan_export(bk, self.selection, self.custom_metadata, self.include_open,
-                               self.partition_bytes, self.skip_missing)
+            plan = plan_export(
+                bk, self.selection, self.custom_metadata, self.include_open, self.partition_bytes, self.skip_missing
+            )
         return [InputPartition(p) for p in plan.partitions] or [InputPartition(Partition(0, ()))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -11,6 +11,14 @@ def autorecovery():
     """Under-replicated ledgers and the autorecovery that re-replicates them"""
 
 
-for command in (list_under_replicated, status, enable, disable, lost_bookie_recovery_delay, who_is_auditor,
-                trigger_audit, run):
+for command in (
+    list_under_replicated,
+    status,
+    enable,
+    disable,
+    lost_bookie_recovery_delay,
+    who_is_auditor,
+    trigger_audit,
+    run,
+):
     autorecovery.add_command(command)

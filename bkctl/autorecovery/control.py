@@ -12,14 +12,23 @@ def status(app):
 
     ur = UnderReplicationManager(app.metadata)
     auditor = ur.auditor()
-    doc = {"enabled": ur.is_enabled(), "lostBookieRecoveryDelay": ur.lost_bookie_recovery_delay(),
-           "auditor": auditor[1] if auditor else None, "underReplicatedLedgers": ur.count()}
-    app.terminal.document(doc, lambda: app.terminal.fields([
-        ("Autorecovery", "enabled" if doc["enabled"] else "disabled"),
-        ("Lost bookie recovery delay", f"{doc['lostBookieRecoveryDelay']} s"),
-        ("Auditor", doc["auditor"]),
-        ("Under-replicated ledgers", doc["underReplicatedLedgers"]),
-    ]))
+    doc = {
+        "enabled": ur.is_enabled(),
+        "lostBookieRecoveryDelay": ur.lost_bookie_recovery_delay(),
+        "auditor": auditor[1] if auditor else None,
+        "underReplicatedLedgers": ur.count(),
+    }
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.fields(
+            [
+                ("Autorecovery", "enabled" if doc["enabled"] else "disabled"),
+                ("Lost bookie recovery delay", f"{doc['lostBookieRecoveryDelay']} s"),
+                ("Auditor", doc["auditor"]),
+                ("Under-replicated ledgers", doc["underReplicatedLedgers"]),
+            ]
+        ),
+    )
 
 
 def _toggle(app, enabled: bool, dry_run: bool) -> None:

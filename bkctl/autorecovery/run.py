@@ -2,9 +2,15 @@ import click
 
 
 @click.command()
-@click.option("--open-ledger-grace", type=click.FloatRange(0), default=30.0, show_default=True, metavar="SECONDS",
-              help="How long an open ledger's writer may fix its ensemble before the ledger is fenced "
-                   "(openLedgerRereplicationGracePeriod).")
+@click.option(
+    "--open-ledger-grace",
+    type=click.FloatRange(0),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long an open ledger's writer may fix its ensemble before the ledger is fenced "
+    "(openLedgerRereplicationGracePeriod).",
+)
 @click.option("--poll", type=click.FloatRange(0.1), default=1.0, show_default=True, metavar="SECONDS")
 @click.pass_obj
 def run(app, open_ledger_grace, poll):
@@ -42,8 +48,14 @@ def _auditor_id(properties: dict[str, str]) -> str:
     from bookie.server.config import BookieConfig
     from bookie.server.network import BookieNetwork
 
-    keys = ("bookieId", "advertisedAddress", "listeningInterface", "useHostNameAsBookieID", "useShortHostName",
-            "bookiePort")
+    keys = (
+        "bookieId",
+        "advertisedAddress",
+        "listeningInterface",
+        "useHostNameAsBookieID",
+        "useShortHostName",
+        "bookiePort",
+    )
     config = BookieConfig.load(overrides={k: v for k, v in properties.items() if k in keys})
     config.allowLoopback = True
     return BookieNetwork.of(config).bookie_id

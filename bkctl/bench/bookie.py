@@ -4,17 +4,36 @@ from bkctl.options import complete_bookie_ids, output_option
 
 
 @click.command()
-@click.option("--bookie", "bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids,
-              help="The bookie to drive [default: the first writable].")
+@click.option(
+    "--bookie",
+    "bookie_id",
+    metavar="BOOKIE",
+    shell_complete=complete_bookie_ids,
+    help="The bookie to drive [default: the first writable].",
+)
 @click.option("--entry-size", type=click.IntRange(1, 4 << 20), default=1024, show_default=True)
 @click.option("--entries", type=click.IntRange(1), default=200_000, show_default=True)
 @click.option("--ledgers", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--batch", "batch_entries", type=click.IntRange(1), default=256, show_default=True,
-              help="Adds sent together (one write).")
-@click.option("--max-outstanding", type=click.IntRange(1), default=32, show_default=True,
-              help="Such groups in flight: lower it to see latency at lighter load.")
-@click.option("--raw-dir", type=click.Path(file_okay=False),
-              help="Where to run the raw fsync loop [default: the sandbox's directory, else the temp dir].")
+@click.option(
+    "--batch",
+    "batch_entries",
+    type=click.IntRange(1),
+    default=256,
+    show_default=True,
+    help="Adds sent together (one write).",
+)
+@click.option(
+    "--max-outstanding",
+    type=click.IntRange(1),
+    default=32,
+    show_default=True,
+    help="Such groups in flight: lower it to see latency at lighter load.",
+)
+@click.option(
+    "--raw-dir",
+    type=click.Path(file_okay=False),
+    help="Where to run the raw fsync loop [default: the sandbox's directory, else the temp dir].",
+)
 @output_option
 @click.pass_obj
 def bookie(app, bookie_id, entry_size, entries, ledgers, batch_entries, max_outstanding, raw_dir):
@@ -40,8 +59,9 @@ def bookie(app, bookie_id, entry_size, entries, ledgers, batch_entries, max_outs
             raise NotEnoughBookies("no writable bookie to benchmark")
         target = writable[0]
     app.terminal.info(f"driving bookie {target.bookie_id}: {entries} entries of {entry_size} bytes")
-    result = BookieBench(target.bookie_id, target.address(), entry_size, entries, ledgers, batch_entries,
-                         max_outstanding).run()
+    result = BookieBench(
+        target.bookie_id, target.address(), entry_size, entries, ledgers, batch_entries, max_outstanding
+    ).run()
     sandbox = Sandbox()
     directory = Path(raw_dir) if raw_dir else (sandbox.dir if sandbox.running() else Path(tempfile.gettempdir()))
     raw = raw_group_commit(directory, entry_size, entries)
@@ -51,13 +71,15 @@ def bookie(app, bookie_id, entry_size, entries, ledgers, batch_entries, max_outs
 
     def table():
         lat = result["latencyMs"]
-        app.terminal.fields([
-            ("Bookie", target.bookie_id),
-            ("Entries", f"{entries} x {entry_size} B in {result['seconds']} s"),
-            ("Throughput", f"{result['entriesPerSec']:,} entries/s, {result['mbPerSec']} MB/s"),
-            ("Add latency", f"p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms, max {lat['max']} ms"),
-            ("Raw fsync loop", f"{raw['entriesPerSec']:,} entries/s ({directory})"),
-            ("Ratio", result["ratio"]),
-        ])
+        app.terminal.fields(
+            [
+                ("Bookie", target.bookie_id),
+                ("Entries", f"{entries} x {entry_size} B in {result['seconds']} s"),
+                ("Throughput", f"{result['entriesPerSec']:,} entries/s, {result['mbPerSec']} MB/s"),
+                ("Add latency", f"p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms, max {lat['max']} ms"),
+                ("Raw fsync loop", f"{raw['entriesPerSec']:,} entries/s ({directory})"),
+                ("Ratio", result["ratio"]),
+            ]
+        )
 
     app.terminal.document(result, table)

@@ -7,13 +7,21 @@ from bkctl.options import complete_ledger_ids, output_option, quorum_options
 
 def _show(app, result: dict, what: str) -> None:
     lat = result["latencyMs"]
-    app.terminal.document(result, lambda: app.terminal.fields([
-        (what, f"{result['entries']:,} entries in {result['seconds']} s"),
-        ("Throughput", f"{result['entriesPerSec']:,} entries/s, {result['mbPerSec']} MB/s"),
-        ("Latency", f"p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms, max {lat['max']} ms"),
-        ("CPU", f"{result['cpuSeconds']} s in this process ({result['cpuSeconds'] / max(result['entries'], 1) * 1e5:.2f} s "
-                "per 100k entries)"),
-    ]))
+    app.terminal.document(
+        result,
+        lambda: app.terminal.fields(
+            [
+                (what, f"{result['entries']:,} entries in {result['seconds']} s"),
+                ("Throughput", f"{result['entriesPerSec']:,} entries/s, {result['mbPerSec']} MB/s"),
+                ("Latency", f"p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms, max {lat['max']} ms"),
+                (
+                    "CPU",
+                    f"{result['cpuSeconds']} s in this process ({result['cpuSeconds'] / max(result['entries'], 1) * 1e5:.2f} s "
+                    "per 100k entries)",
+                ),
+            ]
+        ),
+    )
 
 
 def _delete_interrupted(app, created: list[int], exc: KeyboardInterrupt) -> KeyboardInterrupt:
@@ -26,20 +34,30 @@ def _delete_interrupted(app, created: list[int], exc: KeyboardInterrupt) -> Keyb
             app.client.delete_ledger(ledger_id)
         except NoSuchLedger:
             pass  # the benchmark's own clean-up got there first
-    what = f"bench ledger{'s' if len(created) > 1 else ''} {', '.join(map(str, created))} deleted" if created else \
-        "no bench ledger was created"
+    what = (
+        f"bench ledger{'s' if len(created) > 1 else ''} {', '.join(map(str, created))} deleted"
+        if created
+        else "no bench ledger was created"
+    )
     return type(exc)(f"{interruption(exc)} ({what})")
 
 
 def _workload(command):
-    for option in reversed([
-        click.option("--entry-size", type=click.IntRange(1), default=1024, show_default=True),
-        click.option("--ledgers", type=click.IntRange(1), default=1, show_default=True),
-        click.option("--max-outstanding", type=click.IntRange(1), default=5000, show_default=True,
-                     help="Adds in flight at most."),
-        click.option("--entries", type=click.IntRange(1), help="Stop after this many entries."),
-        click.option("--time", "seconds", type=click.FloatRange(0.1), help="Stop after this many seconds."),
-    ]):
+    for option in reversed(
+        [
+            click.option("--entry-size", type=click.IntRange(1), default=1024, show_default=True),
+            click.option("--ledgers", type=click.IntRange(1), default=1, show_default=True),
+            click.option(
+                "--max-outstanding",
+                type=click.IntRange(1),
+                default=5000,
+                show_default=True,
+                help="Adds in flight at most.",
+            ),
+            click.option("--entries", type=click.IntRange(1), help="Stop after this many entries."),
+            click.option("--time", "seconds", type=click.FloatRange(0.1), help="Stop after this many seconds."),
+        ]
+    ):
         command = option(command)
     return quorum_options(command)
 
@@ -62,10 +80,22 @@ def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outs
     created: list[int] = []
     try:
         with app.terminal.progress("writing", total=entries) as advance:
-            result, _ = app.client.run(client.write(
-                app.client.core, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries,
-                seconds, rate, advance, created=created,
-            ))
+            result, _ = app.client.run(
+                client.write(
+                    app.client.core,
+                    ensemble,
+                    write_quorum,
+                    ack_quorum,
+                    entry_size,
+                    ledgers,
+                    max_outstanding,
+                    entries,
+                    seconds,
+                    rate,
+                    advance,
+                    created=created,
+                )
+            )
     except KeyboardInterrupt as exc:
         raise _delete_interrupted(app, created, exc) from None
     _show(app, result, "Wrote")
@@ -73,8 +103,13 @@ def write(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outs
 
 @click.command()
 @_workload
-@click.option("--ledger", "ledger_id", type=int, shell_complete=complete_ledger_ids,
-              help="Read this closed bench ledger instead of writing one first.")
+@click.option(
+    "--ledger",
+    "ledger_id",
+    type=int,
+    shell_complete=complete_ledger_ids,
+    help="Read this closed bench ledger instead of writing one first.",
+)
 @output_option
 @click.pass_obj
 def read(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outstanding, entries, seconds, ledger_id):
@@ -88,10 +123,22 @@ def read(app, ensemble, write_quorum, ack_quorum, entry_size, ledgers, max_outst
     created: list[int] = []
     try:
         if ledger_id is None:
-            _, (ledger_id,) = app.client.run(client.write(
-                app.client.core, ensemble, write_quorum, ack_quorum, entry_size, 1, max_outstanding,
-                entries or 100_000, None, None, keep=True, created=created,
-            ))
+            _, (ledger_id,) = app.client.run(
+                client.write(
+                    app.client.core,
+                    ensemble,
+                    write_quorum,
+                    ack_quorum,
+                    entry_size,
+                    1,
+                    max_outstanding,
+                    entries or 100_000,
+                    None,
+                    None,
+                    keep=True,
+                    created=created,
+                )
+            )
         with app.terminal.progress("reading") as advance:
             result = app.client.run(client.read(app.client.core, ledger_id, advance))
     except KeyboardInterrupt as exc:

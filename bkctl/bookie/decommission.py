@@ -5,8 +5,14 @@ from bkctl.options import complete_bookie_ids, output_option
 
 @click.command()
 @click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
-@click.option("--timeout", type=click.FloatRange(1), default=3600, show_default=True, metavar="SECONDS",
-              help="Give up (exit 1) if not done by then.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1),
+    default=3600,
+    show_default=True,
+    metavar="SECONDS",
+    help="Give up (exit 1) if not done by then.",
+)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @output_option
 @click.pass_obj
@@ -20,7 +26,8 @@ def decommission(app, bookie_id, timeout, yes):
 
     from bkctl.bookie.recover import show
     from bkctl.bookie.targets import require_known_bookies
-    from bookie.client.rereplication import decommission as rereplicate, delete_cookies, require_stopped
+    from bookie.client.rereplication import decommission as rereplicate
+    from bookie.client.rereplication import delete_cookies, require_stopped
     from bookie.errors import BKError, InvalidArgument
 
     require_stopped(app.metadata, bookie_id)

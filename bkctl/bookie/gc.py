@@ -11,8 +11,14 @@ HEADERS = ["BOOKIE", "KIND", "LEDGERS", "LOGS", "COMPACTED", "RECLAIMED", "DURAT
 @click.option("--major", is_flag=True, help="Force a major compaction (logs under majorCompactionThreshold).")
 @click.option("--minor", is_flag=True, help="Force a minor compaction (logs under minorCompactionThreshold).")
 @click.option("--wait", is_flag=True, help="Wait for the runs to finish and show what they did.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=3600, show_default=True, metavar="S",
-              help="With --wait: give up after S seconds (exit 1; the runs go on).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=3600,
+    show_default=True,
+    metavar="S",
+    help="With --wait: give up after S seconds (exit 1; the runs go on).",
+)
 @dry_run_option
 @output_option
 @click.pass_obj
@@ -43,24 +49,42 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
         if outcome.error is not None:
             app.terminal.warn(str(outcome.error))
         elif not outcome.result.started:
-            app.terminal.warn(f"bookie/{outcome.bookie_id}: a forced gc was already pending or running; "
-                              "that run is the one reported")
+            app.terminal.warn(
+                f"bookie/{outcome.bookie_id}: a forced gc was already pending or running; that run is the one reported"
+            )
     started = [o for o in triggered if o.error is None]
     if not wait:
         docs = [{"bookieId": o.bookie_id, "runId": o.result.run_id, "started": o.result.started} for o in started]
-        app.terminal.document(docs, lambda: [app.terminal.line(
-            f"bookie/{d['bookieId']} gc {'already running' if d['started'] is False else 'started'}"
-            + (f" (run {d['runId']})" if d["runId"] is not None else "")) for d in docs])
+        app.terminal.document(
+            docs,
+            lambda: [
+                app.terminal.line(
+                    f"bookie/{d['bookieId']} gc {'already running' if d['started'] is False else 'started'}"
+                    + (f" (run {d['runId']})" if d["runId"] is not None else "")
+                )
+                for d in docs
+            ],
+        )
         exit_for_errors(o.error for o in triggered)
         return
 
     with app.terminal.progress("garbage collection", total=len(started), unit="bookies") as advance:
         finished = wait_for_gc(started, timeout, advance)
-    docs = [{"bookieId": o.bookie_id, **(o.result.doc() if o.error is None else {"error": str(o.error)})}
-            for o in finished]
-    rows = [[d["bookieId"], d.get("kind") or "-", d.get("ledgersDeleted"), d.get("logsDeleted"),
-             d.get("logsCompacted"), format_bytes(d["bytesReclaimed"]) if d.get("bytesReclaimed") is not None else None,
-             f"{d['durationMs'] / 1000:.1f} s" if d.get("durationMs") is not None else None] for d in docs]
+    docs = [
+        {"bookieId": o.bookie_id, **(o.result.doc() if o.error is None else {"error": str(o.error)})} for o in finished
+    ]
+    rows = [
+        [
+            d["bookieId"],
+            d.get("kind") or "-",
+            d.get("ledgersDeleted"),
+            d.get("logsDeleted"),
+            d.get("logsCompacted"),
+            format_bytes(d["bytesReclaimed"]) if d.get("bytesReclaimed") is not None else None,
+            f"{d['durationMs'] / 1000:.1f} s" if d.get("durationMs") is not None else None,
+        ]
+        for d in docs
+    ]
     app.terminal.document(docs, lambda: app.terminal.table(HEADERS, rows))
     for doc in docs:
         if doc.get("error"):

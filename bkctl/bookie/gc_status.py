@@ -40,15 +40,34 @@ def gc_status(app, bookie_ids, all_bookies):
         logs = status.entry_logs  # None over BookKeeper's HTTP API, which does not list them
         total = sum(u.total_size for u in logs or ())
         remaining = sum(u.remaining_size for u in logs or ())
-        running = ("compacting " + ("major" if status.major_compacting else "minor")
-                   if status.major_compacting or status.minor_compacting
-                   else "forced" if status.is_in_force else "yes" if status.running
-                   else "no" if status.running is False else "-")
-        rows.append([outcome.bookie_id, running, _kind_state(status, "major"), _kind_state(status, "minor"),
-                     len(logs) if logs is not None else None, f"{100 * remaining / total:.0f}%" if total else None,
-                     sum(1 for u in logs if u.total_size and u.usage < 0.2) if logs is not None else None,
-                     format_bytes(status.bytes_reclaimed) if status.bytes_reclaimed is not None else None])
+        running = (
+            "compacting " + ("major" if status.major_compacting else "minor")
+            if status.major_compacting or status.minor_compacting
+            else "forced"
+            if status.is_in_force
+            else "yes"
+            if status.running
+            else "no"
+            if status.running is False
+            else "-"
+        )
+        rows.append(
+            [
+                outcome.bookie_id,
+                running,
+                _kind_state(status, "major"),
+                _kind_state(status, "minor"),
+                len(logs) if logs is not None else None,
+                f"{100 * remaining / total:.0f}%" if total else None,
+                sum(1 for u in logs if u.total_size and u.usage < 0.2) if logs is not None else None,
+                format_bytes(status.bytes_reclaimed) if status.bytes_reclaimed is not None else None,
+            ]
+        )
     if docs or not outcomes:  # every bookie failed: its warning is the whole answer
-        app.terminal.document(docs, lambda: app.terminal.table(
-            ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED"], rows))
+        app.terminal.document(
+            docs,
+            lambda: app.terminal.table(
+                ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED"], rows
+            ),
+        )
     exit_for_errors(o.error for o in outcomes)

@@ -32,28 +32,43 @@ def journal(app, path, ledger_id):
         records,
         ["OFFSET", "KIND", "LEDGER", "ENTRY", "SIZE"],
         lambda r: [r.offset, r.kind, r.ledger_id, r.entry_id if r.kind == "entry" else None, len(r.data)],
-        lambda r: {"offset": r.offset, "kind": r.kind, "ledgerId": r.ledger_id,
-                   "entryId": r.entry_id if r.kind == "entry" else None, "size": len(r.data)},
+        lambda r: {
+            "offset": r.offset,
+            "kind": r.kind,
+            "ledgerId": r.ledger_id,
+            "entryId": r.entry_id if r.kind == "entry" else None,
+            "size": len(r.data),
+        },
         empty="no records",
     )
     if scan.torn_tail is not None:
         app.terminal.warn(f"{path}: torn tail at offset {scan.torn_tail} (the last write cut short by a crash)")
     for damage in scan.skipped:
-        app.terminal.warn(f"{path}: corrupt journal record at offset {damage.offset} ({damage.reason}); "
-                          f"{damage.resume - damage.offset} bytes skipped")
+        app.terminal.warn(
+            f"{path}: corrupt journal record at offset {damage.offset} ({damage.reason}); "
+            f"{damage.resume - damage.offset} bytes skipped"
+        )
     if scan.skipped:
-        raise CheckFailed(f"{path}: {len(scan.skipped)} damaged region(s); a bookie refuses to replay this journal "
-                          "unless started with --skip-journal-corruption")
+        raise CheckFailed(
+            f"{path}: {len(scan.skipped)} damaged region(s); a bookie refuses to replay this journal "
+            "unless started with --skip-journal-corruption"
+        )
 
 
 @inspect.command()
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--ledger", "ledger_id", type=int, help="Only this ledger's entries.")
 @click.option("--map", "map_only", is_flag=True, help="Only the ledgers map (rebuilt by scanning when missing).")
-@click.option("--usage", is_flag=True,
-              help="PATH is a ledger directory: the usage of each of its entry logs, as garbage collection sees it.")
-@click.option("--index-dir", type=click.Path(exists=True, file_okay=False),
-              help="With --usage: the index directory, when not the ledger directory.")
+@click.option(
+    "--usage",
+    is_flag=True,
+    help="PATH is a ledger directory: the usage of each of its entry logs, as garbage collection sees it.",
+)
+@click.option(
+    "--index-dir",
+    type=click.Path(exists=True, file_okay=False),
+    help="With --usage: the index directory, when not the ledger directory.",
+)
 @output_option
 @click.pass_obj
 def entrylog(app, path, ledger_id, map_only, usage, index_dir):
@@ -77,8 +92,12 @@ def entrylog(app, path, ledger_id, map_only, usage, index_dir):
         ledgers = stored if stored is not None else rebuild_ledgers_map(Path(path))
         source = "stored" if stored is not None else "rebuilt"
         docs = [{"ledgerId": lid, "bytes": size, "map": source} for lid, size in sorted(ledgers.items())]
-        app.terminal.document(docs, lambda: app.terminal.table(
-            ["LEDGER", "BYTES", "MAP"], [[d["ledgerId"], d["bytes"], d["map"]] for d in docs], "empty entry log"))
+        app.terminal.document(
+            docs,
+            lambda: app.terminal.table(
+                ["LEDGER", "BYTES", "MAP"], [[d["ledgerId"], d["bytes"], d["map"]] for d in docs], "empty entry log"
+            ),
+        )
         return
     entries = (e for e in scan_log(Path(path)) if ledger_id is None or e[2] == ledger_id)
     app.terminal.stream(
@@ -101,11 +120,21 @@ def _usage(app, ledger_dir, index_dir) -> None:
     log_ids = list_log_ids(ledger_dir)
     local = set(LedgerCache(index_dir).ledger_ids())
     logs = entry_log_usage(ledger_dir, log_ids, local.__contains__)
-    docs = [{"logId": m.log_id, "file": f"{m.log_id:x}.log", "totalSize": m.total_size,
-             "remainingSize": m.remaining_size, "usage": round(m.usage, 4), "ledgers": len(m.ledgers)} for m in logs]
+    docs = [
+        {
+            "logId": m.log_id,
+            "file": f"{m.log_id:x}.log",
+            "totalSize": m.total_size,
+            "remainingSize": m.remaining_size,
+            "usage": round(m.usage, 4),
+            "ledgers": len(m.ledgers),
+        }
+        for m in logs
+    ]
     rows = [[d["file"], d["totalSize"], d["remainingSize"], f"{100 * d['usage']:.1f}%", d["ledgers"]] for d in docs]
-    app.terminal.document(docs, lambda: app.terminal.table(
-        ["LOG", "BYTES", "LIVE", "USAGE", "LEDGERS"], rows, "no entry logs"))
+    app.terminal.document(
+        docs, lambda: app.terminal.table(["LOG", "BYTES", "LIVE", "USAGE", "LEDGERS"], rows, "no entry logs")
+    )
 
 
 @inspect.command()
@@ -138,9 +167,15 @@ def index(app, path):
     }
 
     def table():
-        app.terminal.fields([("Ledger", doc["ledgerId"]), ("Master key", doc["masterKey"]),
-                             ("Fenced", "yes" if header.fenced else "no"), ("Explicit LAC", doc["explicitLac"]),
-                             ("Entries", len(locations))])
+        app.terminal.fields(
+            [
+                ("Ledger", doc["ledgerId"]),
+                ("Master key", doc["masterKey"]),
+                ("Fenced", "yes" if header.fenced else "no"),
+                ("Explicit LAC", doc["explicitLac"]),
+                ("Entries", len(locations)),
+            ]
+        )
         if locations:
             app.terminal.table(["ENTRY", "LOG", "POS"], [list(x) for x in locations])
 
@@ -155,10 +190,8 @@ def lastmark(app, path):
     """Show the lastMark of a ledger directory (or of a lastMark file): journal id and offset"""
     from pathlib import Path
 
-    from bookie.errors import NotFound
+    from bookie.errors import InvalidArgument, NotFound
     from bookie.storage.checkpoint import FILE, read_last_mark
-
-    from bookie.errors import InvalidArgument
 
     target = Path(path)
     if target.is_file() and target.name != FILE:
@@ -168,5 +201,9 @@ def lastmark(app, path):
     if mark is None:
         raise NotFound(f"no lastMark in {directory}/current")
     doc = {"journalId": mark.journal_id, "journalFile": f"{mark.journal_id:x}.txn", "offset": mark.offset}
-    app.terminal.document(doc, lambda: app.terminal.fields(
-        [("Journal", f"{doc['journalFile']} (id {mark.journal_id})"), ("Offset", mark.offset)]))
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.fields(
+            [("Journal", f"{doc['journalFile']} (id {mark.journal_id})"), ("Offset", mark.offset)]
+        ),
+    )

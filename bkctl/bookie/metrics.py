@@ -12,11 +12,21 @@ def _rate(value: float | None) -> str | None:
 
 @click.command()
 @bookies_argument
-@click.option("--metrics-port", type=click.IntRange(1, 65535), metavar="PORT",
-              help="Scrape /metrics on this port of the bookies (a Java bookie's prometheusStatsHttpPort: "
-                   "BookKeeper publishes it nowhere).")
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, metavar="S",
-              help="Seconds between the two scrapes that the rates come from.")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    metavar="PORT",
+    help="Scrape /metrics on this port of the bookies (a Java bookie's prometheusStatsHttpPort: "
+    "BookKeeper publishes it nowhere).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 60),
+    default=1.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds between the two scrapes that the rates come from.",
+)
 @output_option
 @click.pass_obj
 def metrics(app, bookie_ids, all_bookies, metrics_port, interval):
@@ -43,10 +53,18 @@ def metrics(app, bookie_ids, all_bookies, metrics_port, interval):
             continue
         h = outcome.result
         docs.append({"bookieId": outcome.bookie_id, **h.doc()})
-        rows.append([outcome.bookie_id, h.state, _rate(h.adds_per_sec), _rate(h.reads_per_sec),
-                     None if h.add_p99_ms is None else f"{h.add_p99_ms:g} ms", h.journal_queue,
-                     None if h.ledger_disk_usage is None else f"{h.ledger_disk_usage:.0f}%",
-                     None if h.ledger_dirs is None else f"{h.writable_dirs}/{h.ledger_dirs}"])
+        rows.append(
+            [
+                outcome.bookie_id,
+                h.state,
+                _rate(h.adds_per_sec),
+                _rate(h.reads_per_sec),
+                None if h.add_p99_ms is None else f"{h.add_p99_ms:g} ms",
+                h.journal_queue,
+                None if h.ledger_disk_usage is None else f"{h.ledger_disk_usage:.0f}%",
+                None if h.ledger_dirs is None else f"{h.writable_dirs}/{h.ledger_dirs}",
+            ]
+        )
     if docs or not outcomes:  # every bookie failed: its warning is the whole answer
         app.terminal.document(docs, lambda: app.terminal.table(HEADERS, rows))
     exit_for_errors(o.error for o in outcomes)

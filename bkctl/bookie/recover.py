@@ -18,12 +18,17 @@ def show(app, report) -> None:
     doc = report.doc()
 
     def table():
-        app.terminal.fields([
-            ("Ledgers", f"{len(report.recovered)} of {len(report.ledgers)} re-replicated"),
-            ("Fragments", report.fragments),
-            ("Copied", f"{report.entries} entries, {report.bytes / 1e6:.1f} MB in {report.seconds:.1f} s "
-                       f"({doc['mbPerSec']} MB/s)"),
-        ])
+        app.terminal.fields(
+            [
+                ("Ledgers", f"{len(report.recovered)} of {len(report.ledgers)} re-replicated"),
+                ("Fragments", report.fragments),
+                (
+                    "Copied",
+                    f"{report.entries} entries, {report.bytes / 1e6:.1f} MB in {report.seconds:.1f} s "
+                    f"({doc['mbPerSec']} MB/s)",
+                ),
+            ]
+        )
         if report.skipped_open:
             app.terminal.line(f"skipped (open): {', '.join(map(str, report.skipped_open))}")
         for ledger_id, reason in report.failed.items():
@@ -35,8 +40,14 @@ def show(app, report) -> None:
 @click.command()
 @click.argument("bookies", metavar="BOOKIE[,BOOKIE...]", shell_complete=complete_bookie_ids)
 @click.option("--query", is_flag=True, help="Only list the ledgers that name these bookies.")
-@click.option("--ledger", "ledger_ids", type=click.IntRange(0), multiple=True, shell_complete=complete_ledger_ids,
-              help="Only this ledger (repeatable).")
+@click.option(
+    "--ledger",
+    "ledger_ids",
+    type=click.IntRange(0),
+    multiple=True,
+    shell_complete=complete_ledger_ids,
+    help="Only this ledger (repeatable).",
+)
 @click.option("--skip-open", is_flag=True, help="Leave open ledgers alone (default: fence and close them first).")
 @click.option("--skip-unrecoverable", is_flag=True, help="Exit 0 even if some ledgers could not be recovered.")
 @click.option("--rate", type=click.FloatRange(1), metavar="BYTES_PER_S", help="Limit the copy rate.")
@@ -68,11 +79,22 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
         require_known_bookies(app, lost)
     if query or dry_run:
         ledgers = BookieRecovery(app.client.core, lost).affected(list(ledger_ids) or None)
-        docs = [{"ledgerId": lid, "state": md.state.name,
-                 "segments": [s.first_entry_id for s in md.segments if lost & set(s.bookies)]} for lid, md in ledgers]
-        app.terminal.document(docs, lambda: app.terminal.table(
-            ["LEDGER", "STATE", "SEGMENTS"], [[d["ledgerId"], d["state"], d["segments"]] for d in docs],
-            empty=f"no ledger names {', '.join(sorted(lost))}"))
+        docs = [
+            {
+                "ledgerId": lid,
+                "state": md.state.name,
+                "segments": [s.first_entry_id for s in md.segments if lost & set(s.bookies)],
+            }
+            for lid, md in ledgers
+        ]
+        app.terminal.document(
+            docs,
+            lambda: app.terminal.table(
+                ["LEDGER", "STATE", "SEGMENTS"],
+                [[d["ledgerId"], d["state"], d["segments"]] for d in docs],
+                empty=f"no ledger names {', '.join(sorted(lost))}",
+            ),
+        )
         if dry_run and docs:
             app.terminal.info(f"{len(docs)} ledgers would be re-replicated (dry run)")
         return

@@ -8,19 +8,39 @@ from bkctl.options import log_format_option, settings_option
 @click.option("--port", type=click.IntRange(1, 65535), help="bookiePort.")
 @click.option("--journal-dir", type=click.Path(file_okay=False), help="journalDirectories.")
 @click.option("--ledger-dir", type=click.Path(file_okay=False), help="ledgerDirectories.")
-@click.option("--skip-journal-corruption", is_flag=True,
-              help="Start even if the journal is corrupt in the middle, skipping the damaged records (they are "
-                   "logged and counted in bkctl_journal_corrupt_records_skipped; skipReplayJournalInvalidRecord).")
+@click.option(
+    "--skip-journal-corruption",
+    is_flag=True,
+    help="Start even if the journal is corrupt in the middle, skipping the damaged records (they are "
+    "logged and counted in bkctl_journal_corrupt_records_skipped; skipReplayJournalInvalidRecord).",
+)
 @settings_option("Any configuration key, e.g. --set journalSyncData=false (repeatable).")
 @log_format_option(default=None)
-@click.option("--print-systemd-unit", "print_unit", is_flag=True,
-              help="Print a systemd unit that runs this bookie with these options (and httpServerEnabled=true for "
-                   "its readiness probe), instead of running it.")
-@click.option("--print-dockerfile", is_flag=True,
-              help="Print a Dockerfile of an image that runs this bookie with these options, instead of running it.")
+@click.option(
+    "--print-systemd-unit",
+    "print_unit",
+    is_flag=True,
+    help="Print a systemd unit that runs this bookie with these options (and httpServerEnabled=true for "
+    "its readiness probe), instead of running it.",
+)
+@click.option(
+    "--print-dockerfile",
+    is_flag=True,
+    help="Print a Dockerfile of an image that runs this bookie with these options, instead of running it.",
+)
 @click.pass_obj
-def run(app, conf_file, port, journal_dir, ledger_dir, skip_journal_corruption, settings, log_format, print_unit,
-        print_dockerfile):
+def run(
+    app,
+    conf_file,
+    port,
+    journal_dir,
+    ledger_dir,
+    skip_journal_corruption,
+    settings,
+    log_format,
+    print_unit,
+    print_dockerfile,
+):
     """Run a bookie in the foreground (logs to stderr; SIGTERM or Ctrl-C shuts it down cleanly)
 
     Configuration: BookKeeper's bk_server.conf keys and defaults, then -u, then these flags. Who the bookie is and

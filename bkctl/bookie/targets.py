@@ -16,15 +16,22 @@ def http_port_option(command):
         if value is not None:
             ctx.meta[HTTP_PORT] = value
 
-    return click.option("--http-port", type=click.IntRange(1, 65535), expose_value=False, callback=remember,
-                        metavar="PORT", help="Use BookKeeper's HTTP admin API on this port of the bookies (a Java "
-                                             "bookie whose registration does not publish it; httpServerPort).")(command)
+    return click.option(
+        "--http-port",
+        type=click.IntRange(1, 65535),
+        expose_value=False,
+        callback=remember,
+        metavar="PORT",
+        help="Use BookKeeper's HTTP admin API on this port of the bookies (a Java "
+        "bookie whose registration does not publish it; httpServerPort).",
+    )(command)
 
 
 def bookies_argument(command):
     command = http_port_option(command)
-    command = click.option("--all", "all_bookies", is_flag=True,
-                           help="Every registered bookie, writable or read-only.")(command)
+    command = click.option(
+        "--all", "all_bookies", is_flag=True, help="Every registered bookie, writable or read-only."
+    )(command)
     return click.argument("bookie_ids", metavar="[BOOKIE]...", nargs=-1, shell_complete=complete_bookie_ids)(command)
 
 

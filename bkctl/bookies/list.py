@@ -31,4 +31,6 @@ def list_bookies(app, which: str | None):
         endpoints = [f"{e['protocol']}://{e['host']}:{e['port']}" for e in doc["endpoints"]]
         return [doc["bookieId"], doc["state"], doc["rack"], endpoints][: len(headers)]
 
-    app.terminal.document(docs, lambda: app.terminal.table(headers, [row(d) for d in docs], empty="no bookies registered"))
+    app.terminal.document(
+        docs, lambda: app.terminal.table(headers, [row(d) for d in docs], empty="no bookies registered")
+    )

@@ -6,23 +6,62 @@ from bkctl.options import complete_ledger_ids, output_option
 @click.command()
 @click.option("--placement", is_flag=True, help="Check placement (rack spread of every write quorum).")
 @click.option("--replicas", is_flag=True, help="Check that bookies hold what the write-set rule says they must.")
-@click.option("--under-replicated-grace", type=click.FloatRange(0), metavar="SECONDS",
-              help="Report ledgers marked under-replicated for longer than this [default: only skip them].")
-@click.option("--ledger", "ledger_ids", type=click.IntRange(0), multiple=True, shell_complete=complete_ledger_ids,
-              help="Only these ledgers (repeatable).")
-@click.option("--concurrency", type=click.IntRange(1), default=8, show_default=True,
-              help="Requests in flight (each asks a bookie about up to 1000 ledgers).")
-@click.option("--verify-entries", type=click.FloatRange(0, 100), default=0, metavar="PERCENT",
-              help="Also read this share of all entries from every replica (slow: BookKeeper's ledger check).")
-@click.option("--recheck-delay", type=click.FloatRange(0), default=5.0, show_default=True, metavar="SECONDS",
-              help="Ask a registered bookie that did not answer again after this long before reporting it.")
+@click.option(
+    "--under-replicated-grace",
+    type=click.FloatRange(0),
+    metavar="SECONDS",
+    help="Report ledgers marked under-replicated for longer than this [default: only skip them].",
+)
+@click.option(
+    "--ledger",
+    "ledger_ids",
+    type=click.IntRange(0),
+    multiple=True,
+    shell_complete=complete_ledger_ids,
+    help="Only these ledgers (repeatable).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1),
+    default=8,
+    show_default=True,
+    help="Requests in flight (each asks a bookie about up to 1000 ledgers).",
+)
+@click.option(
+    "--verify-entries",
+    type=click.FloatRange(0, 100),
+    default=0,
+    metavar="PERCENT",
+    help="Also read this share of all entries from every replica (slow: BookKeeper's ledger check).",
+)
+@click.option(
+    "--recheck-delay",
+    type=click.FloatRange(0),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Ask a registered bookie that did not answer again after this long before reporting it.",
+)
 @click.option("--prometheus-file", type=click.Path(dir_okay=False), help="Write the counts as textfile gauges.")
-@click.option("--record", is_flag=True,
-              help="Record the check times in ZooKeeper as BookKeeper's auditor does (its own checks wait then).")
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Record the check times in ZooKeeper as BookKeeper's auditor does (its own checks wait then).",
+)
 @output_option
 @click.pass_obj
-def check(app, placement, replicas, under_replicated_grace, ledger_ids, concurrency, verify_entries, recheck_delay,
-          prometheus_file, record):
+def check(
+    app,
+    placement,
+    replicas,
+    under_replicated_grace,
+    ledger_ids,
+    concurrency,
+    verify_entries,
+    recheck_delay,
+    prometheus_file,
+    record,
+):
     """Check closed ledgers' placement and replicas against the bookies' indexes (BP-34); exit 3 on violations
 
     No check flag runs both checks. Read-only and light on bookies: they answer from their indexes, no entry
@@ -40,29 +79,41 @@ def check(app, placement, replicas, under_replicated_grace, ledger_ids, concurre
         check_writable(prometheus_file)
     both = not (placement or replicas)
     options = CheckOptions(
-        placement=placement or both, replicas=replicas or both, under_replicated_grace=under_replicated_grace,
-        ledger_ids=list(ledger_ids) or None, concurrency=concurrency, verify_entries=verify_entries,
-        recheck_delay=recheck_delay, record=record,
+        placement=placement or both,
+        replicas=replicas or both,
+        under_replicated_grace=under_replicated_grace,
+        ledger_ids=list(ledger_ids) or None,
+        concurrency=concurrency,
+        verify_entries=verify_entries,
+        recheck_delay=recheck_delay,
+        record=record,
     )
     with app.terminal.progress("checking ledgers") as advance:
         report = app.client.run(Checker(app.client.core, options, advance).run())
     if prometheus_file:
-        write_textfile(prometheus_file, report.counts, {"checked_ledgers": report.checked,
-                                                        "duration_seconds": round(report.seconds, 3)})
+        write_textfile(
+            prometheus_file,
+            report.counts,
+            {"checked_ledgers": report.checked, "duration_seconds": round(report.seconds, 3)},
+        )
 
     def table():
-        app.terminal.fields([
-            ("Checked ledgers", report.checked),
-            ("Skipped (open)", report.skipped_open),
-            ("Skipped (under-replicated)", report.skipped_under_replicated),
-            ("Duration", f"{report.seconds:.2f} s"),
-        ])
+        app.terminal.fields(
+            [
+                ("Checked ledgers", report.checked),
+                ("Skipped (open)", report.skipped_open),
+                ("Skipped (under-replicated)", report.skipped_under_replicated),
+                ("Duration", f"{report.seconds:.2f} s"),
+            ]
+        )
         for name in ALL:
             if report.counts[name]:
                 app.terminal.line(f"{name}: {report.counts[name]}")
         if report.violations:
-            rows = [[v.ledger_id, v.category, v.segment, v.bookies,
-                     sum(len(e) for e in v.missing_entries.values()) or None] for v in report.violations]
+            rows = [
+                [v.ledger_id, v.category, v.segment, v.bookies, sum(len(e) for e in v.missing_entries.values()) or None]
+                for v in report.violations
+            ]
             headers = ["LEDGER", "CATEGORY", "SEGMENT", "BOOKIES", "MISSING"]
             if any(v.error for v in report.violations):  # why a bookie is unavailable: refused, or an I/O error
                 headers.append("ERROR")

@@ -4,9 +4,15 @@ from bkctl.options import complete_bookie_ids, output_option
 
 
 @click.command("check-impact")
-@click.option("--bookie", "bookie_ids", multiple=True, required=True, metavar="BOOKIE",
-              shell_complete=complete_bookie_ids,
-              help="A bookie that would go away (repeatable).")
+@click.option(
+    "--bookie",
+    "bookie_ids",
+    multiple=True,
+    required=True,
+    metavar="BOOKIE",
+    shell_complete=complete_bookie_ids,
+    help="A bookie that would go away (repeatable).",
+)
 @output_option
 @click.pass_obj
 def check_impact(app, bookie_ids):
@@ -35,16 +41,24 @@ def check_impact(app, bookie_ids):
     if unknown:
         raise NotFound(f"no bookie {', '.join(sorted(unknown))}: not registered, no cookie, and no ledger names it")
     unsafe = [i for i in impacts if i.category in UNSAFE]
-    doc = {"bookies": list(bookie_ids), "alreadyGone": sorted(already_gone), "safe": not unsafe,
-           "ledgers": [i.doc() for i in impacts]}
+    doc = {
+        "bookies": list(bookie_ids),
+        "alreadyGone": sorted(already_gone),
+        "safe": not unsafe,
+        "ledgers": [i.doc() for i in impacts],
+    }
 
     def table():
         verdict = "UNSAFE" if unsafe else "safe"
-        app.terminal.line(f"{verdict}: {len(unsafe)} ledgers would drop below their ack quorum or lose an entry, "
-                          f"{len(impacts) - len(unsafe)} more would be under-replicated")
+        app.terminal.line(
+            f"{verdict}: {len(unsafe)} ledgers would drop below their ack quorum or lose an entry, "
+            f"{len(impacts) - len(unsafe)} more would be under-replicated"
+        )
         if impacts:
-            app.terminal.table(["LEDGER", "CATEGORY", "SEGMENT", "BOOKIES"],
-                               [[i.ledger_id, i.category, i.segment, i.lost_bookies] for i in impacts])
+            app.terminal.table(
+                ["LEDGER", "CATEGORY", "SEGMENT", "BOOKIES"],
+                [[i.ledger_id, i.category, i.segment, i.lost_bookies] for i in impacts],
+            )
 
     app.terminal.document(doc, table)
     if unsafe:

@@ -34,8 +34,11 @@ def info(app):
             [
                 ("Service URI", doc["serviceUri"]),
                 ("Instance ID", doc["instanceId"]),
-                ("Layout", f"{layout.manager} (format {layout.format_version}, {layout.factory_class}:"
-                 f"{layout.manager_version})"),
+                (
+                    "Layout",
+                    f"{layout.manager} (format {layout.format_version}, {layout.factory_class}:"
+                    f"{layout.manager_version})",
+                ),
                 ("Writable bookies", writable),
                 ("Read-only bookies", readonly),
                 ("Under-replicated ledgers", doc["underReplicatedLedgers"]),

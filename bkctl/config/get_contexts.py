@@ -9,10 +9,23 @@ from bkctl.options import output_option
 def get_contexts(app):
     """List the contexts: the current one marked *, each with its service URI, HTTP admin port and timeout"""
     contexts = app.contexts
-    docs = [{"name": c.name, "current": c.name == contexts.current, "serviceUri": c.service_uri,
-             "httpPort": c.http_port, "timeout": c.timeout} for _, c in sorted(contexts.contexts.items())]
+    docs = [
+        {
+            "name": c.name,
+            "current": c.name == contexts.current,
+            "serviceUri": c.service_uri,
+            "httpPort": c.http_port,
+            "timeout": c.timeout,
+        }
+        for _, c in sorted(contexts.contexts.items())
+    ]
     # " ": a blank cell, as kubectl's (not <none>: nothing is missing)
     rows = [["*" if d["current"] else " ", d["name"], d["serviceUri"], d["httpPort"], d["timeout"]] for d in docs]
-    app.terminal.document(docs, lambda: app.terminal.table(
-        ["CURRENT", "NAME", "SERVICE-URI", "HTTP-PORT", "TIMEOUT"], rows,
-        f"no contexts in {contexts.path} (`bkctl config set-context NAME --service-uri URI` adds one)"))
+    app.terminal.document(
+        docs,
+        lambda: app.terminal.table(
+            ["CURRENT", "NAME", "SERVICE-URI", "HTTP-PORT", "TIMEOUT"],
+            rows,
+            f"no contexts in {contexts.path} (`bkctl config set-context NAME --service-uri URI` adds one)",
+        ),
+    )

@@ -5,15 +5,27 @@ from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, f
 
 @click.command("set-context")
 @click.argument("name", shell_complete=complete_context_names)
-@click.option("--service-uri", metavar="URI", help="The cluster's metadata service, e.g. "
-                                                  "zk+hierarchical://zk1:2181;zk2:2181/ledgers (required for a new "
-                                                  "context).")
-@click.option("--http-port", type=click.IntRange(1, 65535), metavar="PORT",
-              help="The bookies' HTTP admin port (httpServerPort): admin commands use BookKeeper's HTTP admin API "
-                   "on it, as with their --http-port.")
-@click.option("--timeout", type=click.FloatRange(0, MAX_TIMEOUT, min_open=True), callback=finite_seconds,
-              metavar="SECONDS",
-              help="Give up reaching ZooKeeper after this long, as bkctl --timeout [default: 8].")
+@click.option(
+    "--service-uri",
+    metavar="URI",
+    help="The cluster's metadata service, e.g. "
+    "zk+hierarchical://zk1:2181;zk2:2181/ledgers (required for a new "
+    "context).",
+)
+@click.option(
+    "--http-port",
+    type=click.IntRange(1, 65535),
+    metavar="PORT",
+    help="The bookies' HTTP admin port (httpServerPort): admin commands use BookKeeper's HTTP admin API "
+    "on it, as with their --http-port.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, MAX_TIMEOUT, min_open=True),
+    callback=finite_seconds,
+    metavar="SECONDS",
+    help="Give up reaching ZooKeeper after this long, as bkctl --timeout [default: 8].",
+)
 @dry_run_option
 @click.pass_obj
 def set_context(app, name, service_uri, http_port, timeout, dry_run):

@@ -44,18 +44,30 @@ def _records(stream, delimiter: str):
 
 @click.command()
 @quorum_options
-@click.option("--digest", type=click.Choice(["crc32", "crc32c", "mac", "dummy"], case_sensitive=False),
-              default="crc32c", show_default=True)
+@click.option(
+    "--digest",
+    type=click.Choice(["crc32", "crc32c", "mac", "dummy"], case_sensitive=False),
+    default="crc32c",
+    show_default=True,
+)
 @password_options
-@click.option("--meta", "custom", multiple=True, callback=_meta, metavar="KEY=VALUE", help="Custom metadata (repeatable).")
+@click.option(
+    "--meta", "custom", multiple=True, callback=_meta, metavar="KEY=VALUE", help="Custom metadata (repeatable)."
+)
 @click.option("--input", "source", type=click.File("rb"), help="Entries to write: a file, or - for stdin.")
-@click.option("--delimiter", type=click.Choice(["newline", "none"]), default="newline", show_default=True,
-              help="newline: one entry per line; none: the whole input is one entry.")
+@click.option(
+    "--delimiter",
+    type=click.Choice(["newline", "none"]),
+    default="newline",
+    show_default=True,
+    help="newline: one entry per line; none: the whole input is one entry.",
+)
 @click.option("--no-close", is_flag=True, help="Leave the ledger open after writing.")
 @output_option
 @click.pass_obj
-def create(app, ensemble, write_quorum, ack_quorum, digest, password, password_file, custom, source, delimiter,
-           no_close):
+def create(
+    app, ensemble, write_quorum, ack_quorum, digest, password, password_file, custom, source, delimiter, no_close
+):
     """Create a ledger, write one entry per input record, and close it; print its id
 
     If writing fails (an oversized entry, too few bookies) or the command is interrupted (Ctrl-C, SIGTERM), the
@@ -71,6 +83,7 @@ def create(app, ensemble, write_quorum, ack_quorum, digest, password, password_f
     try:
         if source is not None:
             with app.terminal.progress(f"ledger {ledger.ledger_id}") as advance:
+
                 def counted():
                     nonlocal entries
                     for record in _records(source, delimiter):
@@ -122,5 +135,7 @@ def _wind_up(app, ledger, no_close: bool) -> str:
         md = None
     if md is not None and md.is_closed:
         return f"ledger {lid} was closed by its recovery with {md.last_entry_id + 1} entries"
-    return (f"ledger {lid} left OPEN with {acknowledged} acknowledged entries: closing it failed ({failure}); "
-            f"`bkctl ledger recover {lid}` closes it")
+    return (
+        f"ledger {lid} left OPEN with {acknowledged} acknowledged entries: closing it failed ({failure}); "
+        f"`bkctl ledger recover {lid}` closes it"
+    )

@@ -16,32 +16,82 @@ def _spark_conf(ctx, _param, values):
 @click.command()
 @click.argument("ledger_ids", metavar="[ID|FIRST-LAST]...", nargs=-1, shell_complete=complete_ledger_ids)
 @click.option("--all", "all_ledgers", is_flag=True, help="Export every ledger.")
-@click.option("--meta", multiple=True, metavar="KEY=VALUE",
-              help="Only ledgers whose custom metadata has KEY=VALUE (repeatable: all must match); without IDs, "
-                   "chosen among all ledgers.")
-@click.option("--to", "path", required=True, type=click.Path(), metavar="PATH",
-              help="Output directory: a local path, or any path Spark writes (hdfs://, s3a://, ...).")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "json"]), default="parquet", show_default=True,
-              help="parquet, or json: JSON lines with base64 payloads.")
-@click.option("--master", metavar="MASTER",
-              help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or spark-submit's "
-                   "when run by it].")
-@click.option("--conf", "spark_conf", multiple=True, callback=_spark_conf, metavar="spark.KEY=VALUE",
-              help="A Spark setting (repeatable), as spark-submit --conf.")
-@click.option("--partition-bytes", default="64MB", show_default=True, metavar="SIZE",
-              help="About this much payload per Spark task (ledgers are cut into entry ranges).")
+@click.option(
+    "--meta",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only ledgers whose custom metadata has KEY=VALUE (repeatable: all must match); without IDs, "
+    "chosen among all ledgers.",
+)
+@click.option(
+    "--to",
+    "path",
+    required=True,
+    type=click.Path(),
+    metavar="PATH",
+    help="Output directory: a local path, or any path Spark writes (hdfs://, s3a://, ...).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "json"]),
+    default="parquet",
+    show_default=True,
+    help="parquet, or json: JSON lines with base64 payloads.",
+)
+@click.option(
+    "--master",
+    metavar="MASTER",
+    help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or spark-submit's "
+    "when run by it].",
+)
+@click.option(
+    "--conf",
+    "spark_conf",
+    multiple=True,
+    callback=_spark_conf,
+    metavar="spark.KEY=VALUE",
+    help="A Spark setting (repeatable), as spark-submit --conf.",
+)
+@click.option(
+    "--partition-bytes",
+    default="64MB",
+    show_default=True,
+    metavar="SIZE",
+    help="About this much payload per Spark task (ledgers are cut into entry ranges).",
+)
 @click.option("--include-open", is_flag=True, help="Export open ledgers too, up to their LAC; writers are not fenced.")
-@click.option("--skip-missing", is_flag=True,
-              help="Skip named ledgers that do not exist or whose metadata cannot be read, and ranges with no "
-                   "ledger, instead of failing.")
+@click.option(
+    "--skip-missing",
+    is_flag=True,
+    help="Skip named ledgers that do not exist or whose metadata cannot be read, and ranges with no "
+    "ledger, instead of failing.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace PATH when it exists and is not empty.")
-@click.option("--verify", is_flag=True,
-              help="Read the files back: entries and bytes per ledger against the metadata, and a payload checksum.")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Read the files back: entries and bytes per ledger against the metadata, and a payload checksum.",
+)
 @dry_run_option
 @output_option
 @click.pass_obj
-def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, partition_bytes, include_open,
-           skip_missing, overwrite, verify, dry_run):
+def export(
+    app,
+    ledger_ids,
+    all_ledgers,
+    meta,
+    path,
+    fmt,
+    master,
+    spark_conf,
+    partition_bytes,
+    include_open,
+    skip_missing,
+    overwrite,
+    verify,
+    dry_run,
+):
     """Export ledgers to Parquet or JSON-lines files with Spark, on this machine or on a cluster
 
     Rows: ledgerId, entryId, payload, length (payload bytes), lastAddConfirmed. Ledgers are read as an
@@ -72,12 +122,17 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
     for reason in plan.skipped.values():
         app.terminal.warn(f"{reason}: skipped")
     if plan.left_open:
-        app.terminal.warn(f"{len(plan.left_open)} open ledger(s) left out "
-                          "(--include-open exports them up to their LAC)")
+        app.terminal.warn(
+            f"{len(plan.left_open)} open ledger(s) left out (--include-open exports them up to their LAC)"
+        )
     if dry_run:
-        app.terminal.document(plan.doc(), lambda: app.terminal.line(
-            f"would export {len(plan.ledgers)} ledgers, {plan.entries} entries, {plan.bytes} bytes in "
-            f"{len(plan.partitions)} partitions to {path} (dry run)"))
+        app.terminal.document(
+            plan.doc(),
+            lambda: app.terminal.line(
+                f"would export {len(plan.ledgers)} ledgers, {plan.entries} entries, {plan.bytes} bytes in "
+                f"{len(plan.partitions)} partitions to {path} (dry run)"
+            ),
+        )
         return
     from admin.export.job import run_export
     from admin.export.session import spark_session
@@ -93,10 +148,22 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
         shown[:] = entries, size
 
     try:
-        with spark_session(master, spark_conf, log) as spark, app.terminal.progress(
-                f"export {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes) as advance:
-            report = run_export(spark, str(app.service_uri), plan, path, fmt, overwrite, verify,
-                                lambda done, _total: tasks_done(advance, done))
+        with (
+            spark_session(master, spark_conf, log) as spark,
+            app.terminal.progress(
+                f"export {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes
+            ) as advance,
+        ):
+            report = run_export(
+                spark,
+                str(app.service_uri),
+                plan,
+                path,
+                fmt,
+                overwrite,
+                verify,
+                lambda done, _total: tasks_done(advance, done),
+            )
     except BKError as exc:
         if type(exc) is BKError and log.exists():  # Spark failed on its own: its log says why
             keep_log = True
@@ -106,11 +173,22 @@ def export(app, ledger_ids, all_ledgers, meta, path, fmt, master, spark_conf, pa
         if not keep_log:
             shutil.rmtree(work, ignore_errors=True)
     doc = {**report.doc(), "skipped": plan.doc()["skipped"], "leftOpen": plan.left_open}
-    app.terminal.document(doc, lambda: app.terminal.fields([
-        ("Path", path), ("Format", fmt), ("Ledgers", doc["ledgers"]), ("Entries", doc["entries"]),
-        ("Bytes", doc["bytes"]), ("Files", doc["files"]), ("Seconds", doc["seconds"]), ("MB/s", doc["mbPerSec"]),
-        ("Verified", {None: "no (--verify to check)", True: "yes", False: "NO"}[report.verified]),
-    ]))
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.fields(
+            [
+                ("Path", path),
+                ("Format", fmt),
+                ("Ledgers", doc["ledgers"]),
+                ("Entries", doc["entries"]),
+                ("Bytes", doc["bytes"]),
+                ("Files", doc["files"]),
+                ("Seconds", doc["seconds"]),
+                ("MB/s", doc["mbPerSec"]),
+                ("Verified", {None: "no (--verify to check)", True: "yes", False: "NO"}[report.verified]),
+            ]
+        ),
+    )
     for problem in report.problems:
         app.terminal.error(problem)
     if report.problems:

@@ -17,8 +17,14 @@ def _render(payload: bytes, fmt: str) -> str:
 @click.argument("ledger_id", metavar="ID", shell_complete=complete_ledger_ids)
 @click.option("--from", "first", type=click.IntRange(0), default=0, help="First entry [default: 0].")
 @click.option("--to", "last", type=click.IntRange(0), help="Last entry [default: the last one, or the LAC].")
-@click.option("--format", "fmt", type=click.Choice(["text", "hex", "base64", "raw"]), default="text",
-              show_default=True, help="How payloads are printed; raw writes the bytes back to back.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "hex", "base64", "raw"]),
+    default="text",
+    show_default=True,
+    help="How payloads are printed; raw writes the bytes back to back.",
+)
 @click.option("--follow", is_flag=True, help="Keep reading new entries of an open ledger as they are confirmed.")
 @password_options
 @output_option
@@ -45,8 +51,12 @@ def read(app, ledger_id, first, last, fmt, follow, password, password_file):
         nonlocal seen
         for entry in entries:
             if app.terminal.output == "json":
-                doc = {"ledgerId": lid, "entryId": entry.entry_id, "length": len(entry.payload),
-                       "payload": base64.b64encode(entry.payload).decode()}
+                doc = {
+                    "ledgerId": lid,
+                    "entryId": entry.entry_id,
+                    "length": len(entry.payload),
+                    "payload": base64.b64encode(entry.payload).decode(),
+                }
                 out.write(json.dumps(doc).encode() + b"\n")
             elif fmt == "raw":
                 out.write(entry.payload)

@@ -26,5 +26,7 @@ def recover(app, ledger_id, password, password_file, dry_run):
         return
     md = app.client.open_ledger(lid, secret, recovery=True).metadata
     doc = {"ledgerId": lid, "state": md.state.name, "lastEntryId": md.last_entry_id, "length": md.length}
-    app.terminal.document(doc, lambda: app.terminal.line(
-        f"ledger/{lid} recovered: CLOSED, last entry {md.last_entry_id}, length {md.length}"))
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.line(f"ledger/{lid} recovered: CLOSED, last entry {md.last_entry_id}, length {md.length}"),
+    )

@@ -30,8 +30,17 @@ def simpletest(app, ensemble, write_quorum, ack_quorum, entries):
         app.client.delete_ledger(ledger.ledger_id)
     if got != payloads:
         raise BKError(f"ledger {ledger.ledger_id}: read back {len(got)} entries that differ from the {entries} written")
-    doc = {"ledgerId": ledger.ledger_id, "entries": entries, "writeSeconds": round(wrote, 3),
-           "readSeconds": round(read_seconds, 3), "ok": True}
-    app.terminal.document(doc, lambda: app.terminal.line(
-        f"ok: ledger {ledger.ledger_id}, {entries} entries written in {wrote:.2f} s and read back in "
-        f"{read_seconds:.2f} s, then deleted"))
+    doc = {
+        "ledgerId": ledger.ledger_id,
+        "entries": entries,
+        "writeSeconds": round(wrote, 3),
+        "readSeconds": round(read_seconds, 3),
+        "ok": True,
+    }
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.line(
+            f"ok: ledger {ledger.ledger_id}, {entries} entries written in {wrote:.2f} s and read back in "
+            f"{read_seconds:.2f} s, then deleted"
+        ),
+    )

@@ -12,8 +12,9 @@ from bkctl.options import output_option, sandbox_dir_option, settings_option
 @sandbox_dir_option
 @output_option
 @click.pass_obj
-def start(app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: bool, settings: dict,
-          state_dir: str | None):
+def start(
+    app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: bool, settings: dict, state_dir: str | None
+):
     """Start the sandbox: ZooKeeper on 127.0.0.1, a cluster in it, and its bookies
 
     Data survives `sandbox stop`: starting the same directory again brings the same cluster back. Starts only what

@@ -26,17 +26,16 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 
-from bookie.client.grpc_client import GrpcBookieClient
 from bookie.client.config import ClientConfig
+from bookie.client.grpc_client import GrpcBookieClient
 from bookie.client.placement import choose_ensemble
 from bookie.client.reader import LedgerReader
-from bookie.client.wire_client import WireBookieClient
 from bookie.client.recovery import recover
+from bookie.client.wire_client import WireBookieClient
 from bookie.client.writer import LedgerWriter
 from bookie.codec.digest import DigestType, master_key
 from bookie.codec.entry import Entry
-from bookie.errors import (InvalidArgument, LedgerExists, NotFound, ServiceUnavailable, Unauthorized,
-                           error_for_status)
+from bookie.errors import InvalidArgument, LedgerExists, NotFound, ServiceUnavailable, Unauthorized, error_for_status
 from bookie.meta.idgen import generate_ledger_id
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
@@ -185,8 +184,16 @@ class ClientCore:
         if md.password is not None and md.password != password:
             raise Unauthorized(f"wrong password for ledger {ledger_id}")
 
-    async def create(self, ensemble_size, write_quorum_size, ack_quorum_size, digest_type, password,
-                     custom_metadata, ensemble: list[str] | None = None) -> LedgerWriter:
+    async def create(
+        self,
+        ensemble_size,
+        write_quorum_size,
+        ack_quorum_size,
+        digest_type,
+        password,
+        custom_metadata,
+        ensemble: list[str] | None = None,
+    ) -> LedgerWriter:
         """A new ledger on ``ensemble``, or on one chosen by the placement policy."""
         if not ensemble_size >= write_quorum_size >= ack_quorum_size >= 1:
             raise InvalidArgument(
@@ -198,9 +205,14 @@ class ClientCore:
         elif len(ensemble) != ensemble_size:
             raise InvalidArgument(f"ensemble {ensemble} is not of size {ensemble_size}")
         md = LedgerMetadata(
-            ensemble_size=ensemble_size, write_quorum_size=write_quorum_size, ack_quorum_size=ack_quorum_size,
-            segments=(Segment(0, tuple(ensemble)),), digest_type=DigestType(digest_type), password=password,
-            ctime=int(time.time() * 1000), custom_metadata=dict(custom_metadata or {}),
+            ensemble_size=ensemble_size,
+            write_quorum_size=write_quorum_size,
+            ack_quorum_size=ack_quorum_size,
+            segments=(Segment(0, tuple(ensemble)),),
+            digest_type=DigestType(digest_type),
+            password=password,
+            ctime=int(time.time() * 1000),
+            custom_metadata=dict(custom_metadata or {}),
             c_token=int.from_bytes(os.urandom(7), "big"),
         )
         while True:
@@ -236,8 +248,9 @@ class ClientCore:
 class BookKeeper:
     """A client of one cluster. A context manager; ``close()`` ends its connections and its ZooKeeper session."""
 
-    def __init__(self, service_uri: str | None = None, config: ClientConfig | None = None,
-                 store: MetadataStore | None = None):
+    def __init__(
+        self, service_uri: str | None = None, config: ClientConfig | None = None, store: MetadataStore | None = None
+    ):
         """Connect to the cluster of ``service_uri`` (or use an open ``store``, which stays the caller's)."""
         self.config = config or ClientConfig()
         self._owns_store = store is None
@@ -267,19 +280,29 @@ class BookKeeper:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def create_ledger(self, ensemble_size: int | None = None, write_quorum_size: int | None = None,
-                      ack_quorum_size: int | None = None, digest_type: DigestType | str | None = None,
-                      password: bytes | str | None = b"", custom_metadata: dict[str, bytes] | None = None
-                      ) -> LedgerHandle:
+    def create_ledger(
+        self,
+        ensemble_size: int | None = None,
+        write_quorum_size: int | None = None,
+        ack_quorum_size: int | None = None,
+        digest_type: DigestType | str | None = None,
+        password: bytes | str | None = b"",
+        custom_metadata: dict[str, bytes] | None = None,
+    ) -> LedgerHandle:
         """A new OPEN ledger on an ensemble chosen by rack-aware placement."""
         config = self.config
         if isinstance(digest_type, str):
             digest_type = DigestType.parse(digest_type)
-        writer = self.run(self.core.create(
-            ensemble_size or config.ensemble_size, write_quorum_size or config.write_quorum_size,
-            ack_quorum_size or config.ack_quorum_size, digest_type or config.digest_type, _password(password),
-            custom_metadata,
-        ))
+        writer = self.run(
+            self.core.create(
+                ensemble_size or config.ensemble_size,
+                write_quorum_size or config.write_quorum_size,
+                ack_quorum_size or config.ack_quorum_size,
+                digest_type or config.digest_type,
+                _password(password),
+                custom_metadata,
+            )
+        )
         return LedgerHandle(self, writer)
 
     def open_ledger(self, ledger_id: int, password: bytes | str | None = b"", recovery: bool = True) -> ReadHandle:

@@ -19,7 +19,8 @@ class ClientConfig:
     max_entry_size: int = 5 * 1024 * 1024 - 1024  # the bookie's nettyMaxFrameSizeBytes, less the framing
     # BookKeeper's useV2WireProtocol: adds and reads in the binary v2 protocol (BKCTL_USE_V2_WIRE_PROTOCOL=true)
     use_v2_wire_protocol: bool = field(
-        default_factory=lambda: os.environ.get("BKCTL_USE_V2_WIRE_PROTOCOL", "").lower() in ("1", "true"))
+        default_factory=lambda: os.environ.get("BKCTL_USE_V2_WIRE_PROTOCOL", "").lower() in ("1", "true")
+    )
     # How adds and reads travel (BKCTL_DATA_TRANSPORT): "bookkeeper", BookKeeper's protocol on the bookie port, to
     # every bookie; "auto" (default): our batched gRPC data service where a bookie offers it (on its bkctl-admin
     # endpoint: our bookies), BookKeeper's protocol elsewhere (Java bookies). Measured on our bookies the

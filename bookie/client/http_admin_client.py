@@ -8,7 +8,6 @@ None in the answers.
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
 
@@ -42,12 +41,14 @@ class HttpBookieAdminClient:
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace").strip() or error.reason
             raise BKError(f"{what} on bookie {self.bookie_id}: HTTP {error.code}: {detail}") from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise OperationTimeout(f"{what} on bookie {self.bookie_id} timed out ({self.base})") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise ServiceUnavailable(f"bookie {self.bookie_id}'s HTTP admin API is unreachable at {self.base} "
-                                     f"({getattr(reason, 'strerror', None) or reason})") from None
+            raise ServiceUnavailable(
+                f"bookie {self.bookie_id}'s HTTP admin API is unreachable at {self.base} "
+                f"({getattr(reason, 'strerror', None) or reason})"
+            ) from None
         try:
             return json.loads(text)
         except ValueError:
@@ -55,8 +56,7 @@ class HttpBookieAdminClient:
 
     def state(self) -> BookieState:
         state = self._call("GET", "/api/v1/bookie/state", "bookie state")
-        return BookieState(read_only=state["readOnly"], read_only_by_operator=None,
-                           shutting_down=state["shuttingDown"])
+        return BookieState(read_only=state["readOnly"], read_only_by_operator=None, shutting_down=state["shuttingDown"])
 
     def set_read_only(self, read_only: bool) -> BookieState:
         self._call("PUT", "/api/v1/bookie/state/readonly", "set read-only", {"readOnly": read_only})
@@ -71,7 +71,8 @@ class HttpBookieAdminClient:
         (details, *_) = self._call("GET", "/api/v1/bookie/gc_details", "gc status")
         suspended = self._call("GET", "/api/v1/bookie/gc/suspend_compaction", "gc status")
         return GcStatus(
-            is_in_force=details["forceCompacting"], major_compacting=details["majorCompacting"],
+            is_in_force=details["forceCompacting"],
+            major_compacting=details["majorCompacting"],
             minor_compacting=details["minorCompacting"],
             last_major_compaction_time=details["lastMajorCompactionTime"],
             last_minor_compaction_time=details["lastMinorCompactionTime"],
@@ -79,13 +80,23 @@ class HttpBookieAdminClient:
             minor_compaction_counter=details["minorCompactionCounter"],
             major_suspended=suspended["isMajorGcSuspended"] == "true",
             minor_suspended=suspended["isMinorGcSuspended"] == "true",
-            bytes_reclaimed=None, logs_compacted=None, running=None, runs=None, major_enabled=None,
-            minor_enabled=None, last_run=None, entry_logs=None,
+            bytes_reclaimed=None,
+            logs_compacted=None,
+            running=None,
+            runs=None,
+            major_enabled=None,
+            minor_enabled=None,
+            last_run=None,
+            entry_logs=None,
         )
 
     def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus:
         verb = "suspend" if suspended else "resume"
         both = not major and not minor
-        self._call("PUT", f"/api/v1/bookie/gc/{verb}_compaction", "compaction",
-                   {f"{verb}Major": major or both, f"{verb}Minor": minor or both})
+        self._call(
+            "PUT",
+            f"/api/v1/bookie/gc/{verb}_compaction",
+            "compaction",
+            {f"{verb}Major": major or both, f"{verb}Minor": minor or both},
+        )
         return self.gc_status()

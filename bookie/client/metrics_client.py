@@ -9,7 +9,6 @@ read as what they mean.
 from __future__ import annotations
 
 import re
-import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -87,10 +86,11 @@ def scrape(bookie_id: str, url: str, timeout: float = 10.0) -> Metrics:
             text = response.read().decode("utf-8", errors="replace")
     except urllib.error.HTTPError as error:
         raise BKError(f"metrics of bookie {bookie_id}: HTTP {error.code} from {url}") from None
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         raise ServiceUnavailable(f"metrics of bookie {bookie_id}: no answer from {url} in {timeout:g} s") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise ServiceUnavailable(f"metrics of bookie {bookie_id} are unreachable at {url} "
-                                 f"({getattr(reason, 'strerror', None) or reason})") from None
+        raise ServiceUnavailable(
+            f"metrics of bookie {bookie_id} are unreachable at {url} ({getattr(reason, 'strerror', None) or reason})"
+        ) from None
     return parse(text)

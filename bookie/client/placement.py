@@ -43,7 +43,10 @@ def choose_ensemble(
 
 
 def replacement(
-    writable: list[RegisteredBookie], ensemble: list[str], index: int, exclude: set[str] = frozenset(),
+    writable: list[RegisteredBookie],
+    ensemble: list[str],
+    index: int,
+    exclude: set[str] = frozenset(),
     rng: random.Random | None = None,
 ) -> str:
     """A bookie to take ensemble position ``index``: not in the ensemble or ``exclude``, preferably on a rack that

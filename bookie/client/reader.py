@@ -102,7 +102,8 @@ class LedgerReader:
                 async with self._requests():
                     answer = await self.client.bookie(bookie_id).read_entry(
                         pb.ReadRequest(ledgerId=self.ledger_id, entryId=entry_id),
-                        self.client.config.read_entry_timeout, f"read ledger {self.ledger_id} entry {entry_id}",
+                        self.client.config.read_entry_timeout,
+                        f"read ledger {self.ledger_id} entry {entry_id}",
                     )
             except BKError as exc:  # any transport error of one replica (unreachable, timeout, cancelled): the next
                 problems.append(str(exc))
@@ -178,33 +179,53 @@ class LedgerReader:
         missing: list[int] = []
         for replica in range(quorum):
             if replica == 0:
-                wanted = {index: None for index in range(size)}  # None: the whole stripe
+                wanted = dict.fromkeys(range(size))  # None: the whole stripe
             else:
                 wanted = {}
                 for entry_id in missing:
                     wanted.setdefault((entry_id + replica) % size, set()).add(entry_id)
-            await _all(self._stream(segment, index, replica, first, last, entries, found)
-                       for index, entries in wanted.items())
+            await _all(
+                self._stream(segment, index, replica, first, last, entries, found) for index, entries in wanted.items()
+            )
             missing = [e for e in range(first, last + 1) if e not in found]
             if not missing:
                 return [found[e] for e in range(first, last + 1)]
         await self._read_each(missing, found)
         return [found[e] for e in range(first, last + 1)]
 
-    async def _stream(self, segment: Segment, index: int, replica: int, first: int, last: int,
-                      entries: set[int] | None, found: dict[int, Entry]) -> None:
+    async def _stream(
+        self,
+        segment: Segment,
+        index: int,
+        replica: int,
+        first: int,
+        last: int,
+        entries: set[int] | None,
+        found: dict[int, Entry],
+    ) -> None:
         """Stream from the bookie at ``index`` the entries it holds as ``replica``-th replica (its stripe, for 0)
         into ``found``; only ``entries`` if given. Any error ends the stream: the next round reads the rest."""
         md = self.metadata
         bookie_id = segment.bookies[index]
         if entries is None:
-            request = pb.ReadRangeRequest(ledgerId=self.ledger_id, firstEntryId=first, lastEntryId=last,
-                                          ensembleSize=md.ensemble_size, writeQuorumSize=1, bookieIndex=index)
+            request = pb.ReadRangeRequest(
+                ledgerId=self.ledger_id,
+                firstEntryId=first,
+                lastEntryId=last,
+                ensembleSize=md.ensemble_size,
+                writeQuorumSize=1,
+                bookieIndex=index,
+            )
         else:  # what this bookie holds that the bookie ``replica`` places before it also holds (a superset)
-            request = pb.ReadRangeRequest(ledgerId=self.ledger_id, firstEntryId=min(entries),
-                                          lastEntryId=max(entries), ensembleSize=md.ensemble_size,
-                                          writeQuorumSize=md.write_quorum_size, bookieIndex=index,
-                                          alsoHeldByIndex=(index - replica) % md.ensemble_size)
+            request = pb.ReadRangeRequest(
+                ledgerId=self.ledger_id,
+                firstEntryId=min(entries),
+                lastEntryId=max(entries),
+                ensembleSize=md.ensemble_size,
+                writeQuorumSize=md.write_quorum_size,
+                bookieIndex=index,
+                alsoHeldByIndex=(index - replica) % md.ensemble_size,
+            )
         try:
             async for chunk in self.client.bookie(bookie_id).read_range(
                 request, self.client.config.read_entry_timeout * 4

@@ -78,8 +78,9 @@ async def _fence(client, reader: LedgerReader, md: LedgerMetadata, master_key: b
     lac = -1
 
     async def fence(index: int):
-        request = pb.ReadRequest(ledgerId=reader.ledger_id, entryId=-1, flag=pb.ReadRequest.FENCE_LEDGER,
-                                 masterKey=master_key)
+        request = pb.ReadRequest(
+            ledgerId=reader.ledger_id, entryId=-1, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=master_key
+        )
         return index, await client.bookie(segment.bookies[index]).read_entry(
             request, client.config.read_entry_timeout, f"fence ledger {reader.ledger_id}"
         )
@@ -142,8 +143,9 @@ async def _recovery_read(client, reader: LedgerReader, md: LedgerMetadata, entry
     stops at the first WQ-AQ+1 misses; a copy that arrives later is lost there too.)
     """
     segment = md.segment_of(entry_id)
-    request = pb.ReadRequest(ledgerId=reader.ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER,
-                             masterKey=key)
+    request = pb.ReadRequest(
+        ledgerId=reader.ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=key
+    )
 
     async def ask(bookie_id: str):
         try:
@@ -204,8 +206,9 @@ async def recover(client, ledger_id: int, password: bytes, master_key: bytes) ->
                 write_md, version = await _replace_silent(client, ledger_id, md, version, entry_id, silent)
             except LedgerClosed:
                 return (await asyncio.to_thread(client.ledgers.read, ledger_id))[0]
-        body = frame_entry(reader.digester, ledger_id, entry.entry_id, entry.last_add_confirmed, entry.length,
-                           entry.payload)
+        body = frame_entry(
+            reader.digester, ledger_id, entry.entry_id, entry.last_add_confirmed, entry.length, entry.payload
+        )
         await _recovery_add(client, write_md, entry, body, master_key, ledger_id)
         lac, length = entry.entry_id, entry.length
         entry_id += 1

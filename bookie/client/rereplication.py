@@ -23,8 +23,14 @@ from bookie.client.placement import replacement
 from bookie.codec.digest import Digester, master_key
 from bookie.codec.entry import parse_entry
 from bookie.codec.write_set import entries_of_bookie, write_set
-from bookie.errors import (BKError, CorruptEntry, InvalidArgument, MetadataVersionConflict, NoSuchLedger,
-                           OperationTimeout)
+from bookie.errors import (
+    BKError,
+    CorruptEntry,
+    InvalidArgument,
+    MetadataVersionConflict,
+    NoSuchLedger,
+    OperationTimeout,
+)
 from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 from bookie.meta.registration import BookieRegistry
@@ -53,10 +59,17 @@ class RecoverReport:
         return not self.failed and not self.skipped_open
 
     def doc(self) -> dict:
-        return {"ledgers": len(self.ledgers), "recovered": self.recovered, "skippedOpen": self.skipped_open,
-                "failed": {str(k): v for k, v in self.failed.items()}, "fragments": self.fragments,
-                "entries": self.entries, "bytes": self.bytes, "seconds": round(self.seconds, 3),
-                "mbPerSec": round(self.bytes / self.seconds / 1e6, 1) if self.seconds else 0.0}
+        return {
+            "ledgers": len(self.ledgers),
+            "recovered": self.recovered,
+            "skippedOpen": self.skipped_open,
+            "failed": {str(k): v for k, v in self.failed.items()},
+            "fragments": self.fragments,
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+            "mbPerSec": round(self.bytes / self.seconds / 1e6, 1) if self.seconds else 0.0,
+        }
 
 
 class _Acks:
@@ -108,8 +121,14 @@ class RateLimit:
 
 
 class BookieRecovery:
-    def __init__(self, core, lost: set[str], skip_open: bool = False, rate: float | None = None,
-                 progress: Callable[[str, int], None] = lambda kind, n: None):
+    def __init__(
+        self,
+        core,
+        lost: set[str],
+        skip_open: bool = False,
+        rate: float | None = None,
+        progress: Callable[[str, int], None] = lambda kind, n: None,
+    ):
         self.core, self.lost, self.skip_open = core, set(lost), skip_open
         self.limit = RateLimit(rate)
         self.progress = progress
@@ -140,7 +159,7 @@ class BookieRecovery:
                         report.recovered.append(ledger_id)
                     else:
                         report.skipped_open.append(ledger_id)
-                except (BKError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, BKError) as exc:
                     log.warning("ledger %d not recovered: %s", ledger_id, exc)
                     report.failed[ledger_id] = str(exc) or type(exc).__name__
                 self.progress("ledgers", 1)
@@ -197,9 +216,16 @@ class BookieRecovery:
             self.progress("bytes", len(body))
 
         async def stream(source: int) -> None:  # each survivor streams its stripe; the first copy of an entry wins
-            request = pb.ReadRangeRequest(ledgerId=ledger_id, firstEntryId=first, lastEntryId=last,
-                                          ensembleSize=md.ensemble_size, writeQuorumSize=md.write_quorum_size,
-                                          bookieIndex=source, alsoHeldByIndex=position, priority=100)
+            request = pb.ReadRangeRequest(
+                ledgerId=ledger_id,
+                firstEntryId=first,
+                lastEntryId=last,
+                ensembleSize=md.ensemble_size,
+                writeQuorumSize=md.write_quorum_size,
+                bookieIndex=source,
+                alsoHeldByIndex=position,
+                priority=100,
+            )
             try:
                 async for chunk in self.core.bookie(segment.bookies[source]).read_range(request, 60.0):
                     for entry_id, body in chunk:
@@ -221,7 +247,8 @@ class BookieRecovery:
                 if segment.bookies[source] in self.lost:
                     continue
                 answer = await self.core.bookie(segment.bookies[source]).read_entry(
-                    pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id), 10.0, "recovery read")
+                    pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id), 10.0, "recovery read"
+                )
                 if answer.status == pb.EOK:
                     try:
                         parse_entry(digester, answer.body, ledger_id, entry_id)
@@ -273,8 +300,9 @@ def require_stopped(store, bookie_id: str) -> None:
         raise InvalidArgument(f"bookie {bookie_id} is still registered: stop it before decommissioning it")
 
 
-async def decommission(core, bookie_id: str, timeout: float | None = None,
-                       progress: Callable[[str, int], None] = lambda kind, n: None) -> list[RecoverReport]:
+async def decommission(
+    core, bookie_id: str, timeout: float | None = None, progress: Callable[[str, int], None] = lambda kind, n: None
+) -> list[RecoverReport]:
     """Re-replicate everything a stopped bookie held, pass after pass (a writer may still add segments naming it),
     until no ledger names it; return each pass's report. Stops after a pass with failures (its report last); raises
     :class:`OperationTimeout` when not done within ``timeout`` seconds. The cookie is the caller's to remove."""

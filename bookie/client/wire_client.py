@@ -54,8 +54,9 @@ class _Connection(asyncio.Protocol):
         self._flush()
 
     def connection_lost(self, exc) -> None:
-        self.fail(ServiceUnavailable(f"connection to bookie {self.owner.bookie_id} lost"
-                                     + (f" ({exc})" if exc else "")))
+        self.fail(
+            ServiceUnavailable(f"connection to bookie {self.owner.bookie_id} lost" + (f" ({exc})" if exc else ""))
+        )
 
     def fail(self, error: BaseException) -> None:
         """Fail everything in flight (once): adds with CONNECTION_LOST, everything else with ``error``."""
@@ -97,8 +98,12 @@ class _Connection(asyncio.Protocol):
                 for body in frames:
                     self._v2(wire.decode_response_v2(body))
         except MalformedFrame as exc:
-            self.fail(BKError(f"bookie {self.owner.bookie_id} at {self.owner.address[0]}:{self.owner.address[1]} "
-                              f"does not answer in BookKeeper's protocol ({exc})"))
+            self.fail(
+                BKError(
+                    f"bookie {self.owner.bookie_id} at {self.owner.address[0]}:{self.owner.address[1]} "
+                    f"does not answer in BookKeeper's protocol ({exc})"
+                )
+            )
 
     def _v3(self, response: pb.Response) -> None:
         waiter = self.pending.pop(response.header.txnId, None)
@@ -153,7 +158,7 @@ class _Connection(asyncio.Protocol):
 
 
 class _AddWaiter:
-    __slots__ = ("target", "token", "index")
+    __slots__ = ("index", "target", "token")
 
     def __init__(self, target, token, index: int):
         self.target, self.token, self.index = target, token, index
@@ -203,7 +208,7 @@ class WireBookieClient:
         host, port = self.address
         try:
             await asyncio.wait_for(loop.create_connection(lambda: conn, host, port), CONNECT_TIMEOUT)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
             conn.fail(ServiceUnavailable(f"bookie {self.bookie_id} is unreachable at {host}:{port} ({reason})"))
 
@@ -218,8 +223,9 @@ class WireBookieClient:
             header.priority = HIGH_PRIORITY
         return header
 
-    async def _call(self, operation: int, field: str, message, timeout: float, what: str,
-                    high_priority: bool = False) -> pb.Response:
+    async def _call(
+        self, operation: int, field: str, message, timeout: float, what: str, high_priority: bool = False
+    ) -> pb.Response:
         """One v3 request; its Response."""
         conn = self._connection(True)
         header = self._header(operation, high_priority)
@@ -233,7 +239,7 @@ class WireBookieClient:
     async def _wait(self, conn: _Connection, key, future, timeout: float, what: str):
         try:
             return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             conn.forget(key, future)
             raise OperationTimeout(f"{what} on bookie {self.bookie_id} timed out") from None
         except ServiceUnavailable as exc:
@@ -253,14 +259,14 @@ class WireBookieClient:
         if conn.v3:
             self._txn += 1
             conn.expect(self._txn, waiter)
-            conn.send(wire.add_request_v3(self._txn, ledger_id, entry_id, master_key, memoryview(record)[4:],
-                                          recovery))
+            conn.send(wire.add_request_v3(self._txn, ledger_id, entry_id, master_key, memoryview(record)[4:], recovery))
         else:
             flags = wire.FLAG_RECOVERY_ADD | wire.FLAG_HIGH_PRIORITY if recovery else 0
             conn.expect((wire.ADDENTRY, ledger_id, entry_id), waiter)
             header = wire.packet_header(wire.V2_VERSION, wire.ADDENTRY, flags)
-            conn.send(wire.V2_HEADER.pack(len(record) + wire.MASTER_KEY_LENGTH, header) + master_key
-                      + memoryview(record)[4:])
+            conn.send(
+                wire.V2_HEADER.pack(len(record) + wire.MASTER_KEY_LENGTH, header) + master_key + memoryview(record)[4:]
+            )
 
     # ---- reads ----
     async def read_entry(self, request: pb.ReadRequest, timeout: float, what: str) -> pb.ReadResponse:
@@ -272,19 +278,31 @@ class WireBookieClient:
             future = asyncio.get_running_loop().create_future()
             conn.expect(key, future)
             flags = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY if fence else 0
-            conn.send(wire.encode_request_v2(wire.ReadRequestV2(
-                request.ledgerId, request.entryId, flags, request.masterKey if fence else None)))
+            conn.send(
+                wire.encode_request_v2(
+                    wire.ReadRequestV2(request.ledgerId, request.entryId, flags, request.masterKey if fence else None)
+                )
+            )
             answer = await self._wait(conn, key, future, timeout, what)
-            return pb.ReadResponse(status=wire.v3_status(answer.rc), ledgerId=answer.ledger_id,
-                                   entryId=answer.entry_id, body=bytes(answer.body))
+            return pb.ReadResponse(
+                status=wire.v3_status(answer.rc),
+                ledgerId=answer.ledger_id,
+                entryId=answer.entry_id,
+                body=bytes(answer.body),
+            )
         response = await self._call(pb.READ_ENTRY, "readRequest", request, timeout, what, high_priority=fence)
         if response.HasField("readResponse"):
             return response.readResponse
         return pb.ReadResponse(status=response.status, ledgerId=request.ledgerId, entryId=request.entryId)
 
     async def read_lac(self, ledger_id: int, timeout: float) -> pb.ReadLacResponse:
-        response = await self._call(pb.READ_LAC, "readLacRequest", pb.ReadLacRequest(ledgerId=ledger_id), timeout,
-                                    f"read LAC of ledger {ledger_id}")
+        response = await self._call(
+            pb.READ_LAC,
+            "readLacRequest",
+            pb.ReadLacRequest(ledgerId=ledger_id),
+            timeout,
+            f"read LAC of ledger {ledger_id}",
+        )
         if response.HasField("readLacResponse"):
             return response.readLacResponse
         return pb.ReadLacResponse(status=response.status, ledgerId=ledger_id)
@@ -352,8 +370,13 @@ class WireBookieClient:
             if ledger_id is None:
                 return False
             message = pb.GetListOfEntriesOfLedgerRequest(ledgerId=ledger_id)
-            call = self._call(pb.GET_LIST_OF_ENTRIES_OF_LEDGER, "getListOfEntriesOfLedgerRequest", message, timeout,
-                              f"list of entries of ledger {ledger_id}")
+            call = self._call(
+                pb.GET_LIST_OF_ENTRIES_OF_LEDGER,
+                "getListOfEntriesOfLedgerRequest",
+                message,
+                timeout,
+                f"list of entries of ledger {ledger_id}",
+            )
             window.append((ledger_id, asyncio.ensure_future(call)))
             return True
 
@@ -374,8 +397,13 @@ class WireBookieClient:
     async def bookie_info(self, timeout: float) -> pb.GetBookieInfoResponse:
         """GET_BOOKIE_INFO: total and free disk space."""
         requested = pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY | pb.GetBookieInfoRequest.FREE_DISK_SPACE
-        response = await self._call(pb.GET_BOOKIE_INFO, "getBookieInfoRequest",
-                                    pb.GetBookieInfoRequest(requested=requested), timeout, "bookie info")
+        response = await self._call(
+            pb.GET_BOOKIE_INFO,
+            "getBookieInfoRequest",
+            pb.GetBookieInfoRequest(requested=requested),
+            timeout,
+            "bookie info",
+        )
         if response.HasField("getBookieInfoResponse"):
             return response.getBookieInfoResponse
         return pb.GetBookieInfoResponse(status=response.status)

@@ -10,12 +10,18 @@ import struct
 from collections import deque
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
-from bookie.client.wire_client import CONNECTION_LOST
 from bookie.client.placement import replacement
+from bookie.client.wire_client import CONNECTION_LOST
 from bookie.codec.digest import Digester
 from bookie.codec.entry import frame_entry
 from bookie.errors import (
-    BKError, EntryTooLarge, LedgerClosed, LedgerFenced, MetadataVersionConflict, NotEnoughBookies, Unauthorized,
+    BKError,
+    EntryTooLarge,
+    LedgerClosed,
+    LedgerFenced,
+    MetadataVersionConflict,
+    NotEnoughBookies,
+    Unauthorized,
     error_for_status,
 )
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
@@ -25,7 +31,7 @@ SIZE = struct.Struct(">i")
 
 
 class PendingAdd:
-    __slots__ = ("entry_id", "record", "length", "acks", "count", "future", "sent_at")
+    __slots__ = ("acks", "count", "entry_id", "future", "length", "record", "sent_at")
 
     def __init__(self, entry_id: int, record: bytes, length: int, future: asyncio.Future, now: float):
         self.entry_id, self.record, self.length, self.future, self.sent_at = entry_id, record, length, future, now
@@ -36,8 +42,16 @@ class PendingAdd:
 class LedgerWriter:
     """The writable handle's core, living on the client's event loop."""
 
-    def __init__(self, client, ledger_id: int, metadata: LedgerMetadata, version: int, password: bytes,
-                 master_key: bytes, recovery: bool = False):
+    def __init__(
+        self,
+        client,
+        ledger_id: int,
+        metadata: LedgerMetadata,
+        version: int,
+        password: bytes,
+        master_key: bytes,
+        recovery: bool = False,
+    ):
         self.client = client
         self.ledger_id = ledger_id
         self.metadata, self.version = metadata, version
@@ -72,8 +86,9 @@ class LedgerWriter:
         entry_id = self.last_add_pushed = self.last_add_pushed + 1
         self.length += len(data)
         framed = frame_entry(self.digester, self.ledger_id, entry_id, self.lac, self.length, data)
-        add = PendingAdd(entry_id, SIZE.pack(len(framed)) + framed, self.length, self._loop.create_future(),
-                         self._loop.time())
+        add = PendingAdd(
+            entry_id, SIZE.pack(len(framed)) + framed, self.length, self._loop.create_future(), self._loop.time()
+        )
         self.pending.append(add)
         self._send(add)
         return add.future
@@ -96,9 +111,13 @@ class LedgerWriter:
                 if add.count >= self.AQ and add is self.pending[0]:
                     self._complete()
         elif status in (pb.EFENCED, pb.EUA):
-            self._fail(error_for_status(status, f"ledger {self.ledger_id}: bookie {bookie.bookie_id} says "
-                                                + ("fenced: the ledger was recovered" if status == pb.EFENCED
-                                                   else "wrong password")))
+            self._fail(
+                error_for_status(
+                    status,
+                    f"ledger {self.ledger_id}: bookie {bookie.bookie_id} says "
+                    + ("fenced: the ledger was recovered" if status == pb.EFENCED else "wrong password"),
+                )
+            )
         elif status == pb.EBADREQ:
             self._fail(BKError(f"ledger {self.ledger_id}: bookie {bookie.bookie_id} refused entry {add.entry_id}"))
         else:
@@ -144,8 +163,12 @@ class LedgerWriter:
                 for w in range(self.WQ):
                     index = (add.entry_id + w) % self.E
                     if not add.acks & (1 << index):
-                        log.warning("ledger %d: add %d timed out on bookie %s", self.ledger_id, add.entry_id,
-                                    self.ensemble[index])
+                        log.warning(
+                            "ledger %d: add %d timed out on bookie %s",
+                            self.ledger_id,
+                            add.entry_id,
+                            self.ensemble[index],
+                        )
                         self._bookie_failed(index)
 
     async def _change_ensemble(self) -> None:
@@ -172,8 +195,11 @@ class LedgerWriter:
                     add.sent_at = now
                     self._send(add, indexes)
         except BKError as exc:
-            self._fail(exc if not isinstance(exc, NotEnoughBookies) else
-                       NotEnoughBookies(f"ledger {self.ledger_id}: cannot replace a failed bookie: {exc}"))
+            self._fail(
+                exc
+                if not isinstance(exc, NotEnoughBookies)
+                else NotEnoughBookies(f"ledger {self.ledger_id}: cannot replace a failed bookie: {exc}")
+            )
         finally:
             self._changing = False
             if self.error is None:

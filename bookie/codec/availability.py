@@ -57,7 +57,7 @@ class SequenceGroup(NamedTuple):
 class AvailabilityOfEntries:
     """The entries a bookie holds for one ledger, as sequence groups."""
 
-    __slots__ = ("groups", "_firsts")
+    __slots__ = ("_firsts", "groups")
 
     def __init__(self, groups: Iterable[SequenceGroup]):
         self.groups = sorted(groups)

@@ -59,7 +59,7 @@ def mac_key(password: bytes) -> bytes:
 class Digester:
     """Computes one ledger's digest over a sequence of byte chunks."""
 
-    __slots__ = ("digest_type", "size", "_mac")
+    __slots__ = ("_mac", "digest_type", "size")
 
     def __init__(self, digest_type: DigestType, password: bytes = b""):
         self.digest_type = DigestType(digest_type)

@@ -19,8 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 _ESCAPES = {i: f"\\u{i:04X}" for i in range(0x20)} | {
-    ord("\b"): "\\b", ord("\t"): "\\t", ord("\n"): "\\n", ord("\f"): "\\f", ord("\r"): "\\r",
-    ord('"'): '\\"', ord("\\"): "\\\\"}
+    ord("\b"): "\\b",
+    ord("\t"): "\\t",
+    ord("\n"): "\\n",
+    ord("\f"): "\\f",
+    ord("\r"): "\\r",
+    ord('"'): '\\"',
+    ord("\\"): "\\\\",
+}
 
 
 def pretty(value) -> str:

@@ -310,9 +310,7 @@ def encode_request_v2(request: RequestV2) -> bytes:
             key_bytes = _key(key) if key is not None else b""
             length = V2_BATCH_READ.size - 4 + len(key_bytes)
             header = packet_header(version, BATCH_READ_ENTRY, flags)
-            return (
-                V2_BATCH_READ.pack(length, header, ledger_id, entry_id, request_id, max_count, max_size) + key_bytes
-            )
+            return V2_BATCH_READ.pack(length, header, ledger_id, entry_id, request_id, max_count, max_size) + key_bytes
         case AuthRequestV2(plugin_name, payload, version):
             message = _auth_message(plugin_name, payload)
             return V2_HEADER.pack(4 + len(message), packet_header(version, AUTH, FLAG_NONE)) + message
@@ -486,8 +484,17 @@ _ADD_TAG, _READ_TAG = b"\xaa\x06", b"\xa2\x06"  # field 101 (addRequest/addRespo
 def add_request_v3(txn_id: int, ledger_id: int, entry_id: int, master_key: bytes, body, recovery: bool) -> bytes:
     """The frame of a v3 ADD_ENTRY Request (priority 100 and flag RECOVERY_ADD for a recovery add)."""
     header = _ADD_HEADER + varint(txn_id) + (b"\x20\x64" if recovery else b"")
-    add = b"\x08" + varint(ledger_id) + b"\x10" + varint(entry_id) + b"\x1a" + varint(len(master_key)) + master_key \
-        + b"\x22" + varint(len(body))
+    add = (
+        b"\x08"
+        + varint(ledger_id)
+        + b"\x10"
+        + varint(entry_id)
+        + b"\x1a"
+        + varint(len(master_key))
+        + master_key
+        + b"\x22"
+        + varint(len(body))
+    )
     tail = b"\xa0\x06\x01" if recovery else b""
     size = len(add) + len(body) + len(tail)
     head = b"\x0a" + _SMALL[len(header)] + header + _ADD_TAG + varint(size)
@@ -511,8 +518,9 @@ def read_request_v3(txn_id: int, ledger_id: int, entry_id: int) -> bytes:
     return LENGTH.pack(len(body)) + body
 
 
-def read_response_v3(txn_id: int, status: int, ledger_id: int, entry_id: int, body: bytes | None = None,
-                     max_lac: int | None = None) -> bytes:
+def read_response_v3(
+    txn_id: int, status: int, ledger_id: int, entry_id: int, body: bytes | None = None, max_lac: int | None = None
+) -> bytes:
     """The frame of a plain v3 READ_ENTRY Response: ``body`` and ``maxLAC`` when the read succeeded."""
     header = _READ_HEADER + varint(txn_id)
     code = varint(status)

@@ -47,8 +47,14 @@ def count_entries_of_bookie(index: int, first: int, last: int, ensemble_size: in
     return full * write_quorum + tail
 
 
-def wanted_entries(first: int, last: int, bookie_index: int | None = None, ensemble_size: int = 0,
-                   write_quorum: int = 0, also_held_by: int | None = None) -> Iterator[int]:
+def wanted_entries(
+    first: int,
+    last: int,
+    bookie_index: int | None = None,
+    ensemble_size: int = 0,
+    write_quorum: int = 0,
+    also_held_by: int | None = None,
+) -> Iterator[int]:
     """The entries of a range read: ``first..last``; with ``bookie_index``, only those that bookie holds by the
     write-set rule, and with ``also_held_by``, only those that bookie holds too."""
     if bookie_index is None:
@@ -63,5 +69,10 @@ def range_read_entries(request) -> Iterator[int]:
     """:func:`wanted_entries` of a ``ReadRangeRequest`` message."""
     striped = request.HasField("ensembleSize")
     return wanted_entries(
-        request.firstEntryId, request.lastEntryId, request.bookieIndex if striped else None, request.ensembleSize,
-        request.writeQuorumSize, request.alsoHeldByIndex if request.HasField("alsoHeldByIndex") else None)
+        request.firstEntryId,
+        request.lastEntryId,
+        request.bookieIndex if striped else None,
+        request.ensembleSize,
+        request.writeQuorumSize,
+        request.alsoHeldByIndex if request.HasField("alsoHeldByIndex") else None,
+    )

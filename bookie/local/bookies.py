@@ -14,12 +14,16 @@ from pathlib import Path
 from bookie.errors import ServiceUnavailable
 from bookie.local.process import free_port, running, spawn, stop_process_group, tail
 
-
 # Every server of a local bookie on 127.0.0.1 only, in BookKeeper's keys, as the oracle's bin/bk-conf writes them:
 # the bookie and admin ports bind the bookie address (advertisedAddress, as listeningInterface is set), which is its
 # id's host; the loopback address is allowed.
-LOOPBACK_ONLY = {"listeningInterface": "lo", "advertisedAddress": "127.0.0.1", "allowLoopback": "true",
-                 "prometheusStatsHttpAddress": "127.0.0.1", "httpServerHost": "127.0.0.1"}
+LOOPBACK_ONLY = {
+    "listeningInterface": "lo",
+    "advertisedAddress": "127.0.0.1",
+    "allowLoopback": "true",
+    "prometheusStatsHttpAddress": "127.0.0.1",
+    "httpServerHost": "127.0.0.1",
+}
 
 
 @dataclass
@@ -65,12 +69,26 @@ class LocalBookie:
         return [self.journal_dir, self.ledger_dir, *extra]
 
     @classmethod
-    def create(cls, index: int, directory: Path, service_uri: str, settings: dict[str, str] | None = None,
-               taken: set[int] = frozenset(), http: bool = False):
+    def create(
+        cls,
+        index: int,
+        directory: Path,
+        service_uri: str,
+        settings: dict[str, str] | None = None,
+        taken: set[int] = frozenset(),
+        http: bool = False,
+    ):
         """``taken``: ports of the sandbox's other servers, some perhaps stopped (not bound now, theirs still).
         ``http``: serve BookKeeper's HTTP admin API (aiohttp adds ~0.3 s to a start: not for every test bookie)."""
-        bookie = cls(index, str(directory), free_port(taken), free_port(taken), admin_port=free_port(taken),
-                     http_port=free_port(taken) if http else 0, settings=dict(settings or {}))
+        bookie = cls(
+            index,
+            str(directory),
+            free_port(taken),
+            free_port(taken),
+            admin_port=free_port(taken),
+            http_port=free_port(taken) if http else 0,
+            settings=dict(settings or {}),
+        )
         bookie.write_conf(service_uri)
         return bookie
 
@@ -116,7 +134,8 @@ def wait_registered(store, bookies: list[LocalBookie], timeout: float = 60.0) ->
     waiting = {b.bookie_id: b for b in bookies}
     while waiting:
         registered = {
-            b.bookie_id for b in registry.list(writable=True, readonly=True)
+            b.bookie_id
+            for b in registry.list(writable=True, readonly=True)
             if b.bookie_id in waiting and b.info and b.info.properties.get("pid") == str(waiting[b.bookie_id].pid)
         }
         for bookie_id in list(waiting):

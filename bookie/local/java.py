@@ -58,4 +58,6 @@ def find_java() -> str:
             return java
         seen.append(f"{java} (version {version})" if version else java)
     where = f"; found only {', '.join(seen)}" if seen else " on PATH or in JAVA_HOME"
-    raise JavaNotFound(f"Java {MIN_JAVA}+ is needed for the embedded ZooKeeper and Spark, none found{where}: {HOW_TO_GET}")
+    raise JavaNotFound(
+        f"Java {MIN_JAVA}+ is needed for the embedded ZooKeeper and Spark, none found{where}: {HOW_TO_GET}"
+    )

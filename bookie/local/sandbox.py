@@ -37,8 +37,15 @@ LEDGERS_ROOT = "/ledgers"
 # 9.5-15.2 ms with the defaults to 5.0-7.2 ms with both, in alternating runs (benchmarks/add_latency.py).
 BOOKIE_SETTINGS = {"journalFlushWhenQueueEmpty": "true", "flushEntrylogBytes": str(512 << 10)}
 # The keys LocalBookie.write_conf sets itself; the others of a bk_server.conf are its settings.
-CONF_KEYS = {"metadataServiceUri", "bookiePort", "journalDirectories", "ledgerDirectories", "prometheusStatsHttpPort",
-             "zkTimeout", *LOOPBACK_ONLY}
+CONF_KEYS = {
+    "metadataServiceUri",
+    "bookiePort",
+    "journalDirectories",
+    "ledgerDirectories",
+    "prometheusStatsHttpPort",
+    "zkTimeout",
+    *LOOPBACK_ONLY,
+}
 
 
 def default_state_dir() -> Path:
@@ -105,7 +112,8 @@ class SandboxState:
             "bookies": bookies,
             "autorecovery": (
                 {"pid": self.autorecovery_pid}
-                if process.running(self.autorecovery_pid, self.autorecovery_marker) else None
+                if process.running(self.autorecovery_pid, self.autorecovery_marker)
+                else None
             ),
         }
 
@@ -208,7 +216,11 @@ class Sandbox:
         return bookies
 
     def start(
-        self, bookies: int = 3, zk_port: int | None = None, init: bool = True, settings: dict[str, str] | None = None,
+        self,
+        bookies: int = 3,
+        zk_port: int | None = None,
+        init: bool = True,
+        settings: dict[str, str] | None = None,
         autorecovery: bool = False,
     ) -> SandboxState:
         """Start what does not run of ZooKeeper (on the directory's earlier port unless ``zk_port`` is given), the
@@ -236,8 +248,15 @@ class Sandbox:
                 raise
             return state
 
-    def _start(self, state: SandboxState, local: list[LocalBookie], count: int, init: bool, settings: dict[str, str],
-               autorecovery: bool) -> None:
+    def _start(
+        self,
+        state: SandboxState,
+        local: list[LocalBookie],
+        count: int,
+        init: bool,
+        settings: dict[str, str],
+        autorecovery: bool,
+    ) -> None:
         from bookie.meta.store import MetadataStore
         from bookie.meta.uri import parse_service_uri
 
@@ -260,12 +279,19 @@ class Sandbox:
             )
             self.save(state)
 
-    def _start_bookies(self, store, state: SandboxState, local: list[LocalBookie], count: int,
-                       settings: dict[str, str]) -> None:
+    def _start_bookies(
+        self, store, state: SandboxState, local: list[LocalBookie], count: int, settings: dict[str, str]
+    ) -> None:
         taken = {state.zk_port} | {p for b in local for p in (b.port, b.metrics_port, b.admin_port, b.http_port)}
         for index in range(len(local), count):
-            bookie = LocalBookie.create(index + 1, self.dir / f"bookie-{index + 1}", state.service_uri,
-                                        {**BOOKIE_SETTINGS, **settings}, taken=taken, http=True)
+            bookie = LocalBookie.create(
+                index + 1,
+                self.dir / f"bookie-{index + 1}",
+                state.service_uri,
+                {**BOOKIE_SETTINGS, **settings},
+                taken=taken,
+                http=True,
+            )
             taken |= {bookie.port, bookie.metrics_port, bookie.admin_port, bookie.http_port}
             local.append(bookie)
         for bookie in local:

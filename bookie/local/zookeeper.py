@@ -26,8 +26,9 @@ def zookeeper_classpath() -> str:
     """PySpark's jars folder, which carries ZooKeeper 3.9 and everything it needs."""
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
-        raise BKError("pyspark is not installed: the embedded ZooKeeper runs from its jars: "
-                      "pip install 'bkctl[sandbox]'")
+        raise BKError(
+            "pyspark is not installed: the embedded ZooKeeper runs from its jars: pip install 'bkctl[sandbox]'"
+        )
     jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
     if not any(jars.glob("zookeeper-*.jar")):
         raise BKError(f"no ZooKeeper jars in {jars}")

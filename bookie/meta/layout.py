@@ -31,9 +31,7 @@ SUPPORTED_MANAGERS = ("hierarchical", "longhierarchical", "legacyhierarchical")
 MANAGER_VERSION = 1
 
 # Children of the root that are not part of the ledger tree.
-RESERVED = frozenset(
-    {"available", "cookies", "LAYOUT", "INSTANCEID", "underreplication", "idgen", "idgen-long"}
-)
+RESERVED = frozenset({"available", "cookies", "LAYOUT", "INSTANCEID", "underreplication", "idgen", "idgen-long"})
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,15 @@ class BookieServiceInfo:
     properties: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def for_bookie(cls, host: str, port: int, tls: bool = False, admin_port: int | None = None,
-                   http: tuple[str, int] | None = None, **properties: str) -> BookieServiceInfo:
+    def for_bookie(
+        cls,
+        host: str,
+        port: int,
+        tls: bool = False,
+        admin_port: int | None = None,
+        http: tuple[str, int] | None = None,
+        **properties: str,
+    ) -> BookieServiceInfo:
         """``http``: the HTTP admin API's (httpServerHost, port), published as BookKeeper does."""
         endpoints = [Endpoint("bookie", host, port, "bookie-rpc", extensions=("tls",) if tls else ())]
         if admin_port:
@@ -64,7 +71,9 @@ class BookieServiceInfo:
     def encode(self) -> bytes:
         msg = BookieServiceInfoFormat()
         for e in self.endpoints:
-            msg.endpoints.add(id=e.id, host=e.host, port=e.port, protocol=e.protocol, auth=e.auth, extensions=e.extensions)
+            msg.endpoints.add(
+                id=e.id, host=e.host, port=e.port, protocol=e.protocol, auth=e.auth, extensions=e.extensions
+            )
         msg.properties.update(self.properties)
         return msg.SerializeToString()
 
@@ -132,10 +141,12 @@ class RegisteredBookie:
         """This bookie as reached on BookKeeper's HTTP admin API at ``port`` of its host, and not on our gRPC
         admin service (``--http-port``)."""
         host = self.address()[0]
-        kept = tuple(e for e in (self.info.endpoints if self.info else ()) if e.id not in (ADMIN_ENDPOINT,
-                                                                                                HTTP_ENDPOINT))
-        info = BookieServiceInfo(kept + (Endpoint(HTTP_ENDPOINT, host, port, HTTP_PROTOCOL),),
-                                 self.info.properties if self.info else {})
+        kept = tuple(
+            e for e in (self.info.endpoints if self.info else ()) if e.id not in (ADMIN_ENDPOINT, HTTP_ENDPOINT)
+        )
+        info = BookieServiceInfo(
+            kept + (Endpoint(HTTP_ENDPOINT, host, port, HTTP_PROTOCOL),), self.info.properties if self.info else {}
+        )
         return RegisteredBookie(self.bookie_id, self.state, info)
 
 

@@ -223,8 +223,9 @@ class UnderReplicationManager:
         """Stand in the auditor election: an EPHEMERAL_SEQUENTIAL vote; return its path."""
         data = text_format.MessageToString(AuditorVoteFormat(bookieId=bookie_id)).encode()
         with zk_errors("vote for the auditor"):
-            return self.store.zk.create(f"{self.root}/auditorelection/V_", data, ephemeral=True, sequence=True,
-                                        makepath=True)
+            return self.store.zk.create(
+                f"{self.root}/auditorelection/V_", data, ephemeral=True, sequence=True, makepath=True
+            )
 
     def auditor(self) -> tuple[str, str] | None:
         """``(vote path, id)`` of the elected auditor (the lowest vote), or None when nobody stands."""

@@ -36,8 +36,9 @@ def _host(text: str, uri: str) -> tuple[str, int]:
     if text.startswith("["):  # [ipv6]:port
         host, bracket, rest = text[1:].partition("]")
         if not bracket:
-            raise InvalidArgument(f"malformed service URI {uri!r}: no ']' after IPv6 address {text[1:]!r}; "
-                                  "write [ADDRESS]:PORT")
+            raise InvalidArgument(
+                f"malformed service URI {uri!r}: no ']' after IPv6 address {text[1:]!r}; write [ADDRESS]:PORT"
+            )
         if rest and not rest.startswith(":"):
             raise InvalidArgument(f"malformed service URI {uri!r}: {rest!r} after [{host}]; write [ADDRESS]:PORT")
         if host and ":" not in host:
@@ -46,8 +47,7 @@ def _host(text: str, uri: str) -> tuple[str, int]:
         if rest == ":":
             raise InvalidArgument(f"malformed service URI {uri!r}: empty port after [{host}]; {EXPECTED}")
     elif text.count(":") > 1:  # ::1:2181 cannot say where the address ends
-        raise InvalidArgument(f"malformed service URI {uri!r}: IPv6 address {text!r} needs brackets: "
-                              "[ADDRESS]:PORT")
+        raise InvalidArgument(f"malformed service URI {uri!r}: IPv6 address {text!r} needs brackets: [ADDRESS]:PORT")
     else:
         host, _, port_text = text.rpartition(":") if ":" in text else (text, "", "")
     if not host:

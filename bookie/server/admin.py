@@ -12,10 +12,18 @@ from bookie.storage.gc import MAJOR, MINOR, GcRun
 
 def _run_result(run: GcRun) -> pb.GcRunResult:
     return pb.GcRunResult(
-        runId=run.run_id, forced=run.forced, kind=run.kind, ledgersDeleted=run.ledgers_deleted,
-        logsDeleted=run.logs_deleted, logsCompacted=run.logs_compacted, entriesCopied=run.entries_copied,
-        bytesCopied=run.bytes_copied, bytesReclaimed=run.bytes_reclaimed, startTime=int(run.started * 1000),
-        durationMs=int(run.seconds * 1000), error=run.error,
+        runId=run.run_id,
+        forced=run.forced,
+        kind=run.kind,
+        ledgersDeleted=run.ledgers_deleted,
+        logsDeleted=run.logs_deleted,
+        logsCompacted=run.logs_compacted,
+        entriesCopied=run.entries_copied,
+        bytesCopied=run.bytes_copied,
+        bytesReclaimed=run.bytes_reclaimed,
+        startTime=int(run.started * 1000),
+        durationMs=int(run.seconds * 1000),
+        error=run.error,
     )
 
 
@@ -63,8 +71,9 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
             bytesReclaimed=state.bytes_reclaimed,
             logsCompacted=state.logs_compacted,
             runs=state.runs,
-            entryLogs=[pb.EntryLogUsage(logId=m.log_id, totalSize=m.total_size, remainingSize=m.remaining_size)
-                       for m in usage],
+            entryLogs=[
+                pb.EntryLogUsage(logId=m.log_id, totalSize=m.total_size, remainingSize=m.remaining_size) for m in usage
+            ],
         )
         if state.last_run is not None:
             response.lastRun.CopyFrom(_run_result(state.last_run))

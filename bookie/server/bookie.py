@@ -26,8 +26,8 @@ from bookie.meta.registration import METRICS_PORT, READONLY, WRITABLE, BookieReg
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 from bookie.server.admin import BookieAdminServicer
-from bookie.server.config import BookieConfig
 from bookie.server.claim import DirectoryLocks, address_in_use, check_port_free
+from bookie.server.config import BookieConfig
 from bookie.server.cookie_check import check_cookies, write_cookies
 from bookie.server.metrics import BookieStats
 from bookie.server.network import BookieNetwork
@@ -101,13 +101,16 @@ class BookieServer:
             try:
                 self.http_port = await self.http.start(config.httpServerHost, config.httpServerPort)
             except OSError:
-                raise address_in_use(config.httpServerHost, config.httpServerPort, "httpServerPort",
-                                     "HTTP admin") from None
+                raise address_in_use(
+                    config.httpServerHost, config.httpServerPort, "httpServerPort", "HTTP admin"
+                ) from None
         # off the event loop from here: the HTTP admin server answers its probes while ZooKeeper is slow
-        self.store = await asyncio.to_thread(MetadataStore, parse_service_uri(config.metadataServiceUri),
-                                             session_timeout=config.zkTimeout / 1000)
-        cookies = await asyncio.to_thread(check_cookies, self.store, self.bookie_id, config.journal_dir,
-                                          config.ledger_dir, config.index_dir)
+        self.store = await asyncio.to_thread(
+            MetadataStore, parse_service_uri(config.metadataServiceUri), session_timeout=config.zkTimeout / 1000
+        )
+        cookies = await asyncio.to_thread(
+            check_cookies, self.store, self.bookie_id, config.journal_dir, config.ledger_dir, config.index_dir
+        )
         storage = LedgerStorage(config.storage(), self.stats)
         replayed = await asyncio.to_thread(storage.start)
         self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
@@ -143,8 +146,14 @@ class BookieServer:
         # 66-74 ms to 39-41 ms in alternating runs.
         gc.freeze()
         gc.set_threshold(50_000, 20, 50)
-        log.info("bookie %s serving on %s (admin port %s, metrics port %s, HTTP port %s)", self.bookie_id, address,
-                 self.admin_port, self.metrics_port, self.http_port)
+        log.info(
+            "bookie %s serving on %s (admin port %s, metrics port %s, HTTP port %s)",
+            self.bookie_id,
+            address,
+            self.admin_port,
+            self.metrics_port,
+            self.http_port,
+        )
 
     def _watch_server(self) -> None:
         """The metrics read from the bookie itself: its state, its directories, its connections."""
@@ -154,8 +163,9 @@ class BookieServer:
         if self.config.index_dir != self.config.ledger_dir:  # BookKeeper's index dirs manager, when apart
             directories["index"] = str(self.config.index_dir)
         for scope, directory in directories.items():
-            self.stats.watch_dirs(scope, directory, lambda d=directory: self.disk_usage.get(d, 0.0),
-                                  lambda: not self.read_only_by_disk)
+            self.stats.watch_dirs(
+                scope, directory, lambda d=directory: self.disk_usage.get(d, 0.0), lambda: not self.read_only_by_disk
+            )
 
     def _bind(self, server: grpc.aio.Server, port: int, key: str, what: str) -> int:
         host = self.network.bind_host
@@ -176,8 +186,7 @@ class BookieServer:
             props["rack"] = self.config.bookieRack
         address = self.network.address  # BookieService publishes BookieServer.getLocalAddress(): this
         http = (self.config.httpServerHost, self.http_port) if self.http_port else None
-        return BookieServiceInfo.for_bookie(address.host, address.port, admin_port=self.admin_port, http=http,
-                                            **props)
+        return BookieServiceInfo.for_bookie(address.host, address.port, admin_port=self.admin_port, http=http, **props)
 
     def _register(self) -> None:
         with self._register_lock:
@@ -228,8 +237,9 @@ class BookieServer:
         usage = self._disk_usage()
         if usage >= self.config.diskUsageThreshold and self.config.readOnlyModeEnabled:
             if not self.read_only_by_disk:
-                log.warning("disk usage %.1f%% >= %.1f%%: going read-only", usage * 100,
-                            self.config.diskUsageThreshold * 100)
+                log.warning(
+                    "disk usage %.1f%% >= %.1f%%: going read-only", usage * 100, self.config.diskUsageThreshold * 100
+                )
             self.read_only_by_disk = True
         elif usage < self.config.diskUsageWarnThreshold and self.read_only_by_disk:
             log.info("disk usage %.1f%%: writable again", usage * 100)

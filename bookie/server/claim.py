@@ -65,9 +65,7 @@ def _lock(directory: Path, path: Path) -> int:
     except BlockingIOError:
         holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
         os.close(fd)
-        raise DirectoryLocked(
-            f"{directory} is locked by pid {holder} (another bookie runs on it; {path})"
-        ) from None
+        raise DirectoryLocked(f"{directory} is locked by pid {holder} (another bookie runs on it; {path})") from None
     except OSError:
         os.close(fd)
         raise
@@ -78,8 +76,9 @@ def _lock(directory: Path, path: Path) -> int:
 
 def address_in_use(host: str, port: int, key: str, what: str) -> AddressInUse:
     """The error for a taken listening address, naming it and the configuration key that moves it."""
-    return AddressInUse(f"{what} address {host}:{port} is already in use: another process listens there; "
-                        f"set {key} to a free port")
+    return AddressInUse(
+        f"{what} address {host}:{port} is already in use: another process listens there; set {key} to a free port"
+    )
 
 
 def check_port_free(host: str, port: int, key: str, what: str) -> None:
@@ -100,7 +99,9 @@ def check_port_free(host: str, port: int, key: str, what: str) -> None:
             if exc.errno == errno.EADDRINUSE:
                 raise address_in_use(host, port, key, what) from None
             if exc.errno == errno.EADDRNOTAVAIL:
-                raise StartRefused(f"cannot listen on {host}:{port}: {host} is not an address of this machine (with "
-                                   "listeningInterface set, the bookie binds its bookie address: advertisedAddress "
-                                   "when set)") from None
+                raise StartRefused(
+                    f"cannot listen on {host}:{port}: {host} is not an address of this machine (with "
+                    "listeningInterface set, the bookie binds its bookie address: advertisedAddress "
+                    "when set)"
+                ) from None
             raise

@@ -27,8 +27,12 @@ def _bool(text: str) -> bool:
 # and what it does instead). Their BookKeeper defaults are among the values honoured.
 HONOURED_VALUES: dict[str, tuple[frozenset[str], str]] = {
     "ledgerStorageClass": (
-        frozenset({"org.apache.bookkeeper.bookie.sortedledgerstorage",
-                   "org.apache.bookkeeper.bookie.interleavedledgerstorage"}),
+        frozenset(
+            {
+                "org.apache.bookkeeper.bookie.sortedledgerstorage",
+                "org.apache.bookkeeper.bookie.interleavedledgerstorage",
+            }
+        ),
         "this bookie keeps entries as InterleavedLedgerStorage/SortedLedgerStorage do (entry logs and index files)",
     ),
     "entryLogPerLedgerEnabled": (frozenset({"false"}), "this bookie interleaves every ledger in one entry log"),
@@ -89,8 +93,11 @@ class BookieConfig:
     unused_keys = ()  # set by load: keys of the file and overrides that this bookie does not use
     properties = {}  # set by load (never changed in place): every key of the file and overrides, as written
 
-    ALIASES = {"entryLogSizeLimit": "logSizeLimit", "journalDirectory": "journalDirectories",
-               "ledgerDirectory": "ledgerDirectories"}
+    ALIASES = {
+        "entryLogSizeLimit": "logSizeLimit",
+        "journalDirectory": "journalDirectories",
+        "ledgerDirectory": "ledgerDirectories",
+    }
 
     @classmethod
     def load(cls, path: str | None = None, overrides: dict[str, str] | None = None) -> BookieConfig:
@@ -103,8 +110,11 @@ class BookieConfig:
         known = {f.name: f for f in fields(cls)}
         where = f" in {path}" if path else ""
         config.properties = {k: v.strip() for k, v in props.items()}
-        config.unused_keys = sorted(k for k in props if cls.ALIASES.get(k, k) not in known
-                                    and k not in HONOURED_VALUES and k not in READ_ELSEWHERE)
+        config.unused_keys = sorted(
+            k
+            for k in props
+            if cls.ALIASES.get(k, k) not in known and k not in HONOURED_VALUES and k not in READ_ELSEWHERE
+        )
         for key, (honoured, instead) in HONOURED_VALUES.items():
             if key in props and props[key].strip().lower() not in honoured:
                 raise InvalidArgument(f"{key}={props[key].strip()}{where} cannot be honoured: {instead}")
@@ -134,8 +144,9 @@ class BookieConfig:
         for kind in ("minor", "major"):
             interval = getattr(self, f"{kind}CompactionInterval")
             if 0 < interval * 1000 < self.gcWaitTime:
-                raise InvalidArgument(f"{kind}CompactionInterval {interval} s is shorter than gcWaitTime "
-                                      f"{self.gcWaitTime} ms")
+                raise InvalidArgument(
+                    f"{kind}CompactionInterval {interval} s is shorter than gcWaitTime {self.gcWaitTime} ms"
+                )
         if self.prometheusStatsLatencyRolloverSeconds <= 0:
             raise InvalidArgument("prometheusStatsLatencyRolloverSeconds must be at least 1")
         if not 0 < self.diskUsageWarnThreshold <= self.diskUsageThreshold <= 1:

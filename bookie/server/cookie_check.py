@@ -78,8 +78,10 @@ def write_cookies(store: MetadataStore, check: CookieCheck) -> None:
     try:
         cookies.write(check.cookie)
     except MetadataVersionConflict:
-        raise CookieMismatch(f"bookie {check.cookie.bookie_id}: another bookie wrote a cookie for this id at "
-                             f"{cookies.path(check.cookie.bookie_id)} while this one started") from None
+        raise CookieMismatch(
+            f"bookie {check.cookie.bookie_id}: another bookie wrote a cookie for this id at "
+            f"{cookies.path(check.cookie.bookie_id)} while this one started"
+        ) from None
     written: list[Path] = []
     try:
         for d in check.dirs:

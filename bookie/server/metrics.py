@@ -61,15 +61,35 @@ class BookieStats:
         self.gc = bookie.scope("gc")
 
         # ---- RequestStats: *_REQUEST from a request's arrival to its answer written, the others its processing ----
-        ops = {name: server.op_stats(name) for name in (
-            "ADD_ENTRY_REQUEST", "ADD_ENTRY", "READ_ENTRY_REQUEST", "READ_ENTRY",
-            "READ_ENTRY_FENCE_REQUEST", "READ_ENTRY_FENCE_WAIT", "READ_ENTRY_FENCE_READ",
-            "READ_ENTRY_LONG_POLL_REQUEST", "READ_ENTRY_LONG_POLL_PRE_WAIT", "READ_ENTRY_LONG_POLL_WAIT",
-            "READ_ENTRY_LONG_POLL_READ", "WRITE_LAC_REQUEST", "WRITE_LAC", "READ_LAC_REQUEST", "READ_LAC",
-            "FORCE_LEDGER_REQUEST", "FORCE_LEDGER", "GET_BOOKIE_INFO_REQUEST", "GET_BOOKIE_INFO",
-            "GET_LIST_OF_ENTRIES_OF_LEDGER_REQUEST", "GET_LIST_OF_ENTRIES_OF_LEDGER",
-            # a connection that stopped reading at maxAddsInProgress / maxReadsInProgress, until it reads again
-            "ADD_ENTRY_BLOCKED_WAIT", "READ_ENTRY_BLOCKED_WAIT")}
+        ops = {
+            name: server.op_stats(name)
+            for name in (
+                "ADD_ENTRY_REQUEST",
+                "ADD_ENTRY",
+                "READ_ENTRY_REQUEST",
+                "READ_ENTRY",
+                "READ_ENTRY_FENCE_REQUEST",
+                "READ_ENTRY_FENCE_WAIT",
+                "READ_ENTRY_FENCE_READ",
+                "READ_ENTRY_LONG_POLL_REQUEST",
+                "READ_ENTRY_LONG_POLL_PRE_WAIT",
+                "READ_ENTRY_LONG_POLL_WAIT",
+                "READ_ENTRY_LONG_POLL_READ",
+                "WRITE_LAC_REQUEST",
+                "WRITE_LAC",
+                "READ_LAC_REQUEST",
+                "READ_LAC",
+                "FORCE_LEDGER_REQUEST",
+                "FORCE_LEDGER",
+                "GET_BOOKIE_INFO_REQUEST",
+                "GET_BOOKIE_INFO",
+                "GET_LIST_OF_ENTRIES_OF_LEDGER_REQUEST",
+                "GET_LIST_OF_ENTRIES_OF_LEDGER",
+                # a connection that stopped reading at maxAddsInProgress / maxReadsInProgress, until it reads again
+                "ADD_ENTRY_BLOCKED_WAIT",
+                "READ_ENTRY_BLOCKED_WAIT",
+            )
+        }
         self.ops = ops
         self.add_request, self.add_entry = ops["ADD_ENTRY_REQUEST"], ops["ADD_ENTRY"]
         self.read_request, self.read_entry = ops["READ_ENTRY_REQUEST"], ops["READ_ENTRY"]
@@ -140,8 +160,9 @@ class BookieStats:
             self.bookie_read_entry.event(each, False, failed)
             self.read_bytes_stats.values(0, failed, False)
 
-    def reads_answered(self, ok: int, failed: int, size: int, reading: float, request: float,
-                       requests: tuple[int, int] | None = None) -> None:
+    def reads_answered(
+        self, ok: int, failed: int, size: int, reading: float, request: float, requests: tuple[int, int] | None = None
+    ) -> None:
         """Plain reads answered together: ``reading`` seconds in storage for all of them (each gets its share),
         ``request`` from their arrival to the answer written; ``size`` bytes read. ``requests``: (ok, failed)
         requests when they are fewer than the entries (a batch read answers many)."""
@@ -189,7 +210,8 @@ class BookieStats:
         gc.gauge("ACTIVE_LEDGER_TOTAL", lambda: state.active_ledgers)
         for kind in ("major", "minor"):
             self.provider.logger().scope_label("kind", kind).gauge(
-                "bkctl_gc_compacting", lambda kind=kind: int(state.compacting == kind))
+                "bkctl_gc_compacting", lambda kind=kind: int(state.compacting == kind)
+            )
 
     def watch_server(self, status: Callable[[], int], connections) -> None:
         """``SERVER_STATUS`` (BookieStateManager: 1 writable, 0 read-only, -1 not registered) and the requests in

@@ -46,8 +46,10 @@ BOOKIE_ID = re.compile(r"[a-zA-Z0-9:-_.\-]+")
 
 def check_bookie_id(bookie_id: str) -> None:
     if not BOOKIE_ID.fullmatch(bookie_id) or bookie_id.lower() == "readonly":
-        raise InvalidArgument(f"bookieId {bookie_id!r} is not a valid bookie id (letters, digits and "
-                              f"\":;<=>?@[\\]^_.-\", not \"readonly\"), as BookKeeper's BookieId requires")
+        raise InvalidArgument(
+            f"bookieId {bookie_id!r} is not a valid bookie id (letters, digits and "
+            f'":;<=>?@[\\]^_.-", not "readonly"), as BookKeeper\'s BookieId requires'
+        )
 
 
 def interfaces() -> dict[str, str | None]:
@@ -83,10 +85,15 @@ def _unknown_interface(name: str, port: int, known: dict[str, str | None]) -> st
         return f"listeningInterface={name}: no such network interface on this machine (it has {names})"
     # what bkctl's own configurations meant by it before it meant what it means in BookKeeper
     owner = next((n for n, a in known.items() if a == str(address)), None)
-    fix = (f"listeningInterface={owner} and advertisedAddress={address}" if owner else
-           f"listeningInterface to one of {names}, and advertisedAddress={address}")
-    return (f"listeningInterface={name} is an address, but listeningInterface names a network interface, as in "
-            f"BookKeeper: to listen on {address} and be bookie {address}:{port}, set {fix}")
+    fix = (
+        f"listeningInterface={owner} and advertisedAddress={address}"
+        if owner
+        else f"listeningInterface to one of {names}, and advertisedAddress={address}"
+    )
+    return (
+        f"listeningInterface={name} is an address, but listeningInterface names a network interface, as in "
+        f"BookKeeper: to listen on {address} and be bookie {address}:{port}, set {fix}"
+    )
 
 
 def _canonical_name(address: str) -> str:
@@ -162,7 +169,8 @@ def bookie_address(config) -> BookieAddress:
         raise InvalidArgument(
             f"bookie address {address} is a loopback address, which BookKeeper refuses unless allowLoopback=true: "
             "set listeningInterface (e.g. eth0) or advertisedAddress to an address that clients and other bookies "
-            "reach, or allowLoopback=true")
+            "reach, or allowLoopback=true"
+        )
     return address
 
 

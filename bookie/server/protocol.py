@@ -40,9 +40,13 @@ BATCH_READ_OVERHEAD = 24 + 8 + 4  # BatchedReadEntryProcessor: the response's fi
 FENCE, RECOVERY_ADD, PIGGYBACK = pb.ReadRequest.FENCE_LEDGER, pb.AddRequest.RECOVERY_ADD, pb.ReadRequest.ENTRY_PIGGYBACK
 HIGH_PRIORITY = 100  # what the Java client puts in BKPacketHeader.priority of recovery traffic
 # the request stats of the v3 operations that run as tasks (RequestStats: *_REQUEST, arrival to answer written)
-REQUEST_STATS = {pb.WRITE_LAC: "WRITE_LAC_REQUEST", pb.READ_LAC: "READ_LAC_REQUEST",
-                 pb.FORCE_LEDGER: "FORCE_LEDGER_REQUEST", pb.GET_BOOKIE_INFO: "GET_BOOKIE_INFO_REQUEST",
-                 pb.GET_LIST_OF_ENTRIES_OF_LEDGER: "GET_LIST_OF_ENTRIES_OF_LEDGER_REQUEST"}
+REQUEST_STATS = {
+    pb.WRITE_LAC: "WRITE_LAC_REQUEST",
+    pb.READ_LAC: "READ_LAC_REQUEST",
+    pb.FORCE_LEDGER: "FORCE_LEDGER_REQUEST",
+    pb.GET_BOOKIE_INFO: "GET_BOOKIE_INFO_REQUEST",
+    pb.GET_LIST_OF_ENTRIES_OF_LEDGER: "GET_LIST_OF_ENTRIES_OF_LEDGER_REQUEST",
+}
 
 
 def _read_request_stats(read: pb.ReadRequest) -> str:
@@ -62,7 +66,7 @@ def _reply_header(header: pb.BKPacketHeader) -> pb.BKPacketHeader:
 class _Adds:
     """The adds of one pass over the frames: records for one ``add_batch``, and who to answer."""
 
-    __slots__ = ("keys", "records", "answers", "started", "submitted")
+    __slots__ = ("answers", "keys", "records", "started", "submitted")
 
     def __init__(self, started: float) -> None:
         self.keys: dict[int, tuple] = {}  # ledgerId -> (masterKey, recovery, deferred sync)
@@ -158,14 +162,24 @@ class BookieConnection(asyncio.Protocol):
         if self.transport is None:
             return
         if self.reading:
-            reason = "peer" if self.peer_slow else "adds" if self.adds_in_flight >= MAX_ADDS_IN_PROGRESS \
-                else "reads" if self.reads_in_flight >= MAX_READS_IN_PROGRESS else None
+            reason = (
+                "peer"
+                if self.peer_slow
+                else "adds"
+                if self.adds_in_flight >= MAX_ADDS_IN_PROGRESS
+                else "reads"
+                if self.reads_in_flight >= MAX_READS_IN_PROGRESS
+                else None
+            )
             if reason:
                 self.reading = False
                 self.paused_for, self.paused_at = reason, time.perf_counter()
                 self.transport.pause_reading()
-        elif not self.peer_slow and self.adds_in_flight <= MAX_ADDS_IN_PROGRESS // 2 \
-                and self.reads_in_flight <= MAX_READS_IN_PROGRESS // 2:
+        elif (
+            not self.peer_slow
+            and self.adds_in_flight <= MAX_ADDS_IN_PROGRESS // 2
+            and self.reads_in_flight <= MAX_READS_IN_PROGRESS // 2
+        ):
             self.reading = True
             if self.paused_for in ("adds", "reads"):
                 blocked = "ADD_ENTRY_BLOCKED_WAIT" if self.paused_for == "adds" else "READ_ENTRY_BLOCKED_WAIT"
@@ -240,13 +254,19 @@ class BookieConnection(asyncio.Protocol):
         elif operation == pb.ADD_ENTRY and request.HasField("addRequest"):
             add = request.addRequest
             key = (add.masterKey, add.HasField("flag") and add.flag == RECOVERY_ADD, add.writeFlags & 1)
-            adds = self._add(adds, add.ledgerId, add.entryId, key, add.body, header.txnId,
-                             header.priority >= HIGH_PRIORITY)
+            adds = self._add(
+                adds, add.ledgerId, add.entryId, key, add.body, header.txnId, header.priority >= HIGH_PRIORITY
+            )
         elif operation == pb.READ_ENTRY and request.HasField("readRequest"):
             read = request.readRequest
             if read.HasField("previousLAC") or (read.HasField("flag") and read.flag == FENCE):
-                self._later(self.handlers.ReadEntry(read, None), header, "readResponse", read_wait=True,
-                            request=_read_request_stats(read))
+                self._later(
+                    self.handlers.ReadEntry(read, None),
+                    header,
+                    "readResponse",
+                    read_wait=True,
+                    request=_read_request_stats(read),
+                )
             else:
                 status, body, lac = self._read(read.ledgerId, read.entryId)
                 out.append(wire.read_response_v3(header.txnId, status, read.ledgerId, read.entryId, body, lac))
@@ -272,8 +292,12 @@ class BookieConnection(asyncio.Protocol):
             (pb.READ_LAC, "readLacRequest", handlers.ReadLac, "readLacResponse"),
             (pb.FORCE_LEDGER, "forceLedgerRequest", handlers.ForceLedger, "forceLedgerResponse"),
             (pb.GET_BOOKIE_INFO, "getBookieInfoRequest", handlers.GetBookieInfo, "getBookieInfoResponse"),
-            (pb.GET_LIST_OF_ENTRIES_OF_LEDGER, "getListOfEntriesOfLedgerRequest", handlers.GetListOfEntriesOfLedger,
-             "getListOfEntriesOfLedgerResponse"),
+            (
+                pb.GET_LIST_OF_ENTRIES_OF_LEDGER,
+                "getListOfEntriesOfLedgerRequest",
+                handlers.GetListOfEntriesOfLedger,
+                "getListOfEntriesOfLedgerResponse",
+            ),
         ):
             if header.operation == operation and request.HasField(field):
                 return method(getattr(request, field), None), header, answer, False, REQUEST_STATS[operation]
@@ -293,14 +317,24 @@ class BookieConnection(asyncio.Protocol):
             return self._add(adds, request.ledger_id, request.entry_id, key, request.body, None, high)
         if isinstance(request, wire.ReadRequestV2):
             if request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
-                read = pb.ReadRequest(ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE,
-                                      masterKey=request.master_key)
-                self._later(self.handlers.ReadEntry(read, None), None, "v2", read_wait=True,
-                            request="READ_ENTRY_FENCE_REQUEST")
+                read = pb.ReadRequest(
+                    ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE, masterKey=request.master_key
+                )
+                self._later(
+                    self.handlers.ReadEntry(read, None), None, "v2", read_wait=True, request="READ_ENTRY_FENCE_REQUEST"
+                )
             else:
                 status, body, _ = self._read(request.ledger_id, request.entry_id)
-                out.append(wire.V2_RESPONSE.pack(24 + len(body or b""), V2_READ_HEADER, wire.v2_status(status),
-                                                 request.ledger_id, request.entry_id) + (body or b""))
+                out.append(
+                    wire.V2_RESPONSE.pack(
+                        24 + len(body or b""),
+                        V2_READ_HEADER,
+                        wire.v2_status(status),
+                        request.ledger_id,
+                        request.entry_id,
+                    )
+                    + (body or b"")
+                )
         elif isinstance(request, wire.BatchReadRequestV2):
             if request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
                 self._later(self._fenced_batch_read(request), None, "raw", read_wait=True)
@@ -313,8 +347,9 @@ class BookieConnection(asyncio.Protocol):
     @staticmethod
     def _v2_read_answer(response: pb.ReadResponse) -> bytes:
         body = response.body if response.status == pb.EOK else b""
-        head = wire.V2_RESPONSE.pack(24 + len(body), V2_READ_HEADER, wire.v2_status(response.status),
-                                     response.ledgerId, response.entryId)
+        head = wire.V2_RESPONSE.pack(
+            24 + len(body), V2_READ_HEADER, wire.v2_status(response.status), response.ledgerId, response.entryId
+        )
         return head + body
 
     def _batch_read(self, request: wire.BatchReadRequestV2) -> bytes:
@@ -337,21 +372,28 @@ class BookieConnection(asyncio.Protocol):
             if entries and size > max_size:
                 break
             entries.append(body)
-        response = wire.BatchReadResponseV2(rc, request.ledger_id, request.entry_id, request.request_id,
-                                            tuple(entries))
+        response = wire.BatchReadResponseV2(rc, request.ledger_id, request.entry_id, request.request_id, tuple(entries))
         now = time.perf_counter()
         ok = bool(entries)  # one request, however many entries it read
-        self.stats.reads_answered(len(entries), failed, sum(map(len, entries)), now - began, now - self.started,
-                                  requests=(int(ok), int(not ok)))
+        self.stats.reads_answered(
+            len(entries),
+            failed,
+            sum(map(len, entries)),
+            now - began,
+            now - self.started,
+            requests=(int(ok), int(not ok)),
+        )
         return wire.encode_response_v2(response)
 
     async def _fenced_batch_read(self, request: wire.BatchReadRequestV2) -> bytes:
-        read = pb.ReadRequest(ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE,
-                              masterKey=request.master_key)
+        read = pb.ReadRequest(
+            ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE, masterKey=request.master_key
+        )
         fenced = await self.handlers.ReadEntry(read, None)
         if fenced.status not in (pb.EOK, pb.ENOENTRY):
-            response = wire.BatchReadResponseV2(wire.v2_status(fenced.status), request.ledger_id, request.entry_id,
-                                                request.request_id)
+            response = wire.BatchReadResponseV2(
+                wire.v2_status(fenced.status), request.ledger_id, request.entry_id, request.request_id
+            )
             return wire.encode_response_v2(response)
         return self._batch_read(request)
 
@@ -380,8 +422,10 @@ class BookieConnection(asyncio.Protocol):
         self.adds_in_flight += len(adds.answers)
         adds.submitted = time.perf_counter()
         records = b"".join(adds.records)
-        keys = {ledger_id: AddKey(key, recovery=recovery, deferred_sync=deferred)
-                for ledger_id, (key, recovery, deferred) in adds.keys.items()}
+        keys = {
+            ledger_id: AddKey(key, recovery=recovery, deferred_sync=deferred)
+            for ledger_id, (key, recovery, deferred) in adds.keys.items()
+        }
         future, _, refused = self.handlers.store_adds(keys, records)
         future.add_done_callback(lambda f: self._added(adds, f.result(), refused, len(records)))
 
@@ -389,10 +433,15 @@ class BookieConnection(asyncio.Protocol):
         self.adds_in_flight -= len(adds.answers)
         durable = time.perf_counter()
         statuses, failed = self.handlers.add_statuses(adds.answers, error, refused)
-        self._write([self._add_answer(txn_id, ledger_id, entry_id, status)
-                     for (txn_id, ledger_id, entry_id), status in zip(adds.answers, statuses)])
-        self.stats.adds_answered(len(statuses) - failed, failed, durable - adds.submitted,
-                                 time.perf_counter() - adds.started)
+        self._write(
+            [
+                self._add_answer(txn_id, ledger_id, entry_id, status)
+                for (txn_id, ledger_id, entry_id), status in zip(adds.answers, statuses)
+            ]
+        )
+        self.stats.adds_answered(
+            len(statuses) - failed, failed, durable - adds.submitted, time.perf_counter() - adds.started
+        )
         self._pace()
 
     @staticmethod

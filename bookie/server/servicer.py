@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
 GONE_QUIET = 5.0  # seconds
 # RequestStats: an operation's processing stats -> its request stats (by default the name with _REQUEST)
-REQUEST_STATS = {"READ_ENTRY_FENCE_READ": "READ_ENTRY_FENCE_REQUEST",
-                 "READ_ENTRY_LONG_POLL_READ": "READ_ENTRY_LONG_POLL_REQUEST"}
+REQUEST_STATS = {
+    "READ_ENTRY_FENCE_READ": "READ_ENTRY_FENCE_REQUEST",
+    "READ_ENTRY_LONG_POLL_READ": "READ_ENTRY_LONG_POLL_REQUEST",
+}
 
 
 def _flag(message, value: int) -> bool:
@@ -40,6 +42,7 @@ def cancellation_logged(method):
     traceback; the cancellation goes on. (The wire server's handlers run without a context: their connection says
     it, bookie/server/protocol.py.)"""
     if inspect.isasyncgenfunction(method):
+
         @functools.wraps(method)
         async def stream(self, request, context):
             try:
@@ -48,6 +51,7 @@ def cancellation_logged(method):
             except asyncio.CancelledError:
                 self.client_gone(context, method.__name__)
                 raise
+
         return stream
 
     @functools.wraps(method)
@@ -57,6 +61,7 @@ def cancellation_logged(method):
         except asyncio.CancelledError:
             self.client_gone(context, method.__name__)
             raise
+
     return unary
 
 
@@ -69,7 +74,11 @@ class ClientGoneFilter(logging.Filter):
         if record.levelno >= logging.ERROR and str(record.msg).startswith("Unexpected [ExecuteBatchError]"):
             method = record.getMessage().rpartition("[")[2].rstrip("]")
             record.msg, record.args, record.exc_info, record.exc_text = (
-                "client went away while its %s answer was being sent", (method,), None, None)
+                "client went away while its %s answer was being sent",
+                (method,),
+                None,
+                None,
+            )
             record.levelno, record.levelname, record.name = logging.INFO, "INFO", __name__
         return True
 
@@ -173,7 +182,9 @@ class BookieServicer(pb_grpc.BookieServicer):
         started = time.perf_counter()
         response = pb.AddBatchResponse(batchId=batch.batchId, count=0)
         keys = {
-            k.ledgerId: AddKey(k.masterKey, recovery=_flag(k, pb.AddRequest.RECOVERY_ADD), deferred_sync=k.writeFlags & 1)
+            k.ledgerId: AddKey(
+                k.masterKey, recovery=_flag(k, pb.AddRequest.RECOVERY_ADD), deferred_sync=k.writeFlags & 1
+            )
             for k in batch.keys
         }
         records = batch.entries
@@ -256,16 +267,26 @@ class BookieServicer(pb_grpc.BookieServicer):
                 if error is not None:
                     raise error
             if request.HasField("previousLAC"):
-                return self._done("READ_ENTRY_LONG_POLL_READ", context, started,
-                                  await self._long_poll(request, response))
+                return self._done(
+                    "READ_ENTRY_LONG_POLL_READ", context, started, await self._long_poll(request, response)
+                )
         except Exception as exc:
             response.status = status_of(exc)
-            operation = "READ_ENTRY_FENCE_READ" if fence else "READ_ENTRY_LONG_POLL_READ" \
-                if request.HasField("previousLAC") else "READ_ENTRY"
+            operation = (
+                "READ_ENTRY_FENCE_READ"
+                if fence
+                else "READ_ENTRY_LONG_POLL_READ"
+                if request.HasField("previousLAC")
+                else "READ_ENTRY"
+            )
             return self._done(operation, context, started, response)
         # plain reads come here over gRPC only: the wire protocol answers them itself
-        return self._done("READ_ENTRY_FENCE_READ" if fence else "READ_ENTRY", context, started,
-                          self.read_now(request.ledgerId, request.entryId, response))
+        return self._done(
+            "READ_ENTRY_FENCE_READ" if fence else "READ_ENTRY",
+            context,
+            started,
+            self.read_now(request.ledgerId, request.entryId, response),
+        )
 
     def read_now(self, ledger_id: int, entry_id: int, response: pb.ReadResponse):
         """A read into ``response`` (status, body, maxLAC), counted as the bookie's (BOOKIE_READ_ENTRY)."""
@@ -302,7 +323,7 @@ class BookieServicer(pb_grpc.BookieServicer):
             try:
                 await asyncio.wait_for(waiter, request.timeOut / 1000.0)
                 advanced = True
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 advanced = False
             self.stats.op("READ_ENTRY_LONG_POLL_WAIT").event(time.perf_counter() - waiting, advanced)
             lac = self.storage.lac(ledger_id)
@@ -340,8 +361,14 @@ class BookieServicer(pb_grpc.BookieServicer):
             except Exception as exc:
                 counted(1)
                 if count:
-                    yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
-                                            entries=bytes(chunk), maxLAC=max_lac)
+                    yield pb.ReadRangeChunk(
+                        status=pb.EOK,
+                        ledgerId=ledger_id,
+                        firstEntryId=chunk_first,
+                        count=count,
+                        entries=bytes(chunk),
+                        maxLAC=max_lac,
+                    )
                 yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=entry_id)
                 return
             chunk_first = entry_id if chunk_first is None else chunk_first
@@ -349,13 +376,25 @@ class BookieServicer(pb_grpc.BookieServicer):
             count += 1
             if len(chunk) >= limit:
                 counted()
-                yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
-                                        entries=bytes(chunk), maxLAC=max_lac)
+                yield pb.ReadRangeChunk(
+                    status=pb.EOK,
+                    ledgerId=ledger_id,
+                    firstEntryId=chunk_first,
+                    count=count,
+                    entries=bytes(chunk),
+                    maxLAC=max_lac,
+                )
                 chunk, chunk_first, count, started = bytearray(), None, 0, time.perf_counter()
         if count:
             counted()
-            yield pb.ReadRangeChunk(status=pb.EOK, ledgerId=ledger_id, firstEntryId=chunk_first, count=count,
-                                    entries=bytes(chunk), maxLAC=max_lac)
+            yield pb.ReadRangeChunk(
+                status=pb.EOK,
+                ledgerId=ledger_id,
+                firstEntryId=chunk_first,
+                count=count,
+                entries=bytes(chunk),
+                maxLAC=max_lac,
+            )
 
     # ---- LAC, force, info ----
     @cancellation_logged
@@ -395,8 +434,9 @@ class BookieServicer(pb_grpc.BookieServicer):
         self.storage.journal.log(b"", callback)
         self.stats.force_ledger_ops.inc()
         error = await future
-        response = pb.ForceLedgerResponse(status=pb.EOK if error is None else status_of(error),
-                                          ledgerId=request.ledgerId)
+        response = pb.ForceLedgerResponse(
+            status=pb.EOK if error is None else status_of(error), ledgerId=request.ledgerId
+        )
         return self._done("FORCE_LEDGER", context, started, response)
 
     async def GetBookieInfo(self, request, context):
@@ -437,5 +477,3 @@ class BookieServicer(pb_grpc.BookieServicer):
                 await asyncio.sleep(0)
         if chunk.ledgers:
             yield chunk
-
-

@@ -36,7 +36,6 @@ import math
 import re
 import struct
 import threading
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -70,8 +69,9 @@ def java_float(value: float) -> str:
     single = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
     if single != single or math.isinf(single) or single == 0:
         return java_double(single)
-    text = next(t for t in (f"{single:.{d}g}" for d in range(1, 10))
-                if _FLOAT32.unpack(_FLOAT32.pack(float(t)))[0] == single)
+    text = next(
+        t for t in (f"{single:.{d}g}" for d in range(1, 10)) if _FLOAT32.unpack(_FLOAT32.pack(float(t)))[0] == single
+    )
     return repr(float(text)) if 1e-3 <= abs(single) < 1e7 else _scientific(text)
 
 
@@ -92,7 +92,7 @@ def metric_name(name: str) -> str:
 class Counter:
     """``LongAdderCounter``, or a counter read from ``source`` at scrape time (what the bookie counts anyway)."""
 
-    __slots__ = ("labels", "value", "source")
+    __slots__ = ("labels", "source", "value")
 
     def __init__(self, labels: dict[str, str], source: Callable[[], int] | None = None):
         self.labels, self.value, self.source = labels, 0, source
@@ -107,7 +107,7 @@ class Counter:
 class Gauge:
     """``SimpleGauge``: ``sample()`` at scrape time. ``float32``: a ``Gauge<Float>`` (Float.toString)."""
 
-    __slots__ = ("labels", "sample", "float32")
+    __slots__ = ("float32", "labels", "sample")
 
     def __init__(self, labels: dict[str, str], sample: Callable[[], float], float32: bool = False):
         self.labels, self.sample, self.float32 = labels, sample, float32
@@ -122,7 +122,7 @@ class Gauge:
 class _Window:
     """Events of one rollover window in log-scale buckets: bucket ``i`` holds values in (gamma^(i-1), gamma^i]."""
 
-    __slots__ = ("buckets", "zeros", "count", "low", "high")
+    __slots__ = ("buckets", "count", "high", "low", "zeros")
 
     def __init__(self) -> None:
         self.buckets: dict[int, int] = {}
@@ -161,7 +161,7 @@ class _Window:
 class OpStats:
     """``DataSketchesOpStatsLogger``: successes and failures apart, in milliseconds (or values)."""
 
-    __slots__ = ("labels", "count", "sum", "whole", "_window", "_published")
+    __slots__ = ("_published", "_window", "count", "labels", "sum", "whole")
 
     def __init__(self, labels: dict[str, str]):
         self.labels = labels
@@ -223,16 +223,19 @@ class StatsLogger:
         return StatsLogger(self.provider, self._scope, dict(sorted({**self.labels, name: value}.items())))
 
     def counter(self, name: str, source: Callable[[], int] | None = None) -> Counter:
-        return self.provider.register(self.provider.counters, self._name(name), self.labels,
-                                      lambda: Counter(self.labels, source))
+        return self.provider.register(
+            self.provider.counters, self._name(name), self.labels, lambda: Counter(self.labels, source)
+        )
 
     def gauge(self, name: str, sample: Callable[[], float], float32: bool = False) -> Gauge:
-        return self.provider.register(self.provider.gauges, self._name(name), self.labels,
-                                      lambda: Gauge(self.labels, sample, float32))
+        return self.provider.register(
+            self.provider.gauges, self._name(name), self.labels, lambda: Gauge(self.labels, sample, float32)
+        )
 
     def op_stats(self, name: str) -> OpStats:
-        return self.provider.register(self.provider.op_stats, self._name(name), self.labels,
-                                      lambda: OpStats(self.labels))
+        return self.provider.register(
+            self.provider.op_stats, self._name(name), self.labels, lambda: OpStats(self.labels)
+        )
 
 
 class StatsProvider:
@@ -269,8 +272,11 @@ class StatsProvider:
             return "{" + _label_text(labels) + "}" if labels else ""
 
         with self._lock:
-            gauges, counters, op_stats = list(self.gauges.items()), list(self.counters.items()), list(
-                self.op_stats.items())
+            gauges, counters, op_stats = (
+                list(self.gauges.items()),
+                list(self.counters.items()),
+                list(self.op_stats.items()),
+            )
         for (name, _), gauge in gauges:
             type_line(name, "gauge")
             out.append(f"{name}{braces(gauge.labels)} {gauge.text()}\n")
@@ -316,7 +322,7 @@ class StatsProvider:
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_GET(self) -> None:
                 if self.path.split("?", 1)[0] != "/metrics":
                     self.send_error(404)
                     return

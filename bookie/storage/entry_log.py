@@ -148,7 +148,10 @@ class EntryLogger:
     """
 
     def __init__(
-        self, directory: Path, size_limit: int = 1 << 30, flush_bytes: int = 0,
+        self,
+        directory: Path,
+        size_limit: int = 1 << 30,
+        flush_bytes: int = 0,
         on_flush_due: Callable[[], None] | None = None,
     ):
         self.directory = Path(directory)
@@ -223,7 +226,7 @@ class EntryLogger:
             if len(self._buffer) >= WRITE_BUFFER:
                 self._flush_buffer()
             before, self.unflushed_bytes = self.unflushed_bytes, self.unflushed_bytes + len(records)
-            if 0 < self.flush_bytes and before < self.flush_bytes <= self.unflushed_bytes and self.on_flush_due:
+            if self.flush_bytes > 0 and before < self.flush_bytes <= self.unflushed_bytes and self.on_flush_due:
                 self.on_flush_due()  # once per crossing: the flush resets the count
             return offset
 
@@ -333,7 +336,9 @@ class EntryLogger:
                 if len(data) < size:
                     data += os.pread(fd, size - len(data), pos + len(data))
         if not IDS.size <= size <= MAX_ENTRY_SIZE or len(data) != size:
-            raise CorruptData(f"{path}: bad entry size {size} at offset {pos - 4} (ledger {ledger_id} entry {entry_id})")
+            raise CorruptData(
+                f"{path}: bad entry size {size} at offset {pos - 4} (ledger {ledger_id} entry {entry_id})"
+            )
         found = IDS.unpack_from(data)
         if found != (ledger_id, entry_id):
             raise CorruptData(

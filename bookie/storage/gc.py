@@ -53,8 +53,11 @@ class GcConfig:
         return threshold > 0 and interval > 0
 
     def kind(self, kind: str) -> tuple[float, float]:
-        return (self.major_threshold, self.major_interval_s) if kind == MAJOR else (
-            self.minor_threshold, self.minor_interval_s)
+        return (
+            (self.major_threshold, self.major_interval_s)
+            if kind == MAJOR
+            else (self.minor_threshold, self.minor_interval_s)
+        )
 
 
 @dataclass
@@ -84,8 +87,9 @@ def log_metadata(directory, log_id: int) -> EntryLogMetadata:
     return EntryLogMetadata(log_id, sum(ledgers.values()), ledgers)
 
 
-def entry_log_usage(directory, log_ids: Iterable[int], live: Callable[[int], bool],
-                    known: dict[int, EntryLogMetadata] | None = None) -> list[EntryLogMetadata]:
+def entry_log_usage(
+    directory, log_ids: Iterable[int], live: Callable[[int], bool], known: dict[int, EntryLogMetadata] | None = None
+) -> list[EntryLogMetadata]:
     """Usage of each log: live = the ledgers whose index the bookie still has. Logs removed meanwhile are left out."""
     result = []
     for log_id in log_ids:
@@ -136,12 +140,17 @@ class GcRun:
         """One line for the log: ``gc run 7 (forced, major compaction): 2 ledgers deleted, 1 entry logs deleted,
         3 entry logs compacted (1200 entries, 1.2 MiB copied), 64.0 MiB reclaimed in 0.41 s``."""
         how = ", ".join(filter(None, ["forced" if self.forced else "", f"{self.kind} compaction" if self.kind else ""]))
-        done = [f"{self.ledgers_deleted} ledgers deleted", f"{self.logs_deleted} entry logs deleted",
-                f"{self.logs_compacted} entry logs compacted ({self.entries_copied} entries, "
-                f"{_mib(self.bytes_copied)} copied)"]
+        done = [
+            f"{self.ledgers_deleted} ledgers deleted",
+            f"{self.logs_deleted} entry logs deleted",
+            f"{self.logs_compacted} entry logs compacted ({self.entries_copied} entries, "
+            f"{_mib(self.bytes_copied)} copied)",
+        ]
         failed = f"; failed: {self.error}" if self.error else ""
-        return (f"gc run {self.run_id}{f' ({how})' if how else ''}: {', '.join(done)}, "
-                f"{_mib(self.bytes_reclaimed)} reclaimed in {self.seconds:.2f} s{failed}")
+        return (
+            f"gc run {self.run_id}{f' ({how})' if how else ''}: {', '.join(done)}, "
+            f"{_mib(self.bytes_reclaimed)} reclaimed in {self.seconds:.2f} s{failed}"
+        )
 
 
 def _mib(size: int) -> str:
@@ -228,8 +237,9 @@ class GarbageCollector:
     def usage(self) -> list[EntryLogMetadata]:
         """Usage of every sealed entry log now (the current log is still being written)."""
         local = set(self.storage.ledger_ids())
-        return entry_log_usage(self.storage.entry_logger.directory, self._sealed_log_ids(), local.__contains__,
-                               dict(self.logs))
+        return entry_log_usage(
+            self.storage.entry_logger.directory, self._sealed_log_ids(), local.__contains__, dict(self.logs)
+        )
 
     def _sealed_log_ids(self) -> list[int]:
         logger = self.storage.entry_logger
@@ -319,8 +329,9 @@ class GarbageCollector:
     def _update_logs(self, result: GcRun) -> None:
         logger = self.storage.entry_logger
         local = set(self.storage.ledger_ids())
-        self.logs = {log_id: self.logs.get(log_id) or log_metadata(logger.directory, log_id)
-                     for log_id in self._sealed_log_ids()}
+        self.logs = {
+            log_id: self.logs.get(log_id) or log_metadata(logger.directory, log_id) for log_id in self._sealed_log_ids()
+        }
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
             if not meta.ledgers:
@@ -372,8 +383,9 @@ class GarbageCollector:
             with cache.lock:
                 base = logger.append(bytes(batch), sizes)
                 log_id = logger.current_id
-            moved.extend((state, entry_id, old, location(log_id, base + offset + 4))
-                         for state, entry_id, old, offset in pending)
+            moved.extend(
+                (state, entry_id, old, location(log_id, base + offset + 4)) for state, entry_id, old, offset in pending
+            )
             batch.clear(), pending.clear(), sizes.clear()
 
         for pos, ledger_id, entry_id, record in iter_records(log_path(logger.directory, meta.log_id)):

@@ -159,10 +159,15 @@ class JournalScan:
             return None
         where = f"{self.path}: corrupt journal record at offset {position} ({reason})"
         if not self.skip_corruption:
-            follows = (f"and valid records follow at offset {resume}: replay would drop them"
-                       if resume is not None else "which no crash leaves behind")
-            raise JournalCorruption(f"{where}, {follows}; to start anyway, skipping the damaged bytes, use "
-                                    "--skip-journal-corruption (skipReplayJournalInvalidRecord=true)")
+            follows = (
+                f"and valid records follow at offset {resume}: replay would drop them"
+                if resume is not None
+                else "which no crash leaves behind"
+            )
+            raise JournalCorruption(
+                f"{where}, {follows}; to start anyway, skipping the damaged bytes, use "
+                "--skip-journal-corruption (skipReplayJournalInvalidRecord=true)"
+            )
         self.skipped.append(Skipped(position, size if resume is None else resume, reason))
         return resume
 

@@ -19,7 +19,7 @@ from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHea
 class LedgerIndex:
     """One ledger's state: master key, fence bit, explicit LAC, LAC, last entry, and its cached index pages."""
 
-    __slots__ = ("ledger_id", "file", "header", "header_dirty", "pages", "dirty", "last_entry", "lac", "_current")
+    __slots__ = ("_current", "dirty", "file", "header", "header_dirty", "lac", "last_entry", "ledger_id", "pages")
 
     def __init__(self, ledger_id: int, file: IndexFile, header: IndexHeader, last_entry: int):
         self.ledger_id = ledger_id

@@ -153,18 +153,28 @@ class LedgerStorage:
             if journal_id < mark.journal_id:
                 continue
             start = mark.offset if journal_id == mark.journal_id else jf.HEADER_SIZE
-            scan = jf.JournalScan(jf.journal_path(self.config.journal_dir, journal_id), start,
-                                  self.config.journal_skip_corruption)
+            scan = jf.JournalScan(
+                jf.journal_path(self.config.journal_dir, journal_id), start, self.config.journal_skip_corruption
+            )
             for record in scan:
                 self._apply(record, lacs)
                 count += 1
             if scan.torn_tail is not None:
-                log.warning("%s: torn tail at offset %d (a crash cut the last write): replay ends there",
-                            scan.path, scan.torn_tail)
+                log.warning(
+                    "%s: torn tail at offset %d (a crash cut the last write): replay ends there",
+                    scan.path,
+                    scan.torn_tail,
+                )
             for skip in scan.skipped:
-                log.error("%s: skipped corrupt journal record at offset %d (%s) and %d bytes up to offset %d, "
-                          "as skipReplayJournalInvalidRecord asks: entries in them are lost on this bookie",
-                          scan.path, skip.offset, skip.reason, skip.resume - skip.offset, skip.resume)
+                log.error(
+                    "%s: skipped corrupt journal record at offset %d (%s) and %d bytes up to offset %d, "
+                    "as skipReplayJournalInvalidRecord asks: entries in them are lost on this bookie",
+                    scan.path,
+                    skip.offset,
+                    skip.reason,
+                    skip.resume - skip.offset,
+                    skip.resume,
+                )
             skipped += scan.skipped
         if skipped:
             size = sum(s.resume - s.offset for s in skipped)
@@ -194,7 +204,9 @@ class LedgerStorage:
                 state.header_dirty = True
             else:
                 data = record.data
-                offset = self.entry_logger.append(struct.pack(">i", len(data)) + data, {record.ledger_id: 4 + len(data)})
+                offset = self.entry_logger.append(
+                    struct.pack(">i", len(data)) + data, {record.ledger_id: 4 + len(data)}
+                )
                 self.cache.set_location(state, record.entry_id, location(self.entry_logger.current_id, offset + 4))
                 lacs[record.ledger_id] = max(lacs.get(record.ledger_id, -1), LAC_IN_ENTRY.unpack_from(data, 16)[0])
 
@@ -251,8 +263,13 @@ class LedgerStorage:
             callback(None)
         if self.stats is not None:
             recovery = sum(keys[e[2]].recovery for e in entries) if any(k.recovery for k in keys.values()) else 0
-            self.stats.adds_stored(len(entries), len(failures), recovery, sum(sizes.values()) - 4 * len(entries),
-                                   time.perf_counter() - started)
+            self.stats.adds_stored(
+                len(entries),
+                len(failures),
+                recovery,
+                sum(sizes.values()) - 4 * len(entries),
+                time.perf_counter() - started,
+            )
         return len(entries), failures
 
     def _walk(self, records: bytes, states: dict, refused: dict):
@@ -302,8 +319,9 @@ class LedgerStorage:
             state.header.explicit_lac = buffer
             state.header_dirty = True
             self._raise_lac(state, lac)
-        self.journal.log(b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback,
-                         records=len(journal) + 1)
+        self.journal.log(
+            b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback, records=len(journal) + 1
+        )
 
     def _lac_on_disk(self, state: LedgerIndex) -> int:
         """After a restart: the piggy-backed LAC of the last entry stored."""

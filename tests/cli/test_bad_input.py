@@ -14,14 +14,20 @@ import sys
 import click
 import pytest
 from click.testing import CliRunner
-from helpers import shared_cluster
 
 from bkctl.cli import cli
 from bkctl.errors import ExitCode
 from bookie.client import BookKeeper
 
-FAILED, USAGE, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (ExitCode.FAILED, ExitCode.USAGE, ExitCode.UNAUTHORIZED,
-                                                       ExitCode.NOT_FOUND, ExitCode.UNREACHABLE)
+from helpers import shared_cluster
+
+FAILED, USAGE, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
+    ExitCode.FAILED,
+    ExitCode.USAGE,
+    ExitCode.UNAUTHORIZED,
+    ExitCode.NOT_FOUND,
+    ExitCode.UNREACHABLE,
+)
 
 
 def command_paths() -> list[tuple[str, ...]]:
@@ -173,8 +179,10 @@ BAD_INPUTS = {
         (["bookie", "run", "--port", "0"], USAGE),
         (["bookie", "run", "--set", "novalue"], USAGE),
         (["bookie", "run", "--conf", "{G}"], USAGE),
-        (["bookie", "run", "--set", "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"],
-         USAGE),
+        (
+            ["bookie", "run", "--set", "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"],
+            USAGE,
+        ),
         (["bookie", "run", "--set", "httpServerPort=http"], USAGE),
     ],
     "autorecovery": [
@@ -222,10 +230,22 @@ def test_bad_input_is_one_line_and_a_documented_exit_code(live, group, args, cod
     assert_one_line_error(invoke(*full), code, full)
 
 
-MALFORMED_URIS = ["not-a-uri", "zk://[::1:2181/ledgers", "zk://[::1]:x/ledgers", "zk+weird://h:1/ledgers",
-                  "zk://h:2181", "zk://h:99999/ledgers"]
-EVERY_GROUP = [["ledger", "list"], ["bookies", "list"], ["cluster", "info"], ["autorecovery", "status"],
-               ["bookie", "info", "--all"], ["bench", "read", "--ledger", "1"]]
+MALFORMED_URIS = [
+    "not-a-uri",
+    "zk://[::1:2181/ledgers",
+    "zk://[::1]:x/ledgers",
+    "zk+weird://h:1/ledgers",
+    "zk://h:2181",
+    "zk://h:99999/ledgers",
+]
+EVERY_GROUP = [
+    ["ledger", "list"],
+    ["bookies", "list"],
+    ["cluster", "info"],
+    ["autorecovery", "status"],
+    ["bookie", "info", "--all"],
+    ["bench", "read", "--ledger", "1"],
+]
 
 
 @pytest.mark.parametrize("uri", MALFORMED_URIS)
@@ -251,12 +271,15 @@ def test_a_dead_service_with_a_short_timeout_is_unreachable(dead, args):
     assert dead.split("//")[1].split("/")[0] in result.stderr
 
 
-@pytest.mark.parametrize(("args", "code"), [
-    (["--bogus"], USAGE),
-    (["ledger", "read", "x"], USAGE),
-    (["-u", "zk://[::1:2181/ledgers", "ledger", "list"], USAGE),
-    (["--timeout", "1", "-u", "{dead}", "ledger", "list"], UNREACHABLE),
-])
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--bogus"], USAGE),
+        (["ledger", "read", "x"], USAGE),
+        (["-u", "zk://[::1:2181/ledgers", "ledger", "list"], USAGE),
+        (["--timeout", "1", "-u", "{dead}", "ledger", "list"], UNREACHABLE),
+    ],
+)
 def test_in_a_real_process(dead, args, code):
     args = [a.replace("{dead}", dead) for a in args]
     proc = subprocess.run([sys.executable, "-m", "bkctl", *args], capture_output=True, text=True, timeout=30)

@@ -3,9 +3,10 @@
 import json
 
 import pytest
-from helpers import KEY, records
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
+
+from helpers import KEY, records
 
 
 @pytest.fixture
@@ -46,7 +47,9 @@ def test_readonly_on_off(bkctl, service_uri, two_bookies, harness):
     assert [b["bookieId"] for b in listed] == [bookie_id]
     channel = harness.channel(two_bookies[0])
     body = records(1, 0, 1)[4:]
-    assert channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=body)).status == pb.EREADONLY
+    assert (
+        channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=body)).status == pb.EREADONLY
+    )
     assert bkctl("-u", service_uri, "bookie", "readonly", bookie_id, "--off").stdout == f"bookie/{bookie_id} writable\n"
     assert channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=body)).status == pb.EOK
 
@@ -55,15 +58,20 @@ def test_inspect_a_stopped_bookies_files(bkctl, harness):
     (bookie,) = harness.start(1)
     channel = harness.channel(bookie)
     for entry_id in range(3):
-        channel.bookie.AddEntry(pb.AddRequest(ledgerId=258, entryId=entry_id, masterKey=KEY,
-                                              body=records(258, entry_id, 1)[4:]))
+        channel.bookie.AddEntry(
+            pb.AddRequest(ledgerId=258, entryId=entry_id, masterKey=KEY, body=records(258, entry_id, 1)[4:])
+        )
     bookie.stop()
     from pathlib import Path
 
     journal = sorted(Path(bookie.journal_dir, "current").glob("*.txn"))[0]
     records_doc = json.loads(bkctl("bookie", "inspect", "journal", str(journal), "-o", "json").stdout)
     assert [(r["kind"], r["ledgerId"], r["entryId"]) for r in records_doc] == [
-        ("master_key", 258, None), ("entry", 258, 0), ("entry", 258, 1), ("entry", 258, 2)]
+        ("master_key", 258, None),
+        ("entry", 258, 0),
+        ("entry", 258, 1),
+        ("entry", 258, 2),
+    ]
     log = sorted(Path(bookie.ledger_dir, "current").glob("*.log"))[0]
     entries = json.loads(bkctl("bookie", "inspect", "entrylog", str(log), "-o", "json").stdout)
     assert [(e["ledgerId"], e["entryId"]) for e in entries] == [(258, 0), (258, 1), (258, 2)]
@@ -154,13 +162,25 @@ def test_metrics_of_a_read_only_bookie_over_its_http_admin_api_and_of_a_dead_one
     (dead,) = harness.start(1)
     assert bkctl("-u", service_uri, "bookie", "readonly", served.bookie_id, "--on").exit_code == 0
     dead.stop(kill=True)  # still registered until its session expires
-    over_http = bkctl("-u", service_uri, "bookie", "metrics", served.bookie_id, "--http-port", str(served.http_port),
-                      "--interval", "0.1", "-o", "json")
+    over_http = bkctl(
+        "-u",
+        service_uri,
+        "bookie",
+        "metrics",
+        served.bookie_id,
+        "--http-port",
+        str(served.http_port),
+        "--interval",
+        "0.1",
+        "-o",
+        "json",
+    )
     assert over_http.exit_code == 0, over_http.stderr
     (doc,) = json.loads(over_http.stdout)
     assert doc["metricsUrl"] == f"http://127.0.0.1:{served.http_port}/metrics" and doc["state"] == "read-only"
     result = bkctl("-u", service_uri, "bookie", "metrics", "--all", "--interval", "0.1", "-o", "json")
     assert result.exit_code == 6
     assert [d["bookieId"] for d in json.loads(result.stdout)] == [served.bookie_id]
-    assert result.stderr.startswith(f"warning: metrics of bookie {dead.bookie_id} are unreachable at "
-                                    f"http://127.0.0.1:{dead.metrics_port}/metrics (")
+    assert result.stderr.startswith(
+        f"warning: metrics of bookie {dead.bookie_id} are unreachable at http://127.0.0.1:{dead.metrics_port}/metrics ("
+    )

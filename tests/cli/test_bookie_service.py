@@ -29,8 +29,9 @@ def unit_keys(text: str) -> dict[str, list[str]]:
 def test_the_systemd_unit_runs_the_bookie_until_ready_and_stops_it_cleanly(bkctl, harness, cluster, tmp_path):
     bookie = LocalBookie.create(1, tmp_path / "bookie-1", harness.service_uri, {"httpServerEnabled": "false"})
     http_port = free_port()
-    result = bkctl("bookie", "run", "--conf", str(bookie.conf_path), "--set", f"httpServerPort={http_port}",
-                   "--print-systemd-unit")
+    result = bkctl(
+        "bookie", "run", "--conf", str(bookie.conf_path), "--set", f"httpServerPort={http_port}", "--print-systemd-unit"
+    )
     assert result.exit_code == 0, result.stderr
     path = tmp_path / "bkctl-bookie.service"
     path.write_text(result.stdout)
@@ -43,8 +44,16 @@ def test_the_systemd_unit_runs_the_bookie_until_ready_and_stops_it_cleanly(bkctl
     assert keys["ExecStartPre"] == [f"+/usr/bin/install -d -m 0700 -o bookkeeper -g bookkeeper {dirs}"]
     assert keys["ReadWritePaths"] == [dirs]
     start = shlex.split(keys["ExecStart"][0])
-    assert start[-8:] == ["bookie", "run", "--conf", str(bookie.conf_path), "--set",
-                          f"httpServerPort={http_port}", "--set", "httpServerEnabled=true"]
+    assert start[-8:] == [
+        "bookie",
+        "run",
+        "--conf",
+        str(bookie.conf_path),
+        "--set",
+        f"httpServerPort={http_port}",
+        "--set",
+        "httpServerEnabled=true",
+    ]
 
     with open(bookie.log_path, "ab") as log:
         pid = subprocess.Popen(start, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True).pid
@@ -66,8 +75,10 @@ def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
 
 def test_the_dockerfile_installs_bkctl_and_runs_the_bookie_unprivileged_with_a_readiness_check(bkctl, tmp_path):
     conf = tmp_path / "bk_server.conf"
-    conf.write_text("metadataServiceUri=zk+hierarchical://zk1:2181/ledgers\njournalDirectories=/data/journal\n"
-                    "ledgerDirectories=/data/ledgers\nhttpServerPort=8081\nadvertisedAddress=bookie-0.bookies\n")
+    conf.write_text(
+        "metadataServiceUri=zk+hierarchical://zk1:2181/ledgers\njournalDirectories=/data/journal\n"
+        "ledgerDirectories=/data/ledgers\nhttpServerPort=8081\nadvertisedAddress=bookie-0.bookies\n"
+    )
     result = bkctl("bookie", "run", "--conf", str(conf), "--print-dockerfile")
     assert result.exit_code == 0, result.stderr
     (tmp_path / "Dockerfile").write_text(result.stdout)
@@ -75,8 +86,19 @@ def test_the_dockerfile_installs_bkctl_and_runs_the_bookie_unprivileged_with_a_r
         linted = subprocess.run(["hadolint", str(tmp_path / "Dockerfile")], capture_output=True, text=True)
         assert (linted.returncode, linted.stdout) == (0, "")
     instructions = dockerfile_instructions(result.stdout)
-    assert [i for i, _ in instructions] == ["FROM", "RUN", "RUN", "COPY", "USER", "ENV", "VOLUME", "EXPOSE",
-                                            "STOPSIGNAL", "HEALTHCHECK", "ENTRYPOINT"]
+    assert [i for i, _ in instructions] == [
+        "FROM",
+        "RUN",
+        "RUN",
+        "COPY",
+        "USER",
+        "ENV",
+        "VOLUME",
+        "EXPOSE",
+        "STOPSIGNAL",
+        "HEALTHCHECK",
+        "ENTRYPOINT",
+    ]
     docker = dict(instructions)
     from bkctl import __version__
 
@@ -88,8 +110,15 @@ def test_the_dockerfile_installs_bkctl_and_runs_the_bookie_unprivileged_with_a_r
     assert docker["EXPOSE"].split() == ["3181", "3182", "8081", "8000"]
     probe = json.loads(docker["HEALTHCHECK"].split(" CMD ", 1)[1])
     assert probe[0:2] == ["python", "-c"] and probe[3] == "http://127.0.0.1:8081/api/v1/bookie/is_ready"
-    assert json.loads(docker["ENTRYPOINT"]) == ["bkctl", "bookie", "run", "--conf", "/etc/bookkeeper/bk_server.conf",
-                                                "--set", "httpServerEnabled=true"]
+    assert json.loads(docker["ENTRYPOINT"]) == [
+        "bkctl",
+        "bookie",
+        "run",
+        "--conf",
+        "/etc/bookkeeper/bk_server.conf",
+        "--set",
+        "httpServerEnabled=true",
+    ]
     compile(probe[2], "probe", "exec")  # the check is Python
 
 

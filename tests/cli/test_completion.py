@@ -16,20 +16,29 @@ from concurrent.futures import ThreadPoolExecutor
 
 import click
 import pytest
-from helpers import shared_cluster
 
 from bkctl.cli import cli
 from bkctl.options import complete_bookie_ids, complete_ledger_ids, complete_sandbox_bookies
 from bookie.client import BookKeeper
+
+from helpers import shared_cluster
 
 
 def complete(*words: str, env: dict | None = None) -> list[tuple[str, str]]:
     """What bkctl offers for the last of ``words`` (the one being typed): ``(type, value)`` pairs."""
     line = ["bkctl", *words]
     proc = subprocess.run(
-        [sys.executable, "-m", "bkctl"], capture_output=True, text=True, timeout=30,
-        env={**os.environ, **(env or {}), "_BKCTL_COMPLETE": "bash_complete", "COMP_WORDS": " ".join(line),
-             "COMP_CWORD": str(len(line) - 1)},
+        [sys.executable, "-m", "bkctl"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={
+            **os.environ,
+            **(env or {}),
+            "_BKCTL_COMPLETE": "bash_complete",
+            "COMP_WORDS": " ".join(line),
+            "COMP_CWORD": str(len(line) - 1),
+        },
     )
     assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
     return [tuple(item.split(",", 1)) for item in proc.stdout.splitlines() if item]  # nothing: one empty line
@@ -70,8 +79,12 @@ def offered():
 def test_completion_offers_every_command_and_option_of_the_click_tree(offered, path):
     ctx = TREE[path]
     command = ctx.command
-    options = [opt for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden
-               for opt in (*p.opts, *p.secondary_opts)]
+    options = [
+        opt
+        for p in command.get_params(ctx)
+        if isinstance(p, click.Option) and not p.hidden
+        for opt in (*p.opts, *p.secondary_opts)
+    ]
     assert sorted(offered[path, "-"]) == sorted(options)
     if isinstance(command, click.Group):
         assert offered[path, ""] == command.list_commands(ctx)
@@ -79,7 +92,8 @@ def test_completion_offers_every_command_and_option_of_the_click_tree(offered, p
 
 def test_the_tree_has_the_third_level():
     assert {("bookie", "compaction", "suspend"), ("bookie", "inspect", "journal"), ("config", "use-context")} <= set(
-        TREE)
+        TREE
+    )
 
 
 def test_paths_complete_as_file_and_directory_names():
@@ -148,8 +162,9 @@ def test_bash_completes_a_bookie_id_after_its_colon(live):
     uri, bookies, _ = live
     host, port = bookies[0].rsplit(":", 1)
     typed = f"bkctl -u {uri} bookie info {host}:{port[:-1]}"
-    script = subprocess.run([sys.executable, "-m", "bkctl", "completion", "bash"], capture_output=True, text=True,
-                            check=True).stdout
+    script = subprocess.run(
+        [sys.executable, "-m", "bkctl", "completion", "bash"], capture_output=True, text=True, check=True
+    ).stdout
     driver = f"""
 {script}
 COMP_LINE='{typed}'; COMP_POINT=${{#COMP_LINE}}
@@ -159,8 +174,9 @@ _bkctl_completion bkctl
 printf '%s\\n' "${{COMP_WORDS[COMP_CWORD]}}" "${{COMPREPLY[@]}}"
 """
     path = f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"  # the script runs `bkctl`: this one
-    proc = subprocess.run(["bash", "-c", driver], capture_output=True, text=True, timeout=30,
-                          env={**os.environ, "PATH": path})
+    proc = subprocess.run(
+        ["bash", "-c", driver], capture_output=True, text=True, timeout=30, env={**os.environ, "PATH": path}
+    )
     assert proc.stderr == ""
     word, *replies = proc.stdout.splitlines()
     assert word == port[:-1]  # what bash replaces: the word after the colon ...

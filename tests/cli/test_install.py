@@ -32,8 +32,13 @@ def pip_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)], check=True,
-                   env=pip_env(), timeout=300, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
+        check=True,
+        env=pip_env(),
+        timeout=300,
+        capture_output=True,
+    )
     (built,) = out.glob("bkctl-*.whl")
     return built
 
@@ -43,8 +48,13 @@ def base(wheel, tmp_path_factory) -> Path:
     """A virtualenv with `pip install bkctl` (no extras): its bin directory."""
     venv = tmp_path_factory.mktemp("base") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True,
-                   env=pip_env(), timeout=600, capture_output=True)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        check=True,
+        env=pip_env(),
+        timeout=600,
+        capture_output=True,
+    )
     return venv / "bin"
 
 
@@ -57,8 +67,9 @@ def test_the_wheel_installs_every_man_page_into_share_man(wheel):
 def test_the_base_install_has_the_man_pages_and_neither_pyspark_nor_pyarrow(base):
     assert sorted(p.name for p in (base.parent / "share" / "man" / "man1").glob("*.1")) == MAN_PAGES
     probe = "import importlib.util as u; print(u.find_spec('pyspark'), u.find_spec('pyarrow'), u.find_spec('bkctl'))"
-    found = subprocess.run([str(base / "python"), "-c", probe], capture_output=True, text=True, check=True,
-                           cwd=base).stdout  # not the source tree's directory: its bkctl/ would be found first
+    found = subprocess.run(
+        [str(base / "python"), "-c", probe], capture_output=True, text=True, check=True, cwd=base
+    ).stdout  # not the source tree's directory: its bkctl/ would be found first
     assert found.startswith("None None ModuleSpec(name='bkctl'") and str(base.parent) in found
 
 
@@ -66,15 +77,21 @@ def bkctl(base: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(base / "bkctl"), *args], capture_output=True, text=True, timeout=60, cwd=base)
 
 
-@pytest.mark.parametrize(("args", "extra", "missing"), [
-    (["ledger", "export", "1", "--to", "/nonexistent/out"], "export", "pyspark and pyarrow"),
-    (["sandbox", "start"], "sandbox", "pyspark"),
-])
+@pytest.mark.parametrize(
+    ("args", "extra", "missing"),
+    [
+        (["ledger", "export", "1", "--to", "/nonexistent/out"], "export", "pyspark and pyarrow"),
+        (["sandbox", "start"], "sandbox", "pyspark"),
+    ],
+)
 def test_a_command_whose_extra_is_missing_says_what_to_install(base, service_uri, args, extra, missing):
     result = bkctl(base, "-u", service_uri, *args)
     command = " ".join(["bkctl", *args[:2]])
     assert (result.returncode, result.stdout, result.stderr) == (
-        1, "", f"error: {command} needs bkctl[{extra}] ({missing} not installed): pip install 'bkctl[{extra}]'\n")
+        1,
+        "",
+        f"error: {command} needs bkctl[{extra}] ({missing} not installed): pip install 'bkctl[{extra}]'\n",
+    )
 
 
 def test_the_base_install_runs_a_bookie_the_client_and_the_help(base, cluster, service_uri, tmp_path):
@@ -82,8 +99,9 @@ def test_the_base_install_runs_a_bookie_the_client_and_the_help(base, cluster, s
         result = bkctl(base, *args)
         assert (result.returncode, result.stderr) == (0, ""), args
     bookie = LocalBookie.create(1, tmp_path / "bookie", service_uri, http=True)
-    bookie.pid = spawn([str(base / "bkctl"), "bookie", "run", "--conf", str(bookie.conf_path)], bookie.log_path,
-                       cwd=base)
+    bookie.pid = spawn(
+        [str(base / "bkctl"), "bookie", "run", "--conf", str(bookie.conf_path)], bookie.log_path, cwd=base
+    )
     try:
         wait_registered(cluster, [bookie])
         with urllib.request.urlopen(f"http://127.0.0.1:{bookie.http_port}/api/v1/bookie/is_ready", timeout=10) as r:

@@ -21,7 +21,10 @@ V3 = (  # spec/ledger-metadata.md's example, plus one custom metadata entry (fie
     + bytes.fromhex("1000 3803 4206")
     + b"foobar"
     + bytes.fromhex("4801 50ffffffffffffffffff01")
-    + bytes.fromhex("5a0a 0a03") + b"app" + bytes.fromhex("1203") + b"etl"
+    + bytes.fromhex("5a0a 0a03")
+    + b"app"
+    + bytes.fromhex("1203")
+    + b"etl"
     + bytes.fromhex("6000")
 )
 LONG_ID = 4294967301  # long form: 000/0000/0042/9496/L7301
@@ -89,7 +92,12 @@ def test_metadata_v2_closed_two_segments(bkctl, service_uri, placed):
 def test_metadata_v1_uses_the_znode_ctime(bkctl, service_uri, placed):
     doc = json.loads(bkctl("-u", service_uri, "ledger", "metadata", "1", "-o", "json").stdout)
     assert doc["ctime"] == placed.zk.exists(f"{placed.root}/00/0000/L0001").ctime
-    assert (doc["formatVersion"], doc["state"], doc["digestType"], doc["passwordSet"]) == (1, "IN_RECOVERY", None, False)
+    assert (doc["formatVersion"], doc["state"], doc["digestType"], doc["passwordSet"]) == (
+        1,
+        "IN_RECOVERY",
+        None,
+        False,
+    )
     assert doc["segments"] == [{"firstEntryId": 0, "ensemble": ["192.0.2.1:1234", "192.0.2.2:1234", "192.0.2.3:1234"]}]
 
 

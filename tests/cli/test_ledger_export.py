@@ -19,8 +19,18 @@ def ledgers(cluster):
     manager = LedgerManager(cluster)
 
     def closed(last, length, **meta):
-        return LedgerMetadata(3, 2, 2, ENSEMBLE, LedgerState.CLOSED, last, length, DigestType.CRC32C, b"pw",
-                              custom_metadata={k: v.encode() for k, v in meta.items()})
+        return LedgerMetadata(
+            3,
+            2,
+            2,
+            ENSEMBLE,
+            LedgerState.CLOSED,
+            last,
+            length,
+            DigestType.CRC32C,
+            b"pw",
+            custom_metadata={k: v.encode() for k, v in meta.items()},
+        )
 
     manager.create(1, closed(999, 1024 * 1000))
     manager.create(2, closed(-1, 0))
@@ -38,19 +48,29 @@ def plan(bkctl, uri, *args):
 def test_dry_run_shows_the_plan_from_metadata(bkctl, service_uri, ledgers):
     result, doc = plan(bkctl, service_uri, "--all", "--partition-bytes", "256k")
     assert result.exit_code == 0, result.stderr
-    assert doc == {"ledgers": 4, "entries": 1013, "bytes": 1024 * 1000 + 130, "partitions": 4, "openLedgers": 0,
-                   "leftOpen": [7], "skipped": {}}
+    assert doc == {
+        "ledgers": 4,
+        "entries": 1013,
+        "bytes": 1024 * 1000 + 130,
+        "partitions": 4,
+        "openLedgers": 0,
+        "leftOpen": [7],
+        "skipped": {},
+    }
     assert result.stderr == "warning: 1 open ledger(s) left out (--include-open exports them up to their LAC)\n"
     table = bkctl("-u", service_uri, "ledger", "export", "1", "--to", "x", "--dry-run")
     assert table.stdout == "would export 1 ledgers, 1000 entries, 1024000 bytes in 1 partitions to x (dry run)\n"
 
 
-@pytest.mark.parametrize(("args", "exported"), [
-    (["--meta", "app=orders"], 2),
-    (["--meta", "app=orders", "--meta", "team=x"], 1),
-    (["1-5"], 3),
-    (["2-6", "100", "--meta", "app=orders"], 2),
-])
+@pytest.mark.parametrize(
+    ("args", "exported"),
+    [
+        (["--meta", "app=orders"], 2),
+        (["--meta", "app=orders", "--meta", "team=x"], 1),
+        (["1-5"], 3),
+        (["2-6", "100", "--meta", "app=orders"], 2),
+    ],
+)
 def test_selection_by_ids_ranges_and_custom_metadata(bkctl, service_uri, ledgers, args, exported):
     result, doc = plan(bkctl, service_uri, *args)
     assert result.exit_code == 0, result.stderr
@@ -75,22 +95,28 @@ def test_a_range_with_no_ledger_is_missing_too(bkctl, service_uri, ledgers, tmp_
     assert result.exit_code == 0 and doc["ledgers"] == 2 and doc["skipped"] == {"40-90": "no ledger in range 40-90"}
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ([], "name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE"),
-    (["1", "--all"], "name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE"),
-    (["--all", "--conf", "executor.memory=1g"], "'executor.memory=1g' is not spark.KEY=VALUE"),
-    (["--all", "--format", "csv"], "'csv' is not one of 'parquet', 'json'"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE"),
+        (["1", "--all"], "name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE"),
+        (["--all", "--conf", "executor.memory=1g"], "'executor.memory=1g' is not spark.KEY=VALUE"),
+        (["--all", "--format", "csv"], "'csv' is not one of 'parquet', 'json'"),
+    ],
+)
 def test_usage_errors_exit_2(bkctl, service_uri, args, message):
     result = bkctl("-u", service_uri, "ledger", "export", *args, "--to", "out")
     assert result.exit_code == 2 and message in result.stderr
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--all", "--partition-bytes", "big"], "error: invalid size 'big': expected a positive number of bytes"),
-    (["x1"], "error: invalid ledger id 'x1'"),
-    (["--meta", "novalue"], "error: invalid custom metadata filter 'novalue': expected KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--all", "--partition-bytes", "big"], "error: invalid size 'big': expected a positive number of bytes"),
+        (["x1"], "error: invalid ledger id 'x1'"),
+        (["--meta", "novalue"], "error: invalid custom metadata filter 'novalue': expected KEY=VALUE"),
+    ],
+)
 def test_bad_values_are_one_line_errors(bkctl, service_uri, args, message):
     result = bkctl("-u", service_uri, "ledger", "export", *args, "--to", "out")
     assert result.exit_code == 2 and result.stderr.startswith(message) and result.stderr.count("\n") == 1
@@ -101,7 +127,9 @@ def test_an_existing_output_is_kept_unless_overwrite(bkctl, service_uri, ledgers
     (tmp_path / "out" / "part-0").write_text("earlier")
     result = bkctl("-u", service_uri, "ledger", "export", "1", "--to", str(tmp_path / "out"))
     assert (result.exit_code, result.stderr) == (
-        2, f"error: {tmp_path / 'out'} exists and is not empty: pass --overwrite to replace it\n")
+        2,
+        f"error: {tmp_path / 'out'} exists and is not empty: pass --overwrite to replace it\n",
+    )
     (tmp_path / "file").write_text("x")
     assert bkctl("-u", service_uri, "ledger", "export", "1", "--to", str(tmp_path / "file")).exit_code == 2
     assert (tmp_path / "out" / "part-0").read_text() == "earlier"
@@ -113,13 +141,29 @@ def test_spark_that_does_not_start_is_one_line_naming_its_log(service_uri, ledge
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "bkctl", "-u", service_uri, "ledger", "export", "1", "--to", str(tmp_path / "o"),
-               "--master", "bogus://x"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    command = [
+        sys.executable,
+        "-m",
+        "bkctl",
+        "-u",
+        service_uri,
+        "ledger",
+        "export",
+        "1",
+        "--to",
+        str(tmp_path / "o"),
+        "--master",
+        "bogus://x",
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "TMPDIR": str(tmp_path)}
+    )
     assert (done.returncode, done.stdout) == (1, "")
-    match = re.fullmatch(r"error: Spark did not start: Master must either be yarn or start with spark, k8s, or local "
-                         r"\(Spark's log: (.+)\)\n", done.stderr)
+    match = re.fullmatch(
+        r"error: Spark did not start: Master must either be yarn or start with spark, k8s, or local "
+        r"\(Spark's log: (.+)\)\n",
+        done.stderr,
+    )
     log = Path(match.group(1)) if match else None
     assert log and log.parent.parent == tmp_path and "Exception in thread" in log.read_text()
     assert not (log.parent / "plan.pickle").exists()  # the ledgers' passwords do not stay behind

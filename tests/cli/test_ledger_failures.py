@@ -1,24 +1,29 @@
 """Failure paths of the writing commands, on real bookies and real processes: a failed or interrupted write keeps
 what was acknowledged (the ledger is closed at its last acknowledged entry and named), bench deletes its ledgers."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
 
 import pytest
-from helpers import adds_ok, reads_ok, wait_for
 
 from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerState
 
+from helpers import adds_ok, reads_ok, wait_for
+
 
 def bkctl_process(uri, *args, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.Popen([sys.executable, "-m", "bkctl", "-u", uri, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bkctl", "-u", uri, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
 
 
 @pytest.fixture
@@ -39,8 +44,20 @@ def ledger_ids(store) -> list[int]:
 def create_until_stored(harness, bookie, big_input, tmp_path, then):
     """Run `ledger create` (E1 W1 A1) of ``big_input``; once 20,000 entries are stored, call ``then(proc)``.
     Returns the exit code, stderr, the ledger's id and its metadata."""
-    proc = bkctl_process(harness.service_uri, "ledger", "create", "-e", "1", "-w", "1", "-a", "1",
-                         "--input", str(big_input), tmp_path=tmp_path)
+    proc = bkctl_process(
+        harness.service_uri,
+        "ledger",
+        "create",
+        "-e",
+        "1",
+        "-w",
+        "1",
+        "-a",
+        "1",
+        "--input",
+        str(big_input),
+        tmp_path=tmp_path,
+    )
     try:
         wait_for(lambda: adds_ok(bookie) >= 20_000, "20,000 entries stored", 60)
         then(proc)
@@ -54,8 +71,9 @@ def create_until_stored(harness, bookie, big_input, tmp_path, then):
 
 def test_a_write_that_fails_keeps_the_acknowledged_entries(harness, big_input, tmp_path):
     (bookie,) = harness.start(1)
-    returncode, stderr, lid, md = create_until_stored(harness, bookie, big_input, tmp_path,
-                                                      lambda proc: bookie.stop(kill=True))
+    returncode, stderr, lid, md = create_until_stored(
+        harness, bookie, big_input, tmp_path, lambda proc: bookie.stop(kill=True)
+    )
     held = md.last_entry_id + 1
     message = stderr.strip()
     assert returncode == 1 and "\n" not in message, message
@@ -66,12 +84,14 @@ def test_a_write_that_fails_keeps_the_acknowledged_entries(harness, big_input, t
         assert [e.payload for e in bk.open_ledger(lid).read(0, md.last_entry_id)] == lines(held)
 
 
-@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
-                                                   (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
 def test_an_interrupted_create_closes_its_ledger_and_names_it(harness, big_input, tmp_path, sig, code, word):
     (bookie,) = harness.start(1)
-    returncode, stderr, lid, md = create_until_stored(harness, bookie, big_input, tmp_path,
-                                                      lambda proc: proc.send_signal(sig))
+    returncode, stderr, lid, md = create_until_stored(
+        harness, bookie, big_input, tmp_path, lambda proc: proc.send_signal(sig)
+    )
     held = md.last_entry_id + 1
     assert stderr == f"error: {word} (ledger {lid} closed with its {held} acknowledged entries)\n"
     assert returncode == code and md.state == LedgerState.CLOSED and held >= 20_000
@@ -79,8 +99,9 @@ def test_an_interrupted_create_closes_its_ledger_and_names_it(harness, big_input
         assert [e.payload for e in bk.open_ledger(lid).read(0, md.last_entry_id)] == lines(held)
 
 
-@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
-                                                   (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
 def test_an_interrupted_bench_write_deletes_its_ledger(harness, tmp_path, sig, code, word):
     bookies = harness.start(3)
     proc = bkctl_process(harness.service_uri, "bench", "write", "--time", "120", tmp_path=tmp_path)
@@ -122,9 +143,30 @@ def test_a_create_reading_a_quiet_pipe_is_still_interruptible(harness, tmp_path)
     """The input blocks (the producer is alive but writes nothing): SIGTERM still closes the ledger and exits."""
     (bookie,) = harness.start(1)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-m", "bkctl", "-u", harness.service_uri, "ledger", "create", "-e", "1",
-                             "-w", "1", "-a", "1", "--input", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bkctl",
+            "-u",
+            harness.service_uri,
+            "ledger",
+            "create",
+            "-e",
+            "1",
+            "-w",
+            "1",
+            "-a",
+            "1",
+            "--input",
+            "-",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         proc.stdin.write(b"".join(b"entry-%07d\n" % i for i in range(5000)))
         proc.stdin.flush()

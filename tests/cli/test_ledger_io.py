@@ -8,7 +8,6 @@ import sys
 import pytest
 
 
-
 @pytest.fixture
 def uri(harness):
     harness.start(3)
@@ -39,8 +38,11 @@ def test_binary_file_round_trip_as_one_entry(bkctl, uri, tmp_path):
     blob = bytes(range(256)) * 100
     (tmp_path / "blob").write_bytes(blob)
     doc = create(bkctl, uri, "--input", str(tmp_path / "blob"), "--delimiter", "none", "--digest", "mac")
-    raw = subprocess.run([sys.executable, "-m", "bkctl", "-u", uri, "ledger", "read", str(doc["ledgerId"]),
-                          "--format", "raw"], capture_output=True, timeout=60)
+    raw = subprocess.run(
+        [sys.executable, "-m", "bkctl", "-u", uri, "ledger", "read", str(doc["ledgerId"]), "--format", "raw"],
+        capture_output=True,
+        timeout=60,
+    )
     assert raw.returncode == 0 and raw.stdout == blob
 
 
@@ -87,8 +89,11 @@ def test_follow_tails_an_open_ledger_until_it_closes(bkctl, uri):
     with BookKeeper(uri) as bk:
         writer = bk.create_ledger(3, 2, 2)
         writer.add_entry(b"first")
-        tail = subprocess.Popen([sys.executable, "-m", "bkctl", "-u", uri, "ledger", "read", str(writer.ledger_id),
-                                 "--follow"], stdout=subprocess.PIPE, text=True)
+        tail = subprocess.Popen(
+            [sys.executable, "-m", "bkctl", "-u", uri, "ledger", "read", str(writer.ledger_id), "--follow"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for i in range(5):
             writer.add_entry(b"more-%d" % i)
         writer.close()

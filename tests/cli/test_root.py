@@ -12,7 +12,15 @@ def test_help_lists_the_command_groups(bkctl):
     assert result.exit_code == 0
     section = result.stdout.split("Commands:\n")[1].split("\n\n")[0].splitlines()  # up to the examples
     assert [line.split()[0] for line in section if line.startswith("  ") and not line.startswith("   ")] == [
-        "autorecovery", "bench", "bookie", "bookies", "cluster", "completion", "config", "ledger", "sandbox",
+        "autorecovery",
+        "bench",
+        "bookie",
+        "bookies",
+        "cluster",
+        "completion",
+        "config",
+        "ledger",
+        "sandbox",
     ]
 
 
@@ -69,8 +77,10 @@ def test_a_bad_timeout_is_a_usage_error(bkctl, value, tmp_path):
     (tmp_path / "bk.conf").write_text(f"metadataServiceUri={dead_uri()}\nzkTimeout={value}\n")
     result = bkctl("-c", str(tmp_path / "bk.conf"), "ledger", "list")
     assert (result.exit_code, result.stderr) == (
-        2, f"error: configuration file {tmp_path / 'bk.conf'}: zkTimeout={value!r} is not a positive number of "
-           "milliseconds (up to a day)\n")
+        2,
+        f"error: configuration file {tmp_path / 'bk.conf'}: zkTimeout={value!r} is not a positive number of "
+        "milliseconds (up to a day)\n",
+    )
 
 
 def test_a_conf_file_without_a_metadata_service_is_refused(bkctl, cluster, service_uri, tmp_path, monkeypatch):
@@ -82,8 +92,10 @@ def test_a_conf_file_without_a_metadata_service_is_refused(bkctl, cluster, servi
     monkeypatch.setattr(Sandbox, "running", lambda self: pytest.fail("the sandbox was consulted"))
     result = bkctl("-c", str(conf), "ledger", "list")
     assert (result.exit_code, result.stderr) == (
-        2, f"error: configuration file {conf} names no metadata service (metadataServiceUri, or zkServers): add one, "
-           "or pass -u/--service-uri\n")
+        2,
+        f"error: configuration file {conf} names no metadata service (metadataServiceUri, or zkServers): add one, "
+        "or pass -u/--service-uri\n",
+    )
     conf.write_text(f"metadataServiceUri={service_uri}\n")
     result = bkctl("-v", "-c", str(conf), "ledger", "list")
     assert result.exit_code == 0 and f"metadata service: {service_uri} (from {conf})" in result.stderr
@@ -94,7 +106,9 @@ def test_a_relative_ledgers_root_path_in_conf_is_named(bkctl, zookeeper, tmp_pat
     conf.write_text(f"zkServers={zookeeper.address}\nzkLedgersRootPath=ledgers\n")
     result = bkctl("-c", str(conf), "cluster", "info")
     assert (result.exit_code, result.stderr) == (
-        2, f"error: {conf}: zkLedgersRootPath='ledgers' must be an absolute path, e.g. /ledgers\n")
+        2,
+        f"error: {conf}: zkLedgersRootPath='ledgers' must be an absolute path, e.g. /ledgers\n",
+    )
 
 
 def test_no_service_and_no_sandbox_exits_6(bkctl, tmp_path):
@@ -124,7 +138,10 @@ def test_legacy_zk_servers_in_conf(bkctl, cluster, zookeeper, tmp_path):
 
 def test_missing_conf_file_exits_2(bkctl, tmp_path):
     result = bkctl("-c", str(tmp_path / "nope.conf"), "cluster", "info")
-    assert (result.exit_code, result.stderr) == (2, f"error: configuration file {tmp_path / 'nope.conf'} does not exist\n")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: configuration file {tmp_path / 'nope.conf'} does not exist\n",
+    )
 
 
 def test_unknown_option_exits_2(bkctl):
@@ -132,14 +149,19 @@ def test_unknown_option_exits_2(bkctl):
     assert bkctl("ledger", "list", "-o", "xml").exit_code == 2
 
 
-@pytest.mark.parametrize(("args", "stderr"), [
-    (["ledger", "list", "--bogus"], "error: No such option '--bogus'.\n"),
-    (["--bogus", "ledger", "list"], "error: No such option '--bogus'. Did you mean '--verbose'?\n"),
-    (["ledger", "read"], "error: Missing argument 'ID'.\n"),
-    (["ledger", "nope"], "error: No such command 'nope'.\n"),
-    (["ledger", "list", "-o", "xml"],
-     "error: Invalid value for '-o' / '--output': 'xml' is not one of 'table', 'wide', 'json', 'yaml'.\n"),
-])
+@pytest.mark.parametrize(
+    ("args", "stderr"),
+    [
+        (["ledger", "list", "--bogus"], "error: No such option '--bogus'.\n"),
+        (["--bogus", "ledger", "list"], "error: No such option '--bogus'. Did you mean '--verbose'?\n"),
+        (["ledger", "read"], "error: Missing argument 'ID'.\n"),
+        (["ledger", "nope"], "error: No such command 'nope'.\n"),
+        (
+            ["ledger", "list", "-o", "xml"],
+            "error: Invalid value for '-o' / '--output': 'xml' is not one of 'table', 'wide', 'json', 'yaml'.\n",
+        ),
+    ],
+)
 def test_usage_errors_are_one_line(bkctl, args, stderr):
     result = bkctl(*args)
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", stderr)
@@ -147,7 +169,9 @@ def test_usage_errors_are_one_line(bkctl, args, stderr):
     assert bkctl("ledger", "read", "--help").stdout.startswith("Usage: cli ledger read [OPTIONS] ID\n")
 
 
-@pytest.mark.parametrize("shell,marker", [("bash", "complete -o"), ("zsh", "compdef"), ("fish", "function _bkctl_completion")])
+@pytest.mark.parametrize(
+    "shell,marker", [("bash", "complete -o"), ("zsh", "compdef"), ("fish", "function _bkctl_completion")]
+)
 def test_completion_scripts(bkctl, shell, marker):
     result = bkctl("completion", shell)
     assert result.exit_code == 0

@@ -59,8 +59,9 @@ def check(uri: str, history: History, skip: set[int] = frozenset()) -> tuple[Che
             if ledger_id not in present:
                 if record is not None and record.acked >= 0:
                     result.lost += record.acked + 1
-                    result.violations.append(f"ledger {ledger_id}: deleted, with entries 0..{record.acked} "
-                                             "acknowledged")
+                    result.violations.append(
+                        f"ledger {ledger_id}: deleted, with entries 0..{record.acked} acknowledged"
+                    )
                 continue
             result.ledgers += 1
             _check_ledger(uri, bk, ledger_id, record, result)
@@ -80,7 +81,8 @@ def _check_ledger(uri: str, bk: BookKeeper, ledger_id: int, record, result: Chec
             if (first.last_entry_id, first.length) != (second.last_entry_id, second.length):
                 result.violations.append(
                     f"ledger {ledger_id}: racing recoveries disagree: last entry {first.last_entry_id} length "
-                    f"{first.length} vs last entry {second.last_entry_id} length {second.length}")
+                    f"{first.length} vs last entry {second.last_entry_id} length {second.length}"
+                )
         md = bk.ledger_metadata(ledger_id)
         if md.state != LedgerState.CLOSED:
             result.violations.append(f"ledger {ledger_id}: still {md.state.name} after two recoveries")
@@ -91,15 +93,20 @@ def _check_ledger(uri: str, bk: BookKeeper, ledger_id: int, record, result: Chec
     acked = record.acked if record is not None else -1
     if record is not None:
         if last < record.acked:
-            result.violations.append(f"ledger {ledger_id}: closed at entry {last}, but entries up to "
-                                     f"{record.acked} were acknowledged; {_who_closed(record)}; "
-                                     f"{_holders(bk, ledger_id, md, last + 1)}")
+            result.violations.append(
+                f"ledger {ledger_id}: closed at entry {last}, but entries up to "
+                f"{record.acked} were acknowledged; {_who_closed(record)}; "
+                f"{_holders(bk, ledger_id, md, last + 1)}"
+            )
         if last < record.observed:
-            result.violations.append(f"ledger {ledger_id}: closed at entry {last}, but a reader saw entry "
-                                     f"{record.observed} before")
+            result.violations.append(
+                f"ledger {ledger_id}: closed at entry {last}, but a reader saw entry {record.observed} before"
+            )
         if record.closed_by_writer is not None and record.closed_by_writer != (last, md.length):
-            result.violations.append(f"ledger {ledger_id}: the writer closed it at {record.closed_by_writer}, "
-                                     f"the metadata says {(last, md.length)}")
+            result.violations.append(
+                f"ledger {ledger_id}: the writer closed it at {record.closed_by_writer}, "
+                f"the metadata says {(last, md.length)}"
+            )
     verified = 0  # acknowledged entries read back intact
     expected, length = 0, 0
     if last >= 0:
@@ -107,8 +114,9 @@ def _check_ledger(uri: str, bk: BookKeeper, ledger_id: int, record, result: Chec
             handle = bk.open_ledger(ledger_id, PASSWORD, recovery=False)
             for entry in handle.iter_entries(0, last):
                 if entry.entry_id != expected:
-                    result.violations.append(f"ledger {ledger_id}: read entry {entry.entry_id} where "
-                                             f"{expected} was due")
+                    result.violations.append(
+                        f"ledger {ledger_id}: read entry {entry.entry_id} where {expected} was due"
+                    )
                     break
                 length += len(entry.payload)
                 if record is not None and entry.payload != payload(record.seed, ledger_id, entry.entry_id):
@@ -116,14 +124,17 @@ def _check_ledger(uri: str, bk: BookKeeper, ledger_id: int, record, result: Chec
                 elif entry.entry_id <= acked:
                     verified += 1
                 if entry.length != length:
-                    result.violations.append(f"ledger {ledger_id} entry {entry.entry_id}: cumulative length "
-                                             f"{entry.length}, the entries before it add up to {length}")
+                    result.violations.append(
+                        f"ledger {ledger_id} entry {entry.entry_id}: cumulative length "
+                        f"{entry.length}, the entries before it add up to {length}"
+                    )
                     break
                 expected += 1
                 result.entries_read += 1
         except Exception as exc:  # noqa: BLE001 - an unreadable entry is the finding
-            result.violations.append(f"ledger {ledger_id}: read of 0..{last} failed at entry {expected}: "
-                                     f"{type(exc).__name__}: {exc}")
+            result.violations.append(
+                f"ledger {ledger_id}: read of 0..{last} failed at entry {expected}: {type(exc).__name__}: {exc}"
+            )
     if expected == last + 1 and length != md.length:
         result.violations.append(f"ledger {ledger_id}: metadata length {md.length}, entries add up to {length}")
     result.lost += max(0, acked + 1 - verified)
@@ -147,16 +158,19 @@ def degraded_read(uri: str, history: History, ledger_ids: set[int], down: str) -
             try:
                 handle = bk.open_ledger(ledger_id, PASSWORD, recovery=False)
                 for entry in handle.iter_entries(0, md.last_entry_id):
-                    if entry.entry_id != expected or entry.payload != payload(record.seed, ledger_id,
-                                                                             entry.entry_id):
-                        violations.append(f"ledger {ledger_id} with bookie {down} down: entry {entry.entry_id} "
-                                          f"is wrong (expected entry {expected})")
+                    if entry.entry_id != expected or entry.payload != payload(record.seed, ledger_id, entry.entry_id):
+                        violations.append(
+                            f"ledger {ledger_id} with bookie {down} down: entry {entry.entry_id} "
+                            f"is wrong (expected entry {expected})"
+                        )
                         break
                     expected += 1
             except Exception as exc:  # noqa: BLE001 - the finding
-                violations.append(f"ledger {ledger_id} (E{md.ensemble_size} W{md.write_quorum_size} "
-                                  f"A{md.ack_quorum_size}, entries 0..{md.last_entry_id}) with bookie {down} down: "
-                                  f"read failed at entry {expected}: {type(exc).__name__}: {exc}")
+                violations.append(
+                    f"ledger {ledger_id} (E{md.ensemble_size} W{md.write_quorum_size} "
+                    f"A{md.ack_quorum_size}, entries 0..{md.last_entry_id}) with bookie {down} down: "
+                    f"read failed at entry {expected}: {type(exc).__name__}: {exc}"
+                )
             entries += expected
     return entries, violations
 
@@ -191,8 +205,10 @@ def _holders(bk: BookKeeper, ledger_id: int, md, entry_id: int) -> str:
     answers = dict(zip(bookies, bk.run(ask_all())))
     segment = md.segments[-1]
     named = [segment.bookies[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]
-    return (f"entry {entry_id}: write set in the last segment {named}, segments "
-            f"{[(s.first_entry_id, s.bookies) for s in md.segments]}, held by bookie: {answers}")
+    return (
+        f"entry {entry_id}: write set in the last segment {named}, segments "
+        f"{[(s.first_entry_id, s.bookies) for s in md.segments]}, held by bookie: {answers}"
+    )
 
 
 def replica_audit(bk: BookKeeper, ledger_ids: list[int]) -> list[str]:
@@ -233,8 +249,11 @@ def replica_audit(bk: BookKeeper, ledger_ids: list[int]) -> list[str]:
         short = []
         for entry_id in range(md.last_entry_id + 1):
             segment = md.segment_of(entry_id)
-            holders = [segment.bookies[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)
-                       if entry_id in answers[segment.bookies[i]].get(ledger_id, ())]
+            holders = [
+                segment.bookies[i]
+                for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)
+                if entry_id in answers[segment.bookies[i]].get(ledger_id, ())
+            ]
             if len(holders) < md.ack_quorum_size:
                 short.append((entry_id, holders))
         if short:
@@ -242,5 +261,6 @@ def replica_audit(bk: BookKeeper, ledger_ids: list[int]) -> list[str]:
             violations.append(
                 f"ledger {ledger_id} (E{md.ensemble_size} W{md.write_quorum_size} A{md.ack_quorum_size}): "
                 f"{len(short)} entries on fewer bookies than the ack quorum, the first entry {entry_id} on "
-                f"{holders or 'none'} of its write set {[md.segment_of(entry_id).bookies[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]}")
+                f"{holders or 'none'} of its write set {[md.segment_of(entry_id).bookies[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]}"
+            )
     return violations

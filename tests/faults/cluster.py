@@ -40,8 +40,9 @@ class FaultCluster:
         with MetadataStore(parse_service_uri(self.service_uri)) as store:
             init_cluster(store)
             for index in range(self.size):
-                bookie = LocalBookie.create(index + 1, self.directory / f"bookie-{index + 1}", self.service_uri,
-                                            BOOKIE_SETTINGS)
+                bookie = LocalBookie.create(
+                    index + 1, self.directory / f"bookie-{index + 1}", self.service_uri, BOOKIE_SETTINGS
+                )
                 bookie.start()
                 self.bookies.append(bookie)
             wait_registered(store, self.bookies)
@@ -104,8 +105,11 @@ class FaultCluster:
         """Indexes of the bookies whose current process is not registered (writable or read-only)."""
         from bookie.meta.registration import BookieRegistry
 
-        pids = {b.bookie_id: b.info.properties.get("pid") for b in BookieRegistry(store).list(writable=True,
-                                                                                          readonly=True) if b.info}
+        pids = {
+            b.bookie_id: b.info.properties.get("pid")
+            for b in BookieRegistry(store).list(writable=True, readonly=True)
+            if b.info
+        }
         return [i for i, b in enumerate(self.bookies) if pids.get(b.bookie_id) != str(b.pid)]
 
     def heal(self, timeout: float = 30.0) -> tuple[list[str], list[str]]:
@@ -124,8 +128,7 @@ class FaultCluster:
             self.resume(index)
             bookie = self.bookies[index]
             if bookie.pid and not bookie.running():
-                notes.append(f"bookie {index} ({bookie.bookie_id}) had exited on its own: "
-                             f"{tail(bookie.log_path, 1)}")
+                notes.append(f"bookie {index} ({bookie.bookie_id}) had exited on its own: {tail(bookie.log_path, 1)}")
             self.start_bookie(index)
         with MetadataStore(parse_service_uri(self.service_uri)) as store:
             try:
@@ -133,9 +136,11 @@ class FaultCluster:
                 return notes, violations
             except BKError as exc:
                 stuck = self.unregistered(store)
-                violations.append(f"bookies {stuck} not registered {timeout:g} s after the cluster was healed "
-                                  f"({str(exc).splitlines()[0]}); their log tails:\n" + "\n".join(
-                                      tail(self.bookies[i].log_path, 3) for i in stuck))
+                violations.append(
+                    f"bookies {stuck} not registered {timeout:g} s after the cluster was healed "
+                    f"({str(exc).splitlines()[0]}); their log tails:\n"
+                    + "\n".join(tail(self.bookies[i].log_path, 3) for i in stuck)
+                )
             for index in stuck:
                 self.kill_bookie(index)
                 self.start_bookie(index)

@@ -19,8 +19,16 @@ from pathlib import Path
 from faults.workload import PASSWORD, child_env
 
 BOOKIE_FAULTS = ("bookie-crash", "bookie-pause", "rereplicate", "double-start", "partition")
-KINDS = ("bookie-crash", "bookie-pause", "writer-crash", "zk-crash", "compaction", "rereplicate", "double-start",
-         "partition")
+KINDS = (
+    "bookie-crash",
+    "bookie-pause",
+    "writer-crash",
+    "zk-crash",
+    "compaction",
+    "rereplicate",
+    "double-start",
+    "partition",
+)
 MAX_BOOKIES_DOWN = 2  # of 5: three stay up, enough for an E3 ensemble
 
 
@@ -32,8 +40,9 @@ class Fault:
     duration: float  # until the bookie, writer or ZooKeeper comes back
 
     def __str__(self) -> str:
-        target = "" if self.target is None else f" {'writer' if self.kind == 'writer-crash' else 'bookie'} " \
-                                                  f"{self.target}"
+        target = (
+            "" if self.target is None else f" {'writer' if self.kind == 'writer-crash' else 'bookie'} {self.target}"
+        )
         return f"t={self.at:5.1f}s {self.kind}{target} for {self.duration:.1f}s"
 
 
@@ -57,14 +66,22 @@ def generate(seed: int, duration: float, bookies: int, writers: int, kinds=KINDS
             if kind == "rereplicate":
                 busy += active(t, ("zk-crash",))
             free = [b for b in range(bookies) if b not in {f.target for f in busy if f.kind in BOOKIE_FAULTS}]
-            if len([f for f in busy if f.kind in BOOKIE_FAULTS]) >= MAX_BOOKIES_DOWN or not free \
-                    or any(f.kind == "zk-crash" for f in busy):
+            if (
+                len([f for f in busy if f.kind in BOOKIE_FAULTS]) >= MAX_BOOKIES_DOWN
+                or not free
+                or any(f.kind == "zk-crash" for f in busy)
+            ):
                 t = min(f.at + f.duration for f in busy) + 1.5
                 first.insert(0, kind)
                 continue
             target = rng.choice(free)
-            length = {"bookie-crash": rng.uniform(2, 7), "bookie-pause": rng.uniform(1, 5),
-                      "rereplicate": 8.0, "double-start": rng.uniform(6, 9), "partition": rng.uniform(2, 6)}[kind]
+            length = {
+                "bookie-crash": rng.uniform(2, 7),
+                "bookie-pause": rng.uniform(1, 5),
+                "rereplicate": 8.0,
+                "double-start": rng.uniform(6, 9),
+                "partition": rng.uniform(2, 6),
+            }[kind]
         elif kind == "zk-crash":
             busy = active(t, ("zk-crash", "rereplicate"))
             if busy:
@@ -109,8 +126,13 @@ class Nemesis:
         """A bkctl command as an operator types it; (exit code, stdout), stderr's first line logged."""
         started = time.monotonic()
         try:
-            done = subprocess.run([sys.executable, "-m", "bkctl", "-u", self.cluster.service_uri, *args],
-                                  capture_output=True, text=True, timeout=timeout, env=child_env())
+            done = subprocess.run(
+                [sys.executable, "-m", "bkctl", "-u", self.cluster.service_uri, *args],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=child_env(),
+            )
         except subprocess.TimeoutExpired:
             self.note(f"bkctl {' '.join(args)}: no answer within {timeout:g} s")
             return -1, ""
@@ -143,12 +165,24 @@ class Nemesis:
         end = fault.at + fault.duration
         if kind == "bookie-crash":
             bookie = c.bookies[target]
-            yield fault.at, lambda: (self.injected.update([kind]), c.kill_bookie(target),
-                                     self.note(f"kill -9 bookie {target} ({bookie.bookie_id})"))
+            yield (
+                fault.at,
+                lambda: (
+                    self.injected.update([kind]),
+                    c.kill_bookie(target),
+                    self.note(f"kill -9 bookie {target} ({bookie.bookie_id})"),
+                ),
+            )
             yield end, lambda: (c.start_bookie(target), self.note(f"restart bookie {target}"))
         elif kind == "bookie-pause":
-            yield fault.at, lambda: (self.injected.update([kind]), c.pause(target),
-                                     self.note(f"SIGSTOP bookie {target} ({c.bookies[target].bookie_id})"))
+            yield (
+                fault.at,
+                lambda: (
+                    self.injected.update([kind]),
+                    c.pause(target),
+                    self.note(f"SIGSTOP bookie {target} ({c.bookies[target].bookie_id})"),
+                ),
+            )
             yield end, lambda: (c.resume(target), self.note(f"SIGCONT bookie {target}"))
         elif kind == "zk-crash":
             yield fault.at, lambda: (self.injected.update([kind]), c.kill_zookeeper(), self.note("kill -9 ZooKeeper"))
@@ -159,23 +193,51 @@ class Nemesis:
             yield end, lambda: (writer.start(), self.note(f"restart writer {writer.name}"))
         elif kind == "compaction":
             bookie = c.bookies[target]
-            yield fault.at, lambda: (self.injected.update([kind]), self._background(
-                lambda: self.bkctl("bookie", "gc", bookie.bookie_id, "--major", "--wait", "--timeout", "60")))
+            yield (
+                fault.at,
+                lambda: (
+                    self.injected.update([kind]),
+                    self._background(
+                        lambda: self.bkctl("bookie", "gc", bookie.bookie_id, "--major", "--wait", "--timeout", "60")
+                    ),
+                ),
+            )
         elif kind == "rereplicate":
             yield fault.at, lambda: self._background(lambda: self._rereplicate(target, end))
         elif kind == "double-start":
             bookie = c.bookies[target]
             yield fault.at, lambda: self._background(lambda: self._double_start(target))
-            yield end, lambda: (c.kill_bookie(target), c.start_bookie(target), self.note(
-                f"kill -9 and restart bookie {target} ({bookie.bookie_id}), the one a second start was refused on"))
+            yield (
+                end,
+                lambda: (
+                    c.kill_bookie(target),
+                    c.start_bookie(target),
+                    self.note(
+                        f"kill -9 and restart bookie {target} ({bookie.bookie_id}), the one a second start was refused on"
+                    ),
+                ),
+            )
         elif kind == "partition":
             if self.partitioner is None or not self.partitioner.available:
-                yield fault.at, lambda: (self.skipped.update([kind]), self.note(
-                    f"partition of bookie {target} skipped: {self.partitioner.reason if self.partitioner else ''}"))
+                yield (
+                    fault.at,
+                    lambda: (
+                        self.skipped.update([kind]),
+                        self.note(
+                            f"partition of bookie {target} skipped: {self.partitioner.reason if self.partitioner else ''}"
+                        ),
+                    ),
+                )
             else:
                 bookie = c.bookies[target]
-                yield fault.at, lambda: (self.injected.update([kind]), self.partitioner.cut(bookie),
-                                         self.note(f"partition bookie {target} ({bookie.bookie_id})"))
+                yield (
+                    fault.at,
+                    lambda: (
+                        self.injected.update([kind]),
+                        self.partitioner.cut(bookie),
+                        self.note(f"partition bookie {target} ({bookie.bookie_id})"),
+                    ),
+                )
                 yield end, lambda: (self.partitioner.heal(bookie), self.note(f"heal partition of bookie {target}"))
 
     def _crash_writer(self, writer) -> None:
@@ -184,13 +246,17 @@ class Nemesis:
         self.note(f"kill -9 writer {writer.name}")
         left = [r.ledger_id for r in self.history.open_ledgers() if r.writer == writer.name]
         with self.history.lock:
-            left += [r.ledger_id for r in self.history.ledgers.values()
-                     if r.writer == writer.name and r.failed and r.failed.endswith("(left open)")]
+            left += [
+                r.ledger_id
+                for r in self.history.ledgers.values()
+                if r.writer == writer.name and r.failed and r.failed.endswith("(left open)")
+            ]
 
         def recover():
             for ledger_id in left:  # what an operator does for a dead writer's ledgers
-                code, out = self.bkctl("ledger", "recover", str(ledger_id), "--password", PASSWORD.decode(),
-                                       "-o", "json")
+                code, out = self.bkctl(
+                    "ledger", "recover", str(ledger_id), "--password", PASSWORD.decode(), "-o", "json"
+                )
                 if code == 0:
                     doc = json.loads(out)
                     self.note(f"ledger {ledger_id} recovered: last entry {doc['lastEntryId']}")
@@ -208,9 +274,14 @@ class Nemesis:
         log = f"{bookie.directory}/second-start.log"
         self.note(f"second `bkctl bookie run` on bookie {target}'s configuration (live pid {bookie.pid})")
         with open(log, "ab") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(bookie.conf_path)],
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env=child_env())
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(bookie.conf_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=child_env(),
+            )
         try:
             code = proc.wait(20)
             self.note(f"second start on bookie {target} exited {code}: {tail(Path(log), 1)}")

@@ -51,8 +51,24 @@ class Partitioner:
         return True, ""
 
     def _rules(self, port: int) -> list[list[str]]:
-        return [["INPUT", "-i", "lo", "-p", "tcp", direction, str(port), "-m", "comment", "--comment", self.tag,
-                 "-j", "DROP"] for direction in ("--dport", "--sport")]
+        return [
+            [
+                "INPUT",
+                "-i",
+                "lo",
+                "-p",
+                "tcp",
+                direction,
+                str(port),
+                "-m",
+                "comment",
+                "--comment",
+                self.tag,
+                "-j",
+                "DROP",
+            ]
+            for direction in ("--dport", "--sport")
+        ]
 
     def _iptables(self, action: str, rule: list[str]) -> None:
         subprocess.run(["iptables", "-w", action, *rule], check=True, capture_output=True)

@@ -39,7 +39,7 @@ class Totals:
     raced_recoveries: int = 0
     failed_seeds: list[int] = field(default_factory=list)
 
-    def add(self, run: "ScheduleRun") -> None:
+    def add(self, run: ScheduleRun) -> None:
         self.schedules += 1
         self.faults.update(run.nemesis.injected)
         self.skipped.update(run.nemesis.skipped)
@@ -93,9 +93,11 @@ class ScheduleRun:
 
     def report(self) -> str:
         """What a failing run prints: the seed first, then how to repeat it, what went wrong, the schedule."""
-        lines = [f"FAULT SCHEDULE FAILED: seed {self.seed} (repeat: BKCTL_FAULT_SEED={self.seed} pytest "
-                 f"tests/faults, or bash tests/faults/run --seed {self.seed} --schedules 1)",
-                 f"entries acknowledged {self.result.acknowledged}, lost {self.result.lost}"]
+        lines = [
+            f"FAULT SCHEDULE FAILED: seed {self.seed} (repeat: BKCTL_FAULT_SEED={self.seed} pytest "
+            f"tests/faults, or bash tests/faults/run --seed {self.seed} --schedules 1)",
+            f"entries acknowledged {self.result.acknowledged}, lost {self.result.lost}",
+        ]
         if self.result.acknowledged == 0:
             lines.append("the writers got no entry acknowledged: the workload never ran")
         lines += [f"violation: {v}" for v in self.violations[:40]]
@@ -117,8 +119,9 @@ def kinds() -> tuple[str, ...]:
     return tuple(k for k in KINDS if k not in without)
 
 
-def run_schedule(cluster: FaultCluster, seed: int, seconds: float, checked: set[int],
-                 partitioner: Partitioner | None = None) -> ScheduleRun:
+def run_schedule(
+    cluster: FaultCluster, seed: int, seconds: float, checked: set[int], partitioner: Partitioner | None = None
+) -> ScheduleRun:
     """One schedule: writers and a tailing reader under the nemesis, then heal, kill -9 the writers (their open
     ledgers are left to the checker's racing recoveries) and check every ledger not checked before."""
     schedule = generate(seed, seconds, cluster.size, len(WRITERS), kinds())
@@ -171,8 +174,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else int(os.environ.get("BKCTL_FAULT_SEED") or time.time())
     schedules = args.schedules if args.schedules is not None else (10**9 if args.long else len(SHORT_SEEDS))
-    seeds = iter(SHORT_SEEDS) if not args.long and args.seed is None and "BKCTL_FAULT_SEED" not in os.environ \
+    seeds = (
+        iter(SHORT_SEEDS)
+        if not args.long and args.seed is None and "BKCTL_FAULT_SEED" not in os.environ
         else iter(range(seed, seed + 10**9))
+    )
     deadline = time.monotonic() + args.minutes * 60 if args.long else float("inf")
     directory = Path(args.dir or tempfile.mkdtemp(prefix="bkctl-faults-"))
     totals = Totals()
@@ -192,9 +198,12 @@ def main(argv=None) -> int:
             run = run_schedule(cluster, seed, args.seconds if args.long else SHORT_SECONDS, checked, partitioner)
             totals.add(run)
             status = "ok" if run.ok else "FAILED"
-            print(f"seed {seed}: {status}: {sum(run.nemesis.injected.values())} faults, "
-                  f"{run.result.acknowledged} entries acknowledged, {run.result.lost} lost, "
-                  f"{time.monotonic() - started:.0f} s", flush=True)
+            print(
+                f"seed {seed}: {status}: {sum(run.nemesis.injected.values())} faults, "
+                f"{run.result.acknowledged} entries acknowledged, {run.result.lost} lost, "
+                f"{time.monotonic() - started:.0f} s",
+                flush=True,
+            )
             if not run.ok:
                 print(run.report(), flush=True)
     except KeyboardInterrupt:

@@ -148,8 +148,9 @@ def child_env() -> dict[str, str]:
 class WriterProcess:
     """One writer subprocess and the thread that reads its events into the history."""
 
-    def __init__(self, name: str, uri: str, seed: int, quorum: tuple[int, int, int], history: History,
-                 rate: float = 200.0):
+    def __init__(
+        self, name: str, uri: str, seed: int, quorum: tuple[int, int, int], history: History, rate: float = 200.0
+    ):
         self.name, self.uri, self.seed, self.quorum, self.history, self.rate = name, uri, seed, quorum, history, rate
         self.proc: subprocess.Popen | None = None
         self.reader: threading.Thread | None = None
@@ -157,13 +158,29 @@ class WriterProcess:
 
     def start(self) -> None:
         e, w, a = self.quorum
-        code = "import sys; from faults.workload import writer_main; writer_main(*sys.argv[1:2], " \
-               "*map(int, sys.argv[2:3]), sys.argv[3], *map(int, sys.argv[4:7]), float(sys.argv[7]))"
+        code = (
+            "import sys; from faults.workload import writer_main; writer_main(*sys.argv[1:2], "
+            "*map(int, sys.argv[2:3]), sys.argv[3], *map(int, sys.argv[4:7]), float(sys.argv[7]))"
+        )
         self.starts += 1
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, self.uri, str(self.seed), f"{self.name}.{self.starts}", str(e), str(w),
-             str(a), str(self.rate)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True, env=child_env(),
+            [
+                sys.executable,
+                "-c",
+                code,
+                self.uri,
+                str(self.seed),
+                f"{self.name}.{self.starts}",
+                str(e),
+                str(w),
+                str(a),
+                str(self.rate),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+            env=child_env(),
         )
         proc = self.proc
         self.reader = threading.Thread(target=self._read, args=(proc,), daemon=True)
@@ -214,7 +231,8 @@ class Tailer(threading.Thread):
                         if entry.payload != payload(record.seed, record.ledger_id, entry.entry_id):
                             with self.history.lock:
                                 self.history.violations.append(
-                                    f"tailer: ledger {record.ledger_id} entry {entry.entry_id} has wrong bytes")
+                                    f"tailer: ledger {record.ledger_id} entry {entry.entry_id} has wrong bytes"
+                                )
                         self.history.observe(record.ledger_id, entry.entry_id)
                         self.reads += 1
                 except Exception:  # noqa: BLE001 - faults make reads fail; only what was read counts

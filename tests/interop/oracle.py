@@ -52,8 +52,9 @@ def free_ports(n: int) -> list[int]:
 
 def run(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``bin/<args[0]> args[1:]``; with ``check``, fail the test on a non-zero exit."""
-    done = subprocess.run([str(ORACLE / "bin" / args[0]), *args[1:]], env=ENV, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [str(ORACLE / "bin" / args[0]), *args[1:]], env=ENV, capture_output=True, text=True, timeout=timeout
+    )
     if check:
         assert done.returncode == 0, f"{args[0]} failed ({done.returncode}): {done.stderr[-2000:]}"
     return done
@@ -73,16 +74,25 @@ class JavaCluster:
     bookie_ports: list[int]
 
     @classmethod
-    def start(cls, root: Path, bookies: int = 3, *settings: str, zk: str | None = None,
-              ledgers_root: str = "/ledgers") -> JavaCluster:
+    def start(
+        cls, root: Path, bookies: int = 3, *settings: str, zk: str | None = None, ledgers_root: str = "/ledgers"
+    ) -> JavaCluster:
         """``settings``: ``KEY=VALUE`` for every bookie's conf. ``zk``: an existing ZooKeeper to use, and
         ``ledgers_root`` the cluster's root in it (initialised when missing)."""
         ports = free_ports(bookies + 1)
         where = ["--zk", zk] if zk else ["--zk-port", str(ports[0])]
         where += ["--root", ledgers_root]
         sets = [a for s in settings for a in ("--set", s)]
-        run("bk-cluster", "start", str(root), *where, "--bookie-ports", ",".join(map(str, ports[1:])), *sets,
-            timeout=180)
+        run(
+            "bk-cluster",
+            "start",
+            str(root),
+            *where,
+            "--bookie-ports",
+            ",".join(map(str, ports[1:])),
+            *sets,
+            timeout=180,
+        )
         env = dict(line.split("=", 1) for line in (root / "cluster.env").read_text().splitlines() if "=" in line)
         return cls(root, env["ZK"].strip("'\""), env["METADATA_SERVICE_URI"].strip("'\""), ports[1:])
 
@@ -114,8 +124,13 @@ def bk_write(zk: str, *args: str, timeout: float = 120) -> int:
 
 def bk_write_started(zk: str, *args: str) -> tuple[subprocess.Popen, int, list[str]]:
     """``bin/bk-write`` in the background, once its ledger exists: the process, the ledger id and its ensemble."""
-    writer = subprocess.Popen([str(ORACLE / "bin" / "bk-write"), "--zk", zk, *args], env=ENV, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [str(ORACLE / "bin" / "bk-write"), "--zk", zk, *args],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = ""
     while "ensemble" not in line:
         line = writer.stderr.readline()
@@ -148,9 +163,17 @@ def bk_read(zk: str, ledger_id: int, *args: str, timeout: float = 120) -> list[t
 
 def compile_java(source: Path, where: Path) -> Path:
     """Compile a Java program of ours (tests/interop/java, benchmarks/java) against the oracle's jars; ``where``."""
-    done = subprocess.run(["bash", "-c", f'{CLASSPATH}; "$(dirname "$JAVA")/javac" -nowarn -encoding UTF-8 '
-                           f'--release 17 -cp "$BK_CP" -d "{where}" "{source}"'], env=ENV, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'{CLASSPATH}; "$(dirname "$JAVA")/javac" -nowarn -encoding UTF-8 '
+            f'--release 17 -cp "$BK_CP" -d "{where}" "{source}"',
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"javac {source.name} failed: {done.stderr[-3000:]}")
     return where
@@ -158,5 +181,11 @@ def compile_java(source: Path, where: Path) -> Path:
 
 def java_command(classes: Path, main: str, *args: str) -> list[str]:
     """The command line that runs ``main`` of ``classes`` with the oracle's jars (and its log settings)."""
-    return ["bash", "-c", f'{CLASSPATH}; exec "$JAVA" -Xmx1g -cp "$BK_CP:{classes}" '
-            f'-Dlog4j.configurationFile="$BK_ORACLE_HOME/conf/log4j2-tools.xml" {main} "$@"', main, *args]
+    return [
+        "bash",
+        "-c",
+        f'{CLASSPATH}; exec "$JAVA" -Xmx1g -cp "$BK_CP:{classes}" '
+        f'-Dlog4j.configurationFile="$BK_ORACLE_HOME/conf/log4j2-tools.xml" {main} "$@"',
+        main,
+        *args,
+    ]

@@ -15,6 +15,7 @@ from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+
 from helpers import wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_started, free_ports, require_oracle, run
 
@@ -63,8 +64,17 @@ def test_bkctl_reads_what_the_java_client_wrote(java, cli, monkeypatch, v2):
 
 
 def test_the_java_client_reads_what_bkctl_wrote(java, cli):
-    created = cli("ledger", "create", "--password", PASSWORD, "--digest", "crc32c", "--input", "-",
-                  input="".join(f"{e}\n" for e in entries(300, "ours")))
+    created = cli(
+        "ledger",
+        "create",
+        "--password",
+        PASSWORD,
+        "--digest",
+        "crc32c",
+        "--input",
+        "-",
+        input="".join(f"{e}\n" for e in entries(300, "ours")),
+    )
     assert created.exit_code == 0, created.stderr
     ledger_id = int(created.stdout.split()[-1].split("/")[-1])
     assert bk_read(java.zk, ledger_id) == [(i, e.encode()) for i, e in enumerate(entries(300, "ours"))]
@@ -95,8 +105,17 @@ def test_every_digest_type_both_ways(java, cli, digest):
     read = cli("ledger", "read", str(ledger_id), "--password", PASSWORD)
     assert read.exit_code == 0, read.stderr
     assert read.stdout.splitlines() == entries(50, "java")
-    created = cli("ledger", "create", "--password", PASSWORD, "--digest", digest.lower(), "--input", "-",
-                  input="".join(f"{e}\n" for e in entries(50, "ours")))
+    created = cli(
+        "ledger",
+        "create",
+        "--password",
+        PASSWORD,
+        "--digest",
+        digest.lower(),
+        "--input",
+        "-",
+        input="".join(f"{e}\n" for e in entries(50, "ours")),
+    )
     assert created.exit_code == 0, created.stderr
     ours = int(created.stdout.split()[-1].split("/")[-1])
     assert bk_read(java.zk, ours, "--digest", digest) == [(i, e.encode()) for i, e in enumerate(entries(50, "ours"))]
@@ -113,11 +132,18 @@ def test_a_wrong_password_is_refused_on_a_java_ledger(java, cli):
 def test_bkctl_recover_fences_a_live_java_writer(java, cli, store):
     """The writer is alive: once bkctl fenced the ledger, the Java writer's next add fails (EFENCED from its
     bookies) and the ledger stays closed where the recovery closed it, with every entry the writer had sent."""
-    writer, ledger_id, _ = bk_write_started(java.zk, "--n", "1000000", "--text", "entry", "--suffix-index",
-                                            "--window", "1")
+    writer, ledger_id, _ = bk_write_started(
+        java.zk, "--n", "1000000", "--text", "entry", "--suffix-index", "--window", "1"
+    )
     try:
-        wait_for(lambda: cli("ledger", "read", str(ledger_id), "--password", PASSWORD, "--from", "20",
-                             "--to", "20").exit_code == 0, "the Java writer's first entries", 60)
+        wait_for(
+            lambda: (
+                cli("ledger", "read", str(ledger_id), "--password", PASSWORD, "--from", "20", "--to", "20").exit_code
+                == 0
+            ),
+            "the Java writer's first entries",
+            60,
+        )
         recovered = cli("ledger", "recover", str(ledger_id), "--password", PASSWORD, "-o", "json")
         assert recovered.exit_code == 0, recovered.output
         _, err = writer.communicate(timeout=120)
@@ -141,8 +167,11 @@ def test_bookie_info_of_java_bookies(java, cli):
 @pytest.mark.parametrize("command", [("gc",), ("gc-status",), ("compaction", "suspend"), ("readonly", "--on")])
 def test_admin_commands_on_a_java_bookie_say_what_bookkeeper_offers(java, cli, command):
     bookie_id = java.bookie_id(1)
-    result = cli("bookie", *command[:1], bookie_id, *command[1:]) if command[0] == "readonly" else \
-        cli("bookie", *command, bookie_id)
+    result = (
+        cli("bookie", *command[:1], bookie_id, *command[1:])
+        if command[0] == "readonly"
+        else cli("bookie", *command, bookie_id)
+    )
     assert result.exit_code == 7, result.output
     lines = result.stderr.splitlines()
     assert len(lines) == 1, lines
@@ -155,9 +184,11 @@ def test_bookie_metrics_of_a_java_bookie_asks_where_they_are(java, cli):
     bookie_id = java.bookie_id(1)
     result = cli("bookie", "metrics", bookie_id)
     assert (result.exit_code, result.stdout) == (7, "")
-    assert result.stderr == f"warning: bookie {bookie_id} publishes no address for its metrics: pass the port it " \
-        "serves /metrics on (--metrics-port: prometheusStatsHttpPort, 8000 by default in BookKeeper) or its HTTP " \
+    assert (
+        result.stderr == f"warning: bookie {bookie_id} publishes no address for its metrics: pass the port it "
+        "serves /metrics on (--metrics-port: prometheusStatsHttpPort, 8000 by default in BookKeeper) or its HTTP "
         "admin API's (--http-port)\n"
+    )
     (port,) = free_ports(1)  # nothing serves /metrics there
     result = cli("bookie", "metrics", bookie_id, "--metrics-port", str(port), "--interval", "0.1")
     assert result.exit_code == 6 and f"metrics of bookie {bookie_id}" in result.stderr
@@ -174,14 +205,37 @@ def test_bench_write_and_read_on_java_bookies(cli):
 
 def test_export_and_verify_java_ledgers(java, cli, tmp_path):
     ledger_id = bk_write(java.zk, "--n", "2000", "--text", "entry", "--suffix-index")
-    exported = cli("ledger", "export", str(ledger_id), "--to", str(tmp_path / "out"), "--verify", "--master", "local[1]", "-o", "json")
+    exported = cli(
+        "ledger",
+        "export",
+        str(ledger_id),
+        "--to",
+        str(tmp_path / "out"),
+        "--verify",
+        "--master",
+        "local[1]",
+        "-o",
+        "json",
+    )
     assert exported.exit_code == 0, exported.stderr
     assert json.loads(exported.stdout)["entries"] == 2000
 
 
 def test_cluster_check_is_clean_then_names_the_entries_a_java_bookie_lost(java, cli, store):
-    ledger_id = bk_write(java.zk, "--n", "40", "--text", "x", "--suffix-index", "--ensemble", "3",
-                         "--write-quorum", "2", "--ack-quorum", "2")
+    ledger_id = bk_write(
+        java.zk,
+        "--n",
+        "40",
+        "--text",
+        "x",
+        "--suffix-index",
+        "--ensemble",
+        "3",
+        "--write-quorum",
+        "2",
+        "--ack-quorum",
+        "2",
+    )
     clean = cli("cluster", "check")
     assert clean.exit_code == 0, clean.output
     md = LedgerManager(store).read(ledger_id)[0]
@@ -189,8 +243,15 @@ def test_cluster_check_is_clean_then_names_the_entries_a_java_bookie_lost(java, 
     n = java.bookie_ports.index(int(md.segments[0].bookies[index].rsplit(":", 1)[1])) + 1
     java.stop_bookie(n)
     try:  # a Java bookie's index file: current/<(id >> 8) & 0xff>/<id & 0xff>/<id>.idx, hex
-        (java.root / f"b{n}" / "ledgers" / "current" / f"{(ledger_id >> 8) & 0xff:x}" / f"{ledger_id & 0xff:x}"
-         / f"{ledger_id:x}.idx").unlink()
+        (
+            java.root
+            / f"b{n}"
+            / "ledgers"
+            / "current"
+            / f"{(ledger_id >> 8) & 0xFF:x}"
+            / f"{ledger_id & 0xFF:x}"
+            / f"{ledger_id:x}.idx"
+        ).unlink()
     finally:
         java.start_bookie(n)
     damaged = cli("cluster", "check", "--ledger", str(ledger_id), "-o", "json")
@@ -205,8 +266,22 @@ def test_cluster_check_is_clean_then_names_the_entries_a_java_bookie_lost(java, 
 def test_bkctl_recovers_a_dead_java_bookie(java, cli, store):
     dead, ledger_ids, on_dead = java.bookie_id(4), [], []
     while len(on_dead) < 2:  # E3 of 4 bookies: 3 in 4 ledgers are on it
-        ledger_ids.append(bk_write(java.zk, "--n", "200", "--text", "entry", "--suffix-index", "--ensemble", "3",
-                                   "--write-quorum", "2", "--ack-quorum", "2"))
+        ledger_ids.append(
+            bk_write(
+                java.zk,
+                "--n",
+                "200",
+                "--text",
+                "entry",
+                "--suffix-index",
+                "--ensemble",
+                "3",
+                "--write-quorum",
+                "2",
+                "--ack-quorum",
+                "2",
+            )
+        )
         if dead in LedgerManager(store).read(ledger_ids[-1])[0].segments[0].bookies:
             on_dead.append(ledger_ids[-1])
     java.stop_bookie(4)

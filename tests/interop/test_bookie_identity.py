@@ -13,7 +13,8 @@ from bookie.meta.layout import init_cluster
 from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
-from interop.oracle import ORACLE, ENV, run, require_oracle
+
+from interop.oracle import ENV, ORACLE, require_oracle, run
 
 require_oracle()
 
@@ -27,8 +28,11 @@ def java_conf(directory, port: int, zk: str, root: str, *settings: str):
 def ours_only() -> list[str]:
     """Our bookie serves metrics and its admin service too: on ports of their own, on 127.0.0.1 (keys Java
     ignores)."""
-    return [f"prometheusStatsHttpPort={free_port()}", "prometheusStatsHttpAddress=127.0.0.1",
-            f"bkctlAdminPort={free_port()}"]
+    return [
+        f"prometheusStatsHttpPort={free_port()}",
+        "prometheusStatsHttpAddress=127.0.0.1",
+        f"bkctlAdminPort={free_port()}",
+    ]
 
 
 def started(store, command: list[str], log, env=None) -> tuple[int, str]:
@@ -56,8 +60,9 @@ def test_a_java_bookies_conf_gives_our_bookie_the_java_bookies_id(zookeeper, tmp
             pid, java_id = started(store, [str(ORACLE / "bin" / "bk-bookie"), str(conf)], tmp_path / "java.log", ENV)
             stop_process_group(pid, timeout=60)
             conf = java_conf(tmp_path / f"ours-{our_port}", our_port, zookeeper.address, root, *settings, *ours_only())
-            pid, our_id = started(store, [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf)],
-                                  tmp_path / "ours.log")
+            pid, our_id = started(
+                store, [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf)], tmp_path / "ours.log"
+            )
             stop_process_group(pid, timeout=60)
             host = java_id.removesuffix(f":{java_port}")
             assert our_id == f"{host}:{our_port}" and host != java_id, settings

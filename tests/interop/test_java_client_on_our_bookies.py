@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import adds_ok, shared_cluster, wait_for
 
 from bookie.local.bookies import wait_registered
 from bookie.meta.ledger_manager import LedgerManager
+
+from helpers import adds_ok, shared_cluster, wait_for
 from interop.oracle import bk_read, bk_write, bk_write_during, require_oracle, run
 
 require_oracle()
@@ -63,9 +64,24 @@ def test_java_client_writes_through_a_kill_9_and_reads_back_with_v3_and_v2(clust
         victim.stop(kill=True)
         killed.append(victim)
 
-    ledger_id = bk_write_during(zk, *java_args, "--n", str(ENTRIES), "--text", "entry", "--suffix-index",
-                                "--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2", "--window", "50",
-                                during=kill_one)
+    ledger_id = bk_write_during(
+        zk,
+        *java_args,
+        "--n",
+        str(ENTRIES),
+        "--text",
+        "entry",
+        "--suffix-index",
+        "--ensemble",
+        "3",
+        "--write-quorum",
+        "2",
+        "--ack-quorum",
+        "2",
+        "--window",
+        "50",
+        during=kill_one,
+    )
     (victim,) = killed
     md, _ = LedgerManager(cluster.store).read(ledger_id)
     assert md.is_closed and md.last_entry_id == ENTRIES - 1
@@ -86,8 +102,21 @@ def test_java_v2_client_writes_and_a_left_open_ledger_is_recovered(cluster, zk, 
 
 
 def test_bookkeeper_shell_simpletest_readledger_and_listbookies(cluster, shell_conf, zk, java_args):
-    done = run("bk-shell", str(shell_conf), "simpletest", "-ensemble", "3", "-writeQuorum", "2", "-ackQuorum", "2",
-               "-numEntries", "100", timeout=120, check=False)
+    done = run(
+        "bk-shell",
+        str(shell_conf),
+        "simpletest",
+        "-ensemble",
+        "3",
+        "-writeQuorum",
+        "2",
+        "-ackQuorum",
+        "2",
+        "-numEntries",
+        "100",
+        timeout=120,
+        check=False,
+    )
     printed = done.stdout + done.stderr
     match = re.search(r"100 entries written to ledger (\d+)", printed)
     assert match, printed[-3000:]  # simpletest exits 0 even when it fails: what it prints is the verdict
@@ -101,8 +130,21 @@ def test_bookkeeper_shell_simpletest_readledger_and_listbookies(cluster, shell_c
 
 def test_java_client_reads_what_it_wrote_after_our_bookies_restart(cluster, zk, java_args):
     """Journal replay and the index serve the Java client's entries after a restart (kill -9: no clean stop)."""
-    ledger_id = bk_write(zk, *java_args, "--n", "500", "--text", "entry", "--suffix-index", "--ensemble", "4",
-                         "--write-quorum", "3", "--ack-quorum", "2")
+    ledger_id = bk_write(
+        zk,
+        *java_args,
+        "--n",
+        "500",
+        "--text",
+        "entry",
+        "--suffix-index",
+        "--ensemble",
+        "4",
+        "--write-quorum",
+        "3",
+        "--ack-quorum",
+        "2",
+    )
     for bookie in cluster.bookies:
         bookie.stop(kill=True)
     for bookie in cluster.bookies:
@@ -122,8 +164,17 @@ def test_the_bookkeeper_shell_recovers_a_dead_bookie_of_ours(cluster, shell_conf
             ledger_ids.append(ledger_id)
     victim.stop(kill=True)
     for ledger_id in ledger_ids:  # these only: an E4 ledger of an earlier test has no fifth bookie to move to
-        done = run("bk-shell", str(shell_conf), "recover", "-force", "-ledger", str(ledger_id), victim.bookie_id,
-                   timeout=180, check=False)
+        done = run(
+            "bk-shell",
+            str(shell_conf),
+            "recover",
+            "-force",
+            "-ledger",
+            str(ledger_id),
+            victim.bookie_id,
+            timeout=180,
+            check=False,
+        )
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         md = manager.read(ledger_id)[0]
         assert all(victim.bookie_id not in segment.bookies for segment in md.segments), md.segments

@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import shared_cluster
 
 from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
+
+from helpers import shared_cluster
 from interop.oracle import ENV, JavaCluster, compile_java, java_command, require_oracle
 
 require_oracle()
@@ -49,8 +50,13 @@ def where(service_uri: str) -> tuple[str, str]:
 
 
 def interop(classes, service_uri: str, *args: str, timeout: float = 120) -> str:
-    done = subprocess.run(java_command(classes, "InteropClient", args[0], *where(service_uri), *args[1:]), env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        java_command(classes, "InteropClient", args[0], *where(service_uri), *args[1:]),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -63,9 +69,13 @@ def follow_while_our_client_writes(classes, service_uri: str, count: int) -> lis
         handle = bk.create_ledger(3, 2, 2, digest_type="crc32c", password=PASSWORD)
         for i in range(10):
             handle.add_entry(b"entry-%d" % i)
-        reader = subprocess.Popen(java_command(classes, "InteropClient", "tail", *where(service_uri),
-                                               str(handle.ledger_id), str(count)),
-                                  env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        reader = subprocess.Popen(
+            java_command(classes, "InteropClient", "tail", *where(service_uri), str(handle.ledger_id), str(count)),
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             lines: list[str] = []
             pump = threading.Thread(target=lambda: lines.extend(reader.stdout), daemon=True)
@@ -111,9 +121,13 @@ def test_explicit_lac_is_written_and_read_across_implementations(classes, side, 
     """A Java writer's WRITE_LAC lands on the bookies (ours, or Java's); READ_LAC then gives the explicit LAC to the
     Java client and to ours, so a reader without recovery sees the last entry, which no later add carried."""
     cluster = request.getfixturevalue(side)
-    writer = subprocess.Popen(java_command(classes, "InteropClient", "explicit-lac", *where(cluster.service_uri),
-                                           "20", "6"), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    writer = subprocess.Popen(
+        java_command(classes, "InteropClient", "explicit-lac", *where(cluster.service_uri), "20", "6"),
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         ledger_id = int(writer.stdout.readline().split()[1])
         time.sleep(2.5)  # two explicitLacInterval ticks

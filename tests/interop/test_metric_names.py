@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import metrics, shared_cluster, wait_for
 
+from helpers import metrics, shared_cluster, wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle
 
 require_oracle()
@@ -37,24 +37,18 @@ ENTRIES, RECOVERED = 400, 20
 NOT_OURS = {
     r"bookkeeper_server_Bookie(HighPriorityThread|ReadThreadPool|WriteThreadPool)_(task_execution|task_queued|"
     r"max_queue_size|threads)|bookkeeper_server_thread_.*|bookkeeper_server_WRITE_THREAD_QUEUED_LATENCY|"
-    r"bookkeeper_server_READ_ENTRY_SCHEDULING_DELAY":
-        "thread pools: ours answers requests on its event loop as it decodes them",
-    r"bookkeeper_server_(ADD|READ)_ENTRY_REJECTED":
-        "rejections by a full DbLedgerStorage write cache or a full read pool: ours stops reading the connection",
+    r"bookkeeper_server_READ_ENTRY_SCHEDULING_DELAY": "thread pools: ours answers requests on its event loop as it decodes them",
+    r"bookkeeper_server_(ADD|READ)_ENTRY_REJECTED": "rejections by a full DbLedgerStorage write cache or a full read pool: ours stops reading the connection",
     r"bookkeeper_server_CHANNEL_WRITE": "Netty's write completion: an asyncio transport tells no such moment",
     r"bookie_STORAGE_GET_(OFFSET|ENTRY)": "ours times a read as a whole (BOOKIE_READ_ENTRY), not its two steps",
     r"bookie_STORAGE_SCRUB_PAGE(S_SCANNED|_RETRIES)": "no local scrubber (localScrubPeriod)",
     r"bookie_INDEX_INMEM_ILLEGAL_STATE_(RESET|DELETE)": "page reference-count states of IndexInMemPageMgr",
-    r"bookie_(LEDGER_CACHE_NUM_EVICTED_LEDGERS|PENDING_GET_FILE_INFO|(READ|WRITE)_FILE_INFO_CACHE_SIZE)":
-        "IndexPersistenceMgr's FileInfo caches: ours keeps one index handle per ledger, never evicted",
-    r"bookie_JOURNAL_QUEUE_MAX_SIZE|bookie_journal_JOURNAL_MEMORY_(MAX|USED)":
-        "journalQueueSize / journalMaxMemorySizeMb: ours bounds what each connection has in flight instead",
+    r"bookie_(LEDGER_CACHE_NUM_EVICTED_LEDGERS|PENDING_GET_FILE_INFO|(READ|WRITE)_FILE_INFO_CACHE_SIZE)": "IndexPersistenceMgr's FileInfo caches: ours keeps one index handle per ledger, never evicted",
+    r"bookie_JOURNAL_QUEUE_MAX_SIZE|bookie_journal_JOURNAL_MEMORY_(MAX|USED)": "journalQueueSize / journalMaxMemorySizeMb: ours bounds what each connection has in flight instead",
     r"bookie_journal_JOURNAL_FORCE_WRITE_ENQUEUE": "no force-write thread (and 4.17.4 never records it)",
-    r"bookie_journal_(callback_time|journal_thread_time|force_write_thread_time)|bookie_sync_thread_time":
-        "CPU time of Java threads (thread-scoped counters)",
+    r"bookie_journal_(callback_time|journal_thread_time|force_write_thread_time)|bookie_sync_thread_time": "CPU time of Java threads (thread-scoped counters)",
     r"bookie_gc_ENTRY_LOCATION_COMPACTION_TOTAL": "DbLedgerStorage's entry location index",
-    r"bookie_bookie_zk_.*|bookie_bookie_watcher_state_.*":
-        "BookKeeper's ZooKeeperClient wrapper: our metadata store is kazoo's client, not instrumented",
+    r"bookie_bookie_zk_.*|bookie_bookie_watcher_state_.*": "BookKeeper's ZooKeeperClient wrapper: our metadata store is kazoo's client, not instrumented",
 }
 
 # The BookKeeper dashboard of streamnative/apache-pulsar-grafana-dashboard, dashboards/bookkeeper.json at commit
@@ -69,18 +63,30 @@ DASHBOARD = {
     "bookkeeper_server_READ_ENTRY_count": ("bookkeeper_server_READ_ENTRY", "summary", {"success"}),
     "bookkeeper_server_ADD_ENTRY_REQUEST": ("bookkeeper_server_ADD_ENTRY_REQUEST", "summary", {"success", "quantile"}),
     "bookkeeper_server_ADD_ENTRY_REQUEST_count": ("bookkeeper_server_ADD_ENTRY_REQUEST", "summary", {"success"}),
-    "bookkeeper_server_READ_ENTRY_REQUEST": ("bookkeeper_server_READ_ENTRY_REQUEST", "summary",
-                                             {"success", "quantile"}),
+    "bookkeeper_server_READ_ENTRY_REQUEST": (
+        "bookkeeper_server_READ_ENTRY_REQUEST",
+        "summary",
+        {"success", "quantile"},
+    ),
     "bookkeeper_server_READ_ENTRY_REQUEST_count": ("bookkeeper_server_READ_ENTRY_REQUEST", "summary", {"success"}),
-    "bookie_journal_JOURNAL_ADD_ENTRY": ("bookie_journal_JOURNAL_ADD_ENTRY", "summary",
-                                         {"success", "quantile", "journalIndex"}),
-    "bookie_journal_JOURNAL_ADD_ENTRY_count": ("bookie_journal_JOURNAL_ADD_ENTRY", "summary",
-                                               {"success", "journalIndex"}),
+    "bookie_journal_JOURNAL_ADD_ENTRY": (
+        "bookie_journal_JOURNAL_ADD_ENTRY",
+        "summary",
+        {"success", "quantile", "journalIndex"},
+    ),
+    "bookie_journal_JOURNAL_ADD_ENTRY_count": (
+        "bookie_journal_JOURNAL_ADD_ENTRY",
+        "summary",
+        {"success", "journalIndex"},
+    ),
     "bookie_journal_JOURNAL_SYNC": ("bookie_journal_JOURNAL_SYNC", "summary", {"success", "quantile", "journalIndex"}),
     "bookie_journal_JOURNAL_SYNC_count": ("bookie_journal_JOURNAL_SYNC", "summary", {"success", "journalIndex"}),
     "bookie_journal_JOURNAL_QUEUE_SIZE": ("bookie_journal_JOURNAL_QUEUE_SIZE", "counter", {"journalIndex"}),
-    "bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE": ("bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE", "counter",
-                                                      {"journalIndex"}),
+    "bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE": (
+        "bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE",
+        "counter",
+        {"journalIndex"},
+    ),
 }
 # Queried by the dashboard, and not exported by ours: why (the Java bookie is checked to agree where it can tell).
 DASHBOARD_ABSENT = {
@@ -99,7 +105,7 @@ def prometheus_name(codahale: str) -> tuple[str, dict[str, str]]:
     for part in codahale.split("."):
         label = next((n for n in SCOPE_LABELS if part.startswith(n + "_")), None)
         if label:
-            labels[label] = part[len(label) + 1:]
+            labels[label] = part[len(label) + 1 :]
         else:
             scopes.append(part)
     return re.sub(r"[^a-zA-Z0-9:_]", "_", "_".join(scopes)), labels
@@ -156,18 +162,26 @@ def bookies(zookeeper, tmp_path_factory):
     workload (run on both at once): the Java bookie's metrics from its files, ours from its /metrics."""
     reports = tmp_path_factory.mktemp("codahale")
     with contextlib.ExitStack() as stack:
-        java = JavaCluster.start(tmp_path_factory.mktemp("java"), 1, "enableStatistics=true",
-                                 "statsProviderClass=org.apache.bookkeeper.stats.codahale.CodahaleMetricsProvider",
-                                 f"codahaleStatsCSVEndpoint={reports}", "codahaleStatsOutputFrequencySeconds=1",
-                                 zk=zookeeper.address, ledgers_root="/java-metrics")
+        java = JavaCluster.start(
+            tmp_path_factory.mktemp("java"),
+            1,
+            "enableStatistics=true",
+            "statsProviderClass=org.apache.bookkeeper.stats.codahale.CodahaleMetricsProvider",
+            f"codahaleStatsCSVEndpoint={reports}",
+            "codahaleStatsOutputFrequencySeconds=1",
+            zk=zookeeper.address,
+            ledgers_root="/java-metrics",
+        )
         stack.callback(java.stop)
         ours = stack.enter_context(shared_cluster(zookeeper, tmp_path_factory.mktemp("ours"), bookies=1))
         roots = ["/java-metrics", "/" + ours.service_uri.split("://", 1)[1].split("/", 1)[1]]
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(lambda root: workload(zookeeper.address, root), roots))
         found = java_metrics(reports)
-        wait_for(lambda: csv_count(found["bookkeeper_server_ADD_ENTRY_REQUEST"][2]) == ENTRIES + RECOVERED + 1,
-                 "the Java bookie's report of the adds (and the recovery add)")
+        wait_for(
+            lambda: csv_count(found["bookkeeper_server_ADD_ENTRY_REQUEST"][2]) == ENTRIES + RECOVERED + 1,
+            "the Java bookie's report of the adds (and the recovery add)",
+        )
         yield found, metrics(ours.bookies[0])
 
 
@@ -202,11 +216,19 @@ def test_every_bookkeeper_metric_of_an_event_we_have_is_ours_with_its_type_and_l
 def test_the_same_workload_counts_the_same_on_both(java, ours):
     """Counted per request and per entry as BookKeeper counts them, whatever batching ours does: successes and
     failures (a fence read past the end), entries and bytes."""
-    for family in ("bookkeeper_server_ADD_ENTRY_REQUEST", "bookkeeper_server_ADD_ENTRY", "bookie_BOOKIE_ADD_ENTRY",
-                   "bookie_BOOKIE_RECOVERY_ADD_ENTRY", "bookie_BOOKIE_ADD_ENTRY_BYTES",
-                   "bookkeeper_server_READ_ENTRY_REQUEST", "bookkeeper_server_READ_ENTRY",
-                   "bookkeeper_server_READ_ENTRY_FENCE_REQUEST", "bookkeeper_server_READ_ENTRY_FENCE_READ",
-                   "bookie_BOOKIE_READ_ENTRY", "bookie_BOOKIE_READ_ENTRY_BYTES"):
+    for family in (
+        "bookkeeper_server_ADD_ENTRY_REQUEST",
+        "bookkeeper_server_ADD_ENTRY",
+        "bookie_BOOKIE_ADD_ENTRY",
+        "bookie_BOOKIE_RECOVERY_ADD_ENTRY",
+        "bookie_BOOKIE_ADD_ENTRY_BYTES",
+        "bookkeeper_server_READ_ENTRY_REQUEST",
+        "bookkeeper_server_READ_ENTRY",
+        "bookkeeper_server_READ_ENTRY_FENCE_REQUEST",
+        "bookkeeper_server_READ_ENTRY_FENCE_READ",
+        "bookie_BOOKIE_READ_ENTRY",
+        "bookie_BOOKIE_READ_ENTRY_BYTES",
+    ):
         path = java[family][2]
         for success, csv_file in (("true", path), ("false", path.with_name(path.stem + "-fail.csv"))):
             assert ours.sum(f"{family}_count", success=success) == csv_count(csv_file), (family, success)

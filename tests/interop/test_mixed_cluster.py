@@ -4,10 +4,11 @@ both clients on it. Ensembles of three out of four bookies always hold both kind
 from __future__ import annotations
 
 import pytest
-from helpers import adds_ok, shared_cluster, wait_for
 
 from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
+
+from helpers import adds_ok, shared_cluster, wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_during, require_oracle
 
 require_oracle()
@@ -72,8 +73,18 @@ def test_the_java_client_changes_ensemble_when_one_of_ours_dies(ours, java, zook
         victim.stop(kill=True)
         killed.append(victim)
 
-    ledger_id = bk_write_during(zookeeper.address, *java_args, "--n", "8000", "--text", "entry", "--suffix-index",
-                                "--window", "20", during=kill_ours)
+    ledger_id = bk_write_during(
+        zookeeper.address,
+        *java_args,
+        "--n",
+        "8000",
+        "--text",
+        "entry",
+        "--suffix-index",
+        "--window",
+        "20",
+        during=kill_ours,
+    )
     (victim,) = killed
     md = LedgerManager(ours.store).read(ledger_id)[0]
     assert md.is_closed and md.last_entry_id == 7999 and victim.bookie_id not in md.segments[-1].bookies
@@ -83,8 +94,7 @@ def test_the_java_client_changes_ensemble_when_one_of_ours_dies(ours, java, zook
 
 
 def test_a_ledger_left_open_by_the_java_client_is_recovered_by_ours(ours, java, zookeeper, java_args):
-    ledger_id = bk_write(zookeeper.address, *java_args, "--n", "400", "--text", "entry", "--suffix-index",
-                         "--no-close")
+    ledger_id = bk_write(zookeeper.address, *java_args, "--n", "400", "--text", "entry", "--suffix-index", "--no-close")
     with BookKeeper(ours.service_uri) as bk:
         with bk.open_ledger(ledger_id, PASSWORD) as reader:  # recovery: fence and close
             assert [(e.entry_id, e.payload) for e in reader.iter_entries(0, 399)] == payloads(400)

@@ -8,7 +8,6 @@ import json
 import sys
 
 import pytest
-from helpers import ledgers_naming, wait_for
 
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.cookies import CookieStore
@@ -16,6 +15,8 @@ from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager
 from bookie.meta.uri import parse_service_uri
+
+from helpers import ledgers_naming, wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle
 
 require_oracle()
@@ -71,8 +72,10 @@ def test_bkctl_decommissions_a_stopped_java_bookie(java, store, bkctl):
 def test_bkctl_autorecovery_rereplicates_a_killed_java_bookie(java, store, bkctl, tmp_path):
     ledger_ids = ledgers_on(java, store, 4)
     uri = java.service_uri
-    pid = spawn([sys.executable, "-m", "bkctl", "-u", uri, "autorecovery", "run", "--poll", "0.3"],
-                tmp_path / "autorecovery.log")
+    pid = spawn(
+        [sys.executable, "-m", "bkctl", "-u", uri, "autorecovery", "run", "--poll", "0.3"],
+        tmp_path / "autorecovery.log",
+    )
     try:
         wait_for(lambda: bkctl("-u", uri, "autorecovery", "who-is-auditor").exit_code == 0, "an auditor", 30)
         lost = java.bookie_id(4)

@@ -18,6 +18,7 @@ from bookie.codec import wire
 from bookie.meta.registration import BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+
 from interop.oracle import JavaCluster, output, require_oracle
 
 require_oracle()
@@ -105,8 +106,24 @@ def capture(java_cluster):
         recorded = {}
         for version, flag in (("v3", ()), ("v2", ("--v2",))):
             start = len(proxy.connections)
-            ledger = output("bk-write", "--zk", zk, "--n", "20", "--text", "entry", "--suffix-index", "--ensemble", "4",
-                          "--write-quorum", "2", "--ack-quorum", "2", "--no-close", *flag).strip()
+            ledger = output(
+                "bk-write",
+                "--zk",
+                zk,
+                "--n",
+                "20",
+                "--text",
+                "entry",
+                "--suffix-index",
+                "--ensemble",
+                "4",
+                "--write-quorum",
+                "2",
+                "--ack-quorum",
+                "2",
+                "--no-close",
+                *flag,
+            ).strip()
             # Left open, the ledger is recovered by the read: fencing reads, then the reads of its entries
             lines = output("bk-read", "--zk", zk, "--ledger", ledger, *flag).splitlines()
             assert len(lines) == 20, lines
@@ -213,8 +230,9 @@ def test_java_bookie_answers_our_v3_frames(java_cluster):
         _v3(pb.READ_ENTRY, 3, readRequest=pb.ReadRequest(ledgerId=987654321, entryId=0)),
         _v3(pb.READ_LAC, 4, readLacRequest=pb.ReadLacRequest(ledgerId=987654321)),
     ]
-    answers = {r.header.txnId: r for r in map(wire.decode_v3_response,
-                                                _exchange(java_cluster.bookie_ports[1], requests, 5))}
+    answers = {
+        r.header.txnId: r for r in map(wire.decode_v3_response, _exchange(java_cluster.bookie_ports[1], requests, 5))
+    }
     assert sorted(answers) == [1, 2, 3, 4, 5]
     # the handshake a default bookie gives (proto/README.md)
     assert answers[1].status == pb.EOK

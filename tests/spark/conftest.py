@@ -5,9 +5,10 @@ import os
 import random
 
 import pytest
-from helpers import shared_cluster
 
 from bookie.client import BookKeeper
+
+from helpers import shared_cluster
 
 
 @pytest.fixture(scope="session")

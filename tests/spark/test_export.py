@@ -50,8 +50,9 @@ def test_json_lines_with_base64_payloads(bkctl, spark, three_bookies, mixed_ledg
     assert result.exit_code == 0, result.stderr
     assert doc["format"] == "json" and doc["verified"] is None
     rows = [json.loads(line) for f in sorted(out.glob("part-*.json")) for line in f.read_text().splitlines()]
-    assert [(r["ledgerId"], r["entryId"]) for r in rows] == [(lid, e) for lid in sorted(ledgers)
-                                                             for e in range(len(ledgers[lid]))]
+    assert [(r["ledgerId"], r["entryId"]) for r in rows] == [
+        (lid, e) for lid in sorted(ledgers) for e in range(len(ledgers[lid]))
+    ]
     for row in rows:
         payload = ledgers[row["ledgerId"]][row["entryId"]]
         assert base64.b64decode(row["payload"]) == payload and row["length"] == len(payload)
@@ -82,8 +83,9 @@ def test_open_ledgers_only_when_asked_up_to_their_lac_never_fenced(bkctl, spark,
     assert (md.state, md.last_entry_id) == (LedgerState.CLOSED, 20)
 
 
-def test_a_stopped_bookie_leaves_the_export_complete_but_a_lost_ledger_fails_it(bkctl, spark, harness, mixed_ledgers,
-                                                                              tmp_path):
+def test_a_stopped_bookie_leaves_the_export_complete_but_a_lost_ledger_fails_it(
+    bkctl, spark, harness, mixed_ledgers, tmp_path
+):
     harness.start(3)
     uri = harness.service_uri
     ledgers = mixed_ledgers(uri, 12, seed=3)
@@ -95,8 +97,11 @@ def test_a_stopped_bookie_leaves_the_export_complete_but_a_lost_ledger_fails_it(
         metadata = {lid: bk.ledger_metadata(lid) for lid in ledgers}
     next(b for b in harness.bookies if b.bookie_id == victim).stop()
     # Every ledger with another replica of each entry, or no entries at all, can still be read in full.
-    readable = {lid: p for lid, p in ledgers.items()
-                if not p or metadata[lid].write_quorum_size > 1 or victim not in metadata[lid].segments[0].bookies}
+    readable = {
+        lid: p
+        for lid, p in ledgers.items()
+        if not p or metadata[lid].write_quorum_size > 1 or victim not in metadata[lid].segments[0].bookies
+    }
     assert any(p and victim in metadata[lid].segments[0].bookies for lid, p in readable.items())
     result, doc = export(bkctl, uri, *map(str, readable), "--to", str(tmp_path / "ok"), "--verify")
     assert result.exit_code == 0, result.stderr
@@ -125,8 +130,10 @@ def test_verify_finds_files_that_do_not_match(spark, three_bookies, mixed_ledger
     report = run_export(spark, uri, plan, str(out), verify=True, progress=lambda *n: progress.append(n))
     assert report.verified is True and report.problems == []
     assert progress[-1] == (len(plan.partitions), len(plan.partitions))  # the last report: every task done
-    assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", *(f"part-{i:05d}.parquet" for i in range(
-        len(plan.partitions)))]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_SUCCESS",
+        *(f"part-{i:05d}.parquet" for i in range(len(plan.partitions))),
+    ]
 
     def stats():
         result = LedgerStats()
@@ -148,7 +155,8 @@ def test_verify_finds_files_that_do_not_match(spark, three_bookies, mixed_ledger
     assert verify_output(plan, read, written) == [
         f"ledger {last}: {length + 8} payload bytes written, its metadata says {length}",
         f"payload checksum of the files ({written.checksum:#x}) differs from that of the entries read "
-        f"({read.checksum:#x})"]
+        f"({read.checksum:#x})",
+    ]
 
 
 def test_overwrite_replaces_an_earlier_export(bkctl, spark, three_bookies, mixed_ledgers, tmp_path):

@@ -13,19 +13,32 @@ def test_read_from_a_pyspark_session(spark, three_bookies, mixed_ledgers):
         tagged.add_entries(b"tagged %d" % i for i in range(300))
         tagged.close()
     ids = sorted(ledgers)
-    frame = (spark.read.format("bookkeeper").option("serviceUri", uri)
-             .option("ledgers", f"{ids[0]},{ids[1]}-{ids[-1]},{tagged.ledger_id}")
-             .option("partitionBytes", "1k").load())
+    frame = (
+        spark.read.format("bookkeeper")
+        .option("serviceUri", uri)
+        .option("ledgers", f"{ids[0]},{ids[1]}-{ids[-1]},{tagged.ledger_id}")
+        .option("partitionBytes", "1k")
+        .load()
+    )
     assert frame.schema.simpleString() == (
-        "struct<ledgerId:bigint,entryId:bigint,payload:binary,length:bigint,lastAddConfirmed:bigint>")
+        "struct<ledgerId:bigint,entryId:bigint,payload:binary,length:bigint,lastAddConfirmed:bigint>"
+    )
     assert frame.rdd.getNumPartitions() > len(ids)  # the 1 KiB partitions cut ledgers into entry ranges
     rows = frame.collect()
     ledgers[tagged.ledger_id] = [b"tagged %d" % i for i in range(300)]
     assert [(r.ledgerId, r.entryId, bytes(r.payload)) for r in rows] == [
-        (lid, eid, p) for lid in sorted(ledgers) for eid, p in enumerate(ledgers[lid])]
+        (lid, eid, p) for lid in sorted(ledgers) for eid, p in enumerate(ledgers[lid])
+    ]
 
-    only_tagged = (spark.read.format("bookkeeper").option("serviceUri", uri).option("customMetadata", "team=ledgers")
-                   .load().groupBy("ledgerId").count().collect())
+    only_tagged = (
+        spark.read.format("bookkeeper")
+        .option("serviceUri", uri)
+        .option("customMetadata", "team=ledgers")
+        .load()
+        .groupBy("ledgerId")
+        .count()
+        .collect()
+    )
     assert [(r.ledgerId, r["count"]) for r in only_tagged] == [(tagged.ledger_id, 300)]
 
 

@@ -13,8 +13,9 @@ def A(entries):
 
 
 def closed(bookies, last, e=3, wq=2, aq=2, segments=None):
-    return LedgerMetadata(e, wq, aq, segments or (Segment(0, tuple(bookies)),), state=LedgerState.CLOSED,
-                          last_entry_id=last)
+    return LedgerMetadata(
+        e, wq, aq, segments or (Segment(0, tuple(bookies)),), state=LedgerState.CLOSED, last_entry_id=last
+    )
 
 
 def full(md, bookie_index, first=0, last=None):
@@ -49,8 +50,7 @@ def test_a_wiped_bookie():
 
 def test_two_bookies_lose_the_same_entry():
     md = closed(["x", "y", "z"], 5, e=3, wq=2, aq=1)  # entry 1 is written to y and z
-    held = {"x": full(md, 0), "y": A([e for e in entries_of_bookie(1, 0, 5, 3, 2) if e != 1]),
-            "z": full(md, 2)}
+    held = {"x": full(md, 0), "y": A([e for e in entries_of_bookie(1, 0, 5, 3, 2) if e != 1]), "z": full(md, 2)}
     assert analyse(md, held).category == c.LESS_THAN_WQ  # entry 1 lost one of its 2 copies; AQ 1 still met
     held["z"] = A([e for e in entries_of_bookie(2, 0, 5, 3, 2) if e != 1])
     finding = analyse(md, held)
@@ -68,10 +68,12 @@ def test_fewer_than_aq():
 def test_segments_are_checked_against_their_own_ensembles():
     segments = (Segment(0, ("x", "y", "z")), Segment(10, ("x", "q", "z")))
     md = closed(None, 19, segments=segments)
-    held = {"x": A(list(entries_of_bookie(0, 0, 9, 3, 2)) + list(entries_of_bookie(0, 10, 19, 3, 2))),
-            "y": A(entries_of_bookie(1, 0, 9, 3, 2)), "z": A(list(entries_of_bookie(2, 0, 9, 3, 2)) +
-                                                          list(entries_of_bookie(2, 10, 19, 3, 2))),
-            "q": A(entries_of_bookie(1, 10, 19, 3, 2))}
+    held = {
+        "x": A(list(entries_of_bookie(0, 0, 9, 3, 2)) + list(entries_of_bookie(0, 10, 19, 3, 2))),
+        "y": A(entries_of_bookie(1, 0, 9, 3, 2)),
+        "z": A(list(entries_of_bookie(2, 0, 9, 3, 2)) + list(entries_of_bookie(2, 10, 19, 3, 2))),
+        "q": A(entries_of_bookie(1, 10, 19, 3, 2)),
+    }
     assert analyse(md, held) is None  # y need not hold anything past entry 9
     held["q"] = A([])
     finding = analyse(md, held)

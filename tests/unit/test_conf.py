@@ -59,19 +59,28 @@ def test_flush_entrylog_bytes_reaches_storage(tmp_path):
 
 def test_a_java_bookies_file_loads_and_names_what_it_sets_that_we_do_not_use(tmp_path):
     path = tmp_path / "bk_server.conf"
-    path.write_text("zkServers=zk1:2181\nzkLedgersRootPath=/ledgers\njournalDirectory=/j\nnumAddWorkerThreads=4\n"
-                    "ledgerStorageClass=org.apache.bookkeeper.bookie.SortedLedgerStorage\nhttpServerEnabled=true\n"
-                    "journalAdaptiveGroupWrites=true\n")
+    path.write_text(
+        "zkServers=zk1:2181\nzkLedgersRootPath=/ledgers\njournalDirectory=/j\nnumAddWorkerThreads=4\n"
+        "ledgerStorageClass=org.apache.bookkeeper.bookie.SortedLedgerStorage\nhttpServerEnabled=true\n"
+        "journalAdaptiveGroupWrites=true\n"
+    )
     config = BookieConfig.load(path)
     assert config.journalDirectories == "/j" and config.metadataServiceUri == "zk+hierarchical://zk1:2181/ledgers"
     assert config.unused_keys == ["journalAdaptiveGroupWrites", "numAddWorkerThreads"]
 
 
-@pytest.mark.parametrize(("key", "value", "instead"), [
-    ("ledgerStorageClass", "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage", "entry logs and index files"),
-    ("entryLogPerLedgerEnabled", "true", "one entry log"),
-    ("bookieAuthProviderFactoryClass", "org.apache.bookkeeper.sasl.SASLBookieAuthProviderFactory", "authenticate"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "instead"),
+    [
+        (
+            "ledgerStorageClass",
+            "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
+            "entry logs and index files",
+        ),
+        ("entryLogPerLedgerEnabled", "true", "one entry log"),
+        ("bookieAuthProviderFactoryClass", "org.apache.bookkeeper.sasl.SASLBookieAuthProviderFactory", "authenticate"),
+    ],
+)
 def test_a_value_this_bookie_cannot_honour_is_refused_in_one_line(tmp_path, key, value, instead):
     path = tmp_path / "bk_server.conf"
     path.write_text(f"{key}={value}\n")

@@ -36,7 +36,7 @@ def bkctl_words(line: str) -> list[str]:
     lexer.whitespace_split = True
     words = list(lexer)
     assert "bkctl" in words, f"{line!r} runs no bkctl"
-    words = words[words.index("bkctl") + 1:]
+    words = words[words.index("bkctl") + 1 :]
     ends = [i for i, word in enumerate(words) if word in SHELL_OPERATORS]
     return words[: ends[0]] if ends else words
 
@@ -81,15 +81,18 @@ def test_every_command_has_examples_and_every_example_a_command():
     assert "" in EXAMPLES  # bkctl's own
 
 
-@pytest.mark.parametrize("bad", [
-    "bkctl bookie gc --all --majr",  # no such option
-    "bkctl bookie gc-status -o xml",  # not a choice
-    "bkctl ledger read",  # its ID is missing
-    "bkctl ledger metadata 1 2",  # one ID only
-    "bkctl cluster check-impact",  # --bookie is required
-    "bkctl bookie compaction halt",  # no such command
-    "bkctl sandbox start --bookies 99",  # out of range
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "bkctl bookie gc --all --majr",  # no such option
+        "bkctl bookie gc-status -o xml",  # not a choice
+        "bkctl ledger read",  # its ID is missing
+        "bkctl ledger metadata 1 2",  # one ID only
+        "bkctl cluster check-impact",  # --bookie is required
+        "bkctl bookie compaction halt",  # no such command
+        "bkctl sandbox start --bookies 99",  # out of range
+    ],
+)
 def test_the_parser_refuses_what_click_refuses(bad):
     with pytest.raises(click.ClickException):
         parse(bkctl_words(bad))
@@ -105,5 +108,7 @@ def test_help_shows_the_examples(bkctl):
         "    # a Java bookie, over its HTTP admin API",
         "    bkctl bookie compaction suspend 10.0.0.7:3181 --http-port 8080",
     ]
-    assert epilog("bookie compaction suspend").splitlines()[1:] == ["Examples:", *(
-        line[2:] for line in examples.splitlines())]
+    assert epilog("bookie compaction suspend").splitlines()[1:] == [
+        "Examples:",
+        *(line[2:] for line in examples.splitlines()),
+    ]

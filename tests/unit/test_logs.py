@@ -41,8 +41,13 @@ def test_json_is_one_object_per_line_with_the_exception_in_one_field():
 
 
 def test_grpc_execute_batch_error_after_a_client_left_is_one_info_line():
-    raw = record("Unexpected [ExecuteBatchError] raised by servicer method [/bookkeeper.Bookie/AddEntries]", (),
-                 logging.ERROR, failed(), "grpc._cython.cygrpc")
+    raw = record(
+        "Unexpected [ExecuteBatchError] raised by servicer method [/bookkeeper.Bookie/AddEntries]",
+        (),
+        logging.ERROR,
+        failed(),
+        "grpc._cython.cygrpc",
+    )
     assert ClientGoneFilter().filter(raw)
     assert (raw.levelname, raw.name, raw.exc_info) == ("INFO", "bookie.server.servicer", None)
     assert raw.getMessage() == "client went away while its /bookkeeper.Bookie/AddEntries answer was being sent"

@@ -20,8 +20,17 @@ from aiohttp import web
 from bookie.client.rereplication import BookieRecovery, decommission, delete_cookies
 from bookie.errors import AutoRecoveryDisabled, BKError, NotFound
 from bookie.meta.underreplication import UnderReplicationManager
-from bookie.server.http.common import (Failed, body_field, jackson, java_int, java_map, params, request_body,
-                                       started, text)
+from bookie.server.http.common import (
+    Failed,
+    body_field,
+    jackson,
+    java_int,
+    java_map,
+    params,
+    request_body,
+    started,
+    text,
+)
 
 log = logging.getLogger(__name__)
 BOOKIE_ID = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId (":-_" is the range ':' to '_')
@@ -130,8 +139,9 @@ class AutoRecoveryApi:
         except AutoRecoveryDisabled:
             return text(404, "Exception when do operation.Autorecovery is disabled. So giving up!")
         except NotFound:
-            return text(404, "Exception when do operation.No auditor elected, though Autorecovery is enabled. So "
-                             "giving up.")
+            return text(
+                404, "Exception when do operation.No auditor elected, though Autorecovery is enabled. So giving up."
+            )
         except BKError as exc:
             return text(404, f"Exception when do operation.{exc}")
         return text(200, "Success trigger audit.")
@@ -142,8 +152,12 @@ class AutoRecoveryApi:
         nobody set it), GET is a 404, as BookKeeper's ZooKeeper read of it fails."""
         ur = self._ur()
         if request.method == "PUT":
-            asked = await body_field(request, "delay_seconds", "Null request body for lostBookieRecoveryDelay.",
-                                     "Request body not contains lostBookieRecoveryDelay.")
+            asked = await body_field(
+                request,
+                "delay_seconds",
+                "Null request body for lostBookieRecoveryDelay.",
+                "Request body not contains lostBookieRecoveryDelay.",
+            )
             delay = java_int(asked)
             await asyncio.to_thread(ur.set_lost_bookie_recovery_delay, delay)
             return text(200, f"Success set lostBookieRecoveryDelay to {delay}")
@@ -161,8 +175,9 @@ class AutoRecoveryApi:
         background (a bookie still registered is refused there, in the log, as BookKeeper does)."""
         if request.method != "PUT":
             return text(404, PUT_ONLY)
-        source = await body_field(request, "bookie_src", "Null request body for DecommissionService.",
-                                  "Request body not contains bookie_src.")
+        source = await body_field(
+            request, "bookie_src", "Null request body for DecommissionService.", "Request body not contains bookie_src."
+        )
         try:
             bookie_id = parse_bookie_id(source)
         except ValueError as exc:
@@ -213,8 +228,13 @@ async def _recover(core, source: str, delete_cookie: bool) -> None:
     report = await recovery.run(await asyncio.to_thread(recovery.affected))
     if delete_cookie and report.complete:
         await asyncio.to_thread(delete_cookies, core.store, [bookie_id])
-    log.info("recovery of bookie %s: %d of %d ledgers re-replicated%s", bookie_id, len(report.recovered),
-             len(report.ledgers), f", failed: {report.failed}" if report.failed else "")
+    log.info(
+        "recovery of bookie %s: %d of %d ledgers re-replicated%s",
+        bookie_id,
+        len(report.recovered),
+        len(report.ledgers),
+        f", failed: {report.failed}" if report.failed else "",
+    )
 
 
 async def _decommission(core, bookie_id: str) -> None:
@@ -222,7 +242,8 @@ async def _decommission(core, bookie_id: str) -> None:
     reports = await decommission(core, bookie_id)
     failed = reports[-1].failed if reports else {}
     if failed:
-        log.warning("decommission of bookie %s: %d ledgers could not be re-replicated: %s", bookie_id, len(failed),
-                    failed)
+        log.warning(
+            "decommission of bookie %s: %d ledgers could not be re-replicated: %s", bookie_id, len(failed), failed
+        )
     else:
         log.info("bookie %s decommissioned: no ledger names it", bookie_id)

@@ -30,13 +30,23 @@ from bookie.storage.gc import MAJOR, MINOR
 
 log = logging.getLogger(__name__)
 SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)
-GC_STATUS_FIELDS = ("forceCompacting", "majorCompacting", "minorCompacting", "lastMajorCompactionTime",
-                    "lastMinorCompactionTime", "lastEntryLocationCompactionTime", "majorCompactionCounter",
-                    "minorCompactionCounter", "entryLocationCompactionCounter")  # GarbageCollectionStatus
+GC_STATUS_FIELDS = (
+    "forceCompacting",
+    "majorCompacting",
+    "minorCompacting",
+    "lastMajorCompactionTime",
+    "lastMinorCompactionTime",
+    "lastEntryLocationCompactionTime",
+    "majorCompactionCounter",
+    "minorCompactionCounter",
+    "entryLocationCompactionCounter",
+)  # GarbageCollectionStatus
 # ListDiskFilesService: file_type -> (its key in the answer, the directories' configuration keys, the extension)
-DISK_FILES = {"journal": ("journal files", ("journalDirectories",), "txn"),
-              "entrylog": ("entrylog files", ("ledgerDirectories",), "log"),
-              "index": ("index files", ("indexDirectories", "ledgerDirectories"), "idx")}
+DISK_FILES = {
+    "journal": ("journal files", ("journalDirectories",), "txn"),
+    "entrylog": ("entrylog files", ("ledgerDirectories",), "log"),
+    "index": ("index files", ("indexDirectories", "ledgerDirectories"), "idx"),
+}
 SANITY_ENTRIES = 10  # SanityTestCommand's default
 SANITY_TIMEOUT = 30.0  # seconds for the whole test (BookKeeper: 1 s per add and read); a loaded bookie is not broken
 SANITY_QUEUE_WAIT = 5.0  # BookieSanityService.TIMEOUT_MS
@@ -85,19 +95,25 @@ class BookieApi:
     # ---- configuration ----
     async def server_config(self, request: web.Request) -> web.Response:
         if request.method == "GET":  # ConfigurationService: every key set, values as strings, in HashMap order
-            shown = ((k, "******" if SECRET_KEY.search(k) else str(v))
-                     for k, v in self.bookie.config.properties.items())
+            shown = (
+                (k, "******" if SECRET_KEY.search(k) else str(v)) for k, v in self.bookie.config.properties.items()
+            )
             return jackson(hash_map(shown))
         if request.method == "PUT":
-            return text(403, "this bookie reads its configuration at start only: change bk_server.conf and restart "
-                             "the bookie")
+            return text(
+                403, "this bookie reads its configuration at start only: change bk_server.conf and restart the bookie"
+            )
         return text(404, "Request body not found. should contains k-v pairs")
 
     # ---- state ----
     def _state(self) -> dict:
         bookie = self.bookie
-        return {"running": bookie.running, "readOnly": bookie.read_only, "shuttingDown": bookie.shutting_down,
-                "availableForHighPriorityWrites": not bookie.read_only_by_disk}
+        return {
+            "running": bookie.running,
+            "readOnly": bookie.read_only,
+            "shuttingDown": bookie.shutting_down,
+            "availableForHighPriorityWrites": not bookie.read_only_by_disk,
+        }
 
     async def state(self, request: web.Request) -> web.Response:
         if request.method != "GET":
@@ -181,12 +197,23 @@ class BookieApi:
     @started
     async def gc_details(self, request: web.Request) -> web.Response:
         if request.method != "GET":
-            return text(404, "Only support GET method to retrieve GC details. If you want to trigger gc, send a "
-                             "POST to gc endpoint.")
+            return text(
+                404,
+                "Only support GET method to retrieve GC details. If you want to trigger gc, send a "
+                "POST to gc endpoint.",
+            )
         state = self.bookie.collector.state
-        values = (self.bookie.collector.forcing, state.compacting == MAJOR, state.compacting == MINOR,
-                  int(state.last_compaction.get(MAJOR, 0) * 1000), int(state.last_compaction.get(MINOR, 0) * 1000), 0,
-                  state.counters[MAJOR], state.counters[MINOR], 0)
+        values = (
+            self.bookie.collector.forcing,
+            state.compacting == MAJOR,
+            state.compacting == MINOR,
+            int(state.last_compaction.get(MAJOR, 0) * 1000),
+            int(state.last_compaction.get(MINOR, 0) * 1000),
+            0,
+            state.counters[MAJOR],
+            state.counters[MINOR],
+            0,
+        )
         return jackson([dict(zip(GC_STATUS_FIELDS, values))])  # one ledger directory: one status
 
     def _server_name(self) -> str:
@@ -212,10 +239,17 @@ class BookieApi:
             return jackson(output)
         if request.method == "GET" and verb == "suspend":
             suspended = self.bookie.collector.state.suspended
-            return jackson(hash_map([("isMajorGcSuspended", str(MAJOR in suspended).lower()),
-                                     ("isMinorGcSuspended", str(MINOR in suspended).lower())]))
-        return text(404, f"Not found method. Should be PUT to {verb} major or minor compaction, Or GET to get "
-                         "compaction state.")
+            return jackson(
+                hash_map(
+                    [
+                        ("isMajorGcSuspended", str(MAJOR in suspended).lower()),
+                        ("isMinorGcSuspended", str(MINOR in suspended).lower()),
+                    ]
+                )
+            )
+        return text(
+            404, f"Not found method. Should be PUT to {verb} major or minor compaction, Or GET to get compaction state."
+        )
 
     @started
     async def suspend_compaction(self, request: web.Request) -> web.Response:
@@ -234,14 +268,15 @@ class BookieApi:
             return text(404, "Only support GET method to retrieve bookie sanity state.")
         try:
             await asyncio.wait_for(self._sanity.acquire(), SANITY_QUEUE_WAIT)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             # BookKeeper means to answer so (it ignores tryAcquire's false and runs the tests side by side)
             return text(500, "Timing out due to max number of sanity request are running concurrently")
         try:
             # A bookie that is not writable fails at once: LocalBookieEnsemblePlacementPolicy has no ensemble for it
             passed = not self.bookie.read_only and await asyncio.wait_for(
-                self.admin.run(sanity_test, self.bookie.bookie_id), SANITY_TIMEOUT)
-        except asyncio.TimeoutError:
+                self.admin.run(sanity_test, self.bookie.bookie_id), SANITY_TIMEOUT
+            )
+        except TimeoutError:
             log.warning("bookie sanity test: not done within %g s", SANITY_TIMEOUT)
             passed = False
         finally:
@@ -268,8 +303,7 @@ async def sanity_test(core, bookie_id: str) -> bool:
             raise BKError(f"an ensemble change moved the ledger off {bookie_id}")
         reader = await core.open(writer.ledger_id, b"", recovery=True)
         if reader.lac != SANITY_ENTRIES - 1:
-            raise BKError(f"Invalid last entry found on ledger. expecting: {SANITY_ENTRIES - 1} -- found: "
-                          f"{reader.lac}")
+            raise BKError(f"Invalid last entry found on ledger. expecting: {SANITY_ENTRIES - 1} -- found: {reader.lac}")
         payloads = [e.payload for e in await reader.read(0, SANITY_ENTRIES - 1)]
         if payloads != [b"entry-%d" % i for i in range(SANITY_ENTRIES)]:
             raise BKError(f"Failed validation of received messages: {payloads}")

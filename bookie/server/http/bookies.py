@@ -55,8 +55,10 @@ class BookiesApi:
         infos = await self.admin.run(bookie_infos, [b.bookie_id for b in bookies])
         if not infos:
             return text(404, "Not found any Bookie info.")
-        output = {bookie_id: f": {{Free: {free}{readable(free)}, Total: {total}{readable(total)}}},"
-                  for bookie_id, (total, free) in hash_map(infos.items()).items()}  # a ConcurrentHashMap's order
+        output = {
+            bookie_id: f": {{Free: {free}{readable(free)}, Total: {total}{readable(total)}}},"
+            for bookie_id, (total, free) in hash_map(infos.items()).items()
+        }  # a ConcurrentHashMap's order
         total, free = (sum(values) for values in zip(*infos.values()))
         output["ClusterInfo: "] = f"{{Free: {free}{readable(free)}, Total: {total}{readable(total)}}}"
         return jackson(output)
@@ -98,7 +100,7 @@ async def bookie_infos(core, bookie_ids: list[str]) -> dict[str, tuple[int, int]
     async def ask(bookie_id: str):
         try:
             answer = await core.bookie_info(bookie_id, BOOKIE_INFO_TIMEOUT)
-        except (BKError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, BKError, OSError) as exc:
             log.info("GET_BOOKIE_INFO on %s failed: %s", bookie_id, exc)
             return None
         return (answer.totalDiskCapacity, answer.freeDiskSpace) if answer.status == 0 else None

@@ -116,8 +116,9 @@ class LedgerApi:
             last = page_last if last == -1 or last > page_last else last
             output.append(("Entries for page: ", str(page)))
         if last != -1 and first > last:
-            return text(500, f"parameter for start_entry_id: {first} and end_entry_id: {last} conflict with "
-                             f"page={page}")
+            return text(
+                500, f"parameter for start_entry_id: {first} and end_entry_id: {last} conflict with page={page}"
+            )
         if ledger_id < 0 or first < 0:
             raise Failed(f"ledger {ledger_id}, first entry {first}")  # BookKeeperAdmin.readEntries' checkArgument
         entries = await self.admin.run(read_entries, ledger_id, first, last)

@@ -3,27 +3,44 @@
 import json
 import sys
 
-from helpers import check, ledgers_naming, wait_for, write_ledgers
-
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.underreplication import UnderReplicationManager
 
+from helpers import check, ledgers_naming, wait_for, write_ledgers
 
 
 def test_a_lost_bookie_is_re_replicated_without_operator_action(harness, bkctl, cluster, tmp_path):
     bookies = harness.start(4)
     write_ledgers(harness.service_uri, 6, quorum=(3, 2, 2), entries=30)
-    pid = spawn([sys.executable, "-m", "bkctl", "-u", harness.service_uri, "autorecovery", "run", "--poll", "0.3",
-                 "--open-ledger-grace", "1"], tmp_path / "autorecovery.log")
+    pid = spawn(
+        [
+            sys.executable,
+            "-m",
+            "bkctl",
+            "-u",
+            harness.service_uri,
+            "autorecovery",
+            "run",
+            "--poll",
+            "0.3",
+            "--open-ledger-grace",
+            "1",
+        ],
+        tmp_path / "autorecovery.log",
+    )
     try:
-        wait_for(lambda: bkctl("-u", harness.service_uri, "autorecovery", "who-is-auditor").exit_code == 0,
-                 "an auditor")
+        wait_for(
+            lambda: bkctl("-u", harness.service_uri, "autorecovery", "who-is-auditor").exit_code == 0, "an auditor"
+        )
         status = json.loads(bkctl("-u", harness.service_uri, "autorecovery", "status", "-o", "json").stdout)
         assert status["enabled"] is True and status["auditor"] is not None
         victim = next(b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id))
         victim.stop(kill=True)  # for good: its session expires, its registration goes
-        wait_for(lambda: not ledgers_naming(bkctl, harness.service_uri, victim.bookie_id),
-                 "every ledger of the lost bookie to be re-replicated", 90)
+        wait_for(
+            lambda: not ledgers_naming(bkctl, harness.service_uri, victim.bookie_id),
+            "every ledger of the lost bookie to be re-replicated",
+            90,
+        )
         wait_for(lambda: UnderReplicationManager(cluster).count() == 0, "the markers to be removed", 30)
         assert check(bkctl, harness.service_uri)[0] == 0
     finally:
@@ -36,7 +53,8 @@ def test_controls(bkctl, cluster, service_uri):
     assert bkctl("-u", service_uri, "autorecovery", "disable").stdout == "autorecovery disabled\n"
     assert json.loads(bkctl("-u", service_uri, "autorecovery", "status", "-o", "json").stdout)["enabled"] is False
     assert bkctl("-u", service_uri, "autorecovery", "enable", "--dry-run").stdout == (
-        "autorecovery would be enabled (dry run)\n")
+        "autorecovery would be enabled (dry run)\n"
+    )
     bkctl("-u", service_uri, "autorecovery", "enable")
     assert UnderReplicationManager(cluster).is_enabled()
     assert bkctl("-u", service_uri, "autorecovery", "lost-bookie-recovery-delay", "--set", "30").stdout == "30 s\n"
@@ -44,8 +62,11 @@ def test_controls(bkctl, cluster, service_uri):
     ur = UnderReplicationManager(cluster)
     ur.mark(5, ["b1:1"])
     ur.mark(6, ["b2:1"])
-    listed = json.loads(bkctl("-u", service_uri, "autorecovery", "list-under-replicated", "--missing-replica", "b2:1",
-                              "-o", "json").stdout)
+    listed = json.loads(
+        bkctl(
+            "-u", service_uri, "autorecovery", "list-under-replicated", "--missing-replica", "b2:1", "-o", "json"
+        ).stdout
+    )
     assert [d["ledgerId"] for d in listed] == [6]
     assert bkctl("-u", service_uri, "autorecovery", "list-under-replicated", "--count").stdout == "2\n"
 
@@ -54,11 +75,14 @@ def test_the_delay_holds_marking_back_until_an_audit_is_triggered(harness, bkctl
     bookies = harness.start(4)
     write_ledgers(harness.service_uri, 3, quorum=(3, 2, 2), entries=10)
     bkctl("-u", harness.service_uri, "autorecovery", "lost-bookie-recovery-delay", "--set", "600")
-    pid = spawn([sys.executable, "-m", "bkctl", "-u", harness.service_uri, "autorecovery", "run", "--poll", "0.3"],
-                tmp_path / "autorecovery.log")
+    pid = spawn(
+        [sys.executable, "-m", "bkctl", "-u", harness.service_uri, "autorecovery", "run", "--poll", "0.3"],
+        tmp_path / "autorecovery.log",
+    )
     try:
-        wait_for(lambda: bkctl("-u", harness.service_uri, "autorecovery", "who-is-auditor").exit_code == 0,
-                 "an auditor")
+        wait_for(
+            lambda: bkctl("-u", harness.service_uri, "autorecovery", "who-is-auditor").exit_code == 0, "an auditor"
+        )
         victim = next(b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id))
         named = ledgers_naming(bkctl, harness.service_uri, victim.bookie_id)
         victim.stop()  # a clean stop: unregistered at once
@@ -68,8 +92,11 @@ def test_the_delay_holds_marking_back_until_an_audit_is_triggered(harness, bkctl
         assert UnderReplicationManager(cluster).count() == 0  # 600 s to go
         triggered = bkctl("-u", harness.service_uri, "autorecovery", "trigger-audit")
         assert triggered.exit_code == 0 and triggered.stdout.startswith("audit triggered (auditor ")
-        wait_for(lambda: not ledgers_naming(bkctl, harness.service_uri, victim.bookie_id),
-                 "re-replication after the trigger", 60)
+        wait_for(
+            lambda: not ledgers_naming(bkctl, harness.service_uri, victim.bookie_id),
+            "re-replication after the trigger",
+            60,
+        )
         assert named
     finally:
         stop_process_group(pid)

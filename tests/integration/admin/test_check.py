@@ -6,8 +6,6 @@ import signal
 import threading
 import time
 
-from helpers import check, flip_byte, wait_for, wipe, write_ledgers
-
 from admin.check import categories as cat
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.client import BookKeeper
@@ -15,6 +13,8 @@ from bookie.codec.digest import master_key
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 from bookie.meta.underreplication import UnderReplicationManager
+
+from helpers import check, flip_byte, wait_for, wipe, write_ledgers
 
 
 def test_clean_cluster_then_a_wiped_bookie(harness, bkctl, cluster, tmp_path):
@@ -41,10 +41,18 @@ def test_placement_reports_a_write_quorum_inside_one_rack(harness, bkctl, cluste
     a1, a2 = harness.start(2, bookieRack="/rack-a")
     b1, b2 = harness.start(2, bookieRack="/rack-b")
     ledgers = LedgerManager(cluster)
-    bad = LedgerMetadata(3, 2, 2, (Segment(0, (a1.bookie_id, a2.bookie_id, b1.bookie_id)),),
-                         state=LedgerState.CLOSED, last_entry_id=-1, password=b"")
-    good = bad.with_changes(segments=(Segment(0, (a1.bookie_id, b1.bookie_id, a2.bookie_id, b2.bookie_id)),),
-                            ensemble_size=4)
+    bad = LedgerMetadata(
+        3,
+        2,
+        2,
+        (Segment(0, (a1.bookie_id, a2.bookie_id, b1.bookie_id)),),
+        state=LedgerState.CLOSED,
+        last_entry_id=-1,
+        password=b"",
+    )
+    good = bad.with_changes(
+        segments=(Segment(0, (a1.bookie_id, b1.bookie_id, a2.bookie_id, b2.bookie_id)),), ensemble_size=4
+    )
     ledgers.create(100, bad)
     ledgers.create(101, good)
     code, doc = check(bkctl, harness.service_uri, "--placement")
@@ -113,8 +121,13 @@ def test_an_ensemble_change_during_the_check_raises_no_false_alarm(harness, clus
             target = harness.channel(spare)
             for entry_id in range(10):
                 body = channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id)).body
-                request = pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=master_key(b""), body=body,
-                                        flag=pb.AddRequest.RECOVERY_ADD)
+                request = pb.AddRequest(
+                    ledgerId=ledger_id,
+                    entryId=entry_id,
+                    masterKey=master_key(b""),
+                    body=body,
+                    flag=pb.AddRequest.RECOVERY_ADD,
+                )
                 assert target.bookie.AddEntry(request).status == pb.EOK
             swapped = tuple(spare.bookie_id if b == victim.bookie_id else b for b in md.segments[0].bookies)
             ledgers.write(ledger_id, md.with_changes(segments=(Segment(0, swapped),)), version)
@@ -149,8 +162,10 @@ def test_a_check_writes_nothing_in_zookeeper_unless_asked_to_record(harness, bkc
     names = ("replicascheckctime", "placementpolicycheckctime")
 
     def snapshot():
-        return {name: (stat.mzxid, stat.version) if (stat := cluster.zk.exists(f"{ur_root}/{name}")) else None
-                for name in names}
+        return {
+            name: (stat.mzxid, stat.version) if (stat := cluster.zk.exists(f"{ur_root}/{name}")) else None
+            for name in names
+        }
 
     assert check(bkctl, harness.service_uri, "--record")[0] == 0
     before = snapshot()
@@ -190,8 +205,16 @@ def test_check_impact(harness, bkctl):
     one = bkctl("-u", harness.service_uri, "cluster", "check-impact", "--bookie", bookies[0].bookie_id, "-o", "json")
     doc = json.loads(one.stdout)
     assert one.exit_code == 0 and doc["safe"] is True and len(doc["ledgers"]) == 2  # under WQ, at AQ
-    two = bkctl("-u", harness.service_uri, "cluster", "check-impact", "--bookie", bookies[0].bookie_id,
-                "--bookie", bookies[1].bookie_id)
+    two = bkctl(
+        "-u",
+        harness.service_uri,
+        "cluster",
+        "check-impact",
+        "--bookie",
+        bookies[0].bookie_id,
+        "--bookie",
+        bookies[1].bookie_id,
+    )
     assert two.exit_code == 3 and two.stdout.startswith("UNSAFE: 2 ledgers would drop below their ack quorum")
     write_ledgers(harness.service_uri, 1, quorum=(3, 2, 2))
     aq = bkctl("-u", harness.service_uri, "cluster", "check-impact", "--bookie", bookies[2].bookie_id, "-o", "json")

@@ -2,12 +2,11 @@
 
 import json
 
-from helpers import check, ledgers_naming, wipe, write_ledgers
-
 from admin.check import categories as cat
 from bookie.client import BookKeeper
 from bookie.meta.cookies import CookieStore
 
+from helpers import check, ledgers_naming, wipe, write_ledgers
 
 
 def test_wiped_bookie_is_reported_then_recovered_and_the_check_is_clean(harness, bkctl):
@@ -43,8 +42,9 @@ def test_an_open_ledger_on_a_dead_bookie_is_fenced_and_closed_first(harness, bkc
         ensemble = bk.ledger_metadata(ledger.ledger_id).segments[0].bookies
         dead = next(b for b in bookies if b.bookie_id == ensemble[0])
         dead.stop(kill=True)
-        skipped = bkctl("-u", harness.service_uri, "bookie", "recover", dead.bookie_id, "--skip-open", "--yes",
-                        "-o", "json")
+        skipped = bkctl(
+            "-u", harness.service_uri, "bookie", "recover", dead.bookie_id, "--skip-open", "--yes", "-o", "json"
+        )
         assert json.loads(skipped.stdout)["skippedOpen"] == [ledger.ledger_id]
         result = bkctl("-u", harness.service_uri, "bookie", "recover", dead.bookie_id, "--yes", "-o", "json")
         assert result.exit_code == 0, result.stdout + result.stderr
@@ -64,7 +64,8 @@ def test_decommission_a_dead_bookie(harness, bkctl, cluster):
     result = bkctl("-u", harness.service_uri, "bookie", "decommission", victim.bookie_id, "--yes")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines()[-1] == (
-        f"bookie/{victim.bookie_id} decommissioned: no ledger names it, cookie removed")
+        f"bookie/{victim.bookie_id} decommissioned: no ledger names it, cookie removed"
+    )
     assert ledgers_naming(bkctl, harness.service_uri, victim.bookie_id) == []
     assert victim.bookie_id not in CookieStore(cluster).list()
     assert check(bkctl, harness.service_uri)[0] == 0

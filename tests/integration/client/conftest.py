@@ -2,6 +2,7 @@
 with BookKeeper's own protocol to every bookie (what a Java bookie gets), so that both paths meet the same faults."""
 
 import pytest
+
 from helpers import shared_cluster
 
 

@@ -7,11 +7,12 @@ import threading
 import time
 
 import pytest
-from helpers import flip_byte, wait_for
 
 from bookie.client import BookKeeper
 from bookie.errors import LedgerFenced
 from bookie.meta.ledger_metadata import LedgerState
+
+from helpers import flip_byte, wait_for
 
 
 def payload(i: int) -> bytes:
@@ -67,8 +68,9 @@ while True:
 
 def test_writer_killed_mid_write_then_recover(harness, bkctl):
     harness.start(3)
-    proc = subprocess.Popen([sys.executable, "-c", "import json\n" + WRITER, harness.service_uri],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import json\n" + WRITER, harness.service_uri], stdout=subprocess.PIPE, text=True
+    )
     ledger_id = json.loads(proc.stdout.readline())["ledger"]
     acked = [int(proc.stdout.readline()) for _ in range(3000)]
     proc.kill()
@@ -187,8 +189,7 @@ def test_recovery_after_a_recovery_that_replaced_a_bookie_and_died(harness):
         ensemble = md.segments[0].bookies
         spare = next(b.bookie_id for b in bookies if b.bookie_id not in ensemble)
         # entry 9's write set is indexes {0, 1}: the dead recovery replaced index 0 with the spare bookie
-        replaced = md.with_changes(state=LedgerState.IN_RECOVERY,
-                                   segments=(Segment(0, (spare, *ensemble[1:])),))
+        replaced = md.with_changes(state=LedgerState.IN_RECOVERY, segments=(Segment(0, (spare, *ensemble[1:])),))
         bk.core.ledgers.write(lid, replaced, version)
 
     with BookKeeper(harness.service_uri) as bk:

@@ -1,13 +1,13 @@
 """Reading whole ledgers around failures: a replica lost mid-write, a stripe missing on one bookie."""
 
-
 import pytest
-from helpers import metric, reads_ok, wipe
 
 from bookie.client import BookKeeper
 from bookie.client.reader import MAX_ENTRY_READS
 from bookie.client.wire_client import READ_WINDOW
 from bookie.errors import NoSuchLedger
+
+from helpers import metric, reads_ok, wipe
 
 
 def payload(i: int) -> bytes:

@@ -9,19 +9,23 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import wait_for
 
 from bookie.local.process import pid_alive
 from bookie.meta.cookies import CookieStore, read_local_cookie
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
+from helpers import wait_for
+
 SPEC_LAYOUT = b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
 
 
 def bkctl(*args, env_dir):
     return subprocess.run(
-        [sys.executable, "-m", "bkctl", *args], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "bkctl", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**__import__("os").environ, "BKCTL_SANDBOX_DIR": str(env_dir)},
     )
 
@@ -94,8 +98,9 @@ def test_plain_start_initialises_and_restart_keeps_the_cluster(sandbox_dir):
 
 
 def test_bookie_fault_drills_and_bench(sandbox_dir):
-    started = bkctl("sandbox", "start", "--bookies", "2", "--set", "journalMaxGroupWaitMSec=1", "-o", "json",
-                    env_dir=sandbox_dir)
+    started = bkctl(
+        "sandbox", "start", "--bookies", "2", "--set", "journalMaxGroupWaitMSec=1", "-o", "json", env_dir=sandbox_dir
+    )
     assert started.returncode == 0, started.stderr
     status = json.loads(started.stdout)
     assert [b["state"] for b in status["bookies"]] == ["writable", "writable"]
@@ -115,8 +120,19 @@ def test_bookie_fault_drills_and_bench(sandbox_dir):
     after = json.loads(bkctl("sandbox", "status", "-o", "json", env_dir=sandbox_dir).stdout)
     assert [b["state"] for b in after["bookies"]] == ["writable", "writable"]
 
-    bench = bkctl("bench", "bookie", "--bookie", first["bookieId"], "--entries", "3000", "--batch", "100", "-o", "json",
-                  env_dir=sandbox_dir)
+    bench = bkctl(
+        "bench",
+        "bookie",
+        "--bookie",
+        first["bookieId"],
+        "--entries",
+        "3000",
+        "--batch",
+        "100",
+        "-o",
+        "json",
+        env_dir=sandbox_dir,
+    )
     assert bench.returncode == 0, bench.stderr
     result = json.loads(bench.stdout)
     assert set(result) >= {"entries", "seconds", "entriesPerSec", "mbPerSec", "latencyMs", "rawEntriesPerSec", "ratio"}
@@ -141,6 +157,7 @@ def test_sandbox_with_autorecovery(sandbox_dir):
 
 
 # ---- start, stop and start-bookie from whatever state the processes are in (one sandbox for the scenarios) ----
+
 
 def ours(directory):
     """The live processes whose command line names the sandbox directory, by pid: its servers (a zombie has an
@@ -235,9 +252,16 @@ def test_stop_twice_says_nothing_to_do(sandbox_dir):
 
 
 def test_concurrent_starts_start_one_sandbox(sandbox_dir):
-    starts = [subprocess.Popen([sys.executable, "-m", "bkctl", "sandbox", "start", "--no-init"], text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "BKCTL_SANDBOX_DIR": str(sandbox_dir)}) for _ in range(2)]
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bkctl", "sandbox", "start", "--no-init"],
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "BKCTL_SANDBOX_DIR": str(sandbox_dir)},
+        )
+        for _ in range(2)
+    ]
     results = sorted((p.wait(120), p.stderr.read()) for p in starts)
     assert [code for code, _ in results] == [0, 1] and "already running" in results[1][1]
     state = json.loads((sandbox_dir / "sandbox.json").read_text())
@@ -262,9 +286,14 @@ def test_a_bookie_without_cookie_that_ledgers_name_is_not_formatted(shared_sandb
     """Only a decommissioned bookie is formatted: with its cookie deleted by hand while a ledger still names it,
     its data may be the only copy, and start-bookie refuses, saying what to do."""
     bookie = assert_running_once(shared_sandbox, 2)["bookies"][1]
-    ledger = subprocess.run([sys.executable, "-m", "bkctl", "ledger", "create", "-e", "2", "-w", "2", "-a", "2",
-                             "--input", "-"], input="a\nb\n", capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "BKCTL_SANDBOX_DIR": str(shared_sandbox)})
+    ledger = subprocess.run(
+        [sys.executable, "-m", "bkctl", "ledger", "create", "-e", "2", "-w", "2", "-a", "2", "--input", "-"],
+        input="a\nb\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "BKCTL_SANDBOX_DIR": str(shared_sandbox)},
+    )
     assert ledger.returncode == 0, ledger.stderr
     assert bkctl("sandbox", "stop-bookie", "2", env_dir=shared_sandbox).returncode == 0
     journal = Path(bookie["journalDir"])

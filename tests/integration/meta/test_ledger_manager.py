@@ -73,9 +73,7 @@ def test_iteration_walks_short_then_long_tree_in_order(cluster):
 def test_iteration_reads_many_ledgers_pipelined(cluster):
     ledgers = LedgerManager(cluster)
     cluster.zk.ensure_path(f"{cluster.root}/00/0000")
-    writes = [
-        cluster.zk.create_async(ledgers.path(i), serialize(open_metadata(c_token=i))) for i in range(1200)
-    ]
+    writes = [cluster.zk.create_async(ledgers.path(i), serialize(open_metadata(c_token=i))) for i in range(1200)]
     for write in writes:
         write.get(timeout=10)
     seen = list(ledgers.iter_ledgers())

@@ -6,6 +6,7 @@ import pytest
 from bookie.errors import NotFound, OperationTimeout
 from bookie.meta.registration import READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
+
 from helpers import expire_session, wait_for
 
 
@@ -69,7 +70,6 @@ def test_a_live_stale_node_times_out(cluster, service_uri):
             BookieRegistry(cluster).register("127.0.0.1:3181", info(3181), stale_timeout=0.5)
 
 
-
 def test_only_a_node_of_its_own_session_is_removed(cluster, service_uri):
     from bookie.meta.uri import parse_service_uri
 
@@ -101,16 +101,23 @@ def test_waits_out_a_stale_node_across_a_zookeeper_restart(tmp_path):
 
     with OwnZooKeeper(tmp_path) as zk:
         earlier = subprocess.Popen(  # a bookie killed -9: its registration stays until its session expires
-            [sys.executable, "-c", (
-                "import sys, time\n"
-                "from bookie.meta.registration import BookieRegistry, BookieServiceInfo\n"
-                "from bookie.meta.store import MetadataStore\n"
-                "from bookie.meta.uri import parse_service_uri\n"
-                f"store = MetadataStore(parse_service_uri({zk.uri!r}), session_timeout=4)\n"
-                "BookieRegistry(store).register('127.0.0.1:3181', BookieServiceInfo.for_bookie('127.0.0.1', 3181))\n"
-                "print('registered', flush=True)\n"
-                "time.sleep(600)\n")],
-            stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-c",
+                (
+                    "import sys, time\n"
+                    "from bookie.meta.registration import BookieRegistry, BookieServiceInfo\n"
+                    "from bookie.meta.store import MetadataStore\n"
+                    "from bookie.meta.uri import parse_service_uri\n"
+                    f"store = MetadataStore(parse_service_uri({zk.uri!r}), session_timeout=4)\n"
+                    "BookieRegistry(store).register('127.0.0.1:3181', BookieServiceInfo.for_bookie('127.0.0.1', 3181))\n"
+                    "print('registered', flush=True)\n"
+                    "time.sleep(600)\n"
+                ),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert earlier.stdout.readline() == "registered\n"
         os.kill(earlier.pid, signal.SIGKILL)
         earlier.wait()

@@ -1,6 +1,7 @@
 from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager, marker_path
 from bookie.meta.uri import parse_service_uri
+
 from helpers import expire_session, wait_for
 
 

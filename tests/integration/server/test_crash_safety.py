@@ -1,9 +1,10 @@
 """kill -9 a bookie mid-stream, restart it: every acknowledged entry reads back, LAC and fences survive."""
 
 import pytest
-from helpers import KEY, StreamWriter, payload, read_stored, wait_for
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
+
+from helpers import KEY, StreamWriter, payload, read_stored, wait_for
 
 
 def fence(channel, ledger_id):

@@ -7,10 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import metrics, wait_for
 
 from bookie.client import BookKeeper
 from bookie.meta.registration import BookieRegistry
+
+from helpers import metrics, wait_for
 
 SMALL_LOGS = {"logSizeLimit": 256 * 1024}
 
@@ -70,7 +71,9 @@ def test_major_gc_gives_back_the_deleted_ledgers_share(harness, bkctl):
     assert got.sum("bookie_gc_MAJOR_COMPACTION_TOTAL") == 1 and got.sum("bookie_gc_MINOR_COMPACTION_TOTAL") == 0
     assert got.sum("bookie_gc_THREAD_RUNTIME_count", success="true") >= 1
     assert got.sum("bookie_gc_DELETED_LEDGER_TOTAL") == 1
-    reclaimed = got.sum("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES") + got.sum("bookie_gc_RECLAIMED_DELETION_SPACE_BYTES")
+    reclaimed = got.sum("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES") + got.sum(
+        "bookie_gc_RECLAIMED_DELETION_SPACE_BYTES"
+    )
     assert reclaimed == runs[bookies[0].bookie_id]["bytesReclaimed"]
     assert got.sum("bookie_gc_ACTIVE_LEDGER_TOTAL") == 1  # B
 
@@ -81,7 +84,7 @@ def test_kill_9_mid_compaction_loses_nothing_and_a_later_gc_finishes(harness, bk
     _, b = write_interleaved(uri, 3000, quorum=(1, 1, 1))
     before = log_bytes(bookie)
     with BookKeeper(uri) as bk:
-        c = bk.create_ledger(1, 1, 1)   # a writer acknowledged while the compaction runs
+        c = bk.create_ledger(1, 1, 1)  # a writer acknowledged while the compaction runs
         assert bkctl("-u", uri, "bookie", "gc", "--major", bookie.bookie_id).exit_code == 0
 
         def compacting():
@@ -95,7 +98,7 @@ def test_kill_9_mid_compaction_loses_nothing_and_a_later_gc_finishes(harness, bk
         bookie.stop(kill=True)
     harness.restart(bookie)
     assert_b_intact(uri, b, 3000)
-    with BookKeeper(uri) as bk, bk.open_ledger(c.ledger_id) as reader:   # recovery closes C
+    with BookKeeper(uri) as bk, bk.open_ledger(c.ledger_id) as reader:  # recovery closes C
         assert [e.payload for e in reader.read(0, acked[-1])] == [payload(b"C", i) for i in acked]
     runs = gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")
     assert runs[bookie.bookie_id]["error"] == ""
@@ -111,8 +114,9 @@ def test_suspended_and_disabled_kinds_do_not_run(harness, bkctl):
     assert out.stdout == f"bookie/{active.bookie_id} major compaction suspended\n"
     runs = gc(bkctl, uri, "--major", "--all", "--wait")
     assert [runs[b.bookie_id]["kind"] for b in (active, disabled)] == ["", ""]
-    assert all(runs[b.bookie_id]["ledgersDeleted"] == 1 and runs[b.bookie_id]["logsCompacted"] == 0
-               for b in (active, disabled))
+    assert all(
+        runs[b.bookie_id]["ledgersDeleted"] == 1 and runs[b.bookie_id]["logsCompacted"] == 0 for b in (active, disabled)
+    )
     status = bkctl("-u", uri, "bookie", "gc-status", "--all")
     assert "suspended" in status.stdout and "disabled" in status.stdout
     assert bkctl("-u", uri, "bookie", "compaction", "resume", "--all").exit_code == 0
@@ -152,7 +156,7 @@ def test_a_read_only_bookie_on_a_full_disk_gets_space_back_from_a_forced_gc(harn
     uri = harness.service_uri
     with BookKeeper(uri) as bk:
         big = bk.create_ledger(1, 1, 1)
-        big.add_entries(payload(b"A", i) for i in range(16_000))   # ~16 MB: half the disk
+        big.add_entries(payload(b"A", i) for i in range(16_000))  # ~16 MB: half the disk
         big.close()
     bookie.stop()
     bookie.settings.update(diskUsageThreshold="0.4", diskUsageWarnThreshold="0.3")

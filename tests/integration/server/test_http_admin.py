@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bookie.client.metrics_client import parse
+
 from helpers import http_call as call
 from helpers import wait_for
-
-from bookie.client.metrics_client import parse
 
 API = json.loads((Path(__file__).with_name("bookkeeper_http_api.json")).read_text())
 CASES = [(e["path"], case) for e in API["endpoints"] for case in e["cases"]]
@@ -24,6 +24,7 @@ ENTRIES = 12  # of the fixture's ledger: entry-0 .. entry-11
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
     from bookie.meta.underreplication import UnderReplicationManager
+
     from helpers import shared_cluster
 
     with shared_cluster(zookeeper, tmp_path_factory.mktemp("http"), bookies=1, http=True) as harness:
@@ -56,8 +57,10 @@ def same_shape(value, shape) -> bool:
     if isinstance(shape, dict):
         if not isinstance(value, dict) or len(value) != len(shape):
             return False
-        return all(re.fullmatch(re.escape(k).replace(r"\*", ".*"), name) and same_shape(v, t)
-                   for (name, v), (k, t) in zip(value.items(), shape.items()))
+        return all(
+            re.fullmatch(re.escape(k).replace(r"\*", ".*"), name) and same_shape(v, t)
+            for (name, v), (k, t) in zip(value.items(), shape.items())
+        )
     if isinstance(shape, list):
         return isinstance(value, list) and len(value) == len(shape) and all(map(same_shape, value, shape))
     return type(value) is TYPES[shape]
@@ -90,8 +93,10 @@ def test_every_endpoint_answers_as_bookkeeper(bookie, ledger, path, case):
 
 def test_bodies_are_jacksons_pretty_print(bookie):
     _, _, text = call(bookie, "GET", "/api/v1/bookie/state")
-    assert text == '{\n  "running" : true,\n  "readOnly" : false,\n  "shuttingDown" : false,\n' \
-                   '  "availableForHighPriorityWrites" : true\n}'
+    assert (
+        text == '{\n  "running" : true,\n  "readOnly" : false,\n  "shuttingDown" : false,\n'
+        '  "availableForHighPriorityWrites" : true\n}'
+    )
 
 
 def test_read_only_through_http_is_the_bookies_state_and_registration(cluster, bookie):
@@ -104,8 +109,9 @@ def test_read_only_through_http_is_the_bookies_state_and_registration(cluster, b
         assert json.loads(call(bookie, "GET", "/api/v1/bookie/state")[2])["readOnly"] is True
         wait_for(lambda: registry.get(bookie.bookie_id).state == READONLY, what="registered read-only")
     finally:
-        assert json.loads(call(bookie, "PUT", "/api/v1/bookie/state/readonly", '{"readOnly": false}')[2]) == \
-            {"readOnly": False}
+        assert json.loads(call(bookie, "PUT", "/api/v1/bookie/state/readonly", '{"readOnly": false}')[2]) == {
+            "readOnly": False
+        }
     wait_for(lambda: registry.get(bookie.bookie_id).state == WRITABLE, what="registered writable")
 
 
@@ -113,13 +119,18 @@ def test_compaction_suspend_and_resume(bookie):
     name = f"Bookie Server listening on {bookie.bookie_id} with id {bookie.bookie_id}"
     status, _, text = call(bookie, "PUT", "/api/v1/bookie/gc/suspend_compaction", '{"suspendMajor": true}')
     assert (status, json.loads(text)) == (200, f"Suspend majorGC on BookieServer: {name}")
-    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc/suspend_compaction")[2]) == \
-        {"isMinorGcSuspended": "false", "isMajorGcSuspended": "true"}
-    status, _, text = call(bookie, "PUT", "/api/v1/bookie/gc/resume_compaction",
-                           '{"resumeMajor": true, "resumeMinor": true}')
+    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc/suspend_compaction")[2]) == {
+        "isMinorGcSuspended": "false",
+        "isMajorGcSuspended": "true",
+    }
+    status, _, text = call(
+        bookie, "PUT", "/api/v1/bookie/gc/resume_compaction", '{"resumeMajor": true, "resumeMinor": true}'
+    )
     assert json.loads(text) == f"Resume majorGC on BookieServer: {name}, Resume minorGC on BookieServer: {name}"
-    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc/suspend_compaction")[2]) == \
-        {"isMinorGcSuspended": "false", "isMajorGcSuspended": "false"}
+    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc/suspend_compaction")[2]) == {
+        "isMinorGcSuspended": "false",
+        "isMajorGcSuspended": "false",
+    }
 
 
 def gc_runs(bookie) -> float:
@@ -131,8 +142,10 @@ def test_put_gc_runs_a_collection(bookie):
     status, _, text = call(bookie, "PUT", "/api/v1/bookie/gc", "")
     assert (status, json.loads(text)) == (200, f"Triggered GC on BookieServer: {bookie.bookie_id}")
     wait_for(lambda: gc_runs(bookie) > before, what="a GC run")
-    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc")[2]) in ({"is_in_force_gc": "false"},
-                                                                       {"is_in_force_gc": "true"})
+    assert json.loads(call(bookie, "GET", "/api/v1/bookie/gc")[2]) in (
+        {"is_in_force_gc": "false"},
+        {"is_in_force_gc": "true"},
+    )
 
 
 def test_server_config_is_the_file_and_hides_secrets(bookie):
@@ -144,7 +157,7 @@ def test_server_config_is_the_file_and_hides_secrets(bookie):
 
 
 def test_last_log_mark_names_the_checkpointed_journal(bookie):
-    (key, value), = json.loads(call(bookie, "GET", "/api/v1/bookie/last_log_mark")[2]).items()
+    ((key, value),) = json.loads(call(bookie, "GET", "/api/v1/bookie/last_log_mark")[2]).items()
     journal_id, hex_id = re.fullmatch(r"LastLogMark: Journal Id - (\d+)\(([0-9a-f]+)\.txn\)", key).groups()
     assert int(hex_id, 16) == int(journal_id) and re.fullmatch(r"Pos - \d+", value)
 
@@ -229,8 +242,7 @@ def test_gc_status_compaction_and_gc_over_http(cluster, http_only, bkctl):
     (doc,) = json.loads(status.stdout)
     assert doc["majorSuspended"] is False and doc["entryLogs"] is None  # what BookKeeper's API does not say: null
     assert bkctl("-u", uri, "bookie", "compaction", "suspend", "--major", bookie_id).exit_code == 0
-    assert json.loads(call(http_only, "GET", "/api/v1/bookie/gc/suspend_compaction")[2])["isMajorGcSuspended"] == \
-        "true"
+    assert json.loads(call(http_only, "GET", "/api/v1/bookie/gc/suspend_compaction")[2])["isMajorGcSuspended"] == "true"
     assert bkctl("-u", uri, "bookie", "compaction", "resume", bookie_id).exit_code == 0
     (doc,) = json.loads(bkctl("-u", uri, "bookie", "gc-status", bookie_id, "-o", "json").stdout)
     assert doc["majorSuspended"] is False and doc["minorSuspended"] is False

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import sys
 
-from helpers import check, ledgers_naming, wait_for, write_ledgers
-from helpers import http_call as call
-
 from bookie.client import BookKeeper
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.cookies import CookieStore
+
+from helpers import check, ledgers_naming, wait_for, write_ledgers
+from helpers import http_call as call
 
 UR = "/api/v1/autorecovery"
 
@@ -23,37 +23,57 @@ def test_under_replicated_ledgers_of_a_lost_bookie_with_an_auditor_running(harne
     write_ledgers(uri, 6, quorum=(3, 2, 2), entries=10)
     assert call(asked, "PUT", f"{UR}/status?enabled=false")[::2] == (200, '{\n  "enabled" : false\n}')
     assert json.loads(bkctl("-u", uri, "autorecovery", "status", "-o", "json").stdout)["enabled"] is False
-    pid = spawn([sys.executable, "-m", "bkctl", "-u", uri, "autorecovery", "run", "--poll", "0.3"],
-                tmp_path / "autorecovery.log")
+    pid = spawn(
+        [sys.executable, "-m", "bkctl", "-u", uri, "autorecovery", "run", "--poll", "0.3"],
+        tmp_path / "autorecovery.log",
+    )
     try:
         wait_for(lambda: call(asked, "GET", f"{UR}/who_is_auditor")[0] == 200, "an auditor")
         auditor = json.loads(bkctl("-u", uri, "autorecovery", "who-is-auditor", "-o", "json").stdout)["auditor"]
         assert call(asked, "GET", f"{UR}/who_is_auditor")[2] == f"Auditor: {auditor}"
         assert call(asked, "PUT", f"{UR}/trigger_audit")[::2] == (
-            404, "Exception when do operation.Autorecovery is disabled. So giving up!")
+            404,
+            "Exception when do operation.Autorecovery is disabled. So giving up!",
+        )
 
         victim = next(b for b in bookies if ledgers_naming(bkctl, uri, b.bookie_id))
         named = sorted(ledgers_naming(bkctl, uri, victim.bookie_id))
         victim.stop()  # lost: unregistered at once; the auditor marks its ledgers (delay 0), nobody replicates
         wait_for(lambda: call(asked, "GET", f"{UR}/list_under_replicated_ledger")[0] == 200, "marked ledgers")
-        wait_for(lambda: json.loads(call(asked, "GET", f"{UR}/list_under_replicated_ledger")[2]) == named,
-                 "every ledger of the lost bookie marked")
+        wait_for(
+            lambda: json.loads(call(asked, "GET", f"{UR}/list_under_replicated_ledger")[2]) == named,
+            "every ledger of the lost bookie marked",
+        )
         missing = json.loads(call(asked, "GET", f"{UR}/list_under_replicated_ledger?printmissingreplica")[2])
         assert missing == {str(lid): [victim.bookie_id] for lid in named}
-        assert json.loads(call(asked, "GET", f"{UR}/list_under_replicated_ledger?missingreplica="
-                                             f"{victim.bookie_id}")[2]) == named
-        assert call(asked, "GET", f"{UR}/list_under_replicated_ledger?excludingmissingreplica="
-                                  f"{victim.bookie_id}")[::2] == (404, "No under replicated ledgers found")
+        assert (
+            json.loads(call(asked, "GET", f"{UR}/list_under_replicated_ledger?missingreplica={victim.bookie_id}")[2])
+            == named
+        )
+        assert call(asked, "GET", f"{UR}/list_under_replicated_ledger?excludingmissingreplica={victim.bookie_id}")[
+            ::2
+        ] == (404, "No under replicated ledgers found")
         listed = json.loads(bkctl("-u", uri, "autorecovery", "list-under-replicated", "-o", "json").stdout)
         assert sorted(d["ledgerId"] for d in listed) == named
         info = json.loads(call(asked, "GET", "/api/v1/bookie/cluster_info")[2])
-        assert (info["auditorElected"], info["auditorId"], info["clusterUnderReplicated"],
-                info["ledgerReplicationEnabled"], info["unavailableBookiesCount"]) == (True, auditor, True, False, 1)
+        assert (
+            info["auditorElected"],
+            info["auditorId"],
+            info["clusterUnderReplicated"],
+            info["ledgerReplicationEnabled"],
+            info["unavailableBookiesCount"],
+        ) == (True, auditor, True, False, 1)
 
         assert call(asked, "PUT", f"{UR}/status?enabled=true")[::2] == (200, '{\n  "enabled" : true\n}')
         assert call(asked, "PUT", f"{UR}/trigger_audit")[::2] == (200, "Success trigger audit.")
-        wait_for(lambda: call(asked, "GET", f"{UR}/list_under_replicated_ledger")[::2] == (
-            404, "No under replicated ledgers found"), "re-replication", 90)
+        wait_for(
+            lambda: (
+                call(asked, "GET", f"{UR}/list_under_replicated_ledger")[::2]
+                == (404, "No under replicated ledgers found")
+            ),
+            "re-replication",
+            90,
+        )
         assert not ledgers_naming(bkctl, uri, victim.bookie_id)
     finally:
         stop_process_group(pid)
@@ -65,7 +85,9 @@ def test_lost_bookie_recovery_delay_is_what_bkctl_reads_and_sets(harness, bkctl)
     delay = f"{UR}/lost_bookie_recovery_delay"
     # nobody set it yet (no auditor ever started): BookKeeper's read of the znode fails
     assert call(asked, "GET", delay)[::2] == (
-        404, "Exception when get lostBookieRecoveryDelay.Error contacting zookeeper")
+        404,
+        "Exception when get lostBookieRecoveryDelay.Error contacting zookeeper",
+    )
     assert call(asked, "PUT", delay, '{"delay_seconds": 7}')[::2] == (200, "Success set lostBookieRecoveryDelay to 7")
     shown = bkctl("-u", uri, "autorecovery", "lost-bookie-recovery-delay", "-o", "json")
     assert json.loads(shown.stdout) == {"lostBookieRecoveryDelay": 7}
@@ -93,8 +115,9 @@ def test_decommission_and_recover_re_replicate_stopped_bookies(harness, bkctl, c
     assert retired.bookie_id in CookieStore(cluster).list()  # BookKeeper's decommission keeps the cookie
 
     lost.stop(kill=True)
-    status, _, text = call(asked, "PUT", f"{UR}/bookie",
-                           json.dumps({"bookie_src": [lost.bookie_id], "delete_cookie": True}))
+    status, _, text = call(
+        asked, "PUT", f"{UR}/bookie", json.dumps({"bookie_src": [lost.bookie_id], "delete_cookie": True})
+    )
     assert (status, text) == (200, "Success send recovery request command.")
     wait_for(lambda: lost.bookie_id not in CookieStore(cluster).list(), "recovery, then the cookie deleted", 60)
     assert not ledgers_naming(bkctl, uri, lost.bookie_id)

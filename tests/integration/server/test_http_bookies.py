@@ -22,12 +22,20 @@ def test_the_cluster_as_bookkeepers_endpoints_show_it(harness):
     asked = harness.start(1, http=True)[0]
     other, stopped = harness.start(2)
     ids = {b.bookie_id for b in harness.bookies}
-    assert get(asked, "/api/v1/bookie/list_bookies") == {b: None for b in ids}
+    assert get(asked, "/api/v1/bookie/list_bookies") == dict.fromkeys(ids)
     assert set(get(asked, "/api/v1/bookie/list_bookies?type=rw&print_hostnames=true").items()) == {
-        (b, "127.0.0.1") for b in ids}
+        (b, "127.0.0.1") for b in ids
+    }
     assert get(asked, "/api/v1/bookie/cluster_info") == {
-        "auditorElected": False, "auditorId": "", "clusterUnderReplicated": False, "ledgerReplicationEnabled": True,
-        "totalBookiesCount": 3, "writableBookiesCount": 3, "readonlyBookiesCount": 0, "unavailableBookiesCount": 0}
+        "auditorElected": False,
+        "auditorId": "",
+        "clusterUnderReplicated": False,
+        "ledgerReplicationEnabled": True,
+        "totalBookiesCount": 3,
+        "writableBookiesCount": 3,
+        "readonlyBookiesCount": 0,
+        "unavailableBookiesCount": 0,
+    }
 
     info = get(asked, "/api/v1/bookie/list_bookie_info")
     assert list(info)[-1] == "ClusterInfo: " and set(list(info)[:-1]) == ids
@@ -41,6 +49,10 @@ def test_the_cluster_as_bookkeepers_endpoints_show_it(harness):
     stopped.stop()  # a clean stop: unregistered at once, its cookie stays
     wait_for(lambda: stopped.bookie_id not in get(asked, "/api/v1/bookie/list_bookies"), "the stopped bookie gone")
     counts = {k: v for k, v in get(asked, "/api/v1/bookie/cluster_info").items() if k.endswith("Count")}
-    assert counts == {"totalBookiesCount": 3, "writableBookiesCount": 1, "readonlyBookiesCount": 1,
-                      "unavailableBookiesCount": 1}
+    assert counts == {
+        "totalBookiesCount": 3,
+        "writableBookiesCount": 1,
+        "readonlyBookiesCount": 1,
+        "unavailableBookiesCount": 1,
+    }
     assert set(get(asked, "/api/v1/bookie/list_bookie_info")) == {asked.bookie_id, other.bookie_id, "ClusterInfo: "}

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from helpers import http_call as call
-
 from bookie.client import BookKeeper
+
+from helpers import http_call as call
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,12 @@ def test_a_ledger_is_listed_its_metadata_and_entries_read_then_deleted(cluster, 
 
     (doc,) = get(bookie, f"/api/v1/ledger/metadata?ledger_id={lid}").values()
     assert (doc["ledgerId"], doc["state"], doc["closed"], doc["lastEntryId"], doc["length"]) == (
-        handle.ledger_id, "CLOSED", True, 2, len(b"alphabeta\xffraw"))
+        handle.ledger_id,
+        "CLOSED",
+        True,
+        2,
+        len(b"alphabeta\xffraw"),
+    )
     assert (doc["ensembleSize"], doc["writeQuorumSize"], doc["ackQuorumSize"], doc["digestType"]) == (2, 2, 2, "CRC32")
     assert doc["allEnsembles"] == {"0": [{"id": b} for b in ensemble]}
     assert doc["customMetadata"] == {"app": base64.b64encode(b"orders").decode()}

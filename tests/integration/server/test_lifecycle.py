@@ -6,16 +6,20 @@ import signal
 import subprocess
 import sys
 
-from helpers import records, wait_for
-
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.meta.cookies import CookieStore
 from bookie.meta.registration import BookieRegistry
 
+from helpers import records, wait_for
+
 
 def run_bookie(conf):
-    return subprocess.run([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf)],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_cookie_written_on_first_start(harness, cluster):
@@ -123,8 +127,11 @@ def test_reregisters_after_zookeeper_was_down_longer_than_a_connect_timeout(tmp_
         # (zkTimeout 6 s): only a registration still there after that is one the bookie holds.
         time.sleep(9)
         with zk.store() as store:
-            wait_for(lambda: [b.bookie_id for b in BookieRegistry(store).list()] == [bookie.bookie_id],
-                     "the registration after ZooKeeper came back", 30)
+            wait_for(
+                lambda: [b.bookie_id for b in BookieRegistry(store).list()] == [bookie.bookie_id],
+                "the registration after ZooKeeper came back",
+                30,
+            )
 
 
 def test_calls_fail_and_a_bookie_stops_in_bounded_time_while_zookeeper_is_down(tmp_path):
@@ -135,9 +142,10 @@ def test_calls_fail_and_a_bookie_stops_in_bounded_time_while_zookeeper_is_down(t
     import time
 
     import pytest
-    from helpers import OwnZooKeeper
 
     from bookie.errors import ServiceUnavailable
+
+    from helpers import OwnZooKeeper
 
     with OwnZooKeeper(tmp_path) as zk:
         bookie = zk.start_bookie()

@@ -5,10 +5,10 @@ import json
 import socket
 import struct
 
-from helpers import KEY, records, wait_for
-
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
+
+from helpers import KEY, records, wait_for
 
 LEDGER = 7
 POLLS = 20

@@ -20,8 +20,12 @@ FROM_LO = {"listeningInterface": "lo", "advertisedAddress": "", "allowLoopback":
 
 
 def run_bookie(conf):
-    return subprocess.run([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf)],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def listening(port: int) -> set[str]:
@@ -33,7 +37,7 @@ def listening(port: int) -> set[str]:
             address, _, hex_port = local.partition(":")
             if state == "0A" and int(hex_port, 16) == port:  # LISTEN
                 raw = bytes.fromhex(address)  # 32-bit words in host (little-endian) order
-                ip = ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+                ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
                 found.add(str(getattr(ip, "ipv4_mapped", None) or ip))  # gRPC binds IPv4 as ::ffff:a.b.c.d
     return found
 
@@ -70,43 +74,49 @@ def test_an_unknown_interface_is_refused_in_one_line_and_writes_nothing(harness,
     result = run_bookie(bookie.conf_path)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        f"error: listeningInterface=nope0: no such network interface on this machine (it has "
-        f"{', '.join(interfaces())})"]
+        f"error: listeningInterface=nope0: no such network interface on this machine (it has {', '.join(interfaces())})"
+    ]
     assert nothing_left(cluster, bookie)
 
 
 def test_an_address_where_an_interface_is_named_is_refused_with_the_fix(harness, cluster, tmp_path):
     """What bkctl's sandbox wrote before listeningInterface meant an interface: refused, as a Java bookie refuses
     it ("No such interface 127.0.0.1"), naming the keys that keep the bookie's id and address."""
-    bookie = LocalBookie.create(1, tmp_path / "bookie-1", harness.service_uri,
-                                {"listeningInterface": "127.0.0.1", "advertisedAddress": ""})
+    bookie = LocalBookie.create(
+        1, tmp_path / "bookie-1", harness.service_uri, {"listeningInterface": "127.0.0.1", "advertisedAddress": ""}
+    )
     result = run_bookie(bookie.conf_path)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "error: listeningInterface=127.0.0.1 is an address, but listeningInterface names a network interface, "
         f"as in BookKeeper: to listen on 127.0.0.1 and be bookie 127.0.0.1:{bookie.port}, set "
-        "listeningInterface=lo and advertisedAddress=127.0.0.1"]
+        "listeningInterface=lo and advertisedAddress=127.0.0.1"
+    ]
     assert nothing_left(cluster, bookie)
 
 
 def test_a_loopback_bookie_address_is_refused_without_allow_loopback(harness, cluster, tmp_path):
-    bookie = LocalBookie.create(1, tmp_path / "bookie-1", harness.service_uri,
-                                {**FROM_LO, "allowLoopback": "false", "bookieId": "bookie-1"})
+    bookie = LocalBookie.create(
+        1, tmp_path / "bookie-1", harness.service_uri, {**FROM_LO, "allowLoopback": "false", "bookieId": "bookie-1"}
+    )
     result = run_bookie(bookie.conf_path)
     assert result.returncode == 2  # with bookieId too: BookKeeper's bookie server computes the address all the same
     assert result.stderr.splitlines() == [
         f"error: bookie address 127.0.0.1:{bookie.port} is a loopback address, which BookKeeper refuses unless "
         "allowLoopback=true: set listeningInterface (e.g. eth0) or advertisedAddress to an address that clients "
-        "and other bookies reach, or allowLoopback=true"]
+        "and other bookies reach, or allowLoopback=true"
+    ]
     assert nothing_left(cluster, bookie)
 
 
 def test_use_host_name_as_bookie_id_names_the_bookie_by_its_host_name(harness, cluster, tmp_path):
-    bookie = LocalBookie.create(1, tmp_path / "bookie-1", harness.service_uri,
-                                {**FROM_LO, "useHostNameAsBookieID": "true"})
+    bookie = LocalBookie.create(
+        1, tmp_path / "bookie-1", harness.service_uri, {**FROM_LO, "useHostNameAsBookieID": "true"}
+    )
     harness.bookies.append(bookie)
-    bookie.pid = spawn([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(bookie.conf_path)],
-                       bookie.log_path)
+    bookie.pid = spawn(
+        [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(bookie.conf_path)], bookie.log_path
+    )
     host = socket.gethostbyaddr("127.0.0.1")[0]  # the canonical name of the interface's address
     assert host != "127.0.0.1"
     bookie_id = registered_id(cluster, bookie.pid)

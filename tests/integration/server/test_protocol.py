@@ -4,7 +4,6 @@ import threading
 import time
 
 import pytest
-from helpers import DIGESTER, KEY, payload, records
 
 from bookie._proto import bookie_admin_pb2 as admin
 from bookie._proto import bookkeeper_protocol_pb2 as pb
@@ -13,9 +12,13 @@ from bookie.codec.digest import Digester, DigestType
 from bookie.codec.entry import parse_entry
 from bookie.codec.lac import frame_lac, parse_lac
 
+from helpers import DIGESTER, KEY, payload, records
+
 
 def add(channel, ledger_id, entry_id, key=KEY, recovery=False):
-    request = pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=key, body=records(ledger_id, entry_id, 1)[4:])
+    request = pb.AddRequest(
+        ledgerId=ledger_id, entryId=entry_id, masterKey=key, body=records(ledger_id, entry_id, 1)[4:]
+    )
     if recovery:
         request.flag = pb.AddRequest.RECOVERY_ADD
     return channel.bookie.AddEntry(request, timeout=10).status
@@ -72,8 +75,11 @@ def test_list_of_entries_from_the_index(channel):
     answer = channel.bookie.GetListOfEntriesOfLedger(pb.GetListOfEntriesOfLedgerRequest(ledgerId=5), timeout=10)
     assert answer.availabilityOfEntriesOfLedger == AvailabilityOfEntries.from_entries(present).encode()
     assert sorted(AvailabilityOfEntries.decode(answer.availabilityOfEntriesOfLedger)) == present
-    chunks = list(channel.bookie.GetListOfEntriesOfLedgers(
-        pb.GetListOfEntriesOfLedgersRequest(ledgerId=[5, 77] + list(range(1000, 1600)))))
+    chunks = list(
+        channel.bookie.GetListOfEntriesOfLedgers(
+            pb.GetListOfEntriesOfLedgersRequest(ledgerId=[5, 77] + list(range(1000, 1600)))
+        )
+    )
     answers = [a for chunk in chunks for a in chunk.ledgers]
     assert len(chunks) == 2 and len(answers) == 602  # many answers to a message, in request order
     assert [(a.ledgerId, a.status) for a in answers[:2]] == [(5, pb.EOK), (77, pb.ENOLEDGER)]
@@ -119,8 +125,11 @@ def test_long_poll_answers_when_the_lac_advances(channel):
 def test_range_read_streams_chunks_and_stops_at_a_gap(channel):
     for entry_id in list(range(50)) + [51]:
         add(channel, 8, entry_id)
-    chunks = list(channel.bookie.ReadEntries(
-        pb.ReadRangeRequest(ledgerId=8, firstEntryId=0, lastEntryId=51, maxChunkBytes=2000), timeout=10))
+    chunks = list(
+        channel.bookie.ReadEntries(
+            pb.ReadRangeRequest(ledgerId=8, firstEntryId=0, lastEntryId=51, maxChunkBytes=2000), timeout=10
+        )
+    )
     assert sum(c.count for c in chunks if c.status == pb.EOK) == 50 and len(chunks) > 3
     assert (chunks[-1].status, chunks[-1].firstEntryId) == (pb.ENOENTRY, 50)
 
@@ -135,8 +144,9 @@ def test_range_read_of_one_bookies_stripe(channel):
     for entry_id in range(30):
         if (1 - entry_id) % 3 < 2:  # what bookie 1 of E=3, WQ=2 holds
             add(channel, 9, entry_id)
-    request = pb.ReadRangeRequest(ledgerId=9, firstEntryId=0, lastEntryId=29, ensembleSize=3, writeQuorumSize=2,
-                                  bookieIndex=1, maxChunkBytes=1000)
+    request = pb.ReadRangeRequest(
+        ledgerId=9, firstEntryId=0, lastEntryId=29, ensembleSize=3, writeQuorumSize=2, bookieIndex=1, maxChunkBytes=1000
+    )
     chunks = list(channel.bookie.ReadEntries(request, timeout=10))
     got = []
     for chunk in chunks:

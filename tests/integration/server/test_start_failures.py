@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import DIGESTER, StreamWriter, metrics, payload, read_stored
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec.entry import parse_entry
@@ -19,11 +18,17 @@ from bookie.meta.cookies import CookieStore
 from bookie.storage import journal as jf
 from bookie.storage.checkpoint import read_last_mark
 
+from helpers import DIGESTER, StreamWriter, metrics, payload, read_stored
+
 
 def run_bookie(conf, *flags):
     """A ``bkctl bookie run`` that is expected to exit by itself."""
-    return subprocess.run([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf), *flags],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def error_lines(result):
@@ -34,8 +39,11 @@ def disk_state(bookie):
     """What a second process must not change: the journals, lastMark, the cookies, byte for byte. (Not the entry
     logs: the live bookie writes their buffered tail back within a second of the last add.)"""
     files = [*Path(bookie.journal_dir, "current").iterdir(), *Path(bookie.ledger_dir, "current").iterdir()]
-    return {str(p): hashlib.sha1(p.read_bytes()).hexdigest() for p in files
-            if p.is_file() and p.suffix != ".log" and p.name != "bookie.lock"}
+    return {
+        str(p): hashlib.sha1(p.read_bytes()).hexdigest()
+        for p in files
+        if p.is_file() and p.suffix != ".log" and p.name != "bookie.lock"
+    }
 
 
 def registration(store, bookie):
@@ -134,8 +142,9 @@ def test_journal_corrupt_in_the_middle_refuses_the_start_until_overridden(harnes
         f.seek(mark.offset)
         f.write(bytes(512))
     with open(path, "rb") as f:  # where the next write began
-        resume = next(at for at in range(mark.offset + 512, 1 << 20, 512)
-                      if jf._whole_flush_at(f, at, path.stat().st_size, set()))
+        resume = next(
+            at for at in range(mark.offset + 512, 1 << 20, 512) if jf._whole_flush_at(f, at, path.stat().st_size, set())
+        )
 
     result = run_bookie(bookie.conf_path)
     assert result.returncode == 1
@@ -146,8 +155,10 @@ def test_journal_corrupt_in_the_middle_refuses_the_start_until_overridden(harnes
     ]
     assert read_last_mark(bookie.ledger_dir) == mark  # the refused start moved nothing
 
-    bookie.pid = spawn([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(bookie.conf_path),
-                        "--skip-journal-corruption"], bookie.log_path)
+    bookie.pid = spawn(
+        [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(bookie.conf_path), "--skip-journal-corruption"],
+        bookie.log_path,
+    )
     wait_registered(harness.store, [bookie])
     values = metrics(bookie)  # ours: BookKeeper has no such metrics
     assert values.sum("bkctl_journal_corrupt_records_skipped") == 1

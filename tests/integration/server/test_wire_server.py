@@ -9,13 +9,14 @@ import socket
 import time
 
 import pytest
-from helpers import DIGESTER, KEY, payload, records, wait_for
 
 from bookie._proto import bookie_admin_pb2 as admin
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.entry import parse_entry
+
+from helpers import DIGESTER, KEY, payload, records, wait_for
 
 
 class Conn:
@@ -144,16 +145,19 @@ def test_v3_lac_operations(conn, ledger):
     for entry_id in range(3):
         assert v3_add(conn, ledger, entry_id).status == pb.EOK
     lac_body = b"explicit-lac"
-    written = conn.call(pb.WRITE_LAC, writeLacRequest=pb.WriteLacRequest(ledgerId=ledger, lac=1, masterKey=KEY,
-                                                                          body=lac_body))
+    written = conn.call(
+        pb.WRITE_LAC, writeLacRequest=pb.WriteLacRequest(ledgerId=ledger, lac=1, masterKey=KEY, body=lac_body)
+    )
     assert written.status == written.writeLacResponse.status == pb.EOK
     read_lac = conn.call(pb.READ_LAC, readLacRequest=pb.ReadLacRequest(ledgerId=ledger))
     assert read_lac.status == pb.EOK and read_lac.readLacResponse.lacBody == lac_body
     assert parse_entry(DIGESTER, read_lac.readLacResponse.lastEntryBody).entry_id == 2
     forced = conn.call(pb.FORCE_LEDGER, forceLedgerRequest=pb.ForceLedgerRequest(ledgerId=ledger))
     assert forced.status == forced.forceLedgerResponse.status == pb.EOK
-    listed = conn.call(pb.GET_LIST_OF_ENTRIES_OF_LEDGER,
-                       getListOfEntriesOfLedgerRequest=pb.GetListOfEntriesOfLedgerRequest(ledgerId=ledger))
+    listed = conn.call(
+        pb.GET_LIST_OF_ENTRIES_OF_LEDGER,
+        getListOfEntriesOfLedgerRequest=pb.GetListOfEntriesOfLedgerRequest(ledgerId=ledger),
+    )
     answer = listed.getListOfEntriesOfLedgerResponse
     assert listed.status == answer.status == pb.EOK
     assert list(AvailabilityOfEntries.decode(answer.availabilityOfEntriesOfLedger)) == [0, 1, 2]
@@ -162,8 +166,9 @@ def test_v3_lac_operations(conn, ledger):
 def test_v3_long_poll_answers_when_the_lac_moves(conn, bookie, ledger):
     for entry_id in range(2):
         assert v3_add(conn, ledger, entry_id).status == pb.EOK
-    poll = pb.ReadRequest(ledgerId=ledger, entryId=-1, previousLAC=0, timeOut=10_000,
-                          flag=pb.ReadRequest.ENTRY_PIGGYBACK)
+    poll = pb.ReadRequest(
+        ledgerId=ledger, entryId=-1, previousLAC=0, timeOut=10_000, flag=pb.ReadRequest.ENTRY_PIGGYBACK
+    )
     conn.send(conn.v3(pb.READ_ENTRY, readRequest=poll))
     other = Conn(bookie.port)
     try:
@@ -178,8 +183,12 @@ def test_v3_long_poll_answers_when_the_lac_moves(conn, bookie, ledger):
 
 
 def test_bookie_info_auth_start_tls_and_unserved_operations(conn):
-    info = conn.call(pb.GET_BOOKIE_INFO, getBookieInfoRequest=pb.GetBookieInfoRequest(
-        requested=pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY | pb.GetBookieInfoRequest.FREE_DISK_SPACE))
+    info = conn.call(
+        pb.GET_BOOKIE_INFO,
+        getBookieInfoRequest=pb.GetBookieInfoRequest(
+            requested=pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY | pb.GetBookieInfoRequest.FREE_DISK_SPACE
+        ),
+    )
     assert info.status == pb.EOK
     assert info.getBookieInfoResponse.totalDiskCapacity >= info.getBookieInfoResponse.freeDiskSpace > 0
     auth = conn.call(pb.AUTH, authRequest=pb.AuthMessage(authPluginName=wire.AUTH_DISABLED_PLUGIN, payload=b""))
@@ -237,12 +246,15 @@ def test_v2_auth_and_a_v2_connection_stays_v2(conn, ledger):
 
 
 # ---- bad frames and back-pressure ----
-@pytest.mark.parametrize("junk", [
-    wire.LENGTH.pack(-1),
-    wire.LENGTH.pack(wire.MAX_FRAME_SIZE),  # length + 4 is over the limit
-    wire.frame(b"\x02\x06\x00\x00" + b"\x00" * 16),  # v2 GET_BOOKIE_INFO: an opcode without a v2 layout
-    wire.frame(b"\xff" * 12),  # neither a v3 Request nor a v2 header
-])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        wire.LENGTH.pack(-1),
+        wire.LENGTH.pack(wire.MAX_FRAME_SIZE),  # length + 4 is over the limit
+        wire.frame(b"\x02\x06\x00\x00" + b"\x00" * 16),  # v2 GET_BOOKIE_INFO: an opcode without a v2 layout
+        wire.frame(b"\xff" * 12),  # neither a v3 Request nor a v2 header
+    ],
+)
 def test_bad_frames_close_the_connection_and_the_bookie_serves_on(bookie, junk, ledger):
     bad = Conn(bookie.port)
     try:
@@ -277,7 +289,7 @@ def test_a_client_that_never_reads_its_answers_is_paused_not_buffered(bookie, le
         for _ in range(2000):  # up to 4M reads: far more answers than any bound
             slow.sock.sendall(chunk)
             sent += 2000
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         pass  # the bookie stopped reading: our sends block
     finally:
         grown = _rss_kib(bookie.pid) - before
@@ -295,8 +307,9 @@ def test_read_only_bookie_refuses_adds_but_lets_recovery_adds_through(cluster, b
             v2_conn = Conn(bookie.port)
             assert v2(v2_conn, v2_add(ledger, 0)).rc == 105  # EREADONLY
             v2_conn.close()
-            recovery = pb.AddRequest(ledgerId=ledger, entryId=0, masterKey=KEY, body=body(ledger, 0),
-                                     flag=pb.AddRequest.RECOVERY_ADD)
+            recovery = pb.AddRequest(
+                ledgerId=ledger, entryId=0, masterKey=KEY, body=body(ledger, 0), flag=pb.AddRequest.RECOVERY_ADD
+            )
             conn.send(conn.v3(pb.ADD_ENTRY, priority=100, addRequest=recovery))
             answer = wire.decode_v3_response(conn.frames(1)[0])
             assert answer.status == pb.EOK  # BookKeeper: high priority writes go on while the disks have room

@@ -62,9 +62,7 @@ def test_round_trip_and_membership(entries):
     assert all(g.period == 0 and g.first == g.last for g in decoded.groups)
 
 
-@given(
-    st.integers(0, 1000), st.integers(1, 5), st.integers(0, 5), st.integers(0, 6), st.sets(st.integers(0, 1200))
-)
+@given(st.integers(0, 1000), st.integers(1, 5), st.integers(0, 5), st.integers(0, 6), st.sets(st.integers(0, 1200)))
 def test_merged_groups_agree_with_their_entries(first, size, gap, repeats, probes):
     period = size + gap
     last = first + repeats * period

@@ -41,7 +41,9 @@ digests = st.sampled_from(list(DigestType))
 ids = st.integers(min_value=0, max_value=2**63 - 1)
 
 
-@given(digests, st.binary(max_size=16), ids, ids, st.integers(-1, 2**62), st.integers(0, 2**62), st.binary(max_size=2048))
+@given(
+    digests, st.binary(max_size=16), ids, ids, st.integers(-1, 2**62), st.integers(0, 2**62), st.binary(max_size=2048)
+)
 def test_entry_round_trip(kind, password, ledger_id, entry_id, lac, length, payload):
     digester = Digester(kind, password)
     framed = frame_entry(digester, ledger_id, entry_id, lac, length, payload)
@@ -50,8 +52,11 @@ def test_entry_round_trip(kind, password, ledger_id, entry_id, lac, length, payl
     assert entry == (ledger_id, entry_id, lac, length, payload)
 
 
-@given(st.sampled_from([DigestType.CRC32, DigestType.CRC32C, DigestType.HMAC]), st.binary(min_size=1, max_size=256),
-       st.data())
+@given(
+    st.sampled_from([DigestType.CRC32, DigestType.CRC32C, DigestType.HMAC]),
+    st.binary(min_size=1, max_size=256),
+    st.data(),
+)
 def test_any_flipped_byte_is_detected(kind, payload, data):
     digester = Digester(kind, b"pw")
     framed = bytearray(frame_entry(digester, 7, 3, 2, 100, payload))

@@ -54,14 +54,27 @@ V2_REQUESTS = [
     pytest.param(
         BatchReadRequestV2(1, 2, 9, 100, 65536),
         # ledgerId | entryId | requestId int64 | maxCount int32 | maxSize int64: length 4 + 36 = 40
-        b"\x00\x00\x00\x28" + b"\x02\x07\x00\x00" + L1 + L2 + bytes(7) + b"\x09" + b"\x00\x00\x00\x64"
+        b"\x00\x00\x00\x28"
+        + b"\x02\x07\x00\x00"
+        + L1
+        + L2
+        + bytes(7)
+        + b"\x09"
+        + b"\x00\x00\x00\x64"
         + b"\x00\x00\x00\x00\x00\x01\x00\x00",
         id="batch-read",
     ),
     pytest.param(
         BatchReadRequestV2(1, 2, 9, 100, 65536, wire.FLAG_DO_FENCING, KEY),
-        b"\x00\x00\x00\x3c" + b"\x02\x07\x00\x01" + L1 + L2 + bytes(7) + b"\x09" + b"\x00\x00\x00\x64"
-        + b"\x00\x00\x00\x00\x00\x01\x00\x00" + KEY,
+        b"\x00\x00\x00\x3c"
+        + b"\x02\x07\x00\x01"
+        + L1
+        + L2
+        + bytes(7)
+        + b"\x09"
+        + b"\x00\x00\x00\x64"
+        + b"\x00\x00\x00\x00\x00\x01\x00\x00"
+        + KEY,
         id="batch-read-fencing",
     ),
     pytest.param(
@@ -91,8 +104,15 @@ V2_RESPONSES = [
     pytest.param(
         BatchReadResponseV2(0, 1, 2, 9, (b"abc", b"")),
         # rc | ledgerId | entryId | requestId | (int32 size | entry)*: length 32 + 4 + 3 + 4 = 43
-        b"\x00\x00\x00\x2b" + b"\x02\x07\x00\x00" + bytes(4) + L1 + L2 + bytes(7) + b"\x09"
-        + b"\x00\x00\x00\x03abc" + b"\x00\x00\x00\x00",
+        b"\x00\x00\x00\x2b"
+        + b"\x02\x07\x00\x00"
+        + bytes(4)
+        + L1
+        + L2
+        + bytes(7)
+        + b"\x09"
+        + b"\x00\x00\x00\x03abc"
+        + b"\x00\x00\x00\x00",
         id="batch-read",
     ),
     pytest.param(
@@ -151,8 +171,10 @@ def test_v3_add_request_golden_bytes():
     golden = (
         b"\x00\x00\x00\x1e"
         + HEADER_ADD_5
-        + b"\xaa\x06\x0a" + b"\x08\x01\x10\x02\x1a\x01k\x22\x01b"  # addRequest (101), 10 bytes
-        + b"\xc2\x0c\x06" + b"\x0a\x01a\x12\x01b"  # requestContext (200): ContextPair{key, value}
+        + b"\xaa\x06\x0a"
+        + b"\x08\x01\x10\x02\x1a\x01k\x22\x01b"  # addRequest (101), 10 bytes
+        + b"\xc2\x0c\x06"
+        + b"\x0a\x01a\x12\x01b"  # requestContext (200): ContextPair{key, value}
     )
     assert wire.encode_v3(request) == golden
     assert wire.decode_v3_request(body(golden)) == request
@@ -167,7 +189,10 @@ def test_v3_fence_read_request_golden_bytes():
         b"\x00\x00\x00\x20"
         + b"\x0a\x08\x08\x03\x10\x01\x18\x01\x20\x64"  # header with priority (4) = 100
         + b"\xa2\x06\x13"  # readRequest (100), 19 bytes
-        + b"\x08\x01\x10" + b"\xff" * 9 + b"\x01" + b"\x1a\x01k"  # entryId -1: a 10-byte varint
+        + b"\x08\x01\x10"
+        + b"\xff" * 9
+        + b"\x01"
+        + b"\x1a\x01k"  # entryId -1: a 10-byte varint
         + b"\xa0\x06\x01"  # flag (100) = FENCE_LEDGER, after the lower field numbers
     )
     assert wire.encode_v3(request) == golden
@@ -201,8 +226,17 @@ def test_v3_auth_and_start_tls_fields():
 
 def test_v3_envelopes_have_bookkeepers_field_numbers():
     """BookkeeperProtocol.proto at release-4.17.4, written out: a renumbered field would break every Java peer."""
-    operations = ["read", "add", "auth", "writeLac", "readLac", "getBookieInfo", "startTLS", "forceLedger",
-                  "getListOfEntriesOfLedger"]
+    operations = [
+        "read",
+        "add",
+        "auth",
+        "writeLac",
+        "readLac",
+        "getBookieInfo",
+        "startTLS",
+        "forceLedger",
+        "getListOfEntriesOfLedger",
+    ]
     request = {"header": 1, "requestContext": 200} | {f"{op}Request": 100 + i for i, op in enumerate(operations)}
     response = {"header": 1, "status": 2} | {f"{op}Response": 100 + i for i, op in enumerate(operations)}
     assert {f.name: f.number for f in pb.Request.DESCRIPTOR.fields} == request
@@ -210,8 +244,17 @@ def test_v3_envelopes_have_bookkeepers_field_numbers():
     assert {f.name: f.number for f in pb.AuthMessage.DESCRIPTOR.fields} == {"authPluginName": 1, "payload": 2}
     assert {f.name: f.number for f in pb.ContextPair.DESCRIPTOR.fields} == {"key": 1, "value": 2}
     assert dict(pb.OperationType.items()) == {
-        "READ_ENTRY": 1, "ADD_ENTRY": 2, "RANGE_READ_ENTRY": 3, "RANGE_ADD_ENTRY": 4, "AUTH": 5, "WRITE_LAC": 6,
-        "READ_LAC": 7, "GET_BOOKIE_INFO": 8, "START_TLS": 9, "FORCE_LEDGER": 10, "GET_LIST_OF_ENTRIES_OF_LEDGER": 11,
+        "READ_ENTRY": 1,
+        "ADD_ENTRY": 2,
+        "RANGE_READ_ENTRY": 3,
+        "RANGE_ADD_ENTRY": 4,
+        "AUTH": 5,
+        "WRITE_LAC": 6,
+        "READ_LAC": 7,
+        "GET_BOOKIE_INFO": 8,
+        "START_TLS": 9,
+        "FORCE_LEDGER": 10,
+        "GET_LIST_OF_ENTRIES_OF_LEDGER": 11,
         "BATCH_READ_ENTRY": 12,
     }
 
@@ -233,8 +276,14 @@ def test_v3_missing_required_field_is_malformed():
 
 def test_connection_turns_v2_for_good_at_its_first_non_protobuf_frame():
     decoder = wire.RequestDecoder()
-    v3 = body(wire.encode_v3(pb.Request(header=pb.BKPacketHeader(version=3, operation=pb.READ_LAC, txnId=1),
-                                         readLacRequest=pb.ReadLacRequest(ledgerId=1))))
+    v3 = body(
+        wire.encode_v3(
+            pb.Request(
+                header=pb.BKPacketHeader(version=3, operation=pb.READ_LAC, txnId=1),
+                readLacRequest=pb.ReadLacRequest(ledgerId=1),
+            )
+        )
+    )
     assert decoder.decode(v3).readLacRequest.ledgerId == 1
     assert decoder.v3
     assert decoder.decode(body(wire.encode_request_v2(ReadRequestV2(1, 2)))) == ReadRequestV2(1, 2)
@@ -257,8 +306,17 @@ def test_first_v2_frame_of_a_connection_is_decoded():
 
 def test_status_table_pairs_the_same_conditions():
     pairs = {
-        "EOK": 0, "ENOLEDGER": 1, "ENOENTRY": 2, "EBADREQ": 100, "EIO": 101, "EUA": 102, "EBADVERSION": 103,
-        "EFENCED": 104, "EREADONLY": 105, "ETOOMANYREQUESTS": 106, "EUNKNOWNLEDGERSTATE": 107,
+        "EOK": 0,
+        "ENOLEDGER": 1,
+        "ENOENTRY": 2,
+        "EBADREQ": 100,
+        "EIO": 101,
+        "EUA": 102,
+        "EBADVERSION": 103,
+        "EFENCED": 104,
+        "EREADONLY": 105,
+        "ETOOMANYREQUESTS": 106,
+        "EUNKNOWNLEDGERSTATE": 107,
     }
     for name, v2 in pairs.items():
         assert wire.v3_status(v2) == pb.StatusCode.Value(name)
@@ -317,8 +375,12 @@ versions = st.integers(min_value=1, max_value=127)  # a Java byte; version 0 car
 flags = st.integers(min_value=0, max_value=0xFFFF)
 rcs = st.sampled_from(list(wire.V2_TO_V3_STATUS))
 keys = st.binary(min_size=20, max_size=20)
-entries = st.builds(lambda l, e, rest: l.to_bytes(8, "big", signed=True) + e.to_bytes(8, "big", signed=True) + rest,
-                    ids, ids, st.binary(max_size=64))
+entries = st.builds(
+    lambda l, e, rest: l.to_bytes(8, "big", signed=True) + e.to_bytes(8, "big", signed=True) + rest,
+    ids,
+    ids,
+    st.binary(max_size=64),
+)
 
 
 @given(
@@ -328,11 +390,22 @@ entries = st.builds(lambda l, e, rest: l.to_bytes(8, "big", signed=True) + e.to_
         ),
         st.builds(
             lambda l, e, f, k, v: ReadRequestV2(l, e, f, k if f & 1 and v >= 2 else None, v),
-            ids, ids, flags, keys, versions,
+            ids,
+            ids,
+            flags,
+            keys,
+            versions,
         ),
         st.builds(
             lambda l, e, r, c, s, f, k, v: BatchReadRequestV2(l, e, r, c, s, f, k if f & 1 and v >= 2 else None, v),
-            ids, ids, ids, st.integers(-(2**31), 2**31 - 1), ids, flags, keys, versions,
+            ids,
+            ids,
+            ids,
+            st.integers(-(2**31), 2**31 - 1),
+            ids,
+            flags,
+            keys,
+            versions,
         ),
         st.builds(AuthRequestV2, st.text(max_size=20), st.binary(max_size=20), versions),
     )
@@ -431,18 +504,21 @@ def test_fast_responses_and_read_request_are_protobufs_bytes(txn, ledger_id, ent
     add = pb.AddResponse(status=status, ledgerId=ledger_id, entryId=entry_id)
     header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.ADD_ENTRY, txnId=txn)
     assert wire.add_response_v3(txn, status, ledger_id, entry_id) == wire.encode_v3(
-        pb.Response(header=header, status=status, addResponse=add))
+        pb.Response(header=header, status=status, addResponse=add)
+    )
     header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.READ_ENTRY, txnId=txn)
     read = pb.ReadResponse(status=status, ledgerId=ledger_id, entryId=entry_id)
     assert wire.read_response_v3(txn, status, ledger_id, entry_id) == wire.encode_v3(
-        pb.Response(header=header, status=status, readResponse=read))
+        pb.Response(header=header, status=status, readResponse=read)
+    )
     read.body, read.maxLAC = b"y" * 200, entry_id - 1
     assert wire.read_response_v3(txn, status, ledger_id, entry_id, b"y" * 200, entry_id - 1) == wire.encode_v3(
-        pb.Response(header=header, status=status, readResponse=read))
+        pb.Response(header=header, status=status, readResponse=read)
+    )
     request = pb.Request(header=header, readRequest=pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id))
     assert wire.read_request_v3(txn, ledger_id, entry_id) == wire.encode_v3(request)
 
 
-@pytest.mark.parametrize("n", [0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**63 - 1, -1, -2**63])
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**63 - 1, -1, -(2**63)])
 def test_varint_is_protobufs(n):
     assert wire.varint(n) == pb.ReadResponse(status=0, ledgerId=n, entryId=0).SerializeToString()[3:-2]

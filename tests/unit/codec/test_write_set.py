@@ -35,4 +35,4 @@ def test_every_entry_has_write_quorum_copies(params):
     for index in range(ensemble):
         for e in entries_of_bookie(index, first, last, ensemble, write):
             copies[e] = copies.get(e, 0) + 1
-    assert copies == {e: write for e in range(first, last + 1)}
+    assert copies == dict.fromkeys(range(first, last + 1), write)

@@ -56,7 +56,10 @@ def test_cookie_of_unknown_version():
 
 
 def test_marker_path_of_spec_example():
-    assert marker_path("/ledgers/underreplication", 1) == "/ledgers/underreplication/ledgers/0000/0000/0000/0001/urL0000000001"
+    assert (
+        marker_path("/ledgers/underreplication", 1)
+        == "/ledgers/underreplication/ledgers/0000/0000/0000/0001/urL0000000001"
+    )
     assert marker_path("/u", 0x0001000200030004) == "/u/ledgers/0001/0002/0003/0004/urL281483566841860"
 
 

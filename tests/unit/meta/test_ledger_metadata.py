@@ -58,7 +58,11 @@ def test_v1_in_recovery():
         b"BookieMetadataFormatVersion\t1\n2\n3\n0\n0\t192.0.2.1:1234\t192.0.2.2:1234\t192.0.2.3:1234\n-102\tCLOSED"
     )
     assert (md.format_version, md.state, md.write_quorum_size, md.ack_quorum_size, md.ensemble_size) == (
-        1, LedgerState.IN_RECOVERY, 2, 2, 3,
+        1,
+        LedgerState.IN_RECOVERY,
+        2,
+        2,
+        3,
     )
     assert md.digest_type is None and md.password is None
 
@@ -99,7 +103,8 @@ metadata = st.builds(
     ack_quorum_size=st.integers(1, 9),
     segments=st.lists(
         st.tuples(st.integers(0, 2**40), st.lists(st.text("abc.:0123456789", min_size=1, max_size=20), max_size=5)),
-        min_size=1, max_size=4,
+        min_size=1,
+        max_size=4,
     ).map(lambda segs: tuple(Segment(first, tuple(bookies)) for first, bookies in sorted(segs))),
     state=st.sampled_from(list(LedgerState)),
     last_entry_id=st.integers(-1, 2**62),

@@ -14,16 +14,31 @@ from bookie.server.http.common import Failed, java_int, java_map, java_number
 from bookie.server.http.ledger import metadata_json, serialized
 
 CLOSED = LedgerMetadata(
-    ensemble_size=2, write_quorum_size=2, ack_quorum_size=1,
+    ensemble_size=2,
+    write_quorum_size=2,
+    ack_quorum_size=1,
     segments=(Segment(0, ("127.0.0.1:3181", "127.0.0.1:3182")), Segment(10, ("127.0.0.1:3181", "127.0.0.1:3183"))),
-    state=LedgerState.CLOSED, last_entry_id=19, length=2000, digest_type=DigestType.CRC32C, password=b"",
-    ctime=1700000000000, custom_metadata={"application": b"pulsar", "k2": b"\xff\x00"}, c_token=123)
-OPEN = LedgerMetadata(ensemble_size=1, write_quorum_size=1, ack_quorum_size=1,
-                      segments=(Segment(0, ("127.0.0.1:3181",)),), digest_type=DigestType.HMAC, password=b"pw",
-                      ctime=1700000000000)
+    state=LedgerState.CLOSED,
+    last_entry_id=19,
+    length=2000,
+    digest_type=DigestType.CRC32C,
+    password=b"",
+    ctime=1700000000000,
+    custom_metadata={"application": b"pulsar", "k2": b"\xff\x00"},
+    c_token=123,
+)
+OPEN = LedgerMetadata(
+    ensemble_size=1,
+    write_quorum_size=1,
+    ack_quorum_size=1,
+    segments=(Segment(0, ("127.0.0.1:3181",)),),
+    digest_type=DigestType.HMAC,
+    password=b"pw",
+    ctime=1700000000000,
+)
 
 JAVA_CLOSED = (
-    '{\n'
+    "{\n"
     '  "ledgerId" : 7,\n'
     '  "metadataFormatVersion" : 3,\n'
     '  "ensembleSize" : 2,\n'
@@ -38,36 +53,36 @@ JAVA_CLOSED = (
     '  "customMetadata" : {\n'
     '    "application" : "cHVsc2Fy",\n'
     '    "k2" : "/wA="\n'
-    '  },\n'
+    "  },\n"
     '  "closed" : true,\n'
     '  "ctoken" : 123,\n'
     '  "allEnsembles" : {\n'
     '    "0" : [ {\n'
     '      "id" : "127.0.0.1:3181"\n'
-    '    }, {\n'
+    "    }, {\n"
     '      "id" : "127.0.0.1:3182"\n'
-    '    } ],\n'
+    "    } ],\n"
     '    "10" : [ {\n'
     '      "id" : "127.0.0.1:3181"\n'
-    '    }, {\n'
+    "    }, {\n"
     '      "id" : "127.0.0.1:3183"\n'
-    '    } ]\n'
-    '  }\n'
-    '}'
+    "    } ]\n"
+    "  }\n"
+    "}"
 )
 
 JAVA_LISTED = (
-    '{\n'
+    "{\n"
     '  "7" : "BookieMetadataFormatVersion\\t3\\n\ufffd\\u0001\\b\\u0002\\u0010\\u0002\\u0018\ufffd\\u000F \\u0013('
     '\\u00032\\"\\n\\u000E127.0.0.1:3181\\n\\u000E127.0.0.1:3182\\u0010\\u00002\\"\\n\\u000E127.0.0.1:3181'
-    '\\n\\u000E127.0.0.1:3183\\u0010\\n8\\u0003B\\u0000H\\u0001P\ufffd\u0415\ufffd\ufffd1Z\\u0015\\n\\u000B'
-    'application\\u0012'
+    "\\n\\u000E127.0.0.1:3183\\u0010\\n8\\u0003B\\u0000H\\u0001P\ufffd\u0415\ufffd\ufffd1Z\\u0015\\n\\u000B"
+    "application\\u0012"
     '\\u0006pulsarZ\\b\\n\\u0002k2\\u0012\\u0002\ufffd\\u0000`{"\n'
-    '}'
+    "}"
 )
 
 JAVA_OPEN = (
-    '{\n'
+    "{\n"
     '  "ledgerId" : 8,\n'
     '  "metadataFormatVersion" : 3,\n'
     '  "ensembleSize" : 1,\n'
@@ -85,9 +100,9 @@ JAVA_OPEN = (
     '  "allEnsembles" : {\n'
     '    "0" : [ {\n'
     '      "id" : "127.0.0.1:3181"\n'
-    '    } ]\n'
-    '  }\n'
-    '}'
+    "    } ]\n"
+    "  }\n"
+    "}"
 )
 
 
@@ -104,10 +119,22 @@ def test_listed_metadata_is_the_serialized_form_read_as_utf8():
     assert pretty({"7": serialized(CLOSED)}) == JAVA_LISTED
 
 
-@pytest.mark.parametrize(("value", "shown"), [
-    (0, ""), (999, ""), (1000, "(1KB)"), (1234, "(1.234KB)"), (1999999, "(1.999MB)"), (123456789, "(123.456MB)"),
-    (98765432109, "(98.765GB)"), (5368709120, "(5.368GB)"), (1099511627776, "(1.099TB)"),
-    (2000000000000000, "(2000TB)"), (10737418240, "(10.737GB)")])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (0, ""),
+        (999, ""),
+        (1000, "(1KB)"),
+        (1234, "(1.234KB)"),
+        (1999999, "(1.999MB)"),
+        (123456789, "(123.456MB)"),
+        (98765432109, "(98.765GB)"),
+        (5368709120, "(5.368GB)"),
+        (1099511627776, "(1.099TB)"),
+        (2000000000000000, "(2000TB)"),
+        (10737418240, "(10.737GB)"),
+    ],
+)
 def test_disk_sizes_as_list_bookie_info_prints_them(value, shown):
     assert readable(value) == shown  # DecimalFormat("#.###"), RoundingMode.DOWN, printed by Java
 
@@ -133,8 +160,11 @@ def test_params_print_as_a_java_hash_map():
 def test_bookie_ids_as_bookie_id_parse_takes_them():
     assert parse_bookie_id("127.0.0.1:3181") == "127.0.0.1:3181"
     assert parse_bookie_id("host_name.example-1:3181") == "host_name.example-1:3181"
-    for bad, message in (("not valid!", "BookieId not valid! is not valid"),
-                         ("ReadOnly", "BookieId ReadOnly is not valid"), (None, "BookieId cannot be null")):
+    for bad, message in (
+        ("not valid!", "BookieId not valid! is not valid"),
+        ("ReadOnly", "BookieId ReadOnly is not valid"),
+        (None, "BookieId cannot be null"),
+    ):
         with pytest.raises(ValueError, match=message):
             parse_bookie_id(bad)
 
@@ -144,7 +174,13 @@ def test_recovery_requests_bind_as_jackson_binds_them():
     assert recovery_request('{"bookie_src": ["a:1"]}') == (["a:1"], False)
     assert recovery_request('{"delete_cookie": "true"}') == (None, True)
     assert recovery_request("null") is None
-    for bad in ("", "[]", '{"bookie_src": "a:1"}', '{"other": 1}', '{"delete_cookie": "yes"}',
-                '{"bookie_src": [["a:1"]]}'):
+    for bad in (
+        "",
+        "[]",
+        '{"bookie_src": "a:1"}',
+        '{"other": 1}',
+        '{"delete_cookie": "yes"}',
+        '{"bookie_src": [["a:1"]]}',
+    ):
         with pytest.raises(ValueError):
             recovery_request(bad)

@@ -9,12 +9,23 @@ from bookie.server.stats import QUANTILES, StatsProvider, java_double, java_floa
 
 
 # Double.toString / Float.toString of Java 17 (java T.java printing both for each value)
-@pytest.mark.parametrize("value, double, single", [
-    (0.0, "0.0", "0.0"), (1265.0, "1265.0", "1265.0"), (12345678.0, "1.2345678E7", "1.2345678E7"),
-    (1e-4, "1.0E-4", "1.0E-4"), (0.001, "0.001", "0.001"), (1.5e20, "1.5E20", "1.5E20"),
-    (42.356781234, "42.356781234", "42.35678"), (math.nan, "NaN", "NaN"), (100.0, "100.0", "100.0"),
-    (-2.5e-7, "-2.5E-7", "-2.5E-7"), (1.706, "1.706", "1.706"), (0.5, "0.5", "0.5"),
-])
+@pytest.mark.parametrize(
+    "value, double, single",
+    [
+        (0.0, "0.0", "0.0"),
+        (1265.0, "1265.0", "1265.0"),
+        (12345678.0, "1.2345678E7", "1.2345678E7"),
+        (1e-4, "1.0E-4", "1.0E-4"),
+        (0.001, "0.001", "0.001"),
+        (1.5e20, "1.5E20", "1.5E20"),
+        (42.356781234, "42.356781234", "42.35678"),
+        (math.nan, "NaN", "NaN"),
+        (100.0, "100.0", "100.0"),
+        (-2.5e-7, "-2.5E-7", "-2.5E-7"),
+        (1.706, "1.706", "1.706"),
+        (0.5, "0.5", "0.5"),
+    ],
+)
 def test_numbers_are_written_as_java_writes_them(value, double, single):
     assert (java_double(value), java_float(value)) == (double, single)
 
@@ -37,24 +48,33 @@ def test_counters_gauges_and_op_stats_are_written_as_bookkeepers_provider_writes
     sync.event(5.0)
     lines = provider.text().splitlines()
     assert lines[:6] == [
-        "# TYPE bookie_SERVER_STATUS gauge", "bookie_SERVER_STATUS 1",
-        "# TYPE bookie_ledger_dir__data_bk_usage gauge", "bookie_ledger_dir__data_bk_usage 42.35678",
-        "# TYPE bookie_journal_JOURNAL_QUEUE_SIZE counter", 'bookie_journal_JOURNAL_QUEUE_SIZE{journalIndex="0"} 3',
+        "# TYPE bookie_SERVER_STATUS gauge",
+        "bookie_SERVER_STATUS 1",
+        "# TYPE bookie_ledger_dir__data_bk_usage gauge",
+        "bookie_ledger_dir__data_bk_usage 42.35678",
+        "# TYPE bookie_journal_JOURNAL_QUEUE_SIZE counter",
+        'bookie_journal_JOURNAL_QUEUE_SIZE{journalIndex="0"} 3',
     ]
     start = lines.index("# TYPE bookie_journal_JOURNAL_SYNC summary")
     summary = lines[start + 1 : start + 19]
     assert [line.split("{")[0] for line in summary] == ["bookie_journal_JOURNAL_SYNC"] * 7 + [
-        "bookie_journal_JOURNAL_SYNC_count", "bookie_journal_JOURNAL_SYNC_sum"] + [
-        "bookie_journal_JOURNAL_SYNC"] * 7 + ["bookie_journal_JOURNAL_SYNC_count", "bookie_journal_JOURNAL_SYNC_sum"]
+        "bookie_journal_JOURNAL_SYNC_count",
+        "bookie_journal_JOURNAL_SYNC_sum",
+    ] + ["bookie_journal_JOURNAL_SYNC"] * 7 + ["bookie_journal_JOURNAL_SYNC_count", "bookie_journal_JOURNAL_SYNC_sum"]
     assert summary[0] == 'bookie_journal_JOURNAL_SYNC{success="false",quantile="0.5", journalIndex="0"} 500.0'
-    assert summary[7:9] == ['bookie_journal_JOURNAL_SYNC_count{success="false", journalIndex="0"} 1',
-                            'bookie_journal_JOURNAL_SYNC_sum{success="false", journalIndex="0"} 500.0']
+    assert summary[7:9] == [
+        'bookie_journal_JOURNAL_SYNC_count{success="false", journalIndex="0"} 1',
+        'bookie_journal_JOURNAL_SYNC_sum{success="false", journalIndex="0"} 500.0',
+    ]
     assert [line.split("} ")[0].split(",quantile=")[1] for line in summary[9:16]] == [
-        f'"{q}", journalIndex="0"' for q in ("0.5", "0.75", "0.95", "0.99", "0.999", "0.9999", "1.0")]
+        f'"{q}", journalIndex="0"' for q in ("0.5", "0.75", "0.95", "0.99", "0.999", "0.9999", "1.0")
+    ]
     median, largest = (float(summary[i].rsplit(" ", 1)[1]) for i in (9, 15))
     assert median == pytest.approx(10.8, rel=0.01) and largest == 10.8  # 2 of 3 events took 10.8 ms
-    assert summary[16:] == ['bookie_journal_JOURNAL_SYNC_count{success="true", journalIndex="0"} 4',
-                            'bookie_journal_JOURNAL_SYNC_sum{success="true", journalIndex="0"} 5021.0']
+    assert summary[16:] == [
+        'bookie_journal_JOURNAL_SYNC_count{success="true", journalIndex="0"} 4',
+        'bookie_journal_JOURNAL_SYNC_sum{success="true", journalIndex="0"} 5021.0',
+    ]
 
 
 def test_quantiles_are_within_one_percent():

@@ -4,7 +4,12 @@ import pytest
 
 from bookie.errors import CorruptData
 from bookie.storage.entry_log import (
-    EntryLogger, log_path, read_ledgers_map, rebuild_ledgers_map, scan_log, split_location,
+    EntryLogger,
+    log_path,
+    read_ledgers_map,
+    rebuild_ledgers_map,
+    scan_log,
+    split_location,
 )
 
 
@@ -55,7 +60,9 @@ def test_another_entry_at_the_location_is_never_served(tmp_path):
     offset = logger.append(record(1, 0) + record(1, 1), {1: 54})
     logger.flush()
     loc = (logger.current_id << 32) | (offset + 27 + 4)
-    with pytest.raises(CorruptData, match=rf"offset {offset + 27} holds ledger 1 entry 1, the index says ledger 1 entry 0"):
+    with pytest.raises(
+        CorruptData, match=rf"offset {offset + 27} holds ledger 1 entry 1, the index says ledger 1 entry 0"
+    ):
         logger.read(loc, 1, 0)
     assert split_location(loc) == (logger.current_id, offset + 31)
     logger.close()

@@ -5,12 +5,13 @@ import threading
 import time
 
 import pytest
-from helpers import add, crash, records
-from helpers import stored_entry as entry
 
 from bookie.storage.entry_log import HEADER_SIZE, iter_records, list_log_ids, log_path
 from bookie.storage.gc import MAJOR, MINOR, GarbageCollector, GcConfig, Throttle
 from bookie.storage.ledger_storage import LedgerStorage
+
+from helpers import add, crash, records
+from helpers import stored_entry as entry
 
 RECORD = len(records(1, 0, 1))
 PER_LOG = 10
@@ -56,7 +57,7 @@ def half_and_tenth(storage):
 
 def test_ledger_gc_forgets_deleted_ledgers_and_deletes_logs_left_empty(storage):
     next_entry = {}
-    fill_log(storage, {1: 10}, next_entry)      # log 0: only the ledger to delete
+    fill_log(storage, {1: 10}, next_entry)  # log 0: only the ledger to delete
     fill_log(storage, {1: 5, 2: 5}, next_entry)  # log 1: half of it
     fill_log(storage, {2: 1}, next_entry)
     size = log_path(storage.config.ledger_dir, 0).stat().st_size
@@ -94,9 +95,11 @@ def test_major_takes_both_emptiest_first(half_and_tenth):
     assert_reads(storage, 3, 1)
     assert_reads(storage, 5, 1)
     # what the bookie logs of the run: one readable line
-    assert str(run) == (f"gc run 1 (forced, major compaction): 2 ledgers deleted, 0 entry logs deleted, 2 entry logs "
-                        f"compacted (6 entries, {6 * RECORD / 2**20:.1f} MiB copied), "
-                        f"{run.bytes_reclaimed / 2**20:.1f} MiB reclaimed in {run.seconds:.2f} s")
+    assert str(run) == (
+        f"gc run 1 (forced, major compaction): 2 ledgers deleted, 0 entry logs deleted, 2 entry logs "
+        f"compacted (6 entries, {6 * RECORD / 2**20:.1f} MiB copied), "
+        f"{run.bytes_reclaimed / 2**20:.1f} MiB reclaimed in {run.seconds:.2f} s"
+    )
 
 
 def test_suspended_kinds_wait_until_resumed(half_and_tenth):
@@ -119,7 +122,7 @@ def test_a_threshold_or_interval_at_or_below_zero_disables_the_kind(half_and_ten
 
 def test_scheduled_runs_follow_the_intervals(half_and_tenth):
     gc = collector(half_and_tenth, {2, 4}, minor_interval_s=3600, major_interval_s=86400)
-    assert gc.run().kind == ""                   # neither interval has passed since start-up
+    assert gc.run().kind == ""  # neither interval has passed since start-up
     gc.state.last_compaction[MINOR] -= 3600
     assert gc.run().kind == MINOR
     gc.state.last_compaction[MAJOR] -= 86400
@@ -182,7 +185,7 @@ def test_a_forced_run_is_asked_for_once_and_reported_by_its_id(half_and_tenth):
     gc.start()
     try:
         assert gc.trigger(True, False) == (True, 1)
-        assert gc.trigger(False, True) == (False, 1)   # pending or running: that run will do
+        assert gc.trigger(False, True) == (False, 1)  # pending or running: that run will do
         deadline = time.monotonic() + 10
         while (gc.state.last_run is None or gc.state.running) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -25,7 +25,7 @@ def test_a_group_is_acknowledged_once_durable_and_advances_the_log_mark(tmp_path
         assert journal.last_log_mark > start
     finally:
         journal.stop()
-    assert stats.batch_entries.sum[1] == 10 and stats.sync.count[1] <= 2   # grouped, not one fsync per record
+    assert stats.batch_entries.sum[1] == 10 and stats.sync.count[1] <= 2  # grouped, not one fsync per record
     assert stats.add_entry.count[1] == stats.queue_latency.count[1] == 10 and journal.queue_depth() == 0
     assert stats.write_bytes.value == 10 * (len(record(0)) - 4) and stats.flush_max_wait.value >= 1
     paths = [jf.journal_path(tmp_path, journal_id) for journal_id in jf.list_journal_ids(tmp_path)]

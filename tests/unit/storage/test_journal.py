@@ -40,7 +40,12 @@ def test_records_round_trip(tmp_path):
     assert path.name == "1.txn" and path.read_bytes()[:8] == b"BKLG\x00\x00\x00\x06"
     records = list(jf.scan_journal(path))
     assert [(r.kind, r.ledger_id, r.entry_id) for r in records] == [
-        ("master_key", 7, -1), ("entry", 7, 0), ("fence", 7, -1), ("explicit_lac", 7, -1), ("entry", 7, 1)]
+        ("master_key", 7, -1),
+        ("entry", 7, 0),
+        ("fence", 7, -1),
+        ("explicit_lac", 7, -1),
+        ("entry", 7, 1),
+    ]
     assert records[0].data == b"k" * 20 and records[3].data == b"lac-buffer"
     assert records[0].offset == 512
 
@@ -126,12 +131,15 @@ def test_hole_inside_the_last_write_is_a_torn_tail(tmp_path):
     assert scan.torn_tail == starts[2] and scan.skipped == []
 
 
-@pytest.mark.parametrize("bad, reason", [
-    (bytes(4), "length 0"),  # a zeroed sector
-    (jf.INT.pack(1 << 30), f"length {1 << 30} runs past the end of the file"),
-    (jf.INT.pack(-7), "length -7"),
-    (jf.INT.pack(10), "10 bytes, too short"),
-])
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        (bytes(4), "length 0"),  # a zeroed sector
+        (jf.INT.pack(1 << 30), f"length {1 << 30} runs past the end of the file"),
+        (jf.INT.pack(-7), "length -7"),
+        (jf.INT.pack(10), "10 bytes, too short"),
+    ],
+)
 def test_bad_record_followed_by_valid_data_refuses_replay(tmp_path, bad, reason):
     path, starts = three_flushes(tmp_path)
     damage(path, starts[1], bad)
@@ -140,7 +148,8 @@ def test_bad_record_followed_by_valid_data_refuses_replay(tmp_path, bad, reason)
     assert str(caught.value).startswith(
         f"{path}: corrupt journal record at offset {starts[1]} ({reason}), and valid records follow at offset "
         f"{starts[2]}: replay would drop them; to start anyway, skipping the damaged bytes, use "
-        "--skip-journal-corruption")
+        "--skip-journal-corruption"
+    )
 
 
 def test_corruption_inside_a_write_resumes_at_the_next_write(tmp_path):

@@ -5,7 +5,6 @@ import threading
 import time
 
 import pytest
-from helpers import DIGESTER, KEY, add, crash, payload, stored_entry as entry, wait_for
 
 from bookie.codec.entry import parse_entry
 from bookie.errors import CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
@@ -13,6 +12,9 @@ from bookie.storage import ledger_storage
 from bookie.storage.checkpoint import read_last_mark, write_last_mark
 from bookie.storage.index import IndexFile, index_path
 from bookie.storage.ledger_storage import LedgerStorage
+
+from helpers import DIGESTER, KEY, add, crash, payload, wait_for
+from helpers import stored_entry as entry
 
 
 def test_add_read_last_and_list(open_storage):
@@ -146,9 +148,9 @@ def test_an_index_entry_whose_add_never_reached_the_journal_is_not_the_last_entr
     """kill -9 after a checkpoint flushed an index page holding an add whose journal record was never written:
     the index on disk points past the end of the entry log. Acknowledged entries are all intact; the bookie's
     "last entry" (read -1, used by fencing and READ_LAC) must be the last real one."""
-    from helpers import KEY, records
-
     from bookie.storage.ledger_storage import AddKey
+
+    from helpers import KEY, records
 
     storage = open_storage()
     add(storage, 1, 0, 100)
@@ -183,5 +185,8 @@ def test_checkpoints_keep_their_schedule_while_flush_entrylog_bytes_fire(open_st
     storage = open_storage(flush_interval_ms=300, entry_log_flush_bytes=1)  # every add wakes the sync thread
     first = read_last_mark(config.ledger_dir)
     entry_ids = itertools.count()
-    wait_for(lambda: add(storage, 1, next(entry_ids), 1) == [] and read_last_mark(config.ledger_dir) > first,
-             "a checkpoint", 5)
+    wait_for(
+        lambda: add(storage, 1, next(entry_ids), 1) == [] and read_last_mark(config.ledger_dir) > first,
+        "a checkpoint",
+        5,
+    )
