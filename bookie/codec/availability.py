@@ -35,7 +35,8 @@ class SequenceGroup(NamedTuple):
     size: int  # sequenceSize
     period: int  # sequencePeriod
 
-    def count(self) -> int:
+    def entry_count(self) -> int:
+        """The entries in the group (not ``count``: that is tuple's, counting a value)."""
         if self.last == self.first:
             return self.size
         return ((self.last - self.first) // self.period + 1) * self.size
@@ -66,17 +67,17 @@ class AvailabilityOfEntries:
     @classmethod
     def from_entries(cls, entry_ids: Iterable[int]) -> AvailabilityOfEntries:
         """One group per run of consecutive ids, as BookKeeper's encoder does; duplicates are ignored."""
+        ids = sorted(set(entry_ids))
         groups: list[SequenceGroup] = []
-        start = previous = None
-        for entry in sorted(set(entry_ids)):
-            if previous is not None and entry == previous + 1:
-                previous = entry
-                continue
-            if start is not None:
+        if not ids:
+            return cls(groups)
+        start = previous = ids[0]
+        for entry in ids[1:]:
+            if entry != previous + 1:
                 groups.append(SequenceGroup(start, start, previous - start + 1, 0))
-            start = previous = entry
-        if start is not None:
-            groups.append(SequenceGroup(start, start, previous - start + 1, 0))
+                start = entry
+            previous = entry
+        groups.append(SequenceGroup(start, start, previous - start + 1, 0))
         return cls(groups)
 
     @classmethod
@@ -109,7 +110,7 @@ class AvailabilityOfEntries:
             yield from group.entries()
 
     def __len__(self) -> int:
-        return sum(g.count() for g in self.groups)
+        return sum(g.entry_count() for g in self.groups)
 
     def unavailable(self, expected: Iterable[int]) -> list[int]:
         """Those of the ``expected`` entry ids that this bookie does not hold, in the order given."""

@@ -79,7 +79,7 @@ class Digester:
             for chunk in chunks:
                 crc = zlib.crc32(chunk, crc)
             return _CRC32.pack(crc)
-        if kind == DigestType.HMAC:
+        if self._mac is not None:  # HMAC
             mac = self._mac.copy()
             for chunk in chunks:
                 mac.update(chunk)

@@ -17,6 +17,9 @@ everything else, non-ASCII included, is written as it is.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
+
+_V = TypeVar("_V")
 
 _ESCAPES = {i: f"\\u{i:04X}" for i in range(0x20)} | {
     ord("\b"): "\\b",
@@ -29,12 +32,12 @@ _ESCAPES = {i: f"\\u{i:04X}" for i in range(0x20)} | {
 }
 
 
-def pretty(value) -> str:
+def pretty(value: object) -> str:
     """``value`` (dicts in their order, lists, str, bool, int, None) as Jackson's default pretty printer writes it."""
     return _write(value, 0)
 
 
-def _write(value, level: int) -> str:
+def _write(value: object, level: int) -> str:
     if isinstance(value, dict):
         if not value:
             return "{ }"
@@ -69,7 +72,7 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def hash_map(items: Iterable[tuple[str, object]]) -> dict:
+def hash_map(items: Iterable[tuple[str, _V]]) -> dict[str, _V]:
     """The pairs in the order a ``java.util.HashMap<String, ?>`` filled with them iterates: by bucket of the final
     table (16 slots, doubled while more than 3/4 full), then by insertion. (Buckets of 8+ keys become trees in
     Java; our maps never have such collisions.)"""

@@ -19,6 +19,8 @@ def parse_lac(digester: Digester, buffer: bytes, ledger_id: int | None = None) -
     """The LAC in ``buffer``, after checking its digest (and ledger id, when given)."""
     if len(buffer) != LAC_HEADER.size + digester.size:
         raise CorruptEntry(f"LAC buffer of {len(buffer)} bytes, expected {LAC_HEADER.size + digester.size}")
+    lid: int
+    lac: int
     lid, lac = LAC_HEADER.unpack_from(buffer)
     if digester.digest(buffer[: LAC_HEADER.size]) != buffer[LAC_HEADER.size :]:
         raise CorruptEntry(f"ledger {lid}: LAC buffer digest mismatch")

@@ -164,7 +164,7 @@ def frame(body: bytes) -> bytes:
 _Message = TypeVar("_Message", pb.Request, pb.Response, pb.AuthMessage)
 
 
-def _parse(message: _Message, body, what: str) -> _Message:
+def _parse(message: _Message, body: bytes, what: str) -> _Message:
     """``message`` parsed from ``body``, refusing what Java's ``parseFrom`` refuses. Python's protobuf does not check
     required fields while parsing (Java does, with InvalidProtocolBufferException), hence the explicit check."""
     try:
@@ -293,7 +293,8 @@ def _key(master_key: bytes) -> bytes:
 
 
 def _auth_message(plugin_name: str, payload: bytes) -> bytes:
-    return pb.AuthMessage(authPluginName=plugin_name, payload=payload).SerializeToString()
+    message: bytes = pb.AuthMessage(authPluginName=plugin_name, payload=payload).SerializeToString()
+    return message
 
 
 def encode_request_v2(request: RequestV2) -> bytes:
@@ -328,7 +329,8 @@ def encode_response_v2(response: ResponseV2) -> bytes:
         case BatchReadResponseV2(rc, ledger_id, entry_id, request_id, entries, version):
             size = 32 + 4 * len(entries) + sum(map(len, entries))
             header = packet_header(version, BATCH_READ_ENTRY, 0)
-            parts = [V2_BATCH_RESPONSE.pack(size, header, rc, ledger_id, entry_id, request_id)]
+            head = V2_BATCH_RESPONSE.pack(size, header, rc, ledger_id, entry_id, request_id)
+            parts: list[bytes | memoryview] = [head]
             for entry in entries:
                 parts.append(LENGTH.pack(len(entry)))
                 parts.append(entry)
@@ -359,7 +361,7 @@ def _read_key(body: bytes, offset: int, what: str) -> bytes:
     return bytes(body[offset : offset + MASTER_KEY_LENGTH])
 
 
-def _parse_auth(body, what: str) -> pb.AuthMessage:
+def _parse_auth(body: bytes, what: str) -> pb.AuthMessage:
     return _parse(pb.AuthMessage(), bytes(body[4:]), f"AuthMessage in a v2 {what}")
 
 
@@ -369,11 +371,11 @@ def decode_request_v2(body: bytes) -> RequestV2:
     version, opcode, flags = split_header(LENGTH.unpack_from(body)[0])
     fencing = flags & FLAG_DO_FENCING and version >= 2
     if opcode == ADDENTRY:
-        key = _read_key(body, 4, "ADDENTRY request")
+        master_key = _read_key(body, 4, "ADDENTRY request")
         _need(body, 4 + MASTER_KEY_LENGTH + IDS.size, "ADDENTRY request (entry ids)")
         ledger_id, entry_id = IDS.unpack_from(body, 4 + MASTER_KEY_LENGTH)
         entry = memoryview(body)[4 + MASTER_KEY_LENGTH :]
-        return AddRequestV2(ledger_id, entry_id, key, entry, flags, version)
+        return AddRequestV2(ledger_id, entry_id, master_key, entry, flags, version)
     if opcode == READENTRY:
         _need(body, V2_READ.size - 4, "READENTRY request")
         ledger_id, entry_id = IDS.unpack_from(body, 4)
@@ -408,7 +410,7 @@ def decode_response_v2(body: bytes) -> ResponseV2:
         return ReadResponseV2(rc, ledger_id, entry_id, memoryview(body)[V2_RESPONSE.size - 4 :], version)
     _need(body, V2_BATCH_RESPONSE.size - 4, "BATCH_READ_ENTRY response")
     (request_id,) = REQUEST_ID.unpack_from(body, V2_RESPONSE.size - 4)
-    entries = []
+    entries: list[memoryview] = []
     offset, end = V2_BATCH_RESPONSE.size - 4, len(body)
     view = memoryview(body)
     while offset < end:
@@ -481,7 +483,9 @@ _READ_HEADER = b"\x08\x03\x10\x01\x18"  # ... operation=READ_ENTRY
 _ADD_TAG, _READ_TAG = b"\xaa\x06", b"\xa2\x06"  # field 101 (addRequest/addResponse), 100 (readRequest/readResponse)
 
 
-def add_request_v3(txn_id: int, ledger_id: int, entry_id: int, master_key: bytes, body, recovery: bool) -> bytes:
+def add_request_v3(
+    txn_id: int, ledger_id: int, entry_id: int, master_key: bytes, body: bytes | memoryview, recovery: bool
+) -> bytes:
     """The frame of a v3 ADD_ENTRY Request (priority 100 and flag RECOVERY_ADD for a recovery add)."""
     header = _ADD_HEADER + varint(txn_id) + (b"\x20\x64" if recovery else b"")
     add = (

@@ -5,6 +5,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bookie._proto.bookkeeper_protocol_pb2 import ReadRangeRequest
 
 
 def write_set(entry_id: int, ensemble_size: int, write_quorum: int) -> list[int]:
@@ -42,7 +46,7 @@ def count_entries_of_bookie(index: int, first: int, last: int, ensemble_size: in
         return 0
     if write_quorum >= ensemble_size:
         return last - first + 1
-    full, rest = divmod(last - first + 1, ensemble_size)
+    full = (last - first + 1) // ensemble_size
     tail = sum(1 for e in range(first + full * ensemble_size, last + 1) if holds(index, e, ensemble_size, write_quorum))
     return full * write_quorum + tail
 
@@ -65,7 +69,7 @@ def wanted_entries(
     return wanted
 
 
-def range_read_entries(request) -> Iterator[int]:
+def range_read_entries(request: ReadRangeRequest) -> Iterator[int]:
     """:func:`wanted_entries` of a ``ReadRangeRequest`` message."""
     striped = request.HasField("ensembleSize")
     return wanted_entries(

@@ -120,7 +120,7 @@ class CookieStore:
         return sorted(self.store.children(self.store.path("cookies")))
 
 
-def read_local_cookie(directory: str | os.PathLike) -> Cookie | None:
+def read_local_cookie(directory: str | os.PathLike[str]) -> Cookie | None:
     """The cookie in ``<directory>/current/VERSION``, or None when the directory has none."""
     path = Path(directory) / "current" / VERSION_FILE
     try:
@@ -129,7 +129,7 @@ def read_local_cookie(directory: str | os.PathLike) -> Cookie | None:
         return None
 
 
-def write_local_cookie(directory: str | os.PathLike, cookie: Cookie) -> None:
+def write_local_cookie(directory: str | os.PathLike[str], cookie: Cookie) -> None:
     """Write ``<directory>/current/VERSION`` atomically (temp file, fsync, rename)."""
     current = Path(directory) / "current"
     current.mkdir(parents=True, exist_ok=True)
@@ -141,6 +141,6 @@ def write_local_cookie(directory: str | os.PathLike, cookie: Cookie) -> None:
     os.replace(tmp, current / VERSION_FILE)
 
 
-def remove_local_cookie(directory: str | os.PathLike) -> None:
+def remove_local_cookie(directory: str | os.PathLike[str]) -> None:
     """Remove ``<directory>/current/VERSION`` (a start that failed while writing its cookies)."""
     (Path(directory) / "current" / VERSION_FILE).unlink(missing_ok=True)

@@ -16,7 +16,7 @@ from bookie.meta import ledger_metadata
 from bookie.meta.layout import RESERVED, read_layout
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.paths import ledger_path
-from bookie.meta.store import MetadataStore, zk_errors
+from bookie.meta.store import MetadataStore, ZkResult, ZnodeStat, zk_errors
 
 PIPELINE = 512  # metadata reads in flight while iterating with data
 
@@ -104,9 +104,9 @@ class LedgerManager:
         ``on_corrupt``, is handed to it and skipped so the iteration goes on.
         """
         zk = self.store.zk
-        pending: deque = deque()
+        pending: deque[tuple[int, str, ZkResult[tuple[bytes, ZnodeStat]]]] = deque()
 
-        def drain_one():
+        def drain_one() -> tuple[int, LedgerMetadata] | None:
             ledger_id, path, result = pending.popleft()
             try:
                 with zk_errors(f"read ledger {ledger_id}"):

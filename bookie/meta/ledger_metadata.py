@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from google.protobuf import text_format
 from google.protobuf.internal.decoder import _DecodeVarint32
@@ -78,7 +79,8 @@ class LedgerMetadata:
             return self.segments[index + 1].first_entry_id - 1
         return last
 
-    def with_changes(self, **changes) -> LedgerMetadata:
+    def with_changes(self, **changes: Any) -> LedgerMetadata:
+        """A copy with the fields named changed (``dataclasses.replace``: an unknown name raises TypeError)."""
         return replace(self, **changes)
 
 
@@ -112,8 +114,9 @@ def serialize(md: LedgerMetadata) -> bytes:
         msg.ctime = md.ctime
     for key, value in md.custom_metadata.items():
         msg.customMetadata.add(key=key, value=value)
-    body = msg.SerializeToString()
-    return HEADER_KEY + b"%d\n" % CURRENT_VERSION + _VarintBytes(len(body)) + body
+    body: bytes = msg.SerializeToString()
+    size: bytes = _VarintBytes(len(body))
+    return HEADER_KEY + b"%d\n" % CURRENT_VERSION + size + body
 
 
 def _from_proto(msg: LedgerMetadataFormat, version: int, znode_ctime: int | None) -> LedgerMetadata:

@@ -26,11 +26,11 @@ def ledger_path(root: str, ledger_id: int, manager: str = "hierarchical") -> str
     if not 0 <= ledger_id <= MAX_LEDGER_ID:
         raise InvalidArgument(f"ledger id {ledger_id} out of range (0 to {MAX_LEDGER_ID})")
     if uses_long_form(ledger_id, manager):
-        s = "%019d" % ledger_id
+        s = f"{ledger_id:019d}"
         return f"{root}/{s[0:3]}/{s[3:7]}/{s[7:11]}/{s[11:15]}/L{s[15:19]}"
     if ledger_id >= 10**10:
         raise InvalidArgument(f"ledger id {ledger_id} does not fit the short path form of {manager}")
-    s = "%010d" % ledger_id
+    s = f"{ledger_id:010d}"
     return f"{root}/{s[0:2]}/{s[2:6]}/L{s[6:10]}"
 
 

@@ -11,6 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from google.protobuf.message import DecodeError
 from kazoo.exceptions import NodeExistsError
 
 from bookie._proto.data_formats_pb2 import BookieServiceInfoFormat
@@ -75,14 +76,15 @@ class BookieServiceInfo:
                 id=e.id, host=e.host, port=e.port, protocol=e.protocol, auth=e.auth, extensions=e.extensions
             )
         msg.properties.update(self.properties)
-        return msg.SerializeToString()
+        data: bytes = msg.SerializeToString()
+        return data
 
     @classmethod
     def decode(cls, data: bytes, where: str = "bookie registration") -> BookieServiceInfo:
         msg = BookieServiceInfoFormat()
         try:
             msg.ParseFromString(data)
-        except Exception as exc:  # protobuf's DecodeError and friends
+        except DecodeError as exc:
             raise CorruptData(f"{where}: malformed BookieServiceInfoFormat ({exc})") from None
         endpoints = tuple(
             Endpoint(e.id, e.host, e.port, e.protocol, tuple(e.auth), tuple(e.extensions)) for e in msg.endpoints
@@ -145,7 +147,7 @@ class RegisteredBookie:
             e for e in (self.info.endpoints if self.info else ()) if e.id not in (ADMIN_ENDPOINT, HTTP_ENDPOINT)
         )
         info = BookieServiceInfo(
-            kept + (Endpoint(HTTP_ENDPOINT, host, port, HTTP_PROTOCOL),), self.info.properties if self.info else {}
+            (*kept, Endpoint(HTTP_ENDPOINT, host, port, HTTP_PROTOCOL)), self.info.properties if self.info else {}
         )
         return RegisteredBookie(self.bookie_id, self.state, info)
 
@@ -170,7 +172,7 @@ class BookieRegistry:
         deadline = time.monotonic() + timeout
         changed = threading.Event()
 
-        def watch(_event) -> None:
+        def watch(_event: object) -> None:
             changed.set()
 
         while True:
@@ -179,15 +181,18 @@ class BookieRegistry:
                 with zk_errors(f"check {path}"):
                     stat = self.store.zk.exists(path, watch=watch)
             except ServiceUnavailable:
-                stat = False  # ZooKeeper is away: ask again until the deadline
-            if stat is None or (stat and stat.ephemeralOwner == self.store.zk.client_id[0]):
-                return
+                pass  # ZooKeeper is away: ask again until the deadline
+            else:
+                if stat is None or stat.ephemeralOwner == self.store.session_id:
+                    return
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise OperationTimeout(f"{path} of an earlier session did not expire within {timeout:g} s")
             changed.wait(min(0.5, remaining))
 
-    def register(self, bookie_id: str, info: BookieServiceInfo, state: str = WRITABLE, stale_timeout=30.0) -> None:
+    def register(
+        self, bookie_id: str, info: BookieServiceInfo, state: str = WRITABLE, stale_timeout: float = 30.0
+    ) -> None:
         """Publish the bookie as writable or read-only (and remove its node of the other state)."""
         path = self._node(bookie_id, state)
         data = info.encode()
@@ -200,7 +205,7 @@ class BookieRegistry:
             except NodeExistsError:
                 with zk_errors(f"register {bookie_id}"):
                     stat = self.store.zk.exists(path)
-                if stat is not None and stat.ephemeralOwner == self.store.zk.client_id[0]:
+                if stat is not None and stat.ephemeralOwner == self.store.session_id:
                     break  # ours already
         self._delete_own(self._node(bookie_id, WRITABLE if state == READONLY else READONLY))
 
@@ -211,7 +216,7 @@ class BookieRegistry:
         never taken over.)"""
         with zk_errors(f"check {path}"):
             stat = self.store.zk.exists(path)
-        if stat is None or stat.ephemeralOwner != self.store.zk.client_id[0]:
+        if stat is None or stat.ephemeralOwner != self.store.session_id:
             return
         try:
             with zk_errors(f"unregister {path}"):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Protocol, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -33,6 +34,57 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 8.0  # seconds: an unreachable ZooKeeper fails a command in well under 10 s
 SESSION_TIMEOUT = 10.0
 
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+# ---- kazoo, typed: it ships no type information, so these say what the calls we make take and return ----
+class ZnodeStat(Protocol):
+    """kazoo's ``ZnodeStat``: the fields of a znode's ``Stat`` that we read."""
+
+    @property
+    def version(self) -> int: ...
+    @property
+    def ctime(self) -> int: ...  # ms
+    @property
+    def ephemeralOwner(self) -> int: ...  # the owning session's id; 0 for a persistent znode
+
+
+class ZkResult(Protocol[_T_co]):
+    """kazoo's ``IAsyncResult`` of an ``*_async`` call."""
+
+    def get(self, block: bool = True, timeout: float | None = None) -> _T_co: ...
+
+
+class ZkTransaction(Protocol):
+    """kazoo's ``TransactionRequest``: operations applied all or none by one ``multi``."""
+
+    def create(self, path: str, value: bytes = b"") -> None: ...
+    def commit(self) -> list[object]: ...  # per operation: its result, or the exception that failed it
+
+
+class ZooKeeperClient(Protocol):
+    """The part of kazoo's ``KazooClient`` the metadata store uses."""
+
+    @property
+    def client_id(self) -> tuple[int, bytes] | None: ...  # (session id, password) while connected, else None
+    @property
+    def connected(self) -> bool: ...
+    def start(self, timeout: float = 15) -> None: ...
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+    def add_listener(self, listener: Callable[[str], object]) -> None: ...  # called with a KazooState
+    def create(
+        self, path: str, value: bytes = b"", *, ephemeral: bool = False, sequence: bool = False, makepath: bool = False
+    ) -> str: ...  # the path created (with its sequence number)
+    def ensure_path(self, path: str) -> object: ...
+    def exists(self, path: str, watch: Callable[[object], object] | None = None) -> ZnodeStat | None: ...
+    def get(self, path: str) -> tuple[bytes, ZnodeStat]: ...
+    def get_async(self, path: str) -> ZkResult[tuple[bytes, ZnodeStat]]: ...
+    def get_children(self, path: str) -> list[str]: ...
+    def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat: ...
+    def delete(self, path: str, version: int = -1) -> object: ...
+    def transaction(self) -> ZkTransaction: ...
+
 
 @contextlib.contextmanager
 def zk_errors(what: str) -> Iterator[None]:
@@ -53,12 +105,12 @@ def zk_errors(what: str) -> Iterator[None]:
         raise BKError(f"{what}: ZooKeeper error {type(exc).__name__}") from None
 
 
-class _BoundedResult(AsyncResult):
-    def get(self, block=True, timeout=None):
+class _BoundedResult(AsyncResult):  # type: ignore[misc]  # kazoo's classes are untyped (Any)
+    def get(self, block: bool = True, timeout: float | None = None) -> object:
         return super().get(block, self._handler.operation_timeout if timeout is None else timeout)
 
 
-class _BoundedHandler(SequentialThreadingHandler):
+class _BoundedHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo's classes are untyped (Any)
     """kazoo's threading handler, with a limit on every blocking call. While the connection is down kazoo queues a
     request until it reconnects, and its synchronous calls wait for the answer without a timeout: with reconnection
     unbounded, a command, a GC run or a bookie's shutdown would wait for as long as ZooKeeper is away. A call past
@@ -68,21 +120,23 @@ class _BoundedHandler(SequentialThreadingHandler):
         super().__init__()
         self.operation_timeout = operation_timeout
 
-    def async_result(self):
+    def async_result(self) -> _BoundedResult:
         return _BoundedResult(self)
 
 
 class MetadataStore:
     """One ZooKeeper session for one service URI. A context manager; :meth:`close` ends the session."""
 
-    def __init__(self, uri: ServiceUri, connect_timeout: float = CONNECT_TIMEOUT, session_timeout=SESSION_TIMEOUT):
+    def __init__(
+        self, uri: ServiceUri, connect_timeout: float = CONNECT_TIMEOUT, session_timeout: float = SESSION_TIMEOUT
+    ):
         self.uri = uri
         self.root = uri.root
         # Reconnect for as long as the session lives: kazoo ends its connection thread for good when this policy
         # gives up, which left a bookie (or the auditor) running but cut off after a short ZooKeeper outage.
         # The first connection is bounded by start(timeout) below, every later call by the handler (_BoundedHandler).
         retry = KazooRetry(max_tries=-1, delay=0.2, max_delay=2.0)
-        self.zk = KazooClient(
+        self.zk: ZooKeeperClient = KazooClient(
             hosts=uri.zk_hosts,
             timeout=session_timeout,
             connection_retry=retry,
@@ -95,29 +149,39 @@ class MetadataStore:
         except KazooTimeoutError:
             self.zk.stop()
             self.zk.close()
-            raise ServiceUnavailable(f"cannot reach ZooKeeper at {uri.zk_hosts} (gave up after {connect_timeout:g} s)")
+            raise ServiceUnavailable(
+                f"cannot reach ZooKeeper at {uri.zk_hosts} (gave up after {connect_timeout:g} s)"
+            ) from None
+        self._closed = False
 
     def __enter__(self) -> MetadataStore:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
-        if self.zk is not None:
+        """End the session (its ephemeral znodes go with it); a second call does nothing."""
+        if not self._closed:
+            self._closed = True
             self.zk.stop()
             self.zk.close()
-            self.zk = None
+
+    @property
+    def session_id(self) -> int | None:
+        """This session's id (the ``ephemeralOwner`` of the znodes it creates); None while disconnected."""
+        client_id = self.zk.client_id
+        return client_id[0] if client_id is not None else None
 
     def path(self, *parts: str) -> str:
         return "/".join((self.root, *parts))
 
-    def get(self, path: str) -> tuple[bytes, object]:
+    def get(self, path: str) -> tuple[bytes, ZnodeStat]:
         """Data and ZnodeStat of ``path``; :class:`NotFound` when absent."""
         with zk_errors(f"read {path}"):
             return self.zk.get(path)
 
-    def exists(self, path: str):
+    def exists(self, path: str) -> ZnodeStat | None:
         with zk_errors(f"check {path}"):
             return self.zk.exists(path)
 

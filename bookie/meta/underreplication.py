@@ -10,8 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 from google.protobuf import text_format
+from google.protobuf.message import Message
 from kazoo.exceptions import NodeExistsError
 
 from bookie._proto.data_formats_pb2 import (
@@ -25,6 +27,12 @@ from bookie._proto.data_formats_pb2 import (
 )
 from bookie.errors import AutoRecoveryDisabled, CorruptData, MetadataVersionConflict, NotFound
 from bookie.meta.store import MetadataStore, zk_errors
+
+
+def _text(message: Message) -> bytes:
+    """``message`` in protobuf TextFormat, as BookKeeper writes these znodes."""
+    text: str = text_format.MessageToString(message)
+    return text.encode()
 
 
 def marker_path(ur_root: str, ledger_id: int) -> str:
@@ -42,7 +50,7 @@ class UnderReplicatedLedger:
         msg = UnderreplicatedLedgerFormat(replica=self.replicas)
         if self.ctime is not None:
             msg.ctime = self.ctime
-        return text_format.MessageToString(msg).encode()
+        return _text(msg)
 
     @classmethod
     def decode(cls, ledger_id: int, data: bytes, where: str) -> UnderReplicatedLedger:
@@ -64,7 +72,7 @@ class UnderReplicationManager:
         layout = LedgerRereplicationLayoutFormat(type="BASIC", version=1)
         try:
             with zk_errors("create the under-replication layout"):
-                self.store.zk.create(f"{self.root}/LAYOUT", text_format.MessageToString(layout).encode(), makepath=True)
+                self.store.zk.create(f"{self.root}/LAYOUT", _text(layout), makepath=True)
         except NodeExistsError:
             pass
 
@@ -137,7 +145,8 @@ class UnderReplicationManager:
     def count(self) -> int:
         return sum(1 for _ in self.iter_ledger_ids())
 
-    CHECK_TIMES = {
+    # kind -> (znode under underreplication/, its message, the message's one field)
+    CHECK_TIMES: ClassVar[dict[str, tuple[str, type[Message], str]]] = {
         "placement": ("placementpolicycheckctime", PlacementPolicyCheckFormat, "placementPolicyCheckCTime"),
         "replicas": ("replicascheckctime", ReplicasCheckFormat, "replicasCheckCTime"),
         "all": ("checkallledgersctime", CheckAllLedgersFormat, "checkAllLedgersCTime"),
@@ -162,7 +171,8 @@ class UnderReplicationManager:
             return None
         parsed = message()
         parsed.ParseFromString(data)
-        return getattr(parsed, field)
+        when: int = getattr(parsed, field)
+        return when
 
     # ---- autorecovery controls ----
     def is_enabled(self) -> bool:
@@ -221,7 +231,7 @@ class UnderReplicationManager:
 
     def vote(self, bookie_id: str) -> str:
         """Stand in the auditor election: an EPHEMERAL_SEQUENTIAL vote; return its path."""
-        data = text_format.MessageToString(AuditorVoteFormat(bookieId=bookie_id)).encode()
+        data = _text(AuditorVoteFormat(bookieId=bookie_id))
         with zk_errors("vote for the auditor"):
             return self.store.zk.create(
                 f"{self.root}/auditorelection/V_", data, ephemeral=True, sequence=True, makepath=True
@@ -246,7 +256,7 @@ class UnderReplicationManager:
 
     def try_lock(self, ledger_id: int, owner: str) -> bool:
         """Take the ledger's re-replication lock (ephemeral); False when someone holds it."""
-        data = text_format.MessageToString(LockDataFormat(bookieId=owner)).encode()
+        data = _text(LockDataFormat(bookieId=owner))
         try:
             with zk_errors(f"lock ledger {ledger_id}"):
                 self.store.zk.create(self.lock_path(ledger_id), data, ephemeral=True, makepath=True)

@@ -67,7 +67,7 @@ def read_ledgers_map(path: Path) -> dict[int, int] | None:
         head = f.read(HEADER.size)
         if len(head) < HEADER.size:
             return None  # a log created but not written yet (the next one is pre-created): nothing in it
-        magic, version, map_offset, count = HEADER.unpack(head)
+        magic, _, map_offset, count = HEADER.unpack(head)
         if magic != MAGIC:
             raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
         if map_offset == 0:
@@ -318,14 +318,14 @@ class EntryLogger:
     def read(self, loc: int, ledger_id: int, entry_id: int) -> bytes:
         """The framed entry at ``loc``, checked to be the one asked for."""
         log_id, pos = split_location(loc)
+        size: int
+        data: bytes | None = None
         with self.lock:
             if log_id == self.current_id and pos - 4 >= self._flushed:
                 start = pos - 4 - self._flushed
                 head = bytes(self._buffer[start : start + 4])
                 size = SIZE.unpack(head)[0] if len(head) == 4 else -1
                 data = bytes(self._buffer[start + 4 : start + 4 + size]) if size > 0 else b""
-            else:
-                data, size = None, None
         path = log_path(self.directory, log_id)
         if data is None:
             fd = self._reader(log_id)
@@ -335,6 +335,8 @@ class EntryLogger:
                 data = head[4 : 4 + size]
                 if len(data) < size:
                     data += os.pread(fd, size - len(data), pos + len(data))
+            else:
+                data = b""  # refused below
         if not IDS.size <= size <= MAX_ENTRY_SIZE or len(data) != size:
             raise CorruptData(
                 f"{path}: bad entry size {size} at offset {pos - 4} (ledger {ledger_id} entry {entry_id})"

@@ -19,6 +19,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bookie.errors import BKError
 from bookie.storage.entry_log import (
@@ -29,6 +30,9 @@ from bookie.storage.entry_log import (
     read_ledgers_map,
     rebuild_ledgers_map,
 )
+from bookie.storage.ledger_cache import LedgerIndex
+from bookie.storage.ledger_storage import LedgerStorage
+from bookie.storage.stats import GcStats
 
 log = logging.getLogger(__name__)
 COPY_BATCH = 1 << 20  # bytes appended to the current entry log at once
@@ -78,7 +82,7 @@ class EntryLogMetadata:
         self.ledgers = {lid: size for lid, size in self.ledgers.items() if live(lid)}
 
 
-def log_metadata(directory, log_id: int) -> EntryLogMetadata:
+def log_metadata(directory: Path, log_id: int) -> EntryLogMetadata:
     """From the sealed log's ledgers map, or by scanning it when it has none (a log a crash left unsealed)."""
     path = log_path(directory, log_id)
     ledgers = read_ledgers_map(path)
@@ -88,7 +92,10 @@ def log_metadata(directory, log_id: int) -> EntryLogMetadata:
 
 
 def entry_log_usage(
-    directory, log_ids: Iterable[int], live: Callable[[int], bool], known: dict[int, EntryLogMetadata] | None = None
+    directory: Path,
+    log_ids: Iterable[int],
+    live: Callable[[int], bool],
+    known: dict[int, EntryLogMetadata] | None = None,
 ) -> list[EntryLogMetadata]:
     """Usage of each log: live = the ledgers whose index the bookie still has. Logs removed meanwhile are left out."""
     result = []
@@ -186,11 +193,13 @@ class GarbageCollector:
     """The GC thread of one bookie. ``live_ledgers(ids)`` answers which of the given ledger ids still exist in the
     metadata store (None: no metadata store, no ledger GC)."""
 
-    def __init__(self, storage, config: GcConfig, live_ledgers: Callable[[list[int]], set[int]] | None = None):
+    def __init__(
+        self, storage: LedgerStorage, config: GcConfig, live_ledgers: Callable[[list[int]], set[int]] | None = None
+    ):
         self.storage = storage
         self.config = config
         self.live_ledgers = live_ledgers
-        self.stats = None  # bookie.server.metrics.BookieStats: told of each run
+        self.stats: GcStats | None = None  # told of each run (the bookie's BookieStats)
         self.state = GcState()
         self.logs: dict[int, EntryLogMetadata] = {}
         now = time.time()  # intervals count from start-up, as BookKeeper's
@@ -375,8 +384,10 @@ class GarbageCollector:
         """Copy the log's live entries into the current entry log and repoint the index at the copies.
         Returns (entries, bytes) copied, or (None, 0) when the bookie is stopping."""
         storage, cache, logger = self.storage, self.storage.cache, self.storage.entry_logger
-        moved: list[tuple[object, int, int, int]] = []  # (ledger state, entryId, old location, new location)
-        batch, pending, sizes = bytearray(), [], defaultdict(int)
+        moved: list[tuple[LedgerIndex, int, int, int]] = []  # (ledger state, entryId, old location, new location)
+        pending: list[tuple[LedgerIndex, int, int, int]] = []  # (ledger state, entryId, old location, offset in batch)
+        batch = bytearray()
+        sizes: defaultdict[int, int] = defaultdict(int)
         copied = entries = 0
 
         def append() -> None:
@@ -386,7 +397,9 @@ class GarbageCollector:
             moved.extend(
                 (state, entry_id, old, location(log_id, base + offset + 4)) for state, entry_id, old, offset in pending
             )
-            batch.clear(), pending.clear(), sizes.clear()
+            batch.clear()
+            pending.clear()
+            sizes.clear()
 
         for pos, ledger_id, entry_id, record in iter_records(log_path(logger.directory, meta.log_id)):
             if ledger_id not in meta.ledgers:

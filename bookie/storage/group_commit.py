@@ -6,7 +6,7 @@ pending (or, with ``journalFlushWhenQueueEmpty``, only until the queue is empty)
 fsyncs (``journalSyncData``), advances the in-memory lastLogMark, and only then runs the callbacks of the group —
 which is when adds are acknowledged.
 
-With ``stats`` (bookie.server.metrics.JournalStats), the thread records BookKeeper's journal metrics: how long records
+With ``stats`` (bookie.storage.stats.JournalStats), the thread records BookKeeper's journal metrics: how long records
 waited in the queue and until acknowledged, each group's write and fsync, why a group was closed.
 """
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bookie.storage.journal import JournalFile, list_journal_ids
+from bookie.storage.stats import JournalStats
 
 log = logging.getLogger(__name__)
 Callback = Callable[[BaseException | None], None]
@@ -49,7 +50,7 @@ class Journal:
         max_size_mb: int = 2048,
         prealloc_mb: int = 16,
         flush_when_queue_empty: bool = False,
-        stats=None,
+        stats: JournalStats | None = None,
     ):
         self.directory = Path(directory)
         self.sync_data = sync_data
@@ -133,7 +134,8 @@ class Journal:
             group = [first]
             size = len(first.data)
             deadline = first.enqueued + self.max_wait
-            closed_by = "flush_max_outstanding_bytes"  # why the group ends: BookKeeper's JOURNAL_NUM_FLUSH_*
+            # why the group ends: BookKeeper's JOURNAL_NUM_FLUSH_*, as the name of its counter in JournalStats
+            closed_by: str | None = "flush_max_outstanding_bytes"
             while size < self.threshold:
                 try:
                     item = self._queue.get_nowait()
@@ -166,6 +168,7 @@ class Journal:
         records = sum(p.records for p in group if p.data)
         try:
             journal = self._file
+            assert journal is not None, "the journal thread runs between start() and stop(), which open and close it"
             data = b"".join(p.data for p in group)
             written = time.perf_counter()
             position = journal.append(data) if data else journal.position  # FORCE_LEDGER: only the fsync

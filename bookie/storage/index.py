@@ -109,7 +109,7 @@ class IndexFile:
         data = os.pread(self._open(False), PAGE_SIZE, HEADER_SIZE + page_no * PAGE_SIZE)
         return bytearray(data.ljust(PAGE_SIZE, b"\0"))
 
-    def write_page(self, page_no: int, page: bytes) -> None:
+    def write_page(self, page_no: int, page: bytes | bytearray) -> None:
         os.pwrite(self._open(True), page, HEADER_SIZE + page_no * PAGE_SIZE)
 
     def sync(self) -> None:

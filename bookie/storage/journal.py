@@ -23,7 +23,7 @@ import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, Final, Literal, NamedTuple
 
 from bookie.errors import CorruptData
 from bookie.storage.files import fsync_dir, hex_ids
@@ -92,7 +92,18 @@ class Skipped(NamedTuple):
 
 
 ENTRY_MIN = 24  # ledgerId, entryId, lastAddConfirmed: what replay reads of an entry record
-_END, _BAD, _PADDING, _RECORD = range(4)
+
+# What _read finds at a position, told by the first item: where the records stop (_END: a torn write may end
+# there; _BAD: no crash writes that), a padding record, or a record.
+_END: Final = 0
+_BAD: Final = 1
+_PADDING: Final = 2
+_RECORD: Final = 3
+_Found = (
+    tuple[Literal[0, 1], str, None]  # _END or _BAD, why the records stop
+    | tuple[Literal[2], int, int]  # _PADDING, its length, where the next record starts
+    | tuple[Literal[3], Record, int]  # _RECORD, the record, where the next one starts
+)
 
 
 class JournalScan:
@@ -136,19 +147,19 @@ class JournalScan:
             size = os.fstat(f.fileno()).st_size
             position = max(self.start, HEADER_SIZE)
             while True:
-                kind, value, after = _read(f, position, size)
-                if kind == _RECORD:
-                    yield value
-                    position = after
-                elif kind == _PADDING:
-                    position = after
+                found = _read(f, position, size)
+                if found[0] == _RECORD:
+                    yield found[1]
+                    position = found[2]
+                elif found[0] == _PADDING:
+                    position = found[2]
                 else:
-                    resume = self._after_stop(f, kind, value, position, size)
+                    resume = self._after_stop(f, found[0], found[1], position, size)
                     if resume is None:
                         return
                     position = resume
 
-    def _after_stop(self, f, kind: int, reason: str, position: int, size: int) -> int | None:
+    def _after_stop(self, f: BinaryIO, kind: int, reason: str, position: int, size: int) -> int | None:
         """Where to go on after the records stopped at ``position``: None to end the scan."""
         dirty = _next_nonzero(f, position, size)
         if dirty is None:
@@ -177,8 +188,8 @@ def scan_journal(path: Path, start: int = HEADER_SIZE, skip_corruption: bool = F
     return iter(JournalScan(path, start, skip_corruption))
 
 
-def _read(f, position: int, size: int):
-    """What is at ``position``: (_RECORD, record, next), (_PADDING, None, next), (_END or _BAD, reason, None)."""
+def _read(f: BinaryIO, position: int, size: int) -> _Found:
+    """What is at ``position``: (_RECORD, record, next), (_PADDING, length, next), (_END or _BAD, reason, None)."""
     f.seek(position)
     raw = f.read(4)
     if len(raw) < 4:
@@ -226,7 +237,7 @@ def _record(offset: int, data: bytes) -> Record | str:
     return f"marker {marker}"
 
 
-def _next_nonzero(f, position: int, size: int) -> int | None:
+def _next_nonzero(f: BinaryIO, position: int, size: int) -> int | None:
     """The offset of the first non-zero byte at or after ``position``, None if there is none."""
     f.seek(position)
     while position < size:
@@ -239,7 +250,7 @@ def _next_nonzero(f, position: int, size: int) -> int | None:
     return None
 
 
-def _next_flush(f, stop: int, dirty: int, size: int) -> int | None:
+def _next_flush(f: BinaryIO, stop: int, dirty: int, size: int) -> int | None:
     """The first 512-byte boundary after ``stop`` where a whole flush starts (see :class:`JournalScan`); zeros
     are skipped without parsing, and a record offset already seen to lead nowhere is not followed twice."""
     dead: set[int] = set()
@@ -247,29 +258,31 @@ def _next_flush(f, stop: int, dirty: int, size: int) -> int | None:
     while candidate < size:
         if _whole_flush_at(f, candidate, size, dead):
             return candidate
-        dirty = _next_nonzero(f, candidate + ALIGN, size)
-        if dirty is None:
+        nonzero = _next_nonzero(f, candidate + ALIGN, size)
+        if nonzero is None:
             return None
-        candidate = dirty // ALIGN * ALIGN
+        candidate = nonzero // ALIGN * ALIGN
     return None
 
 
-def _whole_flush_at(f, position: int, size: int, dead: set[int]) -> bool:
+def _whole_flush_at(f: BinaryIO, position: int, size: int, dead: set[int]) -> bool:
     """Whether records from ``position`` run to a padding that ends on a 512-byte boundary; ``dead`` collects
     the offsets whose run is known to fail (a padding record is never one: run to from a record, it may end a
     flush)."""
-    visited, records = [], 0
+    visited: list[int] = []
+    records = 0
     while position not in dead:
-        kind, value, after = _read(f, position, size)
-        if kind == _PADDING:
-            if records and after % ALIGN == 0 and _next_nonzero(f, after - value, after) is None:
+        found = _read(f, position, size)
+        if found[0] == _PADDING:
+            _, pad, after = found
+            if records and after % ALIGN == 0 and _next_nonzero(f, after - pad, after) is None:
                 return True
             break
         visited.append(position)
-        if kind != _RECORD:
+        if found[0] != _RECORD:
             break
         records += 1
-        position = after
+        position = found[2]
     dead.update(visited)
     return False
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader, ledger_id_of
+from bookie.storage.stats import OpStatsLogger
 
 
 class LedgerIndex:
@@ -41,7 +42,7 @@ class LedgerIndex:
         return self.header.fenced
 
 
-def _nonzero_slots(page: bytes) -> list[int]:
+def _nonzero_slots(page: bytes | bytearray) -> list[int]:
     values = array.array("q", page)
     return [slot for slot, value in enumerate(values) if value]
 
@@ -57,7 +58,8 @@ class LedgerCache:
         self._unsynced: dict[int, IndexFile] = {}
         self.lock = threading.RLock()
         self.hits = self.misses = 0
-        self.read_page_stats = None  # OpStats of the page reads of misses (LEDGER_CACHE_READ_PAGE), when watched
+        # the page reads of misses (LEDGER_CACHE_READ_PAGE), when watched
+        self.read_page_stats: OpStatsLogger | None = None
 
     # ---- ledgers ----
     def get(self, ledger_id: int) -> LedgerIndex | None:
@@ -154,7 +156,8 @@ class LedgerCache:
         page_no, slot = divmod(entry_id, ENTRIES_PER_PAGE)
         with self.lock:
             page = self._page(state, page_no)
-        return LOCATION.unpack_from(page, slot * 8)[0]
+        location: int = LOCATION.unpack_from(page, slot * 8)[0]
+        return location
 
     def entry_ids(self, state: LedgerIndex) -> list[int]:
         """Every entry id with a location, from the index only."""

@@ -22,11 +22,14 @@ from bookie.storage.checkpoint import read_last_mark, write_last_mark
 from bookie.storage.entry_log import EntryLogger, location
 from bookie.storage.group_commit import Callback, Journal, LogMark
 from bookie.storage.ledger_cache import LedgerCache, LedgerIndex
+from bookie.storage.stats import StorageStats
 
 log = logging.getLogger(__name__)
 WRITEBACK_INTERVAL = 1.0  # seconds
 RECORD = struct.Struct(">iqqq")  # size | ledgerId | entryId | lastAddConfirmed
 LAC_IN_ENTRY = struct.Struct(">q")
+# An add record of a batch that will be stored: (offset in the batch, size, ledgerId, entryId, lastAddConfirmed)
+_Stored = tuple[int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class StorageConfig:
 
 
 class LedgerStorage:
-    def __init__(self, config: StorageConfig, stats=None):
+    def __init__(self, config: StorageConfig, stats: StorageStats | None = None):
         self.config = config
         self.stats = stats
         self.journal = Journal(
@@ -184,7 +187,7 @@ class LedgerStorage:
         # Only now may the disk be read: until replay repointed them, index entries written before the crash can
         # point at entry-log bytes that were still in the lost write buffer.
         for ledger_id, lac in lacs.items():
-            state = self.cache.get(ledger_id)
+            state = self.ledger(ledger_id)  # _apply created it
             state.lac = max(lac, self._lac_on_disk(state))
         if count:
             log.info("replayed %d journal records from %s", count, mark)
@@ -272,8 +275,14 @@ class LedgerStorage:
             )
         return len(entries), failures
 
-    def _walk(self, records: bytes, states: dict, refused: dict):
-        entries, failures, sizes = [], [], defaultdict(int)
+    def _walk(
+        self, records: bytes, states: dict[int, LedgerIndex], refused: dict[int, Exception]
+    ) -> tuple[list[_Stored], list[tuple[int, int, Exception]], dict[int, int]]:
+        """The records of a batch to store, ``(ledgerId, entryId, error)`` of those refused, and the bytes to store
+        per ledger; :class:`BadRequest` when the batch does not parse."""
+        entries: list[_Stored] = []
+        failures: list[tuple[int, int, Exception]] = []
+        sizes: defaultdict[int, int] = defaultdict(int)
         offset, end, limit = 0, len(records), self.config.max_entry_size
         unpack = RECORD.unpack_from
         while offset < end:
@@ -312,7 +321,9 @@ class LedgerStorage:
             state.header_dirty = True
         self.journal.log(b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1)
 
-    def write_explicit_lac(self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback) -> None:
+    def write_explicit_lac(
+        self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback: Callback
+    ) -> None:
         journal: list[bytes] = []
         state = self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
         with self.cache.lock:
@@ -328,12 +339,14 @@ class LedgerStorage:
         if state.last_entry < 0:
             return -1
         try:
-            return LAC_IN_ENTRY.unpack_from(self.read_entry(state.ledger_id, state.last_entry), 16)[0]
+            entry = self.read_entry(state.ledger_id, state.last_entry)
         except NoSuchEntry:
             return -1
         except CorruptData as exc:  # e.g. an entry never acknowledged whose data a power loss took
             log.error("ledger %d: cannot read its last entry for the LAC: %s", state.ledger_id, exc)
             return -1
+        lac: int = LAC_IN_ENTRY.unpack_from(entry, 16)[0]
+        return lac
 
     def ledger(self, ledger_id: int) -> LedgerIndex:
         state = self.cache.get(ledger_id)

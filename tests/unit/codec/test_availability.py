@@ -68,7 +68,7 @@ def test_merged_groups_agree_with_their_entries(first, size, gap, repeats, probe
     last = first + repeats * period
     group = SequenceGroup(first, last, size, period)
     entries = set(group.entries())
-    assert len(entries) == group.count()
+    assert len(entries) == group.entry_count()
     availability = AvailabilityOfEntries([group])
     assert all((p in availability) == (p in entries) for p in probes | entries)
 
