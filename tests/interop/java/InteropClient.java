@@ -22,6 +22,8 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
  *                                       (explicitLacInterval), prints "ledger ID" once they are acknowledged,
  *                                       then stays open SECONDS seconds (a reader meanwhile sees LAC N-1)
  *   read-explicit-lac ZK ROOT LEDGER    READ_LAC without recovery: prints the explicit LAC the bookies hold
+ *   create ZK ROOT N open|close K=V...  a ledger with custom metadata K=V (values UTF-8), as a Pulsar broker
+ *                                       creates them, N entries, then closed or left open; prints its id
  */
 public final class InteropClient {
     static final byte[] PASSWORD = "pw".getBytes(StandardCharsets.UTF_8);
@@ -46,6 +48,10 @@ public final class InteropClient {
                     break;
                 case "explicit-lac":
                     explicitLac(bk, Integer.parseInt(argv[3]), Integer.parseInt(argv[4]));
+                    break;
+                case "create":
+                    createWithMetadata(bk, Integer.parseInt(argv[3]), argv[4].equals("close"),
+                            java.util.Arrays.copyOfRange(argv, 5, argv.length));
                     break;
                 case "read-explicit-lac":
                     try (LedgerHandle lh = bk.openLedgerNoRecovery(Long.parseLong(argv[3]),
@@ -102,5 +108,23 @@ public final class InteropClient {
         System.out.println("ledger " + wh.getId());
         System.out.flush();
         Thread.sleep(seconds * 1000L);
+    }
+
+    static void createWithMetadata(BookKeeper bk, int n, boolean close, String[] pairs) throws Exception {
+        java.util.Map<String, byte[]> metadata = new java.util.HashMap<>();
+        for (String pair : pairs) {
+            int eq = pair.indexOf('=');
+            metadata.put(pair.substring(0, eq), pair.substring(eq + 1).getBytes(StandardCharsets.UTF_8));
+        }
+        WriteHandle wh = bk.newCreateLedgerOp().withEnsembleSize(3).withWriteQuorumSize(2).withAckQuorumSize(2)
+                .withDigestType(DigestType.CRC32C).withPassword(new byte[0]).withCustomMetadata(metadata)
+                .execute().get();
+        for (int i = 0; i < n; i++) {
+            wh.append(("pulsar-entry-" + i).getBytes(StandardCharsets.UTF_8));
+        }
+        if (close) {
+            wh.close();
+        }
+        System.out.println(wh.getId());
     }
 }
