@@ -143,10 +143,16 @@ class Judge:
     newest_compacted: dict[str, int] = field(default_factory=dict)  # topic -> its newest compacted ledger
 
     def note_compacted(self, ledgers: Iterable[LedgerFacts]) -> None:
+        """Learn each topic's newest compacted ledger: the closed ones among ``ledgers`` and those referenced."""
+        newest = self.newest_compacted
         for ledger in ledgers:
             owner = ledger.owner
             if owner is not None and owner.kind == Kind.COMPACTED and owner.topic and ledger.closed:
-                self.newest_compacted[owner.topic] = max(self.newest_compacted.get(owner.topic, -1), ledger.ledger_id)
+                newest[owner.topic] = max(newest.get(owner.topic, -1), ledger.ledger_id)
+        for ledger_id, references in self.pulsar.references.items():
+            for reference in references:
+                if reference.kind == "compacted":
+                    newest[reference.topic] = max(newest.get(reference.topic, -1), ledger_id)
 
     def verdict(self, ledger: LedgerFacts) -> Verdict:
         references = tuple(self.pulsar.references.get(ledger.ledger_id, ()))

@@ -51,6 +51,7 @@ class Report:
     pulsar: PulsarMetadata
     problems: list[str]  # ledger metadata that could not be read
     seconds: float
+    ledgers: int  # how many ledgers the cluster has (or were asked about)
 
     @property
     def orphans(self) -> list[Verdict]:
@@ -77,18 +78,20 @@ class PulsarAudit:
         self.read_cursor_position = read_cursor_position
         self.same_zookeeper = same_zookeeper
 
-    def run(self, ids: list[int] | None = None, now: float | None = None) -> Report:
-        """Verdicts on ``ids`` (every ledger when None), ascending."""
+    def run(self, ids: list[int] | None = None, now: float | None = None, referenced_too: bool = True) -> Report:
+        """Verdicts on ``ids`` (every ledger when None), ascending. Without ``referenced_too`` only the ledgers
+        nothing references get one (and only their metadata is read): all an orphan search needs."""
         started = time.monotonic()
         pulsar = metadata.read_pulsar_metadata(self.pulsar, self.read_cursor_position)
         if ids is None:
             ids = audit.ledger_ids(self.ledgers, self.ledgers.root)
+        wanted = ids if referenced_too else [i for i in ids if i not in pulsar.references]
         problems: list[str] = []
-        facts = list(audit.read_ledgers(self.ledgers, self.ledgers.root, self.manager, ids, problems))
+        facts = list(audit.read_ledgers(self.ledgers, self.ledgers.root, self.manager, wanted, problems))
         judge = Judge(pulsar, self.min_age, time.time() if now is None else now)
         judge.note_compacted(facts)
         verdicts = [judge.verdict(f) for f in facts]
-        return Report(verdicts, pulsar, problems, time.monotonic() - started)
+        return Report(verdicts, pulsar, problems, time.monotonic() - started, len(ids))
 
     def delete(
         self,

@@ -29,8 +29,7 @@ def orphans(app, pulsar_zk, min_age, delete, yes, dry_run):
     from bookie.errors import InvalidArgument
 
     audit = open_audit(app, pulsar_zk, min_age)
-    with app.terminal.progress("reading metadata", unit="ledgers"):
-        report = audit.run()
+    report = audit.run(referenced_too=False)
     for problem in report.problems:
         app.terminal.warn(problem)
     found = report.orphans
@@ -41,7 +40,7 @@ def orphans(app, pulsar_zk, min_age, delete, yes, dry_run):
         "count": len(found),
         "bytes": size,
         "storedBytes": stored,
-        "ledgers": len(report.verdicts),
+        "ledgers": report.ledgers,
         "managedLedgers": report.pulsar.topics,
         "minAgeSeconds": min_age,
         "seconds": round(report.seconds, 2),

@@ -42,7 +42,7 @@ def parse_zk_address(text: str, what: str = "ZooKeeper address") -> ZooKeeperAdd
     if not hosts:
         raise InvalidArgument(f"malformed {what} {text!r}: no ZooKeeper host; {EXPECTED}")
     root = "/" + path.strip("/") if path.strip("/") else ""
-    if "//" in root:
+    if "//" in "/" + path.rstrip("/"):
         raise InvalidArgument(f"malformed {what} {text!r}: empty path component; {EXPECTED}")
     return ZooKeeperAddress(hosts, root)
 
