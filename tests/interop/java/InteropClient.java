@@ -22,8 +22,9 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
  *                                       (explicitLacInterval), prints "ledger ID" once they are acknowledged,
  *                                       then stays open SECONDS seconds (a reader meanwhile sees LAC N-1)
  *   read-explicit-lac ZK ROOT LEDGER    READ_LAC without recovery: prints the explicit LAC the bookies hold
- *   create ZK ROOT N open|close K=V...  a ledger with custom metadata K=V (values UTF-8), as a Pulsar broker
- *                                       creates them, N entries, then closed or left open; prints its id
+ *   create ZK ROOT                      for each line "N open|close K=V..." of stdin: a ledger with custom
+ *                                       metadata K=V (values UTF-8) as a Pulsar broker creates them, password
+ *                                       empty, N entries, then closed or left open; prints one id per line
  */
 public final class InteropClient {
     static final byte[] PASSWORD = "pw".getBytes(StandardCharsets.UTF_8);
@@ -50,8 +51,13 @@ public final class InteropClient {
                     explicitLac(bk, Integer.parseInt(argv[3]), Integer.parseInt(argv[4]));
                     break;
                 case "create":
-                    createWithMetadata(bk, Integer.parseInt(argv[3]), argv[4].equals("close"),
-                            java.util.Arrays.copyOfRange(argv, 5, argv.length));
+                    java.io.BufferedReader in = new java.io.BufferedReader(
+                            new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+                    for (String line = in.readLine(); line != null; line = in.readLine()) {
+                        String[] words = line.trim().split(" ");
+                        createWithMetadata(bk, Integer.parseInt(words[0]), words[1].equals("close"),
+                                java.util.Arrays.copyOfRange(words, 2, words.length));
+                    }
                     break;
                 case "read-explicit-lac":
                     try (LedgerHandle lh = bk.openLedgerNoRecovery(Long.parseLong(argv[3]),
@@ -126,5 +132,6 @@ public final class InteropClient {
             wh.close();
         }
         System.out.println(wh.getId());
+        System.out.flush();
     }
 }
