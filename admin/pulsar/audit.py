@@ -207,21 +207,30 @@ class Judge:
 
 # ---- usage ----
 @dataclass
-class Usage:
-    """Bytes per tenant / namespace / topic, and the orphaned and not-Pulsar's ones."""
+class UsageRow:
+    ledgers: int = 0
+    bytes: int = 0  # closed ledgers' length
+    stored: int = 0  # that times their write quorum
+    open: int = 0  # open ledgers (their bytes are not known from metadata yet)
 
-    rows: dict[tuple[str, str], list[int]] = field(
-        default_factory=dict
-    )  # (level, name) -> [ledgers, bytes, stored, open]
+    def doc(self) -> dict[str, int]:
+        return {"ledgers": self.ledgers, "bytes": self.bytes, "storedBytes": self.stored, "openLedgers": self.open}
+
+
+@dataclass
+class Usage:
+    """Bytes per tenant / namespace / topic, and the orphaned and not-Pulsar's ones: ``(level, name) -> row``."""
+
+    rows: dict[tuple[str, str], UsageRow] = field(default_factory=dict)
 
     def add(self, level: str, name: str, ledger: LedgerFacts) -> None:
-        row = self.rows.setdefault((level, name), [0, 0, 0, 0])
-        row[0] += 1
+        row = self.rows.setdefault((level, name), UsageRow())
+        row.ledgers += 1
         if ledger.closed:
-            row[1] += ledger.length
-            row[2] += ledger.stored
+            row.bytes += ledger.length
+            row.stored += ledger.stored
         else:
-            row[3] += 1
+            row.open += 1
 
     def count(self, verdict: Verdict) -> None:
         """A ledger goes to the topic that references it (else, when unreferenced but young or protected, the

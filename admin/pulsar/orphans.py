@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from admin.pulsar import audit, metadata
 from admin.pulsar.audit import ORPHANED, Judge, Verdict
@@ -130,8 +130,8 @@ class PulsarAudit:
             owner.topic if owner.kind == Kind.COMPACTED else None,
             self.read_cursor_position,
         )
-        # the audit found a compacted ledger not the newest of its topic: a newer one cannot make it the newest again
         judge = Judge(fresh, self.min_age, time.time())
+        judge.note_compacted(())  # the compacted ledger referenced now: one newer than this leaves it judged
         again = judge.verdict(now_facts)
         if again.status != ORPHANED:
             why = ", ".join(r.describe() for r in again.references) or again.reason
@@ -151,7 +151,7 @@ def cursor_position_reader(client: Callable[[], BookKeeper]) -> CursorPositionRe
     writer's last add is confirmed only by its next one)."""
 
     def read(ledger_id: int) -> PositionInfo | None:
-        bk = client()
+        bk: Any = client()  # BookKeeper.run is not annotated yet
         reader = bk.run(bk.core.open(ledger_id, None, False))
         last = reader.metadata.last_entry_id if reader.metadata.is_closed else reader.lac
         if not reader.metadata.is_closed:

@@ -6,7 +6,7 @@ from bkctl.pulsar.usage import usage
 
 
 @click.group()
-def pulsar():
+def pulsar() -> None:
     """Audit the ledgers of an Apache Pulsar cluster: owners, orphans, usage"""
 
 

@@ -1,7 +1,14 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from bkctl.options import dry_run_option, output_option
 from bkctl.pulsar.common import min_age_option, pulsar_zk_option
+
+if TYPE_CHECKING:
+    from bkctl.app import Application
 
 HEADERS = ["LEDGER", "KIND", "OWNER", "AGE", "SIZE", "WHY"]
 
@@ -14,7 +21,7 @@ HEADERS = ["LEDGER", "KIND", "OWNER", "AGE", "SIZE", "WHY"]
 @dry_run_option
 @output_option
 @click.pass_obj
-def orphans(app, pulsar_zk, min_age, delete, yes, dry_run):
+def orphans(app: Application, pulsar_zk: str | None, min_age: float, delete: bool, yes: bool, dry_run: bool) -> None:
     """List ledgers Pulsar created that nothing in Pulsar's metadata references any more; exit 3 when there are
 
     An orphan: created by Pulsar (custom metadata application=pulsar) as a topic's data or cursor ledger, a schema
@@ -35,7 +42,7 @@ def orphans(app, pulsar_zk, min_age, delete, yes, dry_run):
     found = report.orphans
     size = sum(v.ledger.length for v in found if v.ledger.closed)
     stored = sum(v.ledger.stored for v in found if v.ledger.closed)
-    doc = {
+    doc: dict[str, Any] = {
         "orphans": [v.doc() for v in found],
         "count": len(found),
         "bytes": size,
@@ -46,7 +53,7 @@ def orphans(app, pulsar_zk, min_age, delete, yes, dry_run):
         "seconds": round(report.seconds, 2),
         "problems": report.problems + [f"{k}: {v}" for k, v in sorted(report.pulsar.unreadable.items())],
     }
-    deletions = []
+    deletions: list[Any] = []
     if (delete or dry_run) and found:
         if dry_run:
             for v in found:
@@ -65,7 +72,7 @@ def orphans(app, pulsar_zk, min_age, delete, yes, dry_run):
                     app.terminal.line(f"ledger/{deletion.ledger_id} {deletion.outcome}{note}")
             doc["deletions"] = [d.doc() for d in deletions]
 
-    def table():
+    def table() -> None:
         if deletions:
             return
         rows = [

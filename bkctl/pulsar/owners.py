@@ -1,7 +1,14 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import click
 
 from bkctl.options import complete_ledger_ids, output_option
 from bkctl.pulsar.common import min_age_option, pulsar_zk_option
+
+if TYPE_CHECKING:
+    from bkctl.app import Application
 
 
 @click.command()
@@ -10,7 +17,7 @@ from bkctl.pulsar.common import min_age_option, pulsar_zk_option
 @min_age_option
 @output_option
 @click.pass_obj
-def owners(app, ledger_ids, pulsar_zk, min_age):
+def owners(app: Application, ledger_ids: tuple[str, ...], pulsar_zk: str | None, min_age: float) -> None:
     """Show each ledger's owner as Pulsar records it, and whether anything in Pulsar still references it
 
     The owner comes from the ledger's custom metadata (application=pulsar, component, pulsar/managed-ledger,
@@ -22,7 +29,7 @@ def owners(app, ledger_ids, pulsar_zk, min_age):
     show(app, ledger_ids, pulsar_zk, min_age)
 
 
-def show(app, ledger_ids, pulsar_zk, min_age):
+def show(app: Application, ledger_ids: tuple[str, ...], pulsar_zk: str | None, min_age: float) -> None:
     """The owners table (also `ledger list --owner`)."""
     from bkctl.errors import ExitCode
     from bkctl.pulsar.common import HEADERS, WIDE, open_audit, verdict_row

@@ -1,7 +1,14 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import click
 
 from bkctl.options import output_option
 from bkctl.pulsar.common import min_age_option, pulsar_zk_option
+
+if TYPE_CHECKING:
+    from bkctl.app import Application
 
 LEVELS = ("tenant", "namespace", "topic")
 
@@ -18,7 +25,7 @@ LEVELS = ("tenant", "namespace", "topic")
 @min_age_option
 @output_option
 @click.pass_obj
-def usage(app, by, pulsar_zk, min_age):
+def usage(app: Application, by: str, pulsar_zk: str | None, min_age: float) -> None:
     """Show the bytes of the cluster's ledgers per tenant, namespace or topic, orphaned, and not Pulsar's
 
     BYTES is the length in ledger metadata (what writers wrote, known once a ledger is closed; OPEN counts the
@@ -28,6 +35,7 @@ def usage(app, by, pulsar_zk, min_age):
     Pulsar's, and all ledgers — put them next to what Pulsar reports for its namespaces.
     """
     from admin.pulsar.audit import Usage
+    from bkctl.errors import ExitCode
     from bkctl.pulsar.common import open_audit
     from bkctl.terminal import format_bytes
 
@@ -38,21 +46,19 @@ def usage(app, by, pulsar_zk, min_age):
     for verdict in report.verdicts:
         totals.count(verdict)
     order = [by, "orphaned", "other", "total"]
-    rows = sorted(
-        ((level, name, *values) for (level, name), values in totals.rows.items() if level in order),
-        key=lambda row: (order.index(row[0]), row[1]),
-    )
-    doc = [
-        {"level": level, "name": name, "ledgers": n, "bytes": size, "storedBytes": stored, "openLedgers": opened}
-        for level, name, n, size, stored, opened in rows
-    ]
+    keys = sorted((key for key in totals.rows if key[0] in order), key=lambda key: (order.index(key[0]), key[1]))
+    doc = [{"level": level, "name": name, **totals.rows[level, name].doc()} for level, name in keys]
+    rows = [totals.rows[key] for key in keys]
     app.terminal.document(
         doc,
         lambda: app.terminal.table(
             [by.upper(), "LEDGERS", "BYTES", "STORED", "OPEN"],
-            [[name, n, format_bytes(size), format_bytes(stored), opened] for _, name, n, size, stored, opened in rows],
+            [
+                [name, r.ledgers, format_bytes(r.bytes), format_bytes(r.stored), r.open]
+                for (_, name), r in zip(keys, rows, strict=True)
+            ],
             empty="no ledgers",
         ),
     )
     if report.problems:
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(ExitCode.FAILED)

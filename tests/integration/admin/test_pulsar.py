@@ -224,3 +224,26 @@ def test_compressed_and_text_metadata_are_read_as_pulsar_writes_them(bkctl, clus
     protected = {world["dropped"], world["leaked_cursor"], world["unsubscribed"]}
     assert {o["ledgerId"] for o in doc["orphans"]} == world["orphans"] - protected
     assert any(TOPIC in p for p in doc["problems"])
+
+
+def test_the_tables_for_people(bkctl, cluster, world):
+    result = bkctl("-u", cluster.service_uri, "pulsar", "orphans")
+    assert result.exit_code == 3
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["LEDGER", "KIND", "OWNER", "AGE", "SIZE", "WHY"]
+    assert len(lines) == 1 + len(world["orphans"]) + 1
+    assert lines[-1].startswith(f"{len(world['orphans'])} ledger(s) orphaned: ") and "on bookies)" in lines[-1]
+    dropped = next(line for line in lines if line.startswith(f"{world['dropped']} "))
+    assert "persistent://public/default/orders" in dropped and " 2h00m " in dropped
+
+    usage = bkctl("-u", cluster.service_uri, "pulsar", "usage", "--by", "tenant")
+    assert usage.exit_code == 0
+    names = [line.split("   ")[0].strip() for line in usage.stdout.splitlines()]
+    assert names == ["TENANT", "public", "orphaned", "Pulsar's, no topic", "not Pulsar's", "all ledgers"]
+
+
+def test_delete_without_yes_and_without_a_terminal_is_refused(bkctl, cluster, world):
+    before = set(LedgerManager(world["store"]).iter_ledger_ids())
+    result = bkctl("-u", cluster.service_uri, "pulsar", "orphans", "--delete")
+    assert result.exit_code == 2 and result.stderr.startswith("error: refusing to delete without --yes")
+    assert set(LedgerManager(world["store"]).iter_ledger_ids()) == before
