@@ -153,14 +153,7 @@ def lz4_block_decompress(data: bytes, size: int) -> bytes:
         while i < n:
             token = data[i]
             i += 1
-            length = token >> 4
-            if length == 15:
-                while True:
-                    more = data[i]
-                    i += 1
-                    length += more
-                    if more != 255:
-                        break
+            length, i = _lz4_length(data, i, token >> 4)
             out += data[i : i + length]
             i += length
             if i >= n:
@@ -169,14 +162,8 @@ def lz4_block_decompress(data: bytes, size: int) -> bytes:
             i += 2
             if not 0 < offset <= len(out):
                 raise CorruptData("LZ4: match offset out of range")
-            match = (token & 15) + 4
-            if token & 15 == 15:
-                while True:
-                    more = data[i]
-                    i += 1
-                    match += more
-                    if more != 255:
-                        break
+            match, i = _lz4_length(data, i, token & 15)
+            match += 4
             start = len(out) - offset
             for k in range(match):  # byte by byte: a match may overlap what it produces
                 out.append(out[start + k])
@@ -185,6 +172,18 @@ def lz4_block_decompress(data: bytes, size: int) -> bytes:
     except IndexError:
         raise CorruptData("LZ4: truncated block") from None
     return bytes(out)
+
+
+def _lz4_length(data: bytes, i: int, length: int) -> tuple[int, int]:
+    """A token's 4-bit length; 15 means more bytes follow, each added, until one below 255."""
+    if length == 15:
+        while True:
+            more = data[i]
+            i += 1
+            length += more
+            if more != 255:
+                break
+    return length, i
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:

@@ -29,7 +29,7 @@ from admin.pulsar.ownership import (
     topic_of_managed_ledger,
     topic_of_schema,
 )
-from bookie._proto.pulsar_ml_data_formats_pb2 import PositionInfo
+from bookie._proto.pulsar_ml_data_formats_pb2 import ManagedCursorInfo, PositionInfo
 from bookie.errors import BKError, CorruptData, NotFound
 from bookie.meta.tree import ZooKeeperTree
 
@@ -159,13 +159,13 @@ def _compaction(
     topic: str,
     path: str,
     version: int,
-    info: object,
+    info: ManagedCursorInfo,
     read_cursor_position: CursorPositionReader | None,
 ) -> None:
     """The compacted ledger the compaction cursor names: in the last entry of its cursor ledger when it has one
     (the znode's properties then date from the cursor's last switch or close: stale), else in its znode."""
-    properties = list(info.properties)  # type: ignore[attr-defined]
-    cursor_ledger = info.cursorsLedgerId  # type: ignore[attr-defined]
+    properties = list(info.properties)
+    cursor_ledger = info.cursorsLedgerId
     if cursor_ledger >= 0:
         position = None
         if read_cursor_position is not None:
