@@ -196,6 +196,13 @@ def test_a_change_of_the_owner_between_recheck_and_delete_fails_the_transaction(
     assert LedgerManager(world["store"]).exists(leaked)
 
 
+def test_pulsar_metadata_in_another_zookeeper(bkctl, cluster, world, zookeeper):
+    """--pulsar-zk naming other hosts: a session of its own (here the same server under another name)."""
+    port = zookeeper.address.rsplit(":", 1)[1]
+    code, doc = orphans(bkctl, cluster, "--pulsar-zk", f"localhost:{port}{world['root']}", "--delete", "--yes")
+    assert code == 0 and {d["ledgerId"] for d in doc["deletions"] if d["outcome"] == "deleted"} == world["orphans"]
+
+
 def test_a_wrong_pulsar_root_is_refused_rather_than_everything_called_orphaned(bkctl, cluster, world, zookeeper):
     result = bkctl("-u", cluster.service_uri, "pulsar", "orphans", "--pulsar-zk", f"{zookeeper.address}/nope")
     assert result.exit_code == 5 and "no Pulsar metadata at /nope" in result.stderr
