@@ -23,6 +23,7 @@ COMMANDS = {
     "completion": "bkctl.completion:completion",
     "config": "bkctl.config:config",
     "ledger": "bkctl.ledger:ledger",
+    "pulsar": "bkctl.pulsar:pulsar",
     "sandbox": "bkctl.sandbox:sandbox",
 }
 

@@ -198,6 +198,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ledger list": [
         ("bkctl ledger list", "every ledger id"),
         ("bkctl ledger list --meta -o json", "with state, quorums, last entry and length"),
+        ("bkctl ledger list --owner", "with each ledger's Pulsar owner, and whether Pulsar still references it"),
     ],
     "ledger metadata": [
         ("bkctl ledger metadata 42", "ensembles, quorums, state, custom metadata"),
@@ -215,6 +216,24 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ledger simpletest": [
         ("bkctl ledger simpletest -n 100", "a health probe for cron: exit 1 on failure"),
         ("bkctl ledger simpletest -e 3 -w 3 -a 3 -o json", "every bookie of the ensemble acks"),
+    ],
+    # pulsar
+    "pulsar orphans": [
+        ("bkctl pulsar orphans", "Pulsar's ledgers that nothing references, an hour old or more; exit 3 if any"),
+        (
+            "bkctl pulsar orphans --pulsar-zk zk1:2181/pulsar --min-age 1d -o json",
+            "from cron: Pulsar's metadata in another chroot, only what is a day old",
+        ),
+        ("bkctl pulsar orphans --delete --dry-run", "what --delete would remove"),
+        ("bkctl pulsar orphans --delete --yes", "delete them, re-checking each one first"),
+    ],
+    "pulsar owners": [
+        ("bkctl pulsar owners 42 43", "who created these ledgers, and whether it still references them"),
+        ("bkctl pulsar owners -o wide", "every ledger, with what references it and why it is kept"),
+    ],
+    "pulsar usage": [
+        ("bkctl pulsar usage", "bytes per namespace, orphaned, not Pulsar's, and the total"),
+        ("bkctl pulsar usage --by topic -o json", "per topic, for a script"),
     ],
     # sandbox
     "sandbox start": [

@@ -22,6 +22,9 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
  *                                       (explicitLacInterval), prints "ledger ID" once they are acknowledged,
  *                                       then stays open SECONDS seconds (a reader meanwhile sees LAC N-1)
  *   read-explicit-lac ZK ROOT LEDGER    READ_LAC without recovery: prints the explicit LAC the bookies hold
+ *   create ZK ROOT                      for each line "N open|close K=V..." of stdin: a ledger with custom
+ *                                       metadata K=V (values UTF-8) as a Pulsar broker creates them, password
+ *                                       empty, N entries, then closed or left open; prints one id per line
  */
 public final class InteropClient {
     static final byte[] PASSWORD = "pw".getBytes(StandardCharsets.UTF_8);
@@ -46,6 +49,15 @@ public final class InteropClient {
                     break;
                 case "explicit-lac":
                     explicitLac(bk, Integer.parseInt(argv[3]), Integer.parseInt(argv[4]));
+                    break;
+                case "create":
+                    java.io.BufferedReader in = new java.io.BufferedReader(
+                            new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+                    for (String line = in.readLine(); line != null; line = in.readLine()) {
+                        String[] words = line.trim().split(" ");
+                        createWithMetadata(bk, Integer.parseInt(words[0]), words[1].equals("close"),
+                                java.util.Arrays.copyOfRange(words, 2, words.length));
+                    }
                     break;
                 case "read-explicit-lac":
                     try (LedgerHandle lh = bk.openLedgerNoRecovery(Long.parseLong(argv[3]),
@@ -102,5 +114,24 @@ public final class InteropClient {
         System.out.println("ledger " + wh.getId());
         System.out.flush();
         Thread.sleep(seconds * 1000L);
+    }
+
+    static void createWithMetadata(BookKeeper bk, int n, boolean close, String[] pairs) throws Exception {
+        java.util.Map<String, byte[]> metadata = new java.util.HashMap<>();
+        for (String pair : pairs) {
+            int eq = pair.indexOf('=');
+            metadata.put(pair.substring(0, eq), pair.substring(eq + 1).getBytes(StandardCharsets.UTF_8));
+        }
+        WriteHandle wh = bk.newCreateLedgerOp().withEnsembleSize(3).withWriteQuorumSize(2).withAckQuorumSize(2)
+                .withDigestType(DigestType.CRC32C).withPassword(new byte[0]).withCustomMetadata(metadata)
+                .execute().get();
+        for (int i = 0; i < n; i++) {
+            wh.append(("pulsar-entry-" + i).getBytes(StandardCharsets.UTF_8));
+        }
+        if (close) {
+            wh.close();
+        }
+        System.out.println(wh.getId());
+        System.out.flush();
     }
 }

@@ -1,0 +1,145 @@
+"""Read-only views of any ZooKeeper subtree (another application's metadata, e.g. Pulsar's), read with many
+requests in flight, and a delete that happens only while other znodes are unchanged.
+
+ZooKeeper answers one session's requests in order, so a pipeline drained in order is as fast as one drained by
+callbacks: :meth:`ZooKeeperTree.read_many` keeps ``PIPELINE`` reads in flight and yields the answers as they come.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import ZnodeStat
+
+from bookie.errors import InvalidArgument, NotFound
+from bookie.meta.store import CONNECT_TIMEOUT, SESSION_TIMEOUT, MetadataStore, zk_errors
+from bookie.meta.uri import ServiceUri, _host
+
+PIPELINE = 1024  # requests in flight; ZooKeeper's default limit per connection is far above (globalOutstandingLimit)
+EXPECTED = "expected HOST:PORT[,HOST:PORT...][/CHROOT]"
+
+
+@dataclass(frozen=True)
+class ZooKeeperAddress:
+    """Where some metadata lives: ZooKeeper hosts and a root path under which it is laid out ("" for /)."""
+
+    hosts: tuple[tuple[str, int], ...]
+    root: str
+
+    def __str__(self) -> str:
+        hosts = ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.hosts)
+        return hosts + (self.root or "")
+
+
+def parse_zk_address(text: str, what: str = "ZooKeeper address") -> ZooKeeperAddress:
+    """``HOST:PORT[,HOST:PORT...][/CHROOT]`` (``;`` also separates hosts; a host without a port gets 2181)."""
+    hosts_text, _, path = text.strip().partition("/")
+    hosts = tuple(_host(h.strip(), text) for h in hosts_text.replace(";", ",").split(",") if h.strip())
+    if not hosts:
+        raise InvalidArgument(f"malformed {what} {text!r}: no ZooKeeper host; {EXPECTED}")
+    root = "/" + path.strip("/") if path.strip("/") else ""
+    if "//" in "/" + path.rstrip("/"):
+        raise InvalidArgument(f"malformed {what} {text!r}: empty path component; {EXPECTED}")
+    return ZooKeeperAddress(hosts, root)
+
+
+class ZooKeeperTree:
+    """The subtree under ``root`` of a ZooKeeper session, read-only (except :meth:`delete_if_unchanged`)."""
+
+    def __init__(self, store: MetadataStore, root: str, owns_store: bool = False):
+        self.store = store
+        self.root = root.rstrip("/")
+        self._owns_store = owns_store
+
+    @classmethod
+    def connect(
+        cls,
+        address: ZooKeeperAddress,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        session_timeout: float = SESSION_TIMEOUT,
+    ) -> ZooKeeperTree:
+        """A session of its own on ``address``, closed by :meth:`close`."""
+        store = MetadataStore(ServiceUri(None, address.hosts, address.root or "/"), connect_timeout, session_timeout)
+        return cls(store, address.root, owns_store=True)
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> ZooKeeperTree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def path(self, *parts: str) -> str:
+        """The absolute path of ``parts`` (relative to the root)."""
+        return "/".join((self.root, *parts))
+
+    def exists(self, path: str) -> bool:
+        return self.store.exists(path) is not None
+
+    def get(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        """Data and stat of ``path``, or None when it does not exist."""
+        try:
+            data, stat = self.store.get(path)
+        except NotFound:
+            return None
+        return data, stat
+
+    def read_many(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:
+        """``(path, data, stat)`` for each path, in order; ``(path, None, None)`` for one that does not exist."""
+        zk = self._zk()
+        return self._pipeline(paths, zk.get_async)
+
+    def children_many(self, paths: Iterable[str]) -> Iterator[tuple[str, list[str] | None]]:
+        """``(path, children)`` for each path, in order; children None for a path that does not exist."""
+        zk = self._zk()
+        for path, answer in self._pipeline_raw(paths, zk.get_children_async):
+            yield path, None if answer is None else list(answer)
+
+    def _pipeline(self, paths: Iterable[str], call: Any) -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:
+        for path, answer in self._pipeline_raw(paths, call):
+            if answer is None:
+                yield path, None, None
+            else:
+                yield path, answer[0], answer[1]
+
+    def _pipeline_raw(self, paths: Iterable[str], call: Any) -> Iterator[tuple[str, Any]]:
+        pending: deque[tuple[str, Any]] = deque()
+
+        def drain_one() -> tuple[str, Any]:
+            path, result = pending.popleft()
+            try:
+                with zk_errors(f"read {path}"):
+                    return path, result.get()
+            except (NotFound, NoNodeError):
+                return path, None
+
+        for path in paths:
+            pending.append((path, call(path)))
+            if len(pending) >= PIPELINE:
+                yield drain_one()
+        while pending:
+            yield drain_one()
+
+    def _zk(self) -> Any:
+        if self.store.zk is None:
+            raise InvalidArgument("the ZooKeeper session is closed")
+        return self.store.zk
+
+    def delete_if_unchanged(self, path: str, version: int, unchanged: Sequence[tuple[str, int]] = ()) -> bool:
+        """Delete ``path`` at ``version`` in one transaction with a check that each ``(path, version)`` of
+        ``unchanged`` is still at that version; False (nothing deleted) when any of them moved, is gone, or ``path``
+        itself changed. The other znodes must be in this session's ZooKeeper."""
+        transaction = self._zk().transaction()
+        for other, other_version in unchanged:
+            transaction.check(other, other_version)
+        transaction.delete(path, version)
+        with zk_errors(f"delete {path}"):
+            results = transaction.commit()
+        return not any(isinstance(r, Exception) for r in results)  # a failed transaction answers with exceptions

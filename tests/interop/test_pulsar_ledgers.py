@@ -1,0 +1,99 @@
+"""Pulsar's ledgers as Pulsar's own client creates them: the Java BookKeeper client of ../shared/bk-oracle
+(tests/interop/java/InteropClient.java, mode create) writes ledgers with a broker's custom metadata into our
+cluster; bkctl's Pulsar audit reads them next to Pulsar's metadata (tests/pulsar_broker.py). The Java client
+stores no ctime (storeSystemtimeAsLedgerCreationTime is off by default): ages come from the znodes."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from pulsar_broker import Broker, managed_ledger_metadata, schema_metadata
+
+from admin.pulsar.orphans import PulsarAudit
+from bookie.client import BookKeeper
+from bookie.meta.ledger_manager import LedgerManager
+from bookie.meta.store import MetadataStore
+from bookie.meta.tree import ZooKeeperTree
+from bookie.meta.uri import parse_service_uri
+
+from helpers import shared_cluster
+from interop.oracle import ENV, compile_java, java_command, require_oracle
+
+require_oracle()
+
+TOPIC = "public/default/persistent/java-topic"
+SCHEMA = "public/default/java-topic"
+
+
+@pytest.fixture(scope="module")
+def classes(tmp_path_factory):
+    return compile_java(Path(__file__).with_name("java") / "InteropClient.java", tmp_path_factory.mktemp("classes"))
+
+
+def java_ledgers(classes, service_uri: str, specs: list[tuple[dict[str, bytes], int, bool]]) -> list[int]:
+    """One Java client creates a ledger per spec ``(custom metadata, entries, close)``; their ids."""
+    zk, root = service_uri.split("://", 1)[1].split("/", 1)
+    lines = "".join(
+        f"{entries} {'close' if close else 'open'} " + " ".join(f"{k}={v.decode()}" for k, v in md.items()) + "\n"
+        for md, entries, close in specs
+    )
+    done = subprocess.run(
+        java_command(classes, "InteropClient", "create", zk, "/" + root),
+        input=lines,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [int(line) for line in done.stdout.split()]
+
+
+def test_orphans_among_the_java_clients_pulsar_ledgers(classes, zookeeper, tmp_path):
+    with shared_cluster(zookeeper, tmp_path, 3) as cluster:
+        uri = parse_service_uri(cluster.service_uri)
+        root = uri.root.rsplit("/", 1)[0]
+        ids = java_ledgers(
+            classes,
+            cluster.service_uri,
+            [
+                (managed_ledger_metadata(TOPIC), 5, True),  # dropped from the ManagedLedgerInfo
+                (managed_ledger_metadata(TOPIC), 5, True),
+                (managed_ledger_metadata(TOPIC), 2, False),  # the topic's current ledger
+                (managed_ledger_metadata(TOPIC, "sub"), 1, False),  # the cursor's ledger
+                (managed_ledger_metadata(TOPIC, "sub"), 1, False),  # the one it switched from, leaked
+                (schema_metadata(SCHEMA), 1, True),
+                (schema_metadata(SCHEMA), 1, True),  # a version the locator never got
+            ],
+        )
+        dropped, data, current, cursor, leaked, schema, lost_schema = ids
+        with MetadataStore(uri) as store, BookKeeper(cluster.service_uri) as bk:
+            broker = Broker(store, root, bk)
+            broker.managed_ledger(TOPIC, [data, current])
+            broker.cursor(TOPIC, "sub", cursor)
+            broker.schema(SCHEMA, [schema])
+            time.sleep(3)  # the Java ledgers are 3 s older than the next one
+            young = broker.data_ledger(TOPIC)  # ours, unreferenced: a broker may be adding it now
+            now = LedgerManager(store).read(young)[0].ctime / 1000 + 1
+
+            audit = PulsarAudit(
+                ZooKeeperTree(store, store.root), "hierarchical", ZooKeeperTree(store, root), 3.0, same_zookeeper=True
+            )
+            report = audit.run(now=now)
+            status = {v.ledger.ledger_id: v for v in report.verdicts}
+            assert {lid for lid, v in status.items() if v.status == "orphaned"} == {dropped, leaked, lost_schema}
+            assert {lid for lid, v in status.items() if v.status == "referenced"} == {data, current, cursor, schema}
+            assert status[young].status == "young" and status[young].ledger.age_source == "metadata"
+            for lid in ids:
+                assert status[lid].ledger.age_source == "znode"  # the Java client wrote no ctime
+            assert status[leaked].ledger.owner.describe() == "persistent://public/default/java-topic cursor sub"
+            assert status[dropped].ledger.length == 5 * len(b"pulsar-entry-0")
+
+            deleted = [d for d in audit.delete(report.orphans) if d.outcome == "deleted"]
+            assert sorted(d.ledger_id for d in deleted) == sorted([dropped, leaked, lost_schema])
+            left = set(LedgerManager(store).iter_ledger_ids())
+            assert left == {data, current, cursor, schema, young}
+            assert audit.run(now=now).orphans == []  # a second run finds nothing
