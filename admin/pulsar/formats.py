@@ -110,131 +110,26 @@ def compress_zlib(message: Message, metadata_cls: type[Message]) -> bytes:
     return bytes(PREFIX.pack(MAGIC, len(metadata)) + metadata + zlib.compress(body))
 
 
-# ---- codecs (Pulsar's CompressionCodec*) ----
+# ---- codecs (Pulsar's CompressionCodec*), decoded by cramjam: one maintained wheel for LZ4, Snappy and ZSTD ----
 def decompress(kind: int, data: bytes, size: int) -> bytes:
     """``data`` decompressed to ``size`` bytes; :class:`CorruptData` when it does not decode to that size."""
-    if kind == CompressionType.NONE:
-        out = data
-    elif kind == CompressionType.ZLIB:
-        try:
+    import cramjam
+
+    try:
+        if kind == CompressionType.NONE:
+            out = data
+        elif kind == CompressionType.ZLIB:
             out = zlib.decompress(data)
-        except zlib.error as exc:
-            raise CorruptData(f"ZLIB: {exc}") from None
-    elif kind == CompressionType.LZ4:
-        out = lz4_block_decompress(data, size)
-    elif kind == CompressionType.SNAPPY:
-        out = snappy_decompress(data)
-    elif kind == CompressionType.ZSTD:
-        out = _zstd(data, size)
-    else:
-        raise CorruptData(f"unknown compression type {kind}")
+        elif kind == CompressionType.LZ4:  # lz4-java's raw block, no frame and no size prefix
+            out = bytes(cramjam.lz4.decompress_block(data, output_len=size))
+        elif kind == CompressionType.SNAPPY:  # snappy-java's raw block
+            out = bytes(cramjam.snappy.decompress_raw(data))
+        elif kind == CompressionType.ZSTD:  # a zstd frame
+            out = bytes(cramjam.zstd.decompress(data, output_len=size))
+        else:
+            raise CorruptData(f"unknown compression type {kind}")
+    except (zlib.error, cramjam.DecompressionError) as exc:
+        raise CorruptData(f"{CompressionType.Name(kind)}: {exc}") from None
     if len(out) != size:
         raise CorruptData(f"decompressed to {len(out)} bytes, the metadata says {size}")
     return out
-
-
-def _zstd(data: bytes, size: int) -> bytes:
-    try:
-        import zstandard  # optional: no ZSTD in Python 3.11's standard library
-    except ImportError:
-        raise CorruptData("ZSTD-compressed: `pip install zstandard` to read it") from None
-    try:
-        return bytes(zstandard.ZstdDecompressor().decompress(data, max_output_size=size))
-    except zstandard.ZstdError as exc:
-        raise CorruptData(f"ZSTD: {exc}") from None
-
-
-def lz4_block_decompress(data: bytes, size: int) -> bytes:
-    """An LZ4 raw block (no frame), as lz4-java's compressors write it: sequences of a token (literal length,
-    match length - 4), literals, a 2-byte little-endian offset; the last sequence has literals only."""
-    out = bytearray()
-    i, n = 0, len(data)
-    try:
-        while i < n:
-            token = data[i]
-            i += 1
-            length, i = _lz4_length(data, i, token >> 4)
-            out += data[i : i + length]
-            i += length
-            if i >= n:
-                break
-            offset = data[i] | data[i + 1] << 8
-            i += 2
-            if not 0 < offset <= len(out):
-                raise CorruptData("LZ4: match offset out of range")
-            match, i = _lz4_length(data, i, token & 15)
-            match += 4
-            start = len(out) - offset
-            for k in range(match):  # byte by byte: a match may overlap what it produces
-                out.append(out[start + k])
-            if len(out) > size:
-                raise CorruptData("LZ4: longer than the uncompressed size")
-    except IndexError:
-        raise CorruptData("LZ4: truncated block") from None
-    return bytes(out)
-
-
-def _lz4_length(data: bytes, i: int, length: int) -> tuple[int, int]:
-    """A token's 4-bit length; 15 means more bytes follow, each added, until one below 255."""
-    if length == 15:
-        while True:
-            more = data[i]
-            i += 1
-            length += more
-            if more != 255:
-                break
-    return length, i
-
-
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, i
-        shift += 7
-        if shift > 35:
-            raise CorruptData("Snappy: malformed length")
-
-
-def snappy_decompress(data: bytes) -> bytes:
-    """A Snappy raw block (no framing), as snappy-java's Snappy.compress writes it: the uncompressed length as a
-    varint, then literals and copies tagged by their low two bits."""
-    out = bytearray()
-    try:
-        size, i = _varint(data, 0)
-        while i < len(data):
-            tag = data[i]
-            i += 1
-            kind = tag & 3
-            if kind == 0:  # literal
-                length = tag >> 2
-                if length >= 60:
-                    extra = length - 59
-                    length = int.from_bytes(data[i : i + extra], "little")
-                    i += extra
-                length += 1
-                out += data[i : i + length]
-                i += length
-                continue
-            if kind == 1:
-                length, offset = 4 + (tag >> 2 & 7), (tag >> 5) << 8 | data[i]
-                i += 1
-            elif kind == 2:
-                length, offset = (tag >> 2) + 1, int.from_bytes(data[i : i + 2], "little")
-                i += 2
-            else:
-                length, offset = (tag >> 2) + 1, int.from_bytes(data[i : i + 4], "little")
-                i += 4
-            if not 0 < offset <= len(out):
-                raise CorruptData("Snappy: copy offset out of range")
-            start = len(out) - offset
-            for k in range(length):
-                out.append(out[start + k])
-    except IndexError:
-        raise CorruptData("Snappy: truncated block") from None
-    if len(out) != size:
-        raise CorruptData(f"Snappy: {len(out)} bytes, its header says {size}")
-    return bytes(out)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import struct
 import zlib
 
+import cramjam
 import pytest
 from google.protobuf import text_format
 
@@ -34,31 +35,6 @@ def compressed(kind: int, body: bytes, codec_output: bytes, metadata_cls=Managed
     return struct.pack(">hi", 0x4778, len(metadata)) + metadata + codec_output
 
 
-def lz4_literals(data: bytes) -> bytes:
-    """An LZ4 block of literals only (what lz4-java writes for incompressible input)."""
-    n = len(data)
-    if n < 15:
-        return bytes([n << 4]) + data
-    rest, extra = n - 15, bytearray()
-    while rest >= 255:
-        extra.append(255)
-        rest -= 255
-    return bytes([0xF0, *extra, rest]) + data
-
-
-def snappy_literals(data: bytes) -> bytes:
-    """A Snappy raw block of one literal (up to 256 bytes)."""
-    n, varint = len(data), bytearray()
-    v = n
-    while v >= 0x80:
-        varint.append(v & 0x7F | 0x80)
-        v >>= 7
-    varint.append(v)
-    assert n <= 256
-    tag = bytes([(n - 1) << 2]) if n <= 60 else bytes([60 << 2, n - 1])  # 60: the length is in one more byte
-    return bytes(varint) + tag + data
-
-
 def test_binary_as_brokers_write_it_by_default():
     assert formats.parse_managed_ledger_info(info().SerializeToString()) == info()
     cursor = ManagedCursorInfo(cursorsLedgerId=12, markDeleteLedgerId=7, markDeleteEntryId=3)
@@ -77,11 +53,13 @@ def test_text_format_of_pulsar_1():
     ("kind", "codec"),
     [
         (CompressionType.ZLIB, zlib.compress),
-        (CompressionType.LZ4, lz4_literals),
-        (CompressionType.SNAPPY, snappy_literals),
+        # the block formats of lz4-java's LZ4Compressor and snappy-java's Snappy.compress, and a zstd frame
+        (CompressionType.LZ4, lambda body: bytes(cramjam.lz4.compress_block(body, store_size=False))),
+        (CompressionType.SNAPPY, lambda body: bytes(cramjam.snappy.compress_raw(body))),
+        (CompressionType.ZSTD, lambda body: bytes(cramjam.zstd.compress(body))),
         (CompressionType.NONE, bytes),
     ],
-    ids=["zlib", "lz4", "snappy", "none"],
+    ids=["zlib", "lz4", "snappy", "zstd", "none"],
 )
 def test_compressed_with_each_codec(kind, codec):
     body = info().SerializeToString()
@@ -96,25 +74,10 @@ def test_compress_zlib_is_what_a_broker_with_zlib_writes():
     assert data[:2] == b"\x47\x78" and formats.parse_managed_ledger_info(data) == info()
 
 
-def test_lz4_matches_and_overlapping_copies():
-    # "abc", then a match of 9 at offset 3 (overlapping its own output), then "XYZ" as the last literals
-    block = bytes([0x35]) + b"abc" + b"\x03\x00" + bytes([0x30]) + b"XYZ"
-    assert formats.lz4_block_decompress(block, 15) == b"abcabcabcabcXYZ"
-    long_match = bytes([0x1F]) + b"a" + b"\x01\x00" + bytes([100]) + bytes([0x10]) + b"b"  # match 4+15+100
-    assert formats.lz4_block_decompress(long_match, 121) == b"a" * 120 + b"b"
-    with pytest.raises(CorruptData, match="offset"):
-        formats.lz4_block_decompress(bytes([0x15]) + b"a" + b"\x09\x00", 10)
-    with pytest.raises(CorruptData, match="truncated"):
-        formats.lz4_block_decompress(bytes([0xF0]), 10)
-
-
-def test_snappy_copies():
-    block = b"\x0f" + bytes([0x08]) + b"abc" + bytes([0x15, 0x03]) + bytes([0x08]) + b"XYZ"
-    assert formats.snappy_decompress(block) == b"abcabcabcabcXYZ"
-    two_byte_offset = b"\x08" + bytes([0x0C]) + b"abcd" + bytes([(4 - 1) << 2 | 2]) + b"\x04\x00"
-    assert formats.snappy_decompress(two_byte_offset) == b"abcdabcd"
-    with pytest.raises(CorruptData, match="header says"):
-        formats.snappy_decompress(b"\x09" + bytes([0x00]) + b"a")
+@pytest.mark.parametrize("kind", [CompressionType.LZ4, CompressionType.SNAPPY, CompressionType.ZSTD])
+def test_damaged_compressed_data_is_corrupt_data(kind):
+    with pytest.raises(CorruptData):
+        formats.decompress(kind, b"\xff" * 12, 100)
 
 
 def test_a_broken_compressed_znode_falls_back_to_plain_as_pulsar_does():
