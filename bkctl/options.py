@@ -139,7 +139,7 @@ def _from_cluster(ctx: click.Context, incomplete: str, names) -> list[str]:
                     found.append(name)
                 if len(found) >= COMPLETION_LIMIT or time.monotonic() > deadline:
                     break
-    except Exception:  # completion never fails a shell: a typo'd URI, a dead cluster, a bad config complete nothing
+    except Exception:  # noqa: BLE001 - completion never fails a shell: a bad URI, config or cluster completes nothing
         pass
     return found
 
@@ -174,7 +174,7 @@ def complete_context_names(_ctx: click.Context, _param, incomplete: str) -> list
 
     try:
         names = contexts.load().contexts
-    except Exception:
+    except Exception:  # noqa: BLE001 - completion never fails a shell: a broken contexts file completes nothing
         return []
     return [name for name in sorted(names) if name.startswith(incomplete)]
 
@@ -185,7 +185,7 @@ def complete_sandbox_bookies(ctx: click.Context, _param, incomplete: str) -> lis
 
     try:
         state = Sandbox(ctx.params.get("state_dir")).load()
-    except Exception:
+    except Exception:  # noqa: BLE001 - completion never fails a shell: an unreadable sandbox completes nothing
         return []
     names = [str(b.index) for b in state.local_bookies()] if state else []
     return [name for name in names if name.startswith(incomplete)]

@@ -77,7 +77,7 @@ def test_list_of_entries_from_the_index(channel):
     assert sorted(AvailabilityOfEntries.decode(answer.availabilityOfEntriesOfLedger)) == present
     chunks = list(
         channel.bookie.GetListOfEntriesOfLedgers(
-            pb.GetListOfEntriesOfLedgersRequest(ledgerId=[5, 77] + list(range(1000, 1600)))
+            pb.GetListOfEntriesOfLedgersRequest(ledgerId=[5, 77, *range(1000, 1600)])
         )
     )
     answers = [a for chunk in chunks for a in chunk.ledgers]
@@ -123,7 +123,7 @@ def test_long_poll_answers_when_the_lac_advances(channel):
 
 
 def test_range_read_streams_chunks_and_stops_at_a_gap(channel):
-    for entry_id in list(range(50)) + [51]:
+    for entry_id in [*range(50), 51]:
         add(channel, 8, entry_id)
     chunks = list(
         channel.bookie.ReadEntries(

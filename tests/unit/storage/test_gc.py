@@ -144,7 +144,7 @@ def test_restart_after_the_repointed_index_was_checkpointed_but_before_the_old_l
     gc = collector(storage, {2, 4})
     gc.run()  # ledger GC and log metadata
     # copy, flush, repoint, checkpoint ... then the process dies before deleting the log
-    entries, copied = gc._compact(gc.logs[1], Throttle(0, threading.Event()))
+    entries, _ = gc._compact(gc.logs[1], Throttle(0, threading.Event()))
     assert entries == 1
     crash(storage)
     reopened = LedgerStorage(config)
