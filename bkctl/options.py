@@ -12,7 +12,9 @@ def output_option(command):
     """``-o/--output table|wide|json|yaml``: how to print the data."""
 
     def apply(ctx: click.Context, _param, value: str) -> str:
-        ctx.find_object(_app_class()).terminal.output = value
+        app = ctx.find_object(_app_class())
+        if app is not None:  # None while a shell completes the command line: the root's callback did not run
+            app.terminal.output = value
         return value
 
     return click.option(

@@ -143,7 +143,10 @@ def _read_together(bk: BookKeeper, ranges: list[EntryRange]) -> pa.RecordBatch:
         return await asyncio.gather(*(reader.read(r.first, r.last) for reader, r in zip(readers, ranges, strict=True)))
 
     results = bk.run(read_all())
-    ledger_ids, entry_ids, payloads, lacs = [], [], [], []
+    ledger_ids: list[int] = []
+    entry_ids: list[int] = []
+    payloads: list[bytes] = []
+    lacs: list[int] = []
     for entry_range, entries in zip(ranges, results, strict=True):
         ledger_ids += [entry_range.ledger.ledger_id] * len(entries)
         entry_ids += range(entry_range.first, entry_range.last + 1)

@@ -24,7 +24,7 @@ import time
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
-from bookie.errors import BookieReadOnly, MalformedFrame
+from bookie.errors import MalformedFrame
 from bookie.server.servicer import status_of
 from bookie.storage.ledger_storage import AddKey
 
@@ -355,7 +355,8 @@ class BookieConnection(asyncio.Protocol):
         answer's rc, a later one ends the batch."""
         max_count = request.max_count if request.max_count > 0 else 1 << 31
         max_size = min(request.max_size, self.server.max_frame_size)
-        entries, size, rc = [], BATCH_READ_OVERHEAD, wire.v2_status(pb.EOK)
+        entries: list[bytes] = []
+        size, rc = BATCH_READ_OVERHEAD, wire.v2_status(pb.EOK)
         began, failed = time.perf_counter(), 0
         for entry_id in range(request.entry_id, request.entry_id + max_count):
             try:
@@ -400,7 +401,7 @@ class BookieConnection(asyncio.Protocol):
         request's, None for v2."""
         if self.read_only and not (high_priority and not self.bookie.read_only_by_disk):
             # BookKeeper lets high-priority (recovery) adds through a read-only bookie whose disks have room
-            self._write([self._add_answer(txn_id, ledger_id, entry_id, BookieReadOnly.status)])
+            self._write([self._add_answer(txn_id, ledger_id, entry_id, pb.EREADONLY)])
             self.stats.add_refused(time.perf_counter() - adds.started)
             return adds
         known = adds.keys.get(ledger_id)

@@ -58,7 +58,7 @@ class HttpAdmin:
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port, reuse_address=True)
         await site.start()
-        return site._server.sockets[0].getsockname()[1]
+        return self.runner.addresses[0][1]  # (host, port[, ...]) of the one site
 
     async def close_client(self) -> None:
         """Before the bookie closes its ZooKeeper session: end the client and what runs on it (a recovery)."""
