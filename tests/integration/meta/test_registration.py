@@ -126,12 +126,14 @@ def test_waits_out_a_stale_node_across_a_zookeeper_restart(tmp_path):
             outcome = []
             waiter = threading.Thread(target=lambda: outcome.append(_register(store, stale_timeout=25)))
             waiter.start()
-            time.sleep(0.5)  # the waiter is watching the stale node
+            stale = "/ledgers/available/127.0.0.1:3181"
+            # kazoo records a watch once ZooKeeper has set it: the waiter is watching the stale node
+            wait_for(lambda: store.zk._data_watchers.get(stale), "the waiter to watch the stale node")
             zk.kill()
             zk.start()  # ZooKeeper restores the dead session, and expires it 4 s later
             waiter.join(40)
             assert outcome == [None]
-            owner = store.zk.exists("/ledgers/available/127.0.0.1:3181").ephemeralOwner
+            owner = store.zk.exists(stale).ephemeralOwner
             assert owner == store.zk.client_id[0]
 
 
