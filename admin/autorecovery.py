@@ -89,6 +89,7 @@ class AutoRecovery:
         ledgers = await asyncio.to_thread(lambda: list(self.core.ledgers.iter_ledgers()))
         lost = {b for _, md in ledgers for s in md.segments for b in s.bookies} - registered
         self._marked &= lost  # a bookie that came back, or is no longer named, may be lost (and marked) anew
+        newly_lost = lost - self._marked - self._lost_since.keys()
         self._lost_since = {b: self._lost_since.get(b, now) for b in lost - self._marked}
         delay = await asyncio.to_thread(self.ur.lost_bookie_recovery_delay)
         if triggered:
@@ -97,6 +98,8 @@ class AutoRecovery:
             ready = set(self._lost_since)  # several bookies lost at once: no waiting
         else:
             ready = {b for b, since in self._lost_since.items() if now - since >= delay}
+        if held := sorted(newly_lost - ready):  # as BookKeeper's Auditor says it ("Delaying bookie audit by")
+            log.info("auditor: delaying the audit of lost bookies %s by %s s (lostBookieRecoveryDelay)", held, delay)
         if not ready:
             return
         marked = 0

@@ -43,9 +43,9 @@ class Application:
         parameters, with no output."""
         root = ctx.find_root()
         params = root.params
-        app = cls(root, params.get("service_uri"), params.get("conf"), -1, params.get("timeout"), params.get("context"))
-        app.terminal.warn = lambda message: None
-        return app
+        return cls(
+            root, params.get("service_uri"), params.get("conf"), -1, params.get("timeout"), params.get("context")
+        )
 
     def _named_by(self) -> tuple[str, str, str] | None:
         """What names the cluster: ``(parameter, value, where it came from)``, or None.
@@ -59,8 +59,9 @@ class Application:
         values = {"service_uri": self.service_uri_flag, "conf": self.conf_path, "context": self.context_name}
         for source, which in ((ParameterSource.COMMANDLINE, 0), (ParameterSource.ENVIRONMENT, 1)):
             for param, option, variable in CLUSTER_SOURCES:
-                if values[param] and self.ctx.get_parameter_source(param) == source:
-                    return param, values[param], (option, variable)[which]
+                value = values[param]
+                if value and self.ctx.get_parameter_source(param) == source:
+                    return param, value, (option, variable)[which]
         return None
 
     @cached_property

@@ -58,5 +58,7 @@ def completion(ctx, shell: str):
     from click.shell_completion import get_completion_class
 
     root = ctx.find_root()
-    script = get_completion_class(shell)(root.command, {}, "bkctl", "_BKCTL_COMPLETE").source()
+    shell_complete = get_completion_class(shell)
+    assert shell_complete is not None  # click.Choice lets through only shells click completes
+    script = shell_complete(root.command, {}, "bkctl", "_BKCTL_COMPLETE").source()
     click.echo(script)

@@ -23,11 +23,16 @@ def _time(record: logging.LogRecord) -> str:
     return datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
 
 
+def _traceback(formatter: logging.Formatter, record: logging.LogRecord) -> str:
+    """The record's exception as text ("" when it has none); ``exc_text`` is where logging caches it."""
+    return record.exc_text or (formatter.formatException(record.exc_info) if record.exc_info else "")
+
+
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = f"{_time(record)} {record.levelname} {record.name}: {record.getMessage()}"
-        if record.exc_info or record.exc_text:
-            line += "\n" + (record.exc_text or self.formatException(record.exc_info))
+        if traceback := _traceback(self, record):
+            line += "\n" + traceback
         if record.stack_info:
             line += "\n" + self.formatStack(record.stack_info)
         return line.replace("\n", "\\n")
@@ -41,8 +46,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if record.exc_info or record.exc_text:
-            document["exception"] = record.exc_text or self.formatException(record.exc_info)
+        if traceback := _traceback(self, record):
+            document["exception"] = traceback
         return json.dumps(document, ensure_ascii=False)
 
 

@@ -12,7 +12,9 @@ def output_option(command):
     """``-o/--output table|wide|json|yaml``: how to print the data."""
 
     def apply(ctx: click.Context, _param, value: str) -> str:
-        ctx.find_object(_app_class()).terminal.output = value
+        app = ctx.find_object(_app_class())
+        if app is not None:  # None while a shell completes the command line: the root's callback did not run
+            app.terminal.output = value
         return value
 
     return click.option(
@@ -139,7 +141,7 @@ def _from_cluster(ctx: click.Context, incomplete: str, names) -> list[str]:
                     found.append(name)
                 if len(found) >= COMPLETION_LIMIT or time.monotonic() > deadline:
                     break
-    except Exception:  # completion never fails a shell: a typo'd URI, a dead cluster, a bad config complete nothing
+    except Exception:  # noqa: BLE001 - completion never fails a shell: a bad URI, config or cluster completes nothing
         pass
     return found
 
@@ -174,7 +176,7 @@ def complete_context_names(_ctx: click.Context, _param, incomplete: str) -> list
 
     try:
         names = contexts.load().contexts
-    except Exception:
+    except Exception:  # noqa: BLE001 - completion never fails a shell: a broken contexts file completes nothing
         return []
     return [name for name in sorted(names) if name.startswith(incomplete)]
 
@@ -185,7 +187,7 @@ def complete_sandbox_bookies(ctx: click.Context, _param, incomplete: str) -> lis
 
     try:
         state = Sandbox(ctx.params.get("state_dir")).load()
-    except Exception:
+    except Exception:  # noqa: BLE001 - completion never fails a shell: an unreadable sandbox completes nothing
         return []
     names = [str(b.index) for b in state.local_bookies()] if state else []
     return [name for name in names if name.startswith(incomplete)]

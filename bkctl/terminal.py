@@ -35,12 +35,15 @@ def _cell(value: Any) -> str:
 
 def format_rows(headers: list[str], rows: Iterable[list[Any]], widths: list[int] | None = None) -> Iterator[str]:
     """Column-aligned lines, header first. Without ``widths`` all rows are read to size the columns."""
-    cells = [[_cell(v) for v in row] for row in rows] if widths is None else None
+    cells: Iterable[list[str]]
     if widths is None:
+        cells = [[_cell(v) for v in row] for row in rows]
         widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    yield GAP.join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()
-    for row in cells if cells is not None else ([_cell(v) for v in r] for r in rows):
-        yield GAP.join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+    else:
+        cells = ([_cell(v) for v in row] for row in rows)
+    yield GAP.join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
+    for row in cells:
+        yield GAP.join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
 
 
 class Terminal:
@@ -92,7 +95,8 @@ class Terminal:
         elif self.output == "yaml":
             import yaml
 
-            for count, item in enumerate(items, 1):
+            for item in items:
+                count += 1
                 click.echo(yaml.safe_dump([doc(item)], sort_keys=False).rstrip())
             if not count:
                 click.echo("[]")
@@ -104,7 +108,10 @@ class Terminal:
                 return 0
             widths = [max([len(h), *(len(_cell(r[i])) for r in sample)]) for i, h in enumerate(headers)]
             rows = itertools.chain(sample, (row(item) for item in iterator))
-            for count, text in enumerate(format_rows(headers, rows, widths)):
+            lines = format_rows(headers, rows, widths)
+            click.echo(next(lines))  # the header
+            for text in lines:
+                count += 1
                 click.echo(text)
         return count
 
@@ -141,7 +148,8 @@ class Terminal:
             click.echo(message, err=True)
 
     def warn(self, message: str) -> None:
-        click.echo(f"warning: {message}", err=True)
+        if self.verbosity >= 0:  # -1: no output at all (shell completion, whose stderr is the user's prompt)
+            click.echo(f"warning: {message}", err=True)
 
     def error(self, message: str) -> None:
         click.echo(f"error: {message}", err=True)

@@ -39,7 +39,7 @@ def parse_properties(text: str, where: str = "properties") -> dict[str, str]:
     return props
 
 
-def load_properties(path: str | os.PathLike) -> dict[str, str]:
+def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a properties file, with a clear error when it is missing or not text."""
     try:
         text = Path(path).read_text(encoding="utf-8")

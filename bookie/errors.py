@@ -7,12 +7,13 @@ gRPC and kazoo errors are translated at their boundary (``bookie.client``, ``boo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 STATUS_ERRORS: dict[int, type[BKError]] = {}
 
 
-def _status(code: int):
+def _status(code: int) -> Callable[[type[BKError]], type[BKError]]:
     def register(cls: type[BKError]) -> type[BKError]:
         cls.status = code
         STATUS_ERRORS[code] = cls

@@ -179,7 +179,7 @@ class Checker:
                         chunk = []
                 loop.call_soon_threadsafe(queue.put_nowait, chunk)
                 loop.call_soon_threadsafe(queue.put_nowait, None)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed over: the consumer raises it, and must not wait forever
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
 
         reader = loop.run_in_executor(None, read)

@@ -31,10 +31,10 @@ class Impact:
 def ledger_impact(ledger_id: int, md: LedgerMetadata, gone: set[str]) -> Impact | None:
     """The worst segment of the ledger once ``gone`` are gone (entries that exist, by the metadata)."""
     worst = None
-    last_entry = md.last_entry_id if md.is_closed else None
     for i, segment in enumerate(md.segments):
         first = segment.first_entry_id
-        end = md.segment_end(i, last_entry)
+        unbounded = not md.is_closed and i == len(md.segments) - 1  # an open ledger's last segment: no end yet
+        end = None if unbounded else md.segment_end(i, md.last_entry_id)
         if end is not None and end < first:
             continue  # a segment without entries
         lost = [index for index, b in enumerate(segment.bookies) if b in gone]

@@ -51,6 +51,7 @@ def analyse(md: LedgerMetadata, held: dict[str, AvailabilityOfEntries]) -> Repli
             continue
         most = max(missing_copies.values())
         category = replica_category(md.write_quorum_size, md.ack_quorum_size, most)
+        assert category is not None  # most >= 1: an entry lacks a copy
         if worst is None or most > worst[0]:
             worst = (most, ReplicaFinding(category, first, sorted(missing_by_bookie), missing_by_bookie))
     return worst[1] if worst else None

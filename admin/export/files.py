@@ -71,7 +71,7 @@ class LedgerStats:
     def add(self, batch: pa.RecordBatch) -> None:
         ids, entry_ids, payloads = (batch.column(i).to_pylist() for i in range(3))
         pack, blake = IDS.pack, hashlib.blake2b
-        for ledger_id, entry_id, payload in zip(ids, entry_ids, payloads):
+        for ledger_id, entry_id, payload in zip(ids, entry_ids, payloads, strict=True):
             stats = self.ledgers.get(ledger_id)
             if stats is None:
                 stats = self.ledgers[ledger_id] = [0, 0, entry_id, entry_id, 0]
@@ -102,7 +102,7 @@ def _json_lines(batch: pa.RecordBatch) -> bytes:
     return "".join(
         f'{{"ledgerId":{lid},"entryId":{eid},"payload":"{base64.b64encode(p).decode()}","length":{n},'
         f'"lastAddConfirmed":{lac}}}\n'
-        for lid, eid, p, n, lac in zip(*columns)
+        for lid, eid, p, n, lac in zip(*columns, strict=True)
     ).encode()
 
 

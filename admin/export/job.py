@@ -65,10 +65,10 @@ def spark_error(exc: Exception) -> errors.BKError:
         text = str(exc)
     except Exception:  # noqa: BLE001 - py4j's rendering of some JVM errors fails; their arguments remain
         text = " ".join(map(str, exc.args)) or type(exc).__name__
-    match = _CORE_ERROR.search(text)
-    cls = getattr(errors, match.group(1), None) if match else None
-    if isinstance(cls, type) and issubclass(cls, errors.BKError):
-        return cls(match.group(2).strip())
+    if match := _CORE_ERROR.search(text):
+        cls = getattr(errors, match.group(1), None)
+        if isinstance(cls, type) and issubclass(cls, errors.BKError):
+            return cls(match.group(2).strip())
     return errors.BKError(f"Spark failed: {_reason(text) or type(exc).__name__}")
 
 

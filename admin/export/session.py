@@ -121,7 +121,7 @@ def spark_session(master: str | None, conf: dict[str, str], log_path: Path, app_
     finally:
         session.stop()
         proc = getattr(gateway, "proc", None)
-        if proc is not None:  # we launched this JVM: end it too (it exits when its stdin closes)
+        if gateway is not None and proc is not None:  # we launched this JVM: end it too (it exits on stdin's end)
             gateway.shutdown()
             proc.stdin.close()
             try:

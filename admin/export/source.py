@@ -140,11 +140,14 @@ def _read_together(bk: BookKeeper, ranges: list[EntryRange]) -> pa.RecordBatch:
     readers = [_reader(bk, r) for r in ranges]
 
     async def read_all():
-        return await asyncio.gather(*(reader.read(r.first, r.last) for reader, r in zip(readers, ranges)))
+        return await asyncio.gather(*(reader.read(r.first, r.last) for reader, r in zip(readers, ranges, strict=True)))
 
     results = bk.run(read_all())
-    ledger_ids, entry_ids, payloads, lacs = [], [], [], []
-    for entry_range, entries in zip(ranges, results):
+    ledger_ids: list[int] = []
+    entry_ids: list[int] = []
+    payloads: list[bytes] = []
+    lacs: list[int] = []
+    for entry_range, entries in zip(ranges, results, strict=True):
         ledger_ids += [entry_range.ledger.ledger_id] * len(entries)
         entry_ids += range(entry_range.first, entry_range.last + 1)
         payloads += [e.payload for e in entries]

@@ -16,8 +16,8 @@ def _show(app, result: dict, what: str) -> None:
                 ("Latency", f"p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms, max {lat['max']} ms"),
                 (
                     "CPU",
-                    f"{result['cpuSeconds']} s in this process ({result['cpuSeconds'] / max(result['entries'], 1) * 1e5:.2f} s "
-                    "per 100k entries)",
+                    f"{result['cpuSeconds']} s in this process "
+                    f"({result['cpuSeconds'] / max(result['entries'], 1) * 1e5:.2f} s per 100k entries)",
                 ),
             ]
         ),

@@ -20,7 +20,7 @@ def info(app, bookie_id: str | None, all_bookies: bool):
     registry = BookieRegistry(app.metadata)
     if bool(bookie_id) == all_bookies:
         raise InvalidArgument("name one BOOKIE or pass --all")
-    bookies = registry.list(writable=True, readonly=True) if all_bookies else [registry.get(bookie_id)]
+    bookies = [registry.get(bookie_id)] if bookie_id else registry.list(writable=True, readonly=True)
     docs, failed = [], []
     for bookie in bookies:
         doc = {"bookieId": bookie.bookie_id, "state": bookie.state, "totalDiskCapacity": None, "freeDiskSpace": None}

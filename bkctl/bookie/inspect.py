@@ -1,5 +1,7 @@
 """Offline tools over a (stopped) bookie's files, reading them with the same format modules the bookie uses."""
 
+from typing import Any
+
 import click
 
 from bkctl.options import output_option
@@ -120,7 +122,7 @@ def _usage(app, ledger_dir, index_dir) -> None:
     log_ids = list_log_ids(ledger_dir)
     local = set(LedgerCache(index_dir).ledger_ids())
     logs = entry_log_usage(ledger_dir, log_ids, local.__contains__)
-    docs = [
+    docs: list[dict[str, Any]] = [
         {
             "logId": m.log_id,
             "file": f"{m.log_id:x}.log",

@@ -114,10 +114,10 @@ def _print_service(app, conf_file: str | None, overrides: dict[str, str], log_fo
         del overrides["metadataServiceUri"]
     if not BookieConfig.load(conf_file, overrides).httpServerEnabled:
         overrides["httpServerEnabled"] = "true"
+    for key in ("journalDirectories", "ledgerDirectories", "indexDirectories"):
+        if key in overrides:
+            overrides[key] = ",".join(os.path.abspath(d.strip()) for d in overrides[key].split(",") if d.strip())
     for key, value in overrides.items():
-        if key in ("journalDirectories", "ledgerDirectories", "indexDirectories"):
-            value = ",".join(os.path.abspath(d.strip()) for d in value.split(",") if d.strip())
-            overrides[key] = value
         args += ["--set", f"{key}={value}"]
     if log_format or app.log_format != "text":
         args += ["--log-format", log_format or app.log_format]

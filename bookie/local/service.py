@@ -21,6 +21,10 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bookie.server.config import BookieConfig
 
 USER = "bookkeeper"
 UID = 10001  # the image's user, by number: Kubernetes' runAsNonRoot can check a number, not a name
@@ -36,7 +40,7 @@ class BookieService:
     """What both definitions need: the ``bkctl`` arguments that run the bookie, and what its configuration says."""
 
     args: tuple[str, ...]  # after "bkctl": global options, "bookie", "run", its options
-    config: object  # bookie.server.config.BookieConfig, loaded from those arguments
+    config: BookieConfig  # loaded from those arguments
     conf_file: str | None  # the bk_server.conf named in args, absolute
     version: str  # bkctl's: the image installs the bkctl that generated it
 

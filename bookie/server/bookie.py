@@ -16,6 +16,10 @@ import shutil
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import replace
+from http.server import ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
 import grpc
 from kazoo.protocol.states import KazooState
@@ -35,6 +39,9 @@ from bookie.server.protocol import WireServer
 from bookie.server.servicer import BookieServicer, ClientGoneFilter
 from bookie.storage.gc import GarbageCollector
 from bookie.storage.ledger_storage import LedgerStorage
+
+if TYPE_CHECKING:
+    from bookie.server.http import HttpAdmin
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -64,11 +71,11 @@ class BookieServer:
         self.read_only_by_disk = False
         self.shutting_down = False
         self.metrics_port: int | None = None
-        self.metrics_server = None  # serves /metrics on prometheusStatsHttpPort
+        self.metrics_server: ThreadingHTTPServer | None = None  # serves /metrics on prometheusStatsHttpPort
         self.disk_usage: dict[str, float] = {}  # directory -> used share of its disk, at the last check
         self.admin_port: int | None = None
         self.wire: WireServer | None = None
-        self.http = None  # bookie.server.http.HttpAdmin, with httpServerEnabled
+        self.http: HttpAdmin | None = None  # with httpServerEnabled
         self.http_port: int | None = None
         self.running = False  # serving and registered: /api/v1/bookie/is_ready
         self.locks = DirectoryLocks()
@@ -136,7 +143,7 @@ class BookieServer:
         except OSError:
             raise address_in_use(host, config.bookiePort, "bookiePort", "bookie") from None
         self._check_disks()
-        self._watch_server()
+        self._watch_server(self.wire)
         await asyncio.to_thread(write_cookies, self.store, cookies)  # last: see cookie_check
         await asyncio.to_thread(self._register)
         self.running = True
@@ -155,17 +162,20 @@ class BookieServer:
             self.http_port,
         )
 
-    def _watch_server(self) -> None:
+    def _watch_server(self, wire: WireServer) -> None:
         """The metrics read from the bookie itself: its state, its directories, its connections."""
-        states = {WRITABLE: 1, READONLY: 0}  # BookieStateManager's SERVER_STATUS: -1 while not registered
-        self.stats.watch_server(lambda: states.get(self._registered_state, -1), self.wire.connections)
+        # BookieStateManager's SERVER_STATUS: -1 while not registered (no state)
+        states: dict[str | None, int] = {WRITABLE: 1, READONLY: 0}
+        self.stats.watch_server(lambda: states.get(self._registered_state, -1), wire.connections)
         directories = {"ledger": str(self.config.ledger_dir)}
         if self.config.index_dir != self.config.ledger_dir:  # BookKeeper's index dirs manager, when apart
             directories["index"] = str(self.config.index_dir)
+
+        def usage(directory: str) -> Callable[[], float]:
+            return lambda: self.disk_usage.get(directory, 0.0)
+
         for scope, directory in directories.items():
-            self.stats.watch_dirs(
-                scope, directory, lambda d=directory: self.disk_usage.get(d, 0.0), lambda: not self.read_only_by_disk
-            )
+            self.stats.watch_dirs(scope, directory, usage(directory), lambda: not self.read_only_by_disk)
 
     def _bind(self, server: grpc.aio.Server, port: int, key: str, what: str) -> int:
         host = self.network.bind_host
@@ -177,6 +187,11 @@ class BookieServer:
             raise address_in_use(host, port, key, what)
         return bound
 
+    def _metadata(self) -> MetadataStore:
+        """The metadata store: open from early in start(), before anything registers or collects garbage."""
+        assert self.store is not None, "the bookie has not started"
+        return self.store
+
     # ---- registration and read-only mode ----
     def _info(self) -> BookieServiceInfo:
         props = {"pid": str(os.getpid())}
@@ -186,12 +201,13 @@ class BookieServer:
             props["rack"] = self.config.bookieRack
         address = self.network.address  # BookieService publishes BookieServer.getLocalAddress(): this
         http = (self.config.httpServerHost, self.http_port) if self.http_port else None
-        return BookieServiceInfo.for_bookie(address.host, address.port, admin_port=self.admin_port, http=http, **props)
+        endpoints = BookieServiceInfo.for_bookie(address.host, address.port, admin_port=self.admin_port, http=http)
+        return replace(endpoints, properties=props)
 
     def _register(self) -> None:
         with self._register_lock:
             state = READONLY if self.read_only else WRITABLE
-            BookieRegistry(self.store).register(self.bookie_id, self._info(), state, stale_timeout=30.0)
+            BookieRegistry(self._metadata()).register(self.bookie_id, self._info(), state, stale_timeout=30.0)
             self._registered_state = state
             log.info("bookie %s registered as %s", self.bookie_id, state)
 
@@ -220,7 +236,7 @@ class BookieServer:
     def _live_ledgers(self, local: list[int]) -> set[int]:
         """For ledger GC: which of the bookie's ledgers the metadata store still has. A scan of every ledger id,
         then a direct look at each local ledger the scan missed (created after the scan passed its range)."""
-        manager = LedgerManager(self.store)
+        manager = LedgerManager(self._metadata())
         listed = set(manager.iter_ledger_ids())
         return {lid for lid in local if lid in listed or manager.exists(lid)}
 

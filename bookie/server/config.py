@@ -6,8 +6,10 @@ other than the one written."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import ClassVar
 
 from bookie.conf import load_properties, metadata_service_uri
 from bookie.errors import InvalidArgument
@@ -21,6 +23,9 @@ def _bool(text: str) -> bool:
     if value not in ("true", "false"):
         raise ValueError("expected true or false")
     return value == "true"
+
+
+CONVERTERS: dict[str, Callable[[str], object]] = {"int": int, "float": float, "bool": _bool, "str": str}
 
 
 # BookKeeper keys whose value this bookie must honour or refuse: key -> (values it honours, compared without case,
@@ -90,14 +95,16 @@ class BookieConfig:
     compactionRate: int = 1000
     zkTimeout: int = 10000
 
-    unused_keys = ()  # set by load: keys of the file and overrides that this bookie does not use
-    properties = {}  # set by load (never changed in place): every key of the file and overrides, as written
-
-    ALIASES = {
+    ALIASES: ClassVar[dict[str, str]] = {
         "entryLogSizeLimit": "logSizeLimit",
         "journalDirectory": "journalDirectories",
         "ledgerDirectory": "ledgerDirectories",
     }
+
+    def __post_init__(self) -> None:
+        # Set by load, and no configuration keys themselves (so not fields):
+        self.unused_keys: list[str] = []  # keys of the file and overrides that this bookie does not use
+        self.properties: dict[str, str] = {}  # every key of the file and overrides, as written (never changed)
 
     @classmethod
     def load(cls, path: str | None = None, overrides: dict[str, str] | None = None) -> BookieConfig:
@@ -123,9 +130,9 @@ class BookieConfig:
             field = known.get(key)
             if field is None:
                 continue
-            convert = {"int": int, "float": float, "bool": _bool, "str": str}[field.type]
+            convert = CONVERTERS[str(field.type)]  # a field's type is its annotation's text (future annotations)
             try:
-                setattr(config, key, convert(text.strip()) if field.type != "str" else text.strip())
+                setattr(config, key, convert(text.strip()))
             except ValueError:
                 raise InvalidArgument(f"bad value for {raw_key}{where}: {text!r} is not a valid {field.type}") from None
         config.validate()

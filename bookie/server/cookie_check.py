@@ -55,13 +55,15 @@ def check_cookies(store: MetadataStore, bookie_id: str, journal: Path, ledger: P
             f"bookie {bookie_id}: {where} has a cookie but ZooKeeper has none at {cookies.path(bookie_id)}: "
             "these directories belong to another bookie or cluster"
         )
+    present: dict[Path, Cookie] = {}
     for d, cookie in local.items():
         if cookie is None:
             raise CookieMismatch(
                 f"bookie {bookie_id}: {d} has no cookie but ZooKeeper has one: the directory is new or was wiped; "
                 f"if on purpose, delete {cookies.path(bookie_id)} and start again"
             )
-    for d, cookie in local.items():
+        present[d] = cookie
+    for d, cookie in present.items():
         if diff := cookie.differences(expected):
             raise CookieMismatch(f"bookie {bookie_id}: cookie of {d} does not match: {'; '.join(diff)}")
     if diff := remote.differences(expected):

@@ -208,10 +208,12 @@ class BookieStats:
         gc.gauge("ACTIVE_ENTRY_LOG_TOTAL", lambda: state.active_entry_logs)
         gc.gauge("ACTIVE_ENTRY_LOG_SPACE_BYTES", lambda: state.active_entry_log_bytes)
         gc.gauge("ACTIVE_LEDGER_TOTAL", lambda: state.active_ledgers)
+
+        def compacting(kind: str) -> Callable[[], int]:
+            return lambda: int(state.compacting == kind)
+
         for kind in ("major", "minor"):
-            self.provider.logger().scope_label("kind", kind).gauge(
-                "bkctl_gc_compacting", lambda kind=kind: int(state.compacting == kind)
-            )
+            self.provider.logger().scope_label("kind", kind).gauge("bkctl_gc_compacting", compacting(kind))
 
     def watch_server(self, status: Callable[[], int], connections) -> None:
         """``SERVER_STATUS`` (BookieStateManager: 1 writable, 0 read-only, -1 not registered) and the requests in

@@ -24,7 +24,7 @@ import time
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
-from bookie.errors import BookieReadOnly, MalformedFrame
+from bookie.errors import MalformedFrame
 from bookie.server.servicer import status_of
 from bookie.storage.ledger_storage import AddKey
 
@@ -219,10 +219,7 @@ class BookieConnection(asyncio.Protocol):
                 self._write(out)
                 self._drop(exc)
                 return
-            if isinstance(request, pb.Request):
-                adds = self._v3(request, out, adds)
-            else:
-                adds = self._v2(request, out, adds)
+            adds = self._v3(request, out, adds) if isinstance(request, pb.Request) else self._v2(request, out, adds)
         self._submit(adds)
         self._write(out)
         if reads[0] or reads[1]:  # answered together: one latency, their arrival to the write
@@ -236,7 +233,7 @@ class BookieConnection(asyncio.Protocol):
         try:
             body = self.storage.read_entry(ledger_id, entry_id)
             lac = self.storage.lac(ledger_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
             reads[1] += 1
             reads[3] += time.perf_counter() - began
             return status_of(exc), None, None
@@ -358,12 +355,13 @@ class BookieConnection(asyncio.Protocol):
         answer's rc, a later one ends the batch."""
         max_count = request.max_count if request.max_count > 0 else 1 << 31
         max_size = min(request.max_size, self.server.max_frame_size)
-        entries, size, rc = [], BATCH_READ_OVERHEAD, wire.v2_status(pb.EOK)
+        entries: list[bytes] = []
+        size, rc = BATCH_READ_OVERHEAD, wire.v2_status(pb.EOK)
         began, failed = time.perf_counter(), 0
         for entry_id in range(request.entry_id, request.entry_id + max_count):
             try:
                 body = self.storage.read_entry(request.ledger_id, entry_id)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
                 if not entries:
                     rc = wire.v2_status(status_of(exc))
                 failed = 1
@@ -403,7 +401,7 @@ class BookieConnection(asyncio.Protocol):
         request's, None for v2."""
         if self.read_only and not (high_priority and not self.bookie.read_only_by_disk):
             # BookKeeper lets high-priority (recovery) adds through a read-only bookie whose disks have room
-            self._write([self._add_answer(txn_id, ledger_id, entry_id, BookieReadOnly.status)])
+            self._write([self._add_answer(txn_id, ledger_id, entry_id, pb.EREADONLY)])
             self.stats.add_refused(time.perf_counter() - adds.started)
             return adds
         known = adds.keys.get(ledger_id)
@@ -436,7 +434,7 @@ class BookieConnection(asyncio.Protocol):
         self._write(
             [
                 self._add_answer(txn_id, ledger_id, entry_id, status)
-                for (txn_id, ledger_id, entry_id), status in zip(adds.answers, statuses)
+                for (txn_id, ledger_id, entry_id), status in zip(adds.answers, statuses, strict=True)
             ]
         )
         self.stats.adds_answered(

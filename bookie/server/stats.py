@@ -77,6 +77,7 @@ def java_float(value: float) -> str:
 
 def _scientific(shortest: str) -> str:
     sign, digits, exponent = decimal.Decimal(shortest).normalize().as_tuple()
+    assert isinstance(exponent, int)  # a finite number's ('n', 'N', 'F' are NaN's and infinity's)
     text = "".join(map(str, digits))
     mantissa = text[0] + "." + (text[1:] or "0")
     return ("-" if sign else "") + f"{mantissa}E{exponent + len(text) - 1}"

@@ -36,7 +36,8 @@ def test_info_table_counts_bookies_and_markers(bkctl, service_uri, cluster):
     lines = result.stdout.splitlines()
     assert lines[0] == f"Service URI:              {service_uri}"
     assert lines[2] == (
-        "Layout:                   hierarchical (format 2, org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1)"
+        "Layout:                   hierarchical "
+        "(format 2, org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1)"
     )
     assert lines[3:] == ["Writable bookies:         1", "Read-only bookies:        1", "Under-replicated ledgers: 1"]
 

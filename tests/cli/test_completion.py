@@ -72,7 +72,7 @@ def offered():
     asks = [(path, typed) for path in TREE for typed in ("", "-")]
     with ThreadPoolExecutor(4) as pool:
         answers = list(pool.map(lambda ask: values(*ask[0], ask[1]), asks))
-    return dict(zip(asks, answers))
+    return dict(zip(asks, answers, strict=True))
 
 
 @pytest.mark.parametrize("path", list(TREE), ids=lambda p: " ".join(p) or "bkctl")

@@ -99,7 +99,7 @@ def test_follow_tails_an_open_ledger_until_it_closes(bkctl, uri):
         writer.close()
         out, _ = tail.communicate(timeout=60)
     assert tail.returncode == 0
-    assert out.splitlines() == ["first"] + ["more-%d" % i for i in range(5)]
+    assert out.splitlines() == ["first"] + [f"more-{i}" for i in range(5)]
 
 
 def test_simpletest(bkctl, uri):

@@ -77,12 +77,17 @@ def _check_ledger(uri: str, bk: BookKeeper, ledger_id: int, record, result: Chec
         for outcome in (first, second):
             if isinstance(outcome, BaseException) or outcome is None:
                 result.violations.append(f"ledger {ledger_id}: a recovery failed: {outcome!r}")
-        if not isinstance(first, BaseException) and not isinstance(second, BaseException) and first and second:
-            if (first.last_entry_id, first.length) != (second.last_entry_id, second.length):
-                result.violations.append(
-                    f"ledger {ledger_id}: racing recoveries disagree: last entry {first.last_entry_id} length "
-                    f"{first.length} vs last entry {second.last_entry_id} length {second.length}"
-                )
+        if (
+            not isinstance(first, BaseException)
+            and not isinstance(second, BaseException)
+            and first
+            and second
+            and (first.last_entry_id, first.length) != (second.last_entry_id, second.length)
+        ):
+            result.violations.append(
+                f"ledger {ledger_id}: racing recoveries disagree: last entry {first.last_entry_id} length "
+                f"{first.length} vs last entry {second.last_entry_id} length {second.length}"
+            )
         md = bk.ledger_metadata(ledger_id)
         if md.state != LedgerState.CLOSED:
             result.violations.append(f"ledger {ledger_id}: still {md.state.name} after two recoveries")
@@ -202,7 +207,7 @@ def _holders(bk: BookKeeper, ledger_id: int, md, entry_id: int) -> str:
 
         return await asyncio.gather(*(held(b) for b in bookies), return_exceptions=True)
 
-    answers = dict(zip(bookies, bk.run(ask_all())))
+    answers = dict(zip(bookies, bk.run(ask_all()), strict=True))
     segment = md.segments[-1]
     named = [segment.bookies[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]
     return (
@@ -240,7 +245,7 @@ def replica_audit(bk: BookKeeper, ledger_ids: list[int]) -> list[str]:
         return await asyncio.gather(*(held_by(b) for b in bookies), return_exceptions=True)
 
     violations = []
-    answers = dict(zip(bookies, bk.run(ask_all())))
+    answers = dict(zip(bookies, bk.run(ask_all()), strict=True))
     for bookie_id, answer in answers.items():
         if isinstance(answer, BaseException):
             violations.append(f"replica audit: bookie {bookie_id} did not list its entries: {answer}")
@@ -258,9 +263,11 @@ def replica_audit(bk: BookKeeper, ledger_ids: list[int]) -> list[str]:
                 short.append((entry_id, holders))
         if short:
             entry_id, holders = short[0]
+            segment = md.segment_of(entry_id)
+            named = [segment.bookies[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]
             violations.append(
                 f"ledger {ledger_id} (E{md.ensemble_size} W{md.write_quorum_size} A{md.ack_quorum_size}): "
                 f"{len(short)} entries on fewer bookies than the ack quorum, the first entry {entry_id} on "
-                f"{holders or 'none'} of its write set {[md.segment_of(entry_id).bookies[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]}"
+                f"{holders or 'none'} of its write set {named}"
             )
     return violations

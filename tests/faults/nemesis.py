@@ -213,7 +213,8 @@ class Nemesis:
                     c.kill_bookie(target),
                     c.start_bookie(target),
                     self.note(
-                        f"kill -9 and restart bookie {target} ({bookie.bookie_id}), the one a second start was refused on"
+                        f"kill -9 and restart bookie {target} ({bookie.bookie_id}), "
+                        "the one a second start was refused on"
                     ),
                 ),
             )
@@ -224,7 +225,8 @@ class Nemesis:
                     lambda: (
                         self.skipped.update([kind]),
                         self.note(
-                            f"partition of bookie {target} skipped: {self.partitioner.reason if self.partitioner else ''}"
+                            f"partition of bookie {target} skipped: "
+                            f"{self.partitioner.reason if self.partitioner else ''}"
                         ),
                     ),
                 )

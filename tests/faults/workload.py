@@ -85,6 +85,7 @@ class History:
 def writer_main(uri: str, seed: int, name: str, e: int, w: int, a: int, rate: float) -> None:
     """Write ledgers of a few hundred to a few thousand entries, one after another, forever (until killed)."""
     from bookie.client import BookKeeper, ClientConfig
+    from bookie.errors import BKError
 
     rng = random.Random(f"{seed}/{name}")
     out = sys.stdout
@@ -98,7 +99,7 @@ def writer_main(uri: str, seed: int, name: str, e: int, w: int, a: int, rate: fl
     while True:
         try:
             ledger = bk.create_ledger(e, w, a, password=PASSWORD)
-        except Exception:  # ZooKeeper down, too few bookies: try again
+        except BKError:  # ZooKeeper down, too few bookies: try again
             time.sleep(0.5)
             continue
         lid = ledger.ledger_id

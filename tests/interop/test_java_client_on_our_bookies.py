@@ -122,7 +122,7 @@ def test_bookkeeper_shell_simpletest_readledger_and_listbookies(cluster, shell_c
     assert match, printed[-3000:]  # simpletest exits 0 even when it fails: what it prints is the verdict
     ledger_id = str(bk_write(zk, *java_args, "--n", "100", "--text", "entry"))  # simpletest deletes its ledger
     read = run("bk-shell", str(shell_conf), "readledger", "-ledgerid", ledger_id, timeout=120, check=False)
-    assert len(re.findall(r"Lid=%s, Eid=\d+" % ledger_id, read.stdout + read.stderr)) == 100
+    assert len(re.findall(rf"Lid={ledger_id}, Eid=\d+", read.stdout + read.stderr)) == 100
     listed = run("bk-shell", str(shell_conf), "listbookies", "-rw", timeout=120, check=False)
     listed_ids = set(re.findall(r"BookieID:(\S+?),", listed.stdout + listed.stderr))
     assert listed_ids == {b.bookie_id for b in cluster.bookies}

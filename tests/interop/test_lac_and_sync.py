@@ -15,7 +15,7 @@ import pytest
 from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
 
-from helpers import shared_cluster
+from helpers import shared_cluster, wait_for
 from interop.oracle import ENV, JavaCluster, compile_java, java_command, require_oracle
 
 require_oracle()
@@ -80,7 +80,9 @@ def follow_while_our_client_writes(classes, service_uri: str, count: int) -> lis
             lines: list[str] = []
             pump = threading.Thread(target=lambda: lines.extend(reader.stdout), daemon=True)
             pump.start()
-            time.sleep(3)  # the reader read entries 0-8 and waits in a long poll: the next burst must wake it
+            # entry 9 is not confirmed yet: having printed 0-8, the reader waits in a long poll, which the next
+            # burst must wake
+            wait_for(lambda: len(lines) >= 9, "the Java reader to read entries 0-8", 60)
             for burst in range(10, count, 10):
                 for i in range(burst, min(count, burst + 10)):
                     handle.add_entry(b"entry-%d" % i)
@@ -130,9 +132,10 @@ def test_explicit_lac_is_written_and_read_across_implementations(classes, side, 
     )
     try:
         ledger_id = int(writer.stdout.readline().split()[1])
-        time.sleep(2.5)  # two explicitLacInterval ticks
-        assert int(interop(classes, cluster.service_uri, "read-explicit-lac", str(ledger_id))) == 19
         with BookKeeper(cluster.service_uri) as bk, bk.open_ledger(ledger_id, PASSWORD, recovery=False) as reader:
+            # the last entry carries LAC 18: 19 is the explicit LAC, sent at the writer's next explicitLacInterval tick
+            wait_for(lambda: reader.read_lac() == 19, "the explicit LAC on the bookies", 30)
+            assert int(interop(classes, cluster.service_uri, "read-explicit-lac", str(ledger_id))) == 19
             assert reader.read_lac() == 19
             assert [e.payload for e in reader.read(0, 19)] == [b"entry-%d" % i for i in range(20)]
         writer.wait(timeout=60)

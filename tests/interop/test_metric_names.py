@@ -37,18 +37,30 @@ ENTRIES, RECOVERED = 400, 20
 NOT_OURS = {
     r"bookkeeper_server_Bookie(HighPriorityThread|ReadThreadPool|WriteThreadPool)_(task_execution|task_queued|"
     r"max_queue_size|threads)|bookkeeper_server_thread_.*|bookkeeper_server_WRITE_THREAD_QUEUED_LATENCY|"
-    r"bookkeeper_server_READ_ENTRY_SCHEDULING_DELAY": "thread pools: ours answers requests on its event loop as it decodes them",
-    r"bookkeeper_server_(ADD|READ)_ENTRY_REJECTED": "rejections by a full DbLedgerStorage write cache or a full read pool: ours stops reading the connection",
+    r"bookkeeper_server_READ_ENTRY_SCHEDULING_DELAY": (
+        "thread pools: ours answers requests on its event loop as it decodes them"
+    ),
+    r"bookkeeper_server_(ADD|READ)_ENTRY_REJECTED": (
+        "rejections by a full DbLedgerStorage write cache or a full read pool: ours stops reading the connection"
+    ),
     r"bookkeeper_server_CHANNEL_WRITE": "Netty's write completion: an asyncio transport tells no such moment",
     r"bookie_STORAGE_GET_(OFFSET|ENTRY)": "ours times a read as a whole (BOOKIE_READ_ENTRY), not its two steps",
     r"bookie_STORAGE_SCRUB_PAGE(S_SCANNED|_RETRIES)": "no local scrubber (localScrubPeriod)",
     r"bookie_INDEX_INMEM_ILLEGAL_STATE_(RESET|DELETE)": "page reference-count states of IndexInMemPageMgr",
-    r"bookie_(LEDGER_CACHE_NUM_EVICTED_LEDGERS|PENDING_GET_FILE_INFO|(READ|WRITE)_FILE_INFO_CACHE_SIZE)": "IndexPersistenceMgr's FileInfo caches: ours keeps one index handle per ledger, never evicted",
-    r"bookie_JOURNAL_QUEUE_MAX_SIZE|bookie_journal_JOURNAL_MEMORY_(MAX|USED)": "journalQueueSize / journalMaxMemorySizeMb: ours bounds what each connection has in flight instead",
+    r"bookie_(LEDGER_CACHE_NUM_EVICTED_LEDGERS|PENDING_GET_FILE_INFO|(READ|WRITE)_FILE_INFO_CACHE_SIZE)": (
+        "IndexPersistenceMgr's FileInfo caches: ours keeps one index handle per ledger, never evicted"
+    ),
+    r"bookie_JOURNAL_QUEUE_MAX_SIZE|bookie_journal_JOURNAL_MEMORY_(MAX|USED)": (
+        "journalQueueSize / journalMaxMemorySizeMb: ours bounds what each connection has in flight instead"
+    ),
     r"bookie_journal_JOURNAL_FORCE_WRITE_ENQUEUE": "no force-write thread (and 4.17.4 never records it)",
-    r"bookie_journal_(callback_time|journal_thread_time|force_write_thread_time)|bookie_sync_thread_time": "CPU time of Java threads (thread-scoped counters)",
+    r"bookie_journal_(callback_time|journal_thread_time|force_write_thread_time)|bookie_sync_thread_time": (
+        "CPU time of Java threads (thread-scoped counters)"
+    ),
     r"bookie_gc_ENTRY_LOCATION_COMPACTION_TOTAL": "DbLedgerStorage's entry location index",
-    r"bookie_bookie_zk_.*|bookie_bookie_watcher_state_.*": "BookKeeper's ZooKeeperClient wrapper: our metadata store is kazoo's client, not instrumented",
+    r"bookie_bookie_zk_.*|bookie_bookie_watcher_state_.*": (
+        "BookKeeper's ZooKeeperClient wrapper: our metadata store is kazoo's client, not instrumented"
+    ),
 }
 
 # The BookKeeper dashboard of streamnative/apache-pulsar-grafana-dashboard, dashboards/bookkeeper.json at commit
@@ -132,7 +144,8 @@ def java_metrics(directory: Path) -> dict[str, tuple[str, dict[str, str], Path]]
 
 def csv_count(path: Path) -> int:
     """The last reported count of a Codahale counter or timer."""
-    rows = list(csv.DictReader(open(path, newline="")))
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
     return int(rows[-1]["count"]) if rows else 0
 
 

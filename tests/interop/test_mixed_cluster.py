@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bookie.client import BookKeeper
+from bookie.errors import LedgerFenced
 from bookie.meta.ledger_manager import LedgerManager
 
 from helpers import adds_ok, shared_cluster, wait_for
@@ -114,7 +115,7 @@ def test_a_ledger_left_open_by_our_client_is_recovered_by_the_java_one(ours, jav
         assert bk_read(zookeeper.address, ledger_id, *java_args) == payloads(250)
         md = LedgerManager(ours.store).read(ledger_id)[0]
         assert md.is_closed and md.last_entry_id == 249
-        with pytest.raises(Exception):
+        with pytest.raises(LedgerFenced):
             handle.add_entry(b"too late")  # fenced on every bookie, Java or ours
     finally:
         bk.close()

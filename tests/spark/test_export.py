@@ -36,7 +36,9 @@ def test_fifty_ledgers_to_parquet_byte_identical_in_order(bkctl, spark, three_bo
     assert doc["files"] == len(list(out.glob("part-*.parquet"))) > 1
     assert table.schema.names == ["ledgerId", "entryId", "payload", "length", "lastAddConfirmed"]
     expected = [(lid, eid, p) for lid in sorted(ledgers) for eid, p in enumerate(ledgers[lid])]
-    got = list(zip(table["ledgerId"].to_pylist(), table["entryId"].to_pylist(), table["payload"].to_pylist()))
+    got = list(
+        zip(table["ledgerId"].to_pylist(), table["entryId"].to_pylist(), table["payload"].to_pylist(), strict=True)
+    )
     assert got == expected  # every entry, byte-identical, in order, nothing extra
     assert table["length"].to_pylist() == [len(p) for _, _, p in expected]
     assert result.stderr == ""

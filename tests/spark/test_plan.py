@@ -98,7 +98,8 @@ def test_spark_failures_become_the_error_a_task_raised():
     assert type(other) is BKError and str(other) == "Spark failed: java.lang.OutOfMemoryError: Java heap space"
     bug = spark_error(
         Exception(
-            "An error occurred while calling o9.save.\n: org.apache.spark.SparkException: Job aborted due to stage failure\n"
+            "An error occurred while calling o9.save.\n"
+            ": org.apache.spark.SparkException: Job aborted due to stage failure\n"
             'Traceback (most recent call last):\n  File "source.py", line 3, in read\n'
             "TypeError: unsupported operand type(s) for +: 'int' and 'str'\n\tat org.apache.spark..."
         )

@@ -46,6 +46,6 @@ def test_spark_submit_runs_the_same_export(three_bookies, mixed_ledgers, tmp_pat
     doc = json.loads(done.stdout)  # stdout is the summary only: Spark's logging went to stderr
     assert doc["ledgers"] == 5 and doc["verified"] is True
     rows = pq.read_table(out)
-    assert sorted(zip(rows["ledgerId"].to_pylist(), rows["entryId"].to_pylist(), rows["payload"].to_pylist())) == [
-        (lid, eid, p) for lid in sorted(ledgers) for eid, p in enumerate(ledgers[lid])
-    ]
+    assert sorted(
+        zip(rows["ledgerId"].to_pylist(), rows["entryId"].to_pylist(), rows["payload"].to_pylist(), strict=True)
+    ) == [(lid, eid, p) for lid in sorted(ledgers) for eid, p in enumerate(ledgers[lid])]

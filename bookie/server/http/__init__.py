@@ -58,7 +58,7 @@ class HttpAdmin:
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port, reuse_address=True)
         await site.start()
-        return site._server.sockets[0].getsockname()[1]
+        return self.runner.addresses[0][1]  # (host, port[, ...]) of the one site
 
     async def close_client(self) -> None:
         """Before the bookie closes its ZooKeeper session: end the client and what runs on it (a recovery)."""
@@ -78,7 +78,7 @@ class HttpAdmin:
             return await handler(request)
         except web.HTTPException:
             raise
-        except Exception as exc:  # as BookKeeper: 500, empty body; the reason goes to the log, one line
+        except Exception as exc:  # noqa: BLE001 - as BookKeeper: any failure is a 500, empty body; the reason is logged
             log.warning("HTTP %s %s failed: %s", request.method, request.path_qs, exc or type(exc).__name__)
             return text(500, "")
 

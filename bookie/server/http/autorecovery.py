@@ -16,6 +16,7 @@ import logging
 import re
 
 from aiohttp import web
+from google.protobuf import text_format
 
 from bookie.client.rereplication import BookieRecovery, decommission, delete_cookies
 from bookie.errors import AutoRecoveryDisabled, BKError, NotFound
@@ -123,7 +124,8 @@ class AutoRecoveryApi:
             return text(404, GET_ONLY)
         try:
             auditor = await asyncio.to_thread(self._ur().auditor)
-        except Exception as exc:  # as WhoIsAuditorService: any failure is a 404 that names it
+        # as WhoIsAuditorService: a failure to read the election (ZooKeeper, or a garbled vote) is a 404 that names it
+        except (BKError, text_format.ParseError, UnicodeDecodeError) as exc:
             return text(404, f"Exception when get.{exc}")
         if auditor is None:
             return text(404, "No auditor elected")

@@ -214,7 +214,7 @@ class BookieApi:
             state.counters[MINOR],
             0,
         )
-        return jackson([dict(zip(GC_STATUS_FIELDS, values))])  # one ledger directory: one status
+        return jackson([dict(zip(GC_STATUS_FIELDS, values, strict=True))])  # one ledger directory: one status
 
     def _server_name(self) -> str:
         """BookieServer.toString(), which the compaction answers quote."""

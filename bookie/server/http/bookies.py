@@ -59,7 +59,7 @@ class BookiesApi:
             bookie_id: f": {{Free: {free}{readable(free)}, Total: {total}{readable(total)}}},"
             for bookie_id, (total, free) in hash_map(infos.items()).items()
         }  # a ConcurrentHashMap's order
-        total, free = (sum(values) for values in zip(*infos.values()))
+        total, free = (sum(values) for values in zip(*infos.values(), strict=True))
         output["ClusterInfo: "] = f"{{Free: {free}{readable(free)}, Total: {total}{readable(total)}}}"
         return jackson(output)
 
@@ -106,7 +106,7 @@ async def bookie_infos(core, bookie_ids: list[str]) -> dict[str, tuple[int, int]
         return (answer.totalDiskCapacity, answer.freeDiskSpace) if answer.status == 0 else None
 
     answers = await asyncio.gather(*(ask(b) for b in bookie_ids))
-    return {b: answer for b, answer in zip(bookie_ids, answers) if answer is not None}
+    return {b: answer for b, answer in zip(bookie_ids, answers, strict=True) if answer is not None}
 
 
 def readable(value: int) -> str:

@@ -143,6 +143,7 @@ def metadata_json(ledger_id: int, md: LedgerMetadata) -> dict:
     order, then those of its other getters in the order the oracle's JVM lists them (closed, ctoken, allEnsembles);
     bytes in base64, bookie ids as BookieId objects."""
     closed, has_password = md.is_closed, md.password is not None
+    digest = md.digest_type or DigestType.CRC32  # a password without a digest type: proto2's default, as Java reads
     return {
         "ledgerId": ledger_id,
         "metadataFormatVersion": md.format_version,
@@ -153,7 +154,7 @@ def metadata_json(ledger_id: int, md: LedgerMetadata) -> dict:
         "length": md.length if closed else 0,
         "lastEntryId": md.last_entry_id if closed else -1,
         "ctime": md.ctime or 0,
-        "digestType": ("MAC" if md.digest_type == DigestType.HMAC else md.digest_type.name) if has_password else None,
+        "digestType": ("MAC" if digest == DigestType.HMAC else digest.name) if has_password else None,
         "password": base64.b64encode(_masked(md)).decode(),
         "customMetadata": hash_map((k, base64.b64encode(v).decode()) for k, v in md.custom_metadata.items()),
         "closed": closed,

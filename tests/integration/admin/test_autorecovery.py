@@ -75,10 +75,8 @@ def test_the_delay_holds_marking_back_until_an_audit_is_triggered(harness, bkctl
     bookies = harness.start(4)
     write_ledgers(harness.service_uri, 3, quorum=(3, 2, 2), entries=10)
     bkctl("-u", harness.service_uri, "autorecovery", "lost-bookie-recovery-delay", "--set", "600")
-    pid = spawn(
-        [sys.executable, "-m", "bkctl", "-u", harness.service_uri, "autorecovery", "run", "--poll", "0.3"],
-        tmp_path / "autorecovery.log",
-    )
+    log = tmp_path / "autorecovery.log"
+    pid = spawn([sys.executable, "-m", "bkctl", "-u", harness.service_uri, "autorecovery", "run", "--poll", "0.3"], log)
     try:
         wait_for(
             lambda: bkctl("-u", harness.service_uri, "autorecovery", "who-is-auditor").exit_code == 0, "an auditor"
@@ -86,9 +84,10 @@ def test_the_delay_holds_marking_back_until_an_audit_is_triggered(harness, bkctl
         victim = next(b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id))
         named = ledgers_naming(bkctl, harness.service_uri, victim.bookie_id)
         victim.stop()  # a clean stop: unregistered at once
-        import time
-
-        time.sleep(3)
+        wait_for(
+            lambda: f"delaying the audit of lost bookies ['{victim.bookie_id}'] by 600 s" in log.read_text(),
+            "the auditor to see the bookie lost",
+        )
         assert UnderReplicationManager(cluster).count() == 0  # 600 s to go
         triggered = bkctl("-u", harness.service_uri, "autorecovery", "trigger-audit")
         assert triggered.exit_code == 0 and triggered.stdout.startswith("audit triggered (auditor ")

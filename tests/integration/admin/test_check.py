@@ -143,7 +143,7 @@ def test_an_ensemble_change_during_the_check_raises_no_false_alarm(harness, clus
 
 def test_verify_entries_finds_a_corrupt_copy_the_index_cannot_show(harness, bkctl):
     harness.start(3, flushInterval=50)
-    (ledger_id,) = write_ledgers(harness.service_uri, 1, entries=10)
+    write_ledgers(harness.service_uri, 1, entries=10)
     victim = harness.bookies[0]
     wait_for(lambda: flip_byte(victim, b"entry-7"), "entry 7 in an entry log file")
     assert check(bkctl, harness.service_uri)[0] == 0  # the index still lists the entry

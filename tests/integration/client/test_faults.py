@@ -84,7 +84,7 @@ def test_writer_killed_mid_write_then_recover(harness, bkctl):
     read = bkctl("-u", harness.service_uri, "ledger", "read", str(ledger_id), "--password", "pw")
     lines = read.stdout.splitlines()
     assert len(lines) == doc["lastEntryId"] + 1
-    assert lines[: len(acked)] == ["w%d" % i for i in acked]
+    assert lines[: len(acked)] == [f"w{i}" for i in acked]
     again = bkctl("-u", harness.service_uri, "ledger", "recover", str(ledger_id), "--password", "pw", "-o", "json")
     assert json.loads(again.stdout) == doc  # recovering a closed ledger changes nothing
 

@@ -14,7 +14,7 @@ def bk(five_bookies):
         yield client
 
 
-@pytest.mark.parametrize("quorum", QUORUMS, ids=lambda q: "%d-%d-%d" % q)
+@pytest.mark.parametrize("quorum", QUORUMS, ids=lambda q: "-".join(map(str, q)))
 @pytest.mark.parametrize("digest", list(DigestType), ids=lambda d: d.name)
 def test_round_trip(bk, quorum, digest):
     payloads = [b"entry %d " % i + bytes(range(256)) * (i % 5) for i in range(300)]

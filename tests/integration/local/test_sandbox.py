@@ -146,12 +146,7 @@ def test_sandbox_with_autorecovery(sandbox_dir):
     assert started.returncode == 0, started.stderr
     pid = json.loads(started.stdout)["autorecovery"]["pid"]
     assert pid_alive(pid)
-    import time
-
-    deadline = time.monotonic() + 30
-    while bkctl("autorecovery", "who-is-auditor", env_dir=sandbox_dir).returncode != 0:
-        assert time.monotonic() < deadline, "no auditor elected"
-        time.sleep(0.3)
+    wait_for(lambda: bkctl("autorecovery", "who-is-auditor", env_dir=sandbox_dir).returncode == 0, "an auditor", 30)
     assert bkctl("sandbox", "stop", env_dir=sandbox_dir).returncode == 0
     assert not pid_alive(pid)
 

@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -41,8 +40,12 @@ def assert_b_intact(uri, ledger_id, count):
         assert [e.payload for e in reader.iter_entries(0, count - 1)] == [payload(b"B", i) for i in range(count)]
 
 
+def entry_logs(bookie) -> set[Path]:
+    return set((Path(bookie.ledger_dir) / "current").glob("*.log"))
+
+
 def log_bytes(bookie) -> int:
-    return sum(p.stat().st_size for p in (Path(bookie.ledger_dir) / "current").glob("*.log"))
+    return sum(p.stat().st_size for p in entry_logs(bookie))
 
 
 def gc(bkctl, uri, *args):
@@ -82,7 +85,7 @@ def test_kill_9_mid_compaction_loses_nothing_and_a_later_gc_finishes(harness, bk
     (bookie,) = harness.start(1, compactionRate=400, **SMALL_LOGS)
     uri = harness.service_uri
     _, b = write_interleaved(uri, 3000, quorum=(1, 1, 1))
-    before = log_bytes(bookie)
+    before, logs = log_bytes(bookie), entry_logs(bookie)  # ~30 logs of 256 KiB, half of each B's
     with BookKeeper(uri) as bk:
         c = bk.create_ledger(1, 1, 1)  # a writer acknowledged while the compaction runs
         assert bkctl("-u", uri, "bookie", "gc", "--major", bookie.bookie_id).exit_code == 0
@@ -93,7 +96,8 @@ def test_kill_9_mid_compaction_loses_nothing_and_a_later_gc_finishes(harness, bk
 
         wait_for(compacting, "the compaction to start")
         acked = [c.add_entry(payload(b"C", i)) for i in range(200)]
-        time.sleep(1.5)  # ~600 entries copied at 400/s; several logs still to go
+        # a few logs compacted and removed (each ~125 entries copied at 400/s); many still to go
+        wait_for(lambda: len(logs - entry_logs(bookie)) >= 3, "three entry logs compacted")
         assert compacting()
         bookie.stop(kill=True)
     harness.restart(bookie)

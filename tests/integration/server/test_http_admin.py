@@ -59,7 +59,7 @@ def same_shape(value, shape) -> bool:
             return False
         return all(
             re.fullmatch(re.escape(k).replace(r"\*", ".*"), name) and same_shape(v, t)
-            for (name, v), (k, t) in zip(value.items(), shape.items())
+            for (name, v), (k, t) in zip(value.items(), shape.items(), strict=True)
         )
     if isinstance(shape, list):
         return isinstance(value, list) and len(value) == len(shape) and all(map(same_shape, value, shape))

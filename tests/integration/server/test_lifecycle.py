@@ -83,7 +83,7 @@ def test_reregisters_after_its_session_expires(harness, cluster):
 def test_sigterm_shuts_down_cleanly(harness, cluster):
     (bookie,) = harness.start(1)
     bookie.stop()  # SIGTERM
-    assert "bookie %s stopped" % bookie.bookie_id in bookie.log_path.read_text()
+    assert f"bookie {bookie.bookie_id} stopped" in bookie.log_path.read_text()
     assert not BookieRegistry(cluster).list()  # unregistered at once, not after a session timeout
 
 

@@ -53,7 +53,7 @@ def test_a_grpc_client_gone_with_calls_in_flight_is_one_info_line_in_json(harnes
     (bookie,) = harness.start(1)
     channel = harness.channel(bookie)
     write_entries(channel)
-    polls = [channel.bookie.ReadEntry.future(LONG_POLL, timeout=60) for _ in range(POLLS)]
+    _polls = [channel.bookie.ReadEntry.future(LONG_POLL, timeout=60) for _ in range(POLLS)]  # kept: in flight
     assert channel.bookie.ReadEntry(PLAIN_READ, timeout=10).status == pb.EOK  # after the polls, on one connection
     channel.close()  # the calls in flight are cancelled
     wait_for(lambda: "went away" in bookie.log_path.read_text(), "the bookie to log the cancellation")

@@ -166,7 +166,7 @@ def test_journal_corrupt_in_the_middle_refuses_the_start_until_overridden(harnes
     assert f"skipped corrupt journal record at offset {mark.offset} (length 0)" in bookie.log_path.read_text()
     channel = harness.channel(bookie)
     answers = [channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=e), timeout=10) for e in acked]
-    present = [e for e, a in zip(acked, answers) if a.status == pb.EOK]
+    present = [e for e, a in zip(acked, answers, strict=True) if a.status == pb.EOK]
     assert present == list(range(present[0], acked[-1] + 1))  # lost: only what the damaged write held
     assert 0 < present[0] < acked[-1]
     assert all(parse_entry(DIGESTER, answers[e].body, 1, e).payload == payload(1, e) for e in present)

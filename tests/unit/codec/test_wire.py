@@ -2,6 +2,8 @@
 (BookieProtoEncoding.java, BookieProtocol.java, protobuf's encoding of BookkeeperProtocol.proto), never via the
 encoder under test."""
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -265,9 +267,9 @@ def test_v3_batch_read_operation_parses():
 
 
 def test_v3_missing_required_field_is_malformed():
-    with pytest.raises(MalformedFrame, match="malformed v3 Request .*required fields missing: header.txnId"):
+    with pytest.raises(MalformedFrame, match=r"malformed v3 Request .*required fields missing: header\.txnId"):
         wire.decode_v3_request(b"\x0a\x04\x08\x03\x10\x02")  # header without txnId
-    with pytest.raises(MalformedFrame, match="malformed v3 Response .*required fields missing: status"):
+    with pytest.raises(MalformedFrame, match=r"malformed v3 Response .*required fields missing: status"):
         wire.decode_v3_response(HEADER_ADD_5)  # no status
 
 
@@ -361,7 +363,7 @@ def test_cutter_yields_the_same_frames_however_the_stream_is_chunked(bodies, cut
     stream = b"".join(wire.frame(b) for b in bodies)
     points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
     buffer, frames = bytearray(), []
-    for start, end in zip(points, points[1:]):
+    for start, end in itertools.pairwise(points):
         buffer += stream[start:end]
         frames += wire.cut_frames(buffer)
     assert frames == bodies
@@ -376,7 +378,7 @@ flags = st.integers(min_value=0, max_value=0xFFFF)
 rcs = st.sampled_from(list(wire.V2_TO_V3_STATUS))
 keys = st.binary(min_size=20, max_size=20)
 entries = st.builds(
-    lambda l, e, rest: l.to_bytes(8, "big", signed=True) + e.to_bytes(8, "big", signed=True) + rest,
+    lambda lid, e, rest: lid.to_bytes(8, "big", signed=True) + e.to_bytes(8, "big", signed=True) + rest,
     ids,
     ids,
     st.binary(max_size=64),
@@ -389,7 +391,7 @@ entries = st.builds(
             lambda e, k, f, v: AddRequestV2(*wire.IDS.unpack_from(e), k, e, f, v), entries, keys, flags, versions
         ),
         st.builds(
-            lambda l, e, f, k, v: ReadRequestV2(l, e, f, k if f & 1 and v >= 2 else None, v),
+            lambda lid, e, f, k, v: ReadRequestV2(lid, e, f, k if f & 1 and v >= 2 else None, v),
             ids,
             ids,
             flags,
@@ -397,7 +399,7 @@ entries = st.builds(
             versions,
         ),
         st.builds(
-            lambda l, e, r, c, s, f, k, v: BatchReadRequestV2(l, e, r, c, s, f, k if f & 1 and v >= 2 else None, v),
+            lambda lid, e, r, c, s, f, k, v: BatchReadRequestV2(lid, e, r, c, s, f, k if f & 1 and v >= 2 else None, v),
             ids,
             ids,
             ids,

@@ -2,7 +2,6 @@
 what a restart at each step of a compaction leaves."""
 
 import threading
-import time
 
 import pytest
 
@@ -10,7 +9,7 @@ from bookie.storage.entry_log import HEADER_SIZE, iter_records, list_log_ids, lo
 from bookie.storage.gc import MAJOR, MINOR, GarbageCollector, GcConfig, Throttle
 from bookie.storage.ledger_storage import LedgerStorage
 
-from helpers import add, crash, records
+from helpers import add, crash, records, wait_for
 from helpers import stored_entry as entry
 
 RECORD = len(records(1, 0, 1))
@@ -144,7 +143,7 @@ def test_restart_after_the_repointed_index_was_checkpointed_but_before_the_old_l
     gc = collector(storage, {2, 4})
     gc.run()  # ledger GC and log metadata
     # copy, flush, repoint, checkpoint ... then the process dies before deleting the log
-    entries, copied = gc._compact(gc.logs[1], Throttle(0, threading.Event()))
+    entries, _ = gc._compact(gc.logs[1], Throttle(0, threading.Event()))
     assert entries == 1
     crash(storage)
     reopened = LedgerStorage(config)
@@ -186,9 +185,7 @@ def test_a_forced_run_is_asked_for_once_and_reported_by_its_id(half_and_tenth):
     try:
         assert gc.trigger(True, False) == (True, 1)
         assert gc.trigger(False, True) == (False, 1)  # pending or running: that run will do
-        deadline = time.monotonic() + 10
-        while (gc.state.last_run is None or gc.state.running) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: gc.state.last_run is not None and not gc.state.running, "the forced run", 10)
         run = gc.state.last_run
         assert (run.run_id, run.forced, run.kind, run.logs_compacted) == (1, True, MAJOR, 2)
         assert gc.trigger() == (True, 2)

@@ -185,7 +185,7 @@ def test_a_run_of_records_without_its_padding_is_not_valid_data(tmp_path):
 @given(st.integers(512, 2048), st.binary(min_size=1, max_size=600))
 def test_any_damage_is_either_replayed_around_or_refused_by_name(at, garbage):
     with tempfile.TemporaryDirectory() as directory:
-        path, starts = three_flushes(Path(directory))
+        path, _ = three_flushes(Path(directory))
         damage(path, at, garbage)
         try:
             list(jf.scan_journal(path))
