@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from admin.check import categories as cat
 from admin.check.placement import FAIL, MEETS_SOFT, segment_verdict
 from admin.check.replicas import analyse, segment_ranges
-from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client.bookie_client import ENOLEDGER, EOK, status_name
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.digest import Digester
 from bookie.codec.entry import parse_entry
@@ -108,13 +108,6 @@ class CheckReport:
             "violations": [v.doc() for v in self.violations],
             "unavailableBookies": self.unavailable_bookies,
         }
-
-
-def _status_name(status: int) -> str:
-    try:
-        return f"{pb.StatusCode.Name(status)} ({status})"
-    except ValueError:
-        return f"status {status}"
 
 
 class Checker:
@@ -312,12 +305,12 @@ class Checker:
                     async for ledger_id, status, data in self.core.bookie(bookie_id).list_entries(
                         chunk, self.options.timeout
                     ):
-                        if status == pb.EOK:
+                        if status == EOK:
                             held[(bookie_id, ledger_id)] = AvailabilityOfEntries.decode(data)
-                        elif status == pb.ENOLEDGER:
+                        elif status == ENOLEDGER:
                             held[(bookie_id, ledger_id)] = EMPTY
                         else:
-                            raise BKError(f"bookie {bookie_id} answered {_status_name(status)} for ledger {ledger_id}")
+                            raise BKError(f"bookie {bookie_id} answered {status_name(status)} for ledger {ledger_id}")
                     ledger_id = None
                 except BKError as exc:
                     log.warning("%s", exc)
@@ -345,9 +338,9 @@ class Checker:
             async with window:
                 try:
                     answer = await self.core.bookie(bookie_id).read_entry(
-                        pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id), self.options.timeout, "verify entry"
+                        ledger_id, entry_id, self.options.timeout, "verify entry"
                     )
-                    if answer.status != pb.EOK:
+                    if answer.status != EOK:
                         raise BKError(f"status {answer.status}")
                     parse_entry(digester, answer.body, ledger_id, entry_id)
                 except (BKError, CorruptEntry):

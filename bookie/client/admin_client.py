@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, Self
 
 from bookie._proto import bookie_admin_pb2 as pb
 from bookie.client.channel import BookieChannel
@@ -31,8 +32,10 @@ def _snake(name: str) -> str:
 class _Typed:
     """From a flat protobuf message by field name; to a JSON document with camelCase names."""
 
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # every subclass is a dataclass
+
     @classmethod
-    def of(cls, message):
+    def of(cls, message: Any) -> Self:
         values = {}
         for field in dataclasses.fields(cls):
             name = _camel(field.name)
@@ -44,7 +47,7 @@ class _Typed:
             values[field.name] = value
         return cls(**values)
 
-    def doc(self) -> dict:
+    def doc(self) -> dict[str, Any]:
         doc = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -79,7 +82,7 @@ class EntryLogUsage(_Typed):
     def usage(self) -> float:
         return self.remaining_size / self.total_size if self.total_size else 0.0
 
-    def doc(self) -> dict:
+    def doc(self) -> dict[str, Any]:
         return {**super().doc(), "usage": round(self.usage, 4)}
 
 
@@ -123,11 +126,31 @@ class GcStatus(_Typed):
     entry_logs: tuple[EntryLogUsage, ...] | None
 
 
+class BookieAdmin(Protocol):
+    """One bookie's admin operations, over either transport (a context manager)."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def close(self) -> None: ...
+
+    def state(self) -> BookieState: ...
+
+    def set_read_only(self, read_only: bool) -> BookieState: ...
+
+    def trigger_gc(self, major: bool = False, minor: bool = False) -> GcTrigger: ...
+
+    def gc_status(self) -> GcStatus: ...
+
+    def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus: ...
+
+
 class BookieAdminClient:
     """One bookie's admin service (a context manager). Errors are the core's: an unreachable bookie is
     ServiceUnavailable, a bookie without the service AdminServiceMissing."""
 
-    def __init__(self, bookie: RegisteredBookie, operation: str, timeout: float = 10.0):
+    def __init__(self, bookie: RegisteredBookie, operation: str, timeout: float = 10.0) -> None:
         address = bookie.admin_address()
         if address is None:
             raise AdminServiceMissing(bookie.bookie_id, operation)
@@ -137,13 +160,13 @@ class BookieAdminClient:
     def __enter__(self) -> BookieAdminClient:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
         self._channel.close()
 
-    def _call(self, method: str, request, what: str):
+    def _call(self, method: str, request: Any, what: str) -> Any:  # a protobuf message, read by _Typed.of
         return self._channel.call(getattr(self._channel.admin, method), request, what)
 
     def state(self) -> BookieState:
@@ -163,7 +186,7 @@ class BookieAdminClient:
         return GcStatus.of(self._call("SetCompactionSuspended", request, "compaction"))
 
 
-def admin_client(bookie: RegisteredBookie, operation: str, timeout: float = 10.0):
+def admin_client(bookie: RegisteredBookie, operation: str, timeout: float = 10.0) -> BookieAdmin:
     """The bookie's admin client over what it publishes: our gRPC admin service, else BookKeeper's HTTP admin API
     (:class:`AdminServiceMissing` when neither)."""
     if bookie.admin_address() is not None:

@@ -24,8 +24,10 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
+from bookie.client.bookie_client import BookieClient, BookieInfo
 from bookie.client.config import ClientConfig
 from bookie.client.grpc_client import GrpcBookieClient
 from bookie.client.placement import choose_ensemble
@@ -43,8 +45,11 @@ from bookie.meta.registration import BookieRegistry, RegisteredBookie
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
+_T = TypeVar("_T")
+Route = tuple[str, tuple[str, int]]  # (transport: "grpc" or "bookkeeper", address)
 
-def _put(handoff: queue.Queue, item, stopped: threading.Event) -> None:
+
+def _put(handoff: queue.Queue[_T], item: _T, stopped: threading.Event) -> None:
     """Hand a batch to the consumer; give up once it stopped reading."""
     while not stopped.is_set():
         try:
@@ -54,55 +59,58 @@ def _put(handoff: queue.Queue, item, stopped: threading.Event) -> None:
             continue
 
 
-class _Feed:
+class _Stop:
+    """The last item of a :class:`_Feed`: the source ended, or failed with ``error``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+
+
+class _Feed(Generic[_T]):
     """An iterable read on a daemon thread, handed to the client's loop as an async iterator (``limit`` items
     read ahead at most). One wake-up of the loop per burst of items, not per item."""
 
-    _END = object()
-
-    class _Failed:
-        def __init__(self, error: Exception):
-            self.error = error
-
-    def __init__(self, items: Iterable, loop: asyncio.AbstractEventLoop, limit: int):
+    def __init__(self, items: Iterable[_T], loop: asyncio.AbstractEventLoop, limit: int) -> None:
         self._loop = loop
-        self._items: collections.deque = collections.deque()
+        self._items: collections.deque[_T | _Stop] = collections.deque()
         self._room = threading.Semaphore(limit)
         self._ready = asyncio.Event()
         self._stopped = False
         threading.Thread(target=self._read, args=(items,), name="bookkeeper-feed", daemon=True).start()
 
-    def _read(self, items: Iterable) -> None:
+    def _read(self, items: Iterable[_T]) -> None:
         try:
             for item in items:
                 self._room.acquire()
                 if self._stopped:
                     return
                 self._push(item)
-            self._push(self._END)
-        except Exception as exc:  # the source failed: raised on the loop, to the caller
-            self._push(self._Failed(exc))
+            self._push(_Stop())
+        except Exception as exc:  # noqa: BLE001 - the caller's iterable failed: raised on the loop, to the caller
+            self._push(_Stop(exc))
 
     def stop(self) -> None:
         """The consumer is gone (done, failed or cancelled): the thread ends after its current read."""
         self._stopped = True
         self._room.release()
 
-    def _push(self, item) -> None:
+    def _push(self, item: _T | _Stop) -> None:
         self._items.append(item)  # before the check: the loop clears the event before it drains (no lost wake-up)
         if not self._ready.is_set():
             self._loop.call_soon_threadsafe(self._ready.set)
 
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[_T]:
         items = self._items
         while True:
             self._ready.clear()
             while items:
                 item = items.popleft()
-                if item is self._END:
+                if isinstance(item, _Stop):
+                    if item.error is not None:
+                        raise item.error
                     return
-                if isinstance(item, self._Failed):
-                    raise item.error
                 self._room.release()
                 yield item
             await self._ready.wait()
@@ -122,17 +130,33 @@ def _password(password: bytes | str | None) -> bytes:
 
 
 class ClientCore:
-    """State shared by all handles, used on the client's event loop: metadata, bookie connections, config."""
+    """The asynchronous client: state shared by all handles (metadata, bookie connections, configuration), used on
+    the client's event loop. Recovery, re-replication, the checker, the export and the bookies' HTTP admin API
+    build on it; what they may use from outside ``bookie.client`` is this:
 
-    def __init__(self, store: MetadataStore, config: ClientConfig):
+    - ``store`` (:class:`MetadataStore`), ``ledgers`` (:class:`LedgerManager`), ``registry``
+      (:class:`BookieRegistry`): the cluster's metadata. Their calls block: from the loop, run them in a thread.
+    - ``config``: the :class:`ClientConfig`.
+    - ``bookie(bookie_id)``: the :class:`~bookie.client.bookie_client.BookieClient` of one bookie's data operations,
+      over whichever transport reaches it (reused; closed with the client).
+    - ``await writable_bookies()``: the writable bookies, as registered.
+    - ``await bookie_info(bookie_id, timeout)``: GET_BOOKIE_INFO of any bookie.
+    - ``check_password(ledger_id, metadata, password)``: raise Unauthorized unless it is the ledger's.
+    - ``await create(...)`` (a :class:`LedgerWriter`), ``await open(...)`` (a :class:`LedgerReader`), ``await
+      delete(ledger_id)``; and ``LedgerReader(core, ...)`` reads a ledger whose metadata the caller already has.
+
+    Everything else (routes, connections) is the client's own.
+    """
+
+    def __init__(self, store: MetadataStore, config: ClientConfig) -> None:
         self.store = store
         self.config = config
         self.ledgers = LedgerManager(store)
         self.registry = BookieRegistry(store)
-        self._bookies: dict = {}
-        self._routes: dict[str, tuple[str, tuple[str, int]]] = {}
+        self._bookies: dict[str, BookieClient] = {}
+        self._routes: dict[str, Route] = {}
 
-    def _route(self, bookie_id: str) -> tuple[str, tuple[str, int]]:
+    def _route(self, bookie_id: str) -> Route:
         """``(transport, address)`` of a bookie's data operations (ClientConfig.data_transport)."""
         route = self._routes.get(bookie_id)
         if route is None:
@@ -141,20 +165,20 @@ class ClientCore:
             except NotFound:  # not registered (down, or replaced): its id is its address
                 host, _, port = bookie_id.rpartition(":")
                 if not port.isdigit():
-                    raise ServiceUnavailable(f"bookie {bookie_id} is not registered and its id is no address")
+                    raise ServiceUnavailable(f"bookie {bookie_id} is not registered and its id is no address") from None
                 route = ("bookkeeper", (host, int(port)))
             self._routes[bookie_id] = route
         return route
 
-    def _route_of(self, bookie: RegisteredBookie) -> tuple[str, tuple[str, int]]:
+    def _route_of(self, bookie: RegisteredBookie) -> Route:
         grpc = bookie.admin_address()
         if self.config.data_transport == "bookkeeper" or grpc is None:
             return "bookkeeper", bookie.address()
         return "grpc", grpc
 
-    def bookie(self, bookie_id: str):
-        """The client of one bookie's data operations (WireBookieClient, or GrpcBookieClient for a bookie of ours
-        when ClientConfig.data_transport allows it)."""
+    def bookie(self, bookie_id: str) -> BookieClient:
+        """The client of one bookie's data operations: over BookKeeper's protocol, or our gRPC data service for a
+        bookie of ours when ClientConfig.data_transport allows it."""
         client = self._bookies.get(bookie_id)
         if client is None:
             transport, address = self._route(bookie_id)
@@ -165,7 +189,7 @@ class ClientCore:
             self._bookies[bookie_id] = client
         return client
 
-    async def bookie_info(self, bookie_id: str, timeout: float):
+    async def bookie_info(self, bookie_id: str, timeout: float) -> BookieInfo:
         """GET_BOOKIE_INFO, in BookKeeper's protocol whatever the data transport (every bookie serves it)."""
         address = (await asyncio.to_thread(self.registry.get, bookie_id)).address()
         client = WireBookieClient(bookie_id, address)
@@ -186,12 +210,12 @@ class ClientCore:
 
     async def create(
         self,
-        ensemble_size,
-        write_quorum_size,
-        ack_quorum_size,
-        digest_type,
-        password,
-        custom_metadata,
+        ensemble_size: int,
+        write_quorum_size: int,
+        ack_quorum_size: int,
+        digest_type: DigestType,
+        password: bytes,
+        custom_metadata: Mapping[str, bytes] | None,
         ensemble: list[str] | None = None,
     ) -> LedgerWriter:
         """A new ledger on ``ensemble``, or on one chosen by the placement policy."""
@@ -246,15 +270,20 @@ class ClientCore:
 
 
 class BookKeeper:
-    """A client of one cluster. A context manager; ``close()`` ends its connections and its ZooKeeper session."""
+    """A client of one cluster, blocking. A context manager; ``close()`` ends its connections and its ZooKeeper
+    session. ``core`` is the :class:`ClientCore` under it, for asynchronous callers (on ``loop``, via ``run``)."""
 
     def __init__(
         self, service_uri: str | None = None, config: ClientConfig | None = None, store: MetadataStore | None = None
-    ):
+    ) -> None:
         """Connect to the cluster of ``service_uri`` (or use an open ``store``, which stays the caller's)."""
         self.config = config or ClientConfig()
         self._owns_store = store is None
-        self._store = store or MetadataStore(parse_service_uri(service_uri))
+        if store is None:
+            if service_uri is None:
+                raise InvalidArgument("a BookKeeper client needs a service URI or an open metadata store")
+            store = MetadataStore(parse_service_uri(service_uri))
+        self._store = store
         self._loop = _new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="bookkeeper-client", daemon=True)
         self._thread.start()
@@ -265,7 +294,7 @@ class BookKeeper:
         """The client's event loop (its own thread): where the async core's coroutines run."""
         return self._loop
 
-    def run(self, coroutine):
+    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine of the async core on the client's loop and wait for its result."""
         future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         try:
@@ -277,7 +306,7 @@ class BookKeeper:
     def __enter__(self) -> BookKeeper:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def create_ledger(
@@ -321,7 +350,7 @@ class BookKeeper:
         answer = self.run(self.core.bookie_info(bookie_id, timeout))
         if answer.status:
             raise error_for_status(answer.status, f"GET_BOOKIE_INFO on bookie {bookie_id}: status {answer.status}")
-        return answer.totalDiskCapacity, answer.freeDiskSpace
+        return answer.total_disk_capacity, answer.free_disk_space
 
     async def _shutdown(self) -> None:
         """Close the connections, then end what still runs on the loop (an interrupted caller's operations), as
@@ -352,7 +381,7 @@ class LedgerHandle:
     def __enter__(self) -> LedgerHandle:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if not self._writer.closed:
             self.close()
 
@@ -364,10 +393,10 @@ class LedgerHandle:
     def length(self) -> int:
         return self._writer.lac_length
 
-    def add_entry_async(self, data: bytes) -> concurrent.futures.Future:
+    def add_entry_async(self, data: bytes) -> concurrent.futures.Future[int]:
         """Pipelined add: a future of the entry id. Entries complete in entry-id order."""
 
-        async def append():
+        async def append() -> int:
             return await self._writer.append(data)
 
         return asyncio.run_coroutine_threadsafe(append(), self._bk._loop)
@@ -382,11 +411,12 @@ class LedgerHandle:
         client's loop, so an interrupted caller can still close the ledger."""
         feed = _Feed(entries, self._bk.loop, max_outstanding)
 
-        async def add_all():
+        async def add_all() -> int:
             window = asyncio.Semaphore(max_outstanding)
-            last, futures = -1, []
+            last = -1
+            futures: list[asyncio.Future[int]] = []
 
-            def settled(future: asyncio.Future) -> None:
+            def settled(future: asyncio.Future[int]) -> None:
                 window.release()
                 if not future.cancelled():
                     future.exception()  # seen: the writer's error is raised by append or gather, once
@@ -429,7 +459,7 @@ class ReadHandle:
     def __enter__(self) -> ReadHandle:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         pass
 
     @property
@@ -446,15 +476,15 @@ class ReadHandle:
 
     def iter_entries(self, first: int, last: int) -> Iterator[Entry]:
         """Entries ``first..last`` in order, streamed: the client reads ahead while the caller consumes."""
-        handoff: queue.Queue = queue.Queue(maxsize=4)
+        handoff: queue.Queue[list[Entry] | BaseException | None] = queue.Queue(maxsize=4)
         stopped = threading.Event()
 
-        async def pump():
+        async def pump() -> None:
             try:
                 async for window in self._reader.iter_windows(first, last):
                     await asyncio.to_thread(_put, handoff, window, stopped)
                 await asyncio.to_thread(_put, handoff, None, stopped)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - whatever ended the reads is raised in the consumer's thread
                 await asyncio.to_thread(_put, handoff, exc, stopped)
 
         asyncio.run_coroutine_threadsafe(pump(), self._bk._loop)

@@ -3,6 +3,9 @@ boundary, into the core's exceptions; a non-OK BookKeeper status becomes the exc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import grpc
 
 from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
@@ -10,6 +13,7 @@ from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, error_f
 from bookie.meta.registration import RegisteredBookie
 
 MAX_MESSAGE = 64 * 1024 * 1024
+_Response = TypeVar("_Response")
 OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
 
 
@@ -40,14 +44,17 @@ class BookieChannel:
     def __enter__(self) -> BookieChannel:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
         self._channel.close()
 
-    def call(self, method, request, what: str, timeout: float | None = None):
-        """Call a unary method; raise the core's exception for an RPC failure or a non-OK ``status``."""
+    def call(
+        self, method: Callable[..., _Response], request: Any, what: str, timeout: float | None = None
+    ) -> _Response:
+        """Call a unary method of a stub (a protobuf message in, one out); raise the core's exception for an RPC
+        failure or a non-OK ``status``."""
         try:
             response = method(request, timeout=timeout or self.timeout)
         except grpc.RpcError as exc:

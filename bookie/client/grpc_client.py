@@ -1,14 +1,16 @@
-"""Our gRPC data service (on a bookie's bkctl-admin port), kept beside BookKeeper's protocol for side-by-side
-measurements (BKCTL_DATA_TRANSPORT=grpc): an asynchronous connection to one bookie, shared by every ledger handle.
+"""A :class:`~bookie.client.bookie_client.BookieClient` over our gRPC data service (on a bookie's bkctl-admin port),
+kept beside BookKeeper's protocol for side-by-side measurements (BKCTL_DATA_TRANSPORT=grpc): an asynchronous
+connection to one bookie, shared by every ledger handle.
 
 Adds: one long-lived ``AddEntries`` stream. Adds queued during one turn of the event loop (or until ~1 MB) go out
 as one ``AddBatch`` message, and each answer acknowledges a whole batch — a Python gRPC message costs about the same
-whatever its size (DESIGN.md). Each add carries a *target* (the ledger handle) and a *token* (its pending add); the
-target's ``added(token, index, status, client)`` is called once per add. A broken stream fails every add in flight
-with ``CONNECTION_LOST``, which the handle treats like any bookie failure (an ensemble change).
+whatever its size (DESIGN.md). A broken stream fails every add in flight with ``CONNECTION_LOST``, which the handle
+treats like any bookie failure (an ensemble change).
 
-Reads: unary ``ReadEntry`` (plain, fence, long poll), ``ReadLac``, and streamed ``ReadEntries``. Transport errors
-become the core's exceptions here; BookKeeper status codes are left to the caller.
+Reads: unary ``ReadEntry`` (plain, fence, long poll), ``ReadLac``, and streamed ``ReadEntries``. grpc's stubs are
+untyped: this module is the typed boundary. Requests are built and answers read here, into the interface's
+results; transport errors become the core's exceptions (:func:`bookie.client.channel.translate_rpc_error`);
+BookKeeper status codes are left to the caller.
 """
 
 from __future__ import annotations
@@ -16,13 +18,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
+from bookie.client.bookie_client import (
+    CONNECTION_LOST,
+    EOK,
+    AddTarget,
+    EntryChunk,
+    EntryRead,
+    LacPoll,
+    LacRead,
+    LedgerEntries,
+    RangeStopped,
+    Stripe,
+    TokenT,
+)
 from bookie.client.channel import OPTIONS, translate_rpc_error
-from bookie.client.wire_client import CONNECTION_LOST
+from bookie.client.wire_client import entry_read, lac_poll, lac_read
 
 log = logging.getLogger(__name__)
 MAX_BATCH_BYTES = 1 << 20
@@ -30,27 +47,41 @@ SIZE = struct.Struct(">i")
 ENTRY_ID = struct.Struct(">q")
 RECOVERY_PRIORITY = 100
 
+# One add waiting for its batch's answer: (target, token, ensemble index, ledger id). The target's own token type.
+_AddWaiter = tuple[AddTarget[Any], Any, int, int]
+
 
 class GrpcBookieClient:
-    def __init__(self, bookie_id: str, address: tuple[str, int]):
+    """The data operations on one bookie over our gRPC data service (a BookieClient)."""
+
+    def __init__(self, bookie_id: str, address: tuple[str, int]) -> None:
         self.bookie_id = bookie_id
         self._channel = grpc.aio.insecure_channel(f"{address[0]}:{address[1]}", options=OPTIONS)
         self.stub = pb_grpc.BookieStub(self._channel)
-        self._stream: grpc.aio.StreamStreamCall | None = None
-        self._outbox: asyncio.Queue | None = None
-        self._tasks: list[asyncio.Task] = []
+        self._stream: Any = None  # the AddEntries call (grpc.aio.StreamStreamCall), while it lasts
+        self._outbox: asyncio.Queue[pb.AddBatch | None] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
         self._records: list[bytes] = []
-        self._waiters: list[tuple] = []
+        self._waiters: list[_AddWaiter] = []
         self._keys: dict[int, tuple[bytes, bool]] = {}
         self._size = 0
         self._flush_handle: asyncio.Handle | None = None
-        self._inflight: dict[int, list[tuple]] = {}
+        self._inflight: dict[int, list[_AddWaiter]] = {}
         self._next_batch = 0
         self.closed = False
 
     # ---- adds ----
-    def add(self, ledger_id: int, master_key: bytes, recovery: bool, record: bytes, target, token, index: int):
-        """Queue one add record (``int32 size | framed entry``)."""
+    def add(
+        self,
+        ledger_id: int,
+        master_key: bytes,
+        recovery: bool,
+        record: bytes,
+        target: AddTarget[TokenT],
+        token: TokenT,
+        index: int,
+    ) -> None:
+        """See :meth:`BookieClient.add`: queued into the next batch."""
         if self._stream is None:
             self._open_stream()
         known = self._keys.get(ledger_id)
@@ -58,7 +89,7 @@ class GrpcBookieClient:
             self._flush()  # one key per ledger and batch
         self._keys[ledger_id] = (master_key, recovery)
         self._records.append(record)
-        self._waiters.append((target, token, index))
+        self._waiters.append((target, token, index, ledger_id))
         self._size += len(record)
         if self._size >= MAX_BATCH_BYTES:
             self._flush()
@@ -88,10 +119,11 @@ class GrpcBookieClient:
 
     def _open_stream(self) -> None:
         self._stream = call = self.stub.AddEntries()
-        self._outbox = outbox = asyncio.Queue()
+        outbox: asyncio.Queue[pb.AddBatch | None] = asyncio.Queue()
+        self._outbox = outbox
         self._tasks = [asyncio.ensure_future(self._write(call, outbox)), asyncio.ensure_future(self._read(call))]
 
-    async def _write(self, call, outbox: asyncio.Queue) -> None:
+    async def _write(self, call: Any, outbox: asyncio.Queue[pb.AddBatch | None]) -> None:
         try:
             while (batch := await outbox.get()) is not None:
                 await call.write(batch)
@@ -99,13 +131,13 @@ class GrpcBookieClient:
         except (grpc.aio.AioRpcError, asyncio.InvalidStateError, grpc.aio.UsageError):
             pass  # the reader sees the broken stream and fails what is in flight
 
-    async def _read(self, call) -> None:
+    async def _read(self, call: Any) -> None:
         try:
             async for answer in call:
                 waiters = self._inflight.pop(answer.batchId, ())
                 failed = {(f.ledgerId, f.entryId): f.status for f in answer.failed}
-                for target, token, index in waiters:
-                    status = failed.get((target.ledger_id, token.entry_id), 0) if failed else 0
+                for target, token, index, ledger_id in waiters:
+                    status = failed.get((ledger_id, token.entry_id), EOK) if failed else EOK
                     target.added(token, index, status, self)
         except grpc.aio.AioRpcError as exc:
             if not self.closed:
@@ -115,7 +147,7 @@ class GrpcBookieClient:
         finally:
             self._lose_stream(call)
 
-    def _lose_stream(self, call) -> None:
+    def _lose_stream(self, call: Any) -> None:
         if self._stream is not call:
             return
         self._stream = None
@@ -124,33 +156,67 @@ class GrpcBookieClient:
             self._flush_handle = None
         lost = [w for waiters in self._inflight.values() for w in waiters] + self._waiters
         self._inflight, self._records, self._waiters, self._keys, self._size = {}, [], [], {}, 0
-        for target, token, index in lost:
+        for target, token, index, _ in lost:
             target.added(token, index, CONNECTION_LOST, self)
 
     # ---- reads ----
-    async def read_entry(self, request: pb.ReadRequest, timeout: float, what: str) -> pb.ReadResponse:
+    async def _read_entry(self, request: pb.ReadRequest, timeout: float, what: str) -> pb.ReadResponse:
         try:
             return await self.stub.ReadEntry(request, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
             raise translate_rpc_error(exc, self.bookie_id, what) from None
 
-    async def read_lac(self, ledger_id: int, timeout: float) -> pb.ReadLacResponse:
+    async def read_entry(
+        self, ledger_id: int, entry_id: int, timeout: float, what: str, fence_key: bytes | None = None
+    ) -> EntryRead:
+        """See :meth:`BookieClient.read_entry`."""
+        request = pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id)
+        if fence_key is not None:
+            request.flag = pb.ReadRequest.FENCE_LEDGER
+            request.masterKey = fence_key
+        return entry_read(await self._read_entry(request, timeout, what))
+
+    async def long_poll_lac(self, ledger_id: int, previous: int, wait: float, timeout: float) -> LacPoll:
+        """See :meth:`BookieClient.long_poll_lac`."""
+        request = pb.ReadRequest(ledgerId=ledger_id, entryId=-1, previousLAC=previous, timeOut=int(wait * 1000))
+        return lac_poll(await self._read_entry(request, timeout, f"long poll ledger {ledger_id}"))
+
+    async def read_lac(self, ledger_id: int, timeout: float) -> LacRead:
+        """See :meth:`BookieClient.read_lac`."""
         try:
-            return await self.stub.ReadLac(pb.ReadLacRequest(ledgerId=ledger_id), timeout=timeout)
+            answer = await self.stub.ReadLac(pb.ReadLacRequest(ledgerId=ledger_id), timeout=timeout)
         except grpc.aio.AioRpcError as exc:
             raise translate_rpc_error(exc, self.bookie_id, f"read LAC of ledger {ledger_id}") from None
+        return lac_read(answer)
 
-    async def read_range(self, request: pb.ReadRangeRequest, timeout: float):
-        """Yield lists of ``(entryId, framed entry)``, one per message, in order; then, if the bookie stopped early,
-        ``[(entryId, status)]`` for the entry it could not read (status an int). Lists, not entries: an await per
-        entry cost more than parsing it."""
+    async def read_range(
+        self,
+        ledger_id: int,
+        first_entry_id: int,
+        last_entry_id: int,
+        timeout: float,
+        stripe: Stripe | None = None,
+        high_priority: bool = False,
+    ) -> AsyncIterator[EntryChunk | RangeStopped]:
+        """See :meth:`BookieClient.read_range`: one list per streamed message (an await per entry cost more than
+        parsing it)."""
+        request = pb.ReadRangeRequest(ledgerId=ledger_id, firstEntryId=first_entry_id, lastEntryId=last_entry_id)
+        if stripe is not None:
+            request.ensembleSize = stripe.ensemble_size
+            request.writeQuorumSize = stripe.write_quorum_size
+            request.bookieIndex = stripe.bookie_index
+            if stripe.also_held_by is not None:
+                request.alsoHeldByIndex = stripe.also_held_by
+        if high_priority:
+            request.priority = RECOVERY_PRIORITY
         unpack_size, unpack_id = SIZE.unpack_from, ENTRY_ID.unpack_from
         try:
             async for chunk in self.stub.ReadEntries(request, timeout=timeout):
-                if chunk.status != pb.EOK:
-                    yield [(chunk.firstEntryId, chunk.status)]
+                if chunk.status != EOK:
+                    yield RangeStopped(chunk.firstEntryId, chunk.status)
                     return
-                data, offset, end, entries = chunk.entries, 0, len(chunk.entries), []
+                data: bytes = chunk.entries
+                offset, end, entries = 0, len(data), []
                 while offset < end:
                     size = unpack_size(data, offset)[0]
                     body = data[offset + 4 : offset + 4 + size]
@@ -158,21 +224,22 @@ class GrpcBookieClient:
                     offset += 4 + size
                 yield entries
         except grpc.aio.AioRpcError as exc:
-            raise translate_rpc_error(exc, self.bookie_id, f"range read of ledger {request.ledgerId}") from None
+            raise translate_rpc_error(exc, self.bookie_id, f"range read of ledger {ledger_id}") from None
 
-    async def list_entries(self, ledger_ids: list[int], timeout: float):
-        """GET_LIST_OF_ENTRIES_OF_LEDGER for many ledgers in one call: yield ``(ledgerId, status, encoded)``."""
+    async def list_entries(self, ledger_ids: list[int], timeout: float) -> AsyncIterator[LedgerEntries]:
+        """See :meth:`BookieClient.list_entries`: many ledgers in one call."""
         request = pb.GetListOfEntriesOfLedgersRequest(ledgerId=ledger_ids)
         try:
             async for chunk in self.stub.GetListOfEntriesOfLedgers(request, timeout=timeout):
                 for answer in chunk.ledgers:
-                    yield answer.ledgerId, answer.status, answer.availabilityOfEntriesOfLedger
+                    yield LedgerEntries(answer.ledgerId, answer.status, answer.availabilityOfEntriesOfLedger)
         except grpc.aio.AioRpcError as exc:
             raise translate_rpc_error(exc, self.bookie_id, f"list of entries of {len(ledger_ids)} ledgers") from None
 
     async def close(self) -> None:
+        """See :meth:`BookieClient.close`."""
         self.closed = True
-        if self._outbox is not None and self._stream is not None:
+        if self._stream is not None:
             self._flush()
             self._outbox.put_nowait(None)
         for task in self._tasks:

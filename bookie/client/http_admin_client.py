@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from typing import Any
 
 from bookie.client.admin_client import BookieState, GcStatus, GcTrigger
 from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
@@ -26,13 +27,13 @@ class HttpBookieAdminClient:
     def __enter__(self) -> HttpBookieAdminClient:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
         pass  # a connection per request
 
-    def _call(self, method: str, path: str, what: str, body: dict | None = None):
+    def _call(self, method: str, path: str, what: str, body: dict[str, bool] | None = None) -> Any:  # parsed JSON
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.base + path, data=data, method=method)
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Set
 
 from bookie.errors import NotEnoughBookies
 from bookie.meta.registration import RegisteredBookie
@@ -22,7 +23,7 @@ def _by_rack(bookies: list[RegisteredBookie], rng: random.Random) -> list[list[s
 
 
 def choose_ensemble(
-    writable: list[RegisteredBookie], size: int, exclude: set[str] = frozenset(), rng: random.Random | None = None
+    writable: list[RegisteredBookie], size: int, exclude: Set[str] = frozenset(), rng: random.Random | None = None
 ) -> list[str]:
     """``size`` writable bookies, taking one rack after another so that consecutive members (and so every write
     quorum) span as many racks as there are."""
@@ -46,7 +47,7 @@ def replacement(
     writable: list[RegisteredBookie],
     ensemble: list[str],
     index: int,
-    exclude: set[str] = frozenset(),
+    exclude: Set[str] = frozenset(),
     rng: random.Random | None = None,
 ) -> str:
     """A bookie to take ensemble position ``index``: not in the ensemble or ``exclude``, preferably on a rack that

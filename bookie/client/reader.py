@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client.bookie_client import ENOENTRY, ENOLEDGER, EOK, LacRead, RangeStopped, Stripe
 from bookie.codec.digest import Digester
 from bookie.codec.entry import Entry, parse_entry
 from bookie.codec.lac import parse_lac
 from bookie.codec.write_set import write_set
 from bookie.errors import BKError, CorruptEntry, NoSuchEntry, NoSuchLedger, ServiceUnavailable
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
+
+if TYPE_CHECKING:
+    from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
 WINDOW_BYTES = 16 << 20  # a round of striped range reads holds about this much (and one more is read ahead)
@@ -39,7 +43,7 @@ def covered(ensemble_size: int, write_quorum: int, ack_quorum: int, answered: se
     return True
 
 
-async def _all(coroutines) -> None:
+async def _all(coroutines: Iterable[Awaitable[Any]]) -> None:
     """Run ``coroutines`` at once; when one fails, the others are cancelled (a failed window stops its reads)."""
     tasks = [asyncio.ensure_future(c) for c in coroutines]
     try:
@@ -52,7 +56,7 @@ async def _all(coroutines) -> None:
 class _InFlight:
     """A semaphore for single-entry reads that also keeps the highest number ever in flight (``peak``)."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int) -> None:
         self._semaphore = asyncio.Semaphore(limit)
         self.count = self.peak = 0
 
@@ -61,17 +65,20 @@ class _InFlight:
         self.count += 1
         self.peak = max(self.peak, self.count)
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         self.count -= 1
         self._semaphore.release()
 
 
 class LedgerReader:
-    def __init__(self, client, ledger_id: int, metadata: LedgerMetadata, password: bytes, lac: int):
+    """A ledger open for reading, on the client's loop: entries up to ``lac`` (a closed ledger's last entry)."""
+
+    def __init__(self, client: ClientCore, ledger_id: int, metadata: LedgerMetadata, password: bytes, lac: int) -> None:
         self.client = client
         self.ledger_id = ledger_id
         self.metadata = metadata
-        self.digester = Digester(metadata.digest_type, password)
+        # Metadata of format v1 names no digest type: BookKeeper's reader then uses the one it is configured with.
+        self.digester = Digester(metadata.digest_type or client.config.digest_type, password)
         self.lac = lac
         self.corruptions: list[str] = []  # "ledger L entry E on bookie B: ..." for every bad replica met
         self._in_flight: _InFlight | None = None
@@ -80,7 +87,8 @@ class LedgerReader:
         average = metadata.length / entries if entries and metadata.length else 64 * 1024
         self.window = max(16, min(MAX_WINDOW, int(WINDOW_BYTES / max(average, 1))))
 
-    def _parse(self, body: bytes, entry_id: int, bookie_id: str) -> Entry | None:
+    def _parse(self, body: bytes, entry_id: int | None, bookie_id: str) -> Entry | None:
+        """The entry in ``body`` (``entry_id`` None: whichever it is), or None for a corrupt copy (recorded)."""
         try:
             return parse_entry(self.digester, body, self.ledger_id, entry_id)  # the bookie is named below
         except CorruptEntry as exc:
@@ -93,7 +101,8 @@ class LedgerReader:
         """One entry from the first replica of its write set that has a valid copy."""
         segment = self.metadata.segment_of(entry_id)
         md = self.metadata
-        problems, no_ledger = [], 0
+        problems: list[str] = []
+        no_ledger = 0
         for index in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
             bookie_id = segment.bookies[index]
             if bookie_id == skip:
@@ -101,15 +110,16 @@ class LedgerReader:
             try:
                 async with self._requests():
                     answer = await self.client.bookie(bookie_id).read_entry(
-                        pb.ReadRequest(ledgerId=self.ledger_id, entryId=entry_id),
+                        self.ledger_id,
+                        entry_id,
                         self.client.config.read_entry_timeout,
                         f"read ledger {self.ledger_id} entry {entry_id}",
                     )
             except BKError as exc:  # any transport error of one replica (unreachable, timeout, cancelled): the next
                 problems.append(str(exc))
                 continue
-            if answer.status != pb.EOK:
-                no_ledger += answer.status == pb.ENOLEDGER
+            if answer.status != EOK:
+                no_ledger += answer.status == ENOLEDGER
                 problems.append(f"bookie {bookie_id}: status {answer.status}")
                 continue
             if (entry := self._parse(answer.body, entry_id, bookie_id)) is not None:
@@ -159,7 +169,7 @@ class LedgerReader:
                 self.window = max(16, min(MAX_WINDOW, int(WINDOW_BYTES / max(average, 1))))
             yield entries
 
-    def _windows(self, first: int, last: int):
+    def _windows(self, first: int, last: int) -> Iterator[tuple[Segment, int, int]]:
         """``(segment, first, last)`` of each window, sized by ``self.window`` when it is reached."""
         for index, segment in enumerate(self.metadata.segments):
             start, end = max(first, segment.first_entry_id), min(last, self.metadata.segment_end(index, 2**63 - 1))
@@ -178,12 +188,14 @@ class LedgerReader:
         found: dict[int, Entry] = {}
         missing: list[int] = []
         for replica in range(quorum):
+            wanted: Mapping[int, set[int] | None]  # ensemble index -> the entries to stream from it
             if replica == 0:
                 wanted = dict.fromkeys(range(size))  # None: the whole stripe
             else:
-                wanted = {}
+                held: dict[int, set[int]] = {}
                 for entry_id in missing:
-                    wanted.setdefault((entry_id + replica) % size, set()).add(entry_id)
+                    held.setdefault((entry_id + replica) % size, set()).add(entry_id)
+                wanted = held
             await _all(
                 self._stream(segment, index, replica, first, last, entries, found) for index, entries in wanted.items()
             )
@@ -207,34 +219,20 @@ class LedgerReader:
         into ``found``; only ``entries`` if given. Any error ends the stream: the next round reads the rest."""
         md = self.metadata
         bookie_id = segment.bookies[index]
-        if entries is None:
-            request = pb.ReadRangeRequest(
-                ledgerId=self.ledger_id,
-                firstEntryId=first,
-                lastEntryId=last,
-                ensembleSize=md.ensemble_size,
-                writeQuorumSize=1,
-                bookieIndex=index,
-            )
+        if entries is None:  # the entries this bookie is first replica of
+            stripe = Stripe(md.ensemble_size, 1, index)
         else:  # what this bookie holds that the bookie ``replica`` places before it also holds (a superset)
-            request = pb.ReadRangeRequest(
-                ledgerId=self.ledger_id,
-                firstEntryId=min(entries),
-                lastEntryId=max(entries),
-                ensembleSize=md.ensemble_size,
-                writeQuorumSize=md.write_quorum_size,
-                bookieIndex=index,
-                alsoHeldByIndex=(index - replica) % md.ensemble_size,
-            )
+            stripe = Stripe(md.ensemble_size, md.write_quorum_size, index, (index - replica) % md.ensemble_size)
+            first, last = min(entries), max(entries)
         try:
             async for chunk in self.client.bookie(bookie_id).read_range(
-                request, self.client.config.read_entry_timeout * 4
+                self.ledger_id, first, last, self.client.config.read_entry_timeout * 4, stripe
             ):
+                if isinstance(chunk, RangeStopped):
+                    if chunk.status == ENOLEDGER:
+                        await self._check_not_deleted()
+                    return  # the bookie stopped early: the rest comes from other replicas
                 for entry_id, body in chunk:
-                    if isinstance(body, int):
-                        if body == pb.ENOLEDGER:
-                            await self._check_not_deleted()
-                        return  # the bookie stopped early: the rest comes from other replicas
                     if entries is not None and entry_id not in entries:
                         continue
                     entry = self._parse(body, entry_id, bookie_id)
@@ -266,7 +264,7 @@ class LedgerReader:
         answered: set[int] = set()
         best = -1
 
-        async def ask(index: int):
+        async def ask(index: int) -> tuple[int, LacRead]:
             answer = await self.client.bookie(segment.bookies[index]).read_lac(
                 self.ledger_id, self.client.config.read_entry_timeout
             )
@@ -277,17 +275,17 @@ class LedgerReader:
                 index, answer = await result
             except BKError:
                 continue
-            if answer.status in (pb.ENOENTRY, pb.ENOLEDGER):
+            if answer.status in (ENOENTRY, ENOLEDGER):
                 answered.add(index)
-            elif answer.status == pb.EOK:
+            elif answer.status == EOK:
                 answered.add(index)
-                if answer.HasField("lacBody"):
+                if answer.lac_body is not None:
                     try:
-                        best = max(best, parse_lac(self.digester, answer.lacBody, self.ledger_id))
+                        best = max(best, parse_lac(self.digester, answer.lac_body, self.ledger_id))
                     except CorruptEntry:
                         pass
-                if answer.HasField("lastEntryBody"):
-                    entry = self._parse(answer.lastEntryBody, None, segment.bookies[index])
+                if answer.last_entry_body is not None:
+                    entry = self._parse(answer.last_entry_body, None, segment.bookies[index])
                     if entry is not None:
                         best = max(best, entry.last_add_confirmed)
         if not covered(md.ensemble_size, md.write_quorum_size, md.ack_quorum_size, answered):
@@ -302,13 +300,12 @@ class LedgerReader:
         only; the first answer above ``previous`` wins.
         """
         segment = self.metadata.segments[-1]
-        request = pb.ReadRequest(ledgerId=self.ledger_id, entryId=-1, previousLAC=previous, timeOut=int(timeout * 1000))
 
         async def poll(bookie_id: str) -> int:
-            answer = await self.client.bookie(bookie_id).read_entry(
-                request, timeout + self.client.config.read_entry_timeout, f"long poll ledger {self.ledger_id}"
+            answer = await self.client.bookie(bookie_id).long_poll_lac(
+                self.ledger_id, previous, timeout, timeout + self.client.config.read_entry_timeout
             )
-            return answer.maxLAC if answer.status == pb.EOK else -1
+            return answer.max_lac if answer.status == EOK else -1
 
         polls = [asyncio.ensure_future(poll(b)) for b in segment.bookies]
         try:

@@ -19,14 +19,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from typing import TYPE_CHECKING
 
-from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client.bookie_client import ENOENTRY, ENOLEDGER, EOK, EUA, BookieClient, EntryRead, EntryToken
 from bookie.client.placement import replacement
 from bookie.client.reader import LedgerReader, covered
 from bookie.codec.entry import Entry, frame_entry
 from bookie.codec.write_set import write_set
 from bookie.errors import BKError, LedgerClosed, MetadataVersionConflict, ServiceUnavailable, error_for_status
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
+
+if TYPE_CHECKING:
+    from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
@@ -35,15 +39,14 @@ SIZE = struct.Struct(">i")
 class _RecoveryTarget:
     """Collects the answers of one recovery add."""
 
-    def __init__(self, ledger_id: int, needed: int):
-        self.ledger_id = ledger_id
+    def __init__(self, needed: int) -> None:
         self.needed = needed
         self.acks = 0
         self.errors: list[int] = []
-        self.done = asyncio.get_running_loop().create_future()
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def added(self, token, index, status, bookie) -> None:
-        if status == pb.EOK:
+    def added(self, token: EntryToken, index: int, status: int, bookie: BookieClient) -> None:
+        if status == EOK:
             self.acks += 1
         else:
             self.errors.append(status)
@@ -51,14 +54,7 @@ class _RecoveryTarget:
             self.done.set_result(None)
 
 
-class _Token:
-    __slots__ = ("entry_id",)
-
-    def __init__(self, entry_id: int):
-        self.entry_id = entry_id
-
-
-async def _to_in_recovery(client, ledger_id: int) -> tuple[LedgerMetadata, int]:
+async def _to_in_recovery(client: ClientCore, ledger_id: int) -> tuple[LedgerMetadata, int]:
     while True:
         md, version = await asyncio.to_thread(client.ledgers.read, ledger_id)
         if md.state != LedgerState.OPEN:
@@ -70,19 +66,18 @@ async def _to_in_recovery(client, ledger_id: int) -> tuple[LedgerMetadata, int]:
             continue
 
 
-async def _fence(client, reader: LedgerReader, md: LedgerMetadata, master_key: bytes) -> tuple[int, set[int]]:
+async def _fence(
+    client: ClientCore, reader: LedgerReader, md: LedgerMetadata, master_key: bytes
+) -> tuple[int, set[int]]:
     """Fence the last segment's bookies; return the highest LAC they know, once coverage holds, and the ensemble
     indexes that did not answer."""
     segment = md.segments[-1]
     answered: set[int] = set()
     lac = -1
 
-    async def fence(index: int):
-        request = pb.ReadRequest(
-            ledgerId=reader.ledger_id, entryId=-1, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=master_key
-        )
+    async def fence(index: int) -> tuple[int, EntryRead]:
         return index, await client.bookie(segment.bookies[index]).read_entry(
-            request, client.config.read_entry_timeout, f"fence ledger {reader.ledger_id}"
+            reader.ledger_id, -1, client.config.read_entry_timeout, f"fence ledger {reader.ledger_id}", master_key
         )
 
     for result in asyncio.as_completed([fence(i) for i in range(md.ensemble_size)]):
@@ -91,14 +86,14 @@ async def _fence(client, reader: LedgerReader, md: LedgerMetadata, master_key: b
         except BKError as exc:
             log.warning("recovery of ledger %d: %s", reader.ledger_id, exc)
             continue
-        if answer.status == pb.EOK:
+        if answer.status == EOK:
             entry = reader._parse(answer.body, None, segment.bookies[index])
             if entry is not None:
                 answered.add(index)
                 lac = max(lac, entry.last_add_confirmed)
-        elif answer.status in (pb.ENOENTRY, pb.ENOLEDGER):
+        elif answer.status in (ENOENTRY, ENOLEDGER):
             answered.add(index)
-        elif answer.status == pb.EUA:
+        elif answer.status == EUA:
             raise error_for_status(answer.status, f"ledger {reader.ledger_id}: wrong password for fencing")
     if not covered(md.ensemble_size, md.write_quorum_size, md.ack_quorum_size, answered):
         raise ServiceUnavailable(
@@ -107,7 +102,9 @@ async def _fence(client, reader: LedgerReader, md: LedgerMetadata, master_key: b
     return lac, set(range(md.ensemble_size)) - answered
 
 
-async def _replace_silent(client, ledger_id: int, md: LedgerMetadata, version: int, first: int, silent: set[str]):
+async def _replace_silent(
+    client: ClientCore, ledger_id: int, md: LedgerMetadata, version: int, first: int, silent: set[str]
+) -> tuple[LedgerMetadata, int]:
     """Ensemble change during recovery: a segment at ``first`` without the bookies that did not answer."""
     while True:
         last = md.segments[-1]
@@ -132,7 +129,9 @@ async def _replace_silent(client, ledger_id: int, md: LedgerMetadata, version: i
                 raise LedgerClosed(f"ledger {ledger_id} was closed by a concurrent recovery") from None
 
 
-async def _recovery_read(client, reader: LedgerReader, md: LedgerMetadata, entry_id: int, key: bytes) -> Entry | None:
+async def _recovery_read(
+    client: ClientCore, reader: LedgerReader, md: LedgerMetadata, entry_id: int, key: bytes
+) -> Entry | None:
     """The entry if some replica has a valid copy; None once WQ-AQ+1 bookies say they have none and none has one.
 
     Every replica of the write set is asked (at once), and a copy wins over any number of "no such entry": a
@@ -143,14 +142,15 @@ async def _recovery_read(client, reader: LedgerReader, md: LedgerMetadata, entry
     stops at the first WQ-AQ+1 misses; a copy that arrives later is lost there too.)
     """
     segment = md.segment_of(entry_id)
-    request = pb.ReadRequest(
-        ledgerId=reader.ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=key
-    )
 
-    async def ask(bookie_id: str):
+    async def ask(bookie_id: str) -> tuple[str, EntryRead | None]:
         try:
             return bookie_id, await client.bookie(bookie_id).read_entry(
-                request, client.config.read_entry_timeout, f"recovery read of ledger {reader.ledger_id}"
+                reader.ledger_id,
+                entry_id,
+                client.config.read_entry_timeout,
+                f"recovery read of ledger {reader.ledger_id}",
+                key,
             )
         except BKError:
             return bookie_id, None
@@ -160,10 +160,10 @@ async def _recovery_read(client, reader: LedgerReader, md: LedgerMetadata, entry
     for bookie_id, answer in await asyncio.gather(*(ask(segment.bookies[i]) for i in indexes)):
         if answer is None:
             continue
-        if answer.status == pb.EOK:
+        if answer.status == EOK:
             if (entry := reader._parse(answer.body, entry_id, bookie_id)) is not None:
                 return entry
-        elif answer.status in (pb.ENOENTRY, pb.ENOLEDGER):
+        elif answer.status in (ENOENTRY, ENOLEDGER):
             missing += 1
     if missing >= md.write_quorum_size - md.ack_quorum_size + 1:
         return None
@@ -172,13 +172,17 @@ async def _recovery_read(client, reader: LedgerReader, md: LedgerMetadata, entry
     )
 
 
-async def _recovery_add(client, md: LedgerMetadata, entry: Entry, body: bytes, key: bytes, ledger_id: int) -> None:
+async def _recovery_add(
+    client: ClientCore, md: LedgerMetadata, entry: Entry, body: bytes, key: bytes, ledger_id: int
+) -> None:
     segment = md.segment_of(entry.entry_id)
     indexes = write_set(entry.entry_id, md.ensemble_size, md.write_quorum_size)
-    target = _RecoveryTarget(ledger_id, len(indexes))
+    target = _RecoveryTarget(len(indexes))
     record = SIZE.pack(len(body)) + body
     for index in indexes:
-        client.bookie(segment.bookies[index]).add(ledger_id, key, True, record, target, _Token(entry.entry_id), index)
+        client.bookie(segment.bookies[index]).add(
+            ledger_id, key, True, record, target, EntryToken(entry.entry_id), index
+        )
     await asyncio.wait_for(target.done, client.config.add_entry_timeout)
     if target.acks < md.ack_quorum_size:
         raise ServiceUnavailable(
@@ -186,7 +190,7 @@ async def _recovery_add(client, md: LedgerMetadata, entry: Entry, body: bytes, k
         )
 
 
-async def recover(client, ledger_id: int, password: bytes, master_key: bytes) -> LedgerMetadata:
+async def recover(client: ClientCore, ledger_id: int, password: bytes, master_key: bytes) -> LedgerMetadata:
     """Fence and close the ledger; return its CLOSED metadata (at once if it is closed already)."""
     md, version = await _to_in_recovery(client, ledger_id)
     if md.state == LedgerState.CLOSED:

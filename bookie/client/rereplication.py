@@ -15,10 +15,11 @@ import asyncio
 import logging
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client.bookie_client import EOK, BookieClient, EntryToken, RangeStopped, Stripe
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester, master_key
 from bookie.codec.entry import parse_entry
@@ -33,7 +34,11 @@ from bookie.errors import (
 )
 from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
-from bookie.meta.registration import BookieRegistry
+from bookie.meta.registration import BookieRegistry, RegisteredBookie
+from bookie.meta.store import MetadataStore
+
+if TYPE_CHECKING:
+    from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
@@ -58,7 +63,7 @@ class RecoverReport:
         """Every ledger re-replicated: none failed, none left open."""
         return not self.failed and not self.skipped_open
 
-    def doc(self) -> dict:
+    def doc(self) -> dict[str, Any]:
         return {
             "ledgers": len(self.ledgers),
             "recovered": self.recovered,
@@ -75,8 +80,7 @@ class RecoverReport:
 class _Acks:
     """Collects the target bookie's answers to recovery adds."""
 
-    def __init__(self, ledger_id: int):
-        self.ledger_id = ledger_id
+    def __init__(self) -> None:
         self.outstanding = 0
         self.errors: list[str] = []
         self.drained = asyncio.Event()
@@ -86,25 +90,18 @@ class _Acks:
         self.outstanding += 1
         self.drained.clear()
 
-    def added(self, token, index, status, bookie) -> None:
-        if status != pb.EOK:
+    def added(self, token: EntryToken, index: int, status: int, bookie: BookieClient) -> None:
+        if status != EOK:
             self.errors.append(f"entry {token.entry_id} on {bookie.bookie_id}: status {status}")
         self.outstanding -= 1
         if self.outstanding == 0:
             self.drained.set()
 
 
-class _Token:
-    __slots__ = ("entry_id",)
-
-    def __init__(self, entry_id: int):
-        self.entry_id = entry_id
-
-
 class RateLimit:
     """A token bucket over bytes per second (None: unlimited)."""
 
-    def __init__(self, bytes_per_second: float | None):
+    def __init__(self, bytes_per_second: float | None) -> None:
         self.rate = bytes_per_second
         self.allowance = bytes_per_second or 0
         self.last = time.monotonic()
@@ -123,18 +120,18 @@ class RateLimit:
 class BookieRecovery:
     def __init__(
         self,
-        core,
+        core: ClientCore,
         lost: set[str],
         skip_open: bool = False,
         rate: float | None = None,
         progress: Callable[[str, int], None] = lambda kind, n: None,
-    ):
+    ) -> None:
         self.core, self.lost, self.skip_open = core, set(lost), skip_open
         self.limit = RateLimit(rate)
         self.progress = progress
-        self._writable: tuple[float, list] | None = None
+        self._writable: tuple[float, list[RegisteredBookie]] | None = None
 
-    async def _writable_bookies(self) -> list:
+    async def _writable_bookies(self) -> list[RegisteredBookie]:
         """The writable bookies, listed again at most every ``WRITABLE_TTL`` seconds (not once per fragment)."""
         now = time.monotonic()
         if self._writable is None or now - self._writable[0] > WRITABLE_TTL:
@@ -183,7 +180,9 @@ class BookieRecovery:
                     md = await self._fragment(ledger_id, md, index, position, password, report)
         return True
 
-    async def _fragment(self, ledger_id, md, index, position, password, report) -> LedgerMetadata:
+    async def _fragment(
+        self, ledger_id: int, md: LedgerMetadata, index: int, position: int, password: bytes, report: RecoverReport
+    ) -> LedgerMetadata:
         segment = md.segments[index]
         target = replacement(await self._writable_bookies(), list(segment.bookies), position, self.lost)
         first, last = segment.first_entry_id, md.segment_end(index, md.last_entry_id)
@@ -194,10 +193,20 @@ class BookieRecovery:
         self.progress("fragments", 1)
         return await asyncio.to_thread(self._swap, ledger_id, index, segment.bookies[position], position, target)
 
-    async def _copy(self, ledger_id, md, segment, position, needed, target, password, report) -> None:
-        digester = Digester(md.digest_type, password)
+    async def _copy(
+        self,
+        ledger_id: int,
+        md: LedgerMetadata,
+        segment: Segment,
+        position: int,
+        needed: set[int],
+        target: str,
+        password: bytes,
+        report: RecoverReport,
+    ) -> None:
+        digester = Digester(md.digest_type or self.core.config.digest_type, password)
         key = master_key(password)
-        acks = _Acks(ledger_id)
+        acks = _Acks()
         destination = self.core.bookie(target)
         first, last = min(needed), max(needed)
 
@@ -210,26 +219,21 @@ class BookieRecovery:
             while acks.outstanding * len(body) > IN_FLIGHT_BYTES:
                 await asyncio.sleep(0.001)
             acks.sent()
-            destination.add(ledger_id, key, True, SIZE.pack(len(body)) + body, acks, _Token(entry_id), position)
+            destination.add(ledger_id, key, True, SIZE.pack(len(body)) + body, acks, EntryToken(entry_id), position)
             report.entries += 1
             report.bytes += len(body)
             self.progress("bytes", len(body))
 
         async def stream(source: int) -> None:  # each survivor streams its stripe; the first copy of an entry wins
-            request = pb.ReadRangeRequest(
-                ledgerId=ledger_id,
-                firstEntryId=first,
-                lastEntryId=last,
-                ensembleSize=md.ensemble_size,
-                writeQuorumSize=md.write_quorum_size,
-                bookieIndex=source,
-                alsoHeldByIndex=position,
-                priority=100,
-            )
+            stripe = Stripe(md.ensemble_size, md.write_quorum_size, source, also_held_by=position)
             try:
-                async for chunk in self.core.bookie(segment.bookies[source]).read_range(request, 60.0):
+                async for chunk in self.core.bookie(segment.bookies[source]).read_range(
+                    ledger_id, first, last, 60.0, stripe, high_priority=True
+                ):
+                    if isinstance(chunk, RangeStopped):
+                        break  # what it could not give comes from another replica
                     for entry_id, body in chunk:
-                        if isinstance(body, int) or entry_id not in needed:
+                        if entry_id not in needed:
                             continue
                         try:
                             parse_entry(digester, body, ledger_id, entry_id)
@@ -247,9 +251,9 @@ class BookieRecovery:
                 if segment.bookies[source] in self.lost:
                     continue
                 answer = await self.core.bookie(segment.bookies[source]).read_entry(
-                    pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id), 10.0, "recovery read"
+                    ledger_id, entry_id, 10.0, "recovery read"
                 )
-                if answer.status == pb.EOK:
+                if answer.status == EOK:
                     try:
                         parse_entry(digester, answer.body, ledger_id, entry_id)
                     except CorruptEntry:
@@ -283,7 +287,7 @@ class BookieRecovery:
                 raise BKError(f"ledger {ledger_id} was deleted during recovery") from None
 
 
-def delete_cookies(store, bookie_ids) -> list[str]:
+def delete_cookies(store: MetadataStore, bookie_ids: Iterable[str]) -> list[str]:
     """Remove the cookies of retired bookies (blocking); return those that existed."""
     cookies = CookieStore(store)
     present = set(cookies.list())
@@ -293,7 +297,7 @@ def delete_cookies(store, bookie_ids) -> list[str]:
     return deleted
 
 
-def require_stopped(store, bookie_id: str) -> None:
+def require_stopped(store: MetadataStore, bookie_id: str) -> None:
     """A bookie is decommissioned once it is down: refuse while it is registered (blocking)."""
     registered = {b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)}
     if bookie_id in registered:
@@ -301,14 +305,17 @@ def require_stopped(store, bookie_id: str) -> None:
 
 
 async def decommission(
-    core, bookie_id: str, timeout: float | None = None, progress: Callable[[str, int], None] = lambda kind, n: None
+    core: ClientCore,
+    bookie_id: str,
+    timeout: float | None = None,
+    progress: Callable[[str, int], None] = lambda kind, n: None,
 ) -> list[RecoverReport]:
     """Re-replicate everything a stopped bookie held, pass after pass (a writer may still add segments naming it),
     until no ledger names it; return each pass's report. Stops after a pass with failures (its report last); raises
     :class:`OperationTimeout` when not done within ``timeout`` seconds. The cookie is the caller's to remove."""
     await asyncio.to_thread(require_stopped, core.store, bookie_id)
     deadline = None if timeout is None else time.monotonic() + timeout
-    reports = []
+    reports: list[RecoverReport] = []
     while True:
         recovery = BookieRecovery(core, {bookie_id}, progress=progress)
         ledgers = await asyncio.to_thread(recovery.affected)

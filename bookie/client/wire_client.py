@@ -1,14 +1,17 @@
-"""A connection to one bookie in BookKeeper's own protocol (proto/README.md), shared by every ledger handle of a client.
+"""A :class:`~bookie.client.bookie_client.BookieClient` over BookKeeper's own protocol (proto/README.md): one
+connection to one bookie, shared by every ledger handle of a client.
 
 Any bookie, ours or Java: v3 (protobuf, answers matched by txnId) by default; with ``use_v2`` adds and reads go in
-the binary v2 protocol as BookKeeper's ``useV2WireProtocol`` sends them (answers matched by operation and ids,
-batch reads by their request id), and the operations that have no v2 layout (LAC, bookie info, entry lists, long
-polls) go on a second connection in v3 — one connection cannot change back (the bookie's decoder stays v2).
+the binary v2 protocol as BookKeeper's ``useV2WireProtocol`` sends them (answers matched by operation and ids), and
+the operations that have no v2 layout (LAC, bookie info, entry lists, long polls) go on a second connection in v3 —
+one connection cannot change back (the bookie's decoder stays v2).
 
 Pipelining: the frames of one turn of the event loop leave in one write; a range read keeps ``READ_WINDOW`` reads in
-flight. Failures become the core's exceptions here: an unreachable bookie is ServiceUnavailable, a read that takes
-too long OperationTimeout, a lost connection fails its adds with ``CONNECTION_LOST`` (the handle changes ensemble) and
-its reads with ServiceUnavailable, and a peer that does not answer in BookKeeper's protocol is named as such.
+flight. Adds and plain reads are written by the hand-made encoders of :mod:`bookie.codec.wire` (no protobuf object
+per entry). Failures become the core's exceptions here: an unreachable bookie is ServiceUnavailable, a read that
+takes too long OperationTimeout, a lost connection fails its adds with ``CONNECTION_LOST`` (the handle changes
+ensemble) and its reads with ServiceUnavailable, and a peer that does not answer in BookKeeper's protocol is named
+as such.
 """
 
 from __future__ import annotations
@@ -16,44 +19,86 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, TypeAlias, cast
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client.bookie_client import (
+    CONNECTION_LOST,
+    EOK,
+    AddTarget,
+    BookieInfo,
+    EntryChunk,
+    EntryRead,
+    LacPoll,
+    LacRead,
+    LedgerEntries,
+    RangeStopped,
+    StatusCode,
+    Stripe,
+    TokenT,
+)
 from bookie.codec import wire
-from bookie.codec.write_set import range_read_entries
+from bookie.codec.write_set import wanted_entries
 from bookie.errors import BKError, MalformedFrame, OperationTimeout, ServiceUnavailable
 
+# The client's status codes are BookKeeper's: checked once, where the generated ones are at hand.
+assert {s.name: int(s) for s in StatusCode if s != CONNECTION_LOST} == dict(pb.StatusCode.items())
+
 log = logging.getLogger(__name__)
-CONNECTION_LOST = -1  # a client-side status: the connection to the bookie broke
 CONNECT_TIMEOUT = 10.0
 HIGH_PRIORITY = 100  # BKPacketHeader.priority of recovery traffic, as the Java client sets it
 READ_WINDOW = 256  # reads in flight per range read
 LIST_WINDOW = 64  # GET_LIST_OF_ENTRIES_OF_LEDGER requests in flight
 MAX_CHUNK = 256  # entries per list a range read yields
 V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
+V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
+
+_Answer: TypeAlias = "pb.Response | wire.ReadResponseV2"  # v3: the whole Response; v2: a read's
+_V2Key = tuple[int, int, int]  # (opcode, ledgerId, entryId): how v2 answers are matched
+_Waiter: TypeAlias = "_AddWaiter | asyncio.Future[_Answer]"
+
+
+# ---- protobuf answers -> the interface's results (the gRPC transport uses these too) ----
+
+
+def entry_read(answer: pb.ReadResponse) -> EntryRead:
+    return EntryRead(answer.status, answer.body)
+
+
+def lac_poll(answer: pb.ReadResponse) -> LacPoll:
+    return LacPoll(answer.status, answer.maxLAC if answer.HasField("maxLAC") else -1)
+
+
+def lac_read(answer: pb.ReadLacResponse) -> LacRead:
+    return LacRead(
+        answer.status,
+        answer.lacBody if answer.HasField("lacBody") else None,
+        answer.lastEntryBody if answer.HasField("lastEntryBody") else None,
+    )
 
 
 class _Connection(asyncio.Protocol):
     """One TCP connection: writes frames (one write per loop turn) and routes each answer to who waits for it."""
 
-    def __init__(self, owner: WireBookieClient, v3: bool):
+    def __init__(self, owner: WireBookieClient, v3: bool) -> None:
         self.owner = owner
         self.v3 = v3
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.out: list[bytes] = []
         self.flush_handle: asyncio.Handle | None = None
-        self.pending: dict = {}  # v3: txnId -> waiter; v2: (opcode, ledgerId, entryId | requestId) -> deque
+        self.by_txn: dict[int, _Waiter] = {}  # v3
+        self.by_key: dict[_V2Key, collections.deque[_Waiter]] = {}  # v2: the same key may be asked more than once
         self.lost: BaseException | None = None
-        self.ready = asyncio.get_running_loop().create_future()
+        self.connecting: asyncio.Future[None] | None = None  # held: the loop keeps only weak references to tasks
 
     # ---- transport ----
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-        if not self.ready.done():
-            self.ready.set_result(None)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # a stream transport: create_connection's
         self._flush()
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self.fail(
             ServiceUnavailable(f"connection to bookie {self.owner.bookie_id} lost" + (f" ({exc})" if exc else ""))
         )
@@ -63,13 +108,11 @@ class _Connection(asyncio.Protocol):
         if self.lost is not None:
             return
         self.lost = error
-        if not self.ready.done():
-            self.ready.set_exception(error)
-            self.ready.exception()  # retrieved: nobody may be awaiting it
         if self.transport is not None:
             self.transport.abort()
-        waiters = [w for v in self.pending.values() for w in (v if isinstance(v, collections.deque) else (v,))]
-        self.pending.clear()
+        waiters = [*self.by_txn.values(), *(w for queue in self.by_key.values() for w in queue)]
+        self.by_txn.clear()
+        self.by_key.clear()
         self.out.clear()
         self.owner._forget(self)
         for waiter in waiters:
@@ -106,7 +149,7 @@ class _Connection(asyncio.Protocol):
             )
 
     def _v3(self, response: pb.Response) -> None:
-        waiter = self.pending.pop(response.header.txnId, None)
+        waiter = self.by_txn.pop(response.header.txnId, None)
         if waiter is None:
             return  # timed out and forgotten
         if isinstance(waiter, _AddWaiter):
@@ -115,41 +158,40 @@ class _Connection(asyncio.Protocol):
         elif not waiter.done():
             waiter.set_result(response)
 
-    def _v2(self, response) -> None:
+    def _v2(self, response: wire.ResponseV2) -> None:
         if isinstance(response, wire.AddResponseV2):
             key = (wire.ADDENTRY, response.ledger_id, response.entry_id)
         elif isinstance(response, wire.ReadResponseV2):
             key = (wire.READENTRY, response.ledger_id, response.entry_id)
-        elif isinstance(response, wire.BatchReadResponseV2):
-            key = (wire.BATCH_READ_ENTRY, response.ledger_id, response.request_id)
         else:
-            return
-        waiters = self.pending.get(key)
+            return  # nothing this client asks is answered so
+        waiters = self.by_key.get(key)
         if not waiters:
             return
         waiter = waiters.popleft()
         if not waiters:
-            del self.pending[key]
+            del self.by_key[key]
         if isinstance(waiter, _AddWaiter):
             waiter.target.added(waiter.token, waiter.index, wire.v3_status(response.rc), self.owner)
-        elif not waiter.done():
+        elif not waiter.done() and isinstance(response, wire.ReadResponseV2):
             waiter.set_result(response)
 
-    def expect(self, key, waiter) -> None:
-        if self.v3:
-            self.pending[key] = waiter
+    def expect(self, key: int | _V2Key, waiter: _Waiter) -> None:
+        """Route the answer of ``key`` (v3: a txnId; v2: the ids of the request) to ``waiter``."""
+        if isinstance(key, int):
+            self.by_txn[key] = waiter
         else:
-            waiters = self.pending.get(key)
+            waiters = self.by_key.get(key)
             if waiters is None:
-                waiters = self.pending[key] = collections.deque()
+                waiters = self.by_key[key] = collections.deque()
             waiters.append(waiter)
 
-    def forget(self, key, waiter) -> None:
+    def forget(self, key: int | _V2Key, waiter: _Waiter) -> None:
         """A waiter that gave up (timed out): its late answer is dropped."""
-        if self.v3:
-            self.pending.pop(key, None)
+        if isinstance(key, int):
+            self.by_txn.pop(key, None)
         else:
-            waiters = self.pending.get(key)
+            waiters = self.by_key.get(key)
             if waiters is not None:
                 try:
                     waiters.remove(waiter)
@@ -160,37 +202,36 @@ class _Connection(asyncio.Protocol):
 class _AddWaiter:
     __slots__ = ("index", "target", "token")
 
-    def __init__(self, target, token, index: int):
+    def __init__(self, target: AddTarget[Any], token: Any, index: int) -> None:  # the target's own token type
         self.target, self.token, self.index = target, token, index
 
 
-def _fail(waiter, error: BaseException, client) -> None:
+def _fail(waiter: _Waiter, error: BaseException, client: WireBookieClient) -> None:
     if isinstance(waiter, _AddWaiter):
         waiter.target.added(waiter.token, waiter.index, CONNECTION_LOST, client)
     elif not waiter.done():
         waiter.set_exception(error)
 
 
-def _read_result(answer) -> tuple[int, bytes]:
+def _read_result(answer: _Answer) -> tuple[int, bytes]:
     """``(v3 status, framed entry)`` of a read's answer, v3 or v2."""
-    if isinstance(answer, pb.Response):
-        if answer.HasField("readResponse"):
-            return answer.readResponse.status, answer.readResponse.body
-        return answer.status, b""
-    return wire.v3_status(answer.rc), bytes(answer.body)
+    if isinstance(answer, wire.ReadResponseV2):
+        return wire.v3_status(answer.rc), bytes(answer.body)
+    if answer.HasField("readResponse"):
+        return answer.readResponse.status, answer.readResponse.body
+    return answer.status, b""
 
 
 class WireBookieClient:
-    """The data operations on one bookie over BookKeeper's protocol (the interface of the ledger handles)."""
+    """The data operations on one bookie over BookKeeper's protocol (a BookieClient), and GET_BOOKIE_INFO."""
 
-    def __init__(self, bookie_id: str, address: tuple[str, int], use_v2: bool = False):
+    def __init__(self, bookie_id: str, address: tuple[str, int], use_v2: bool = False) -> None:
         self.bookie_id = bookie_id
         self.address = address
         self.use_v2 = use_v2
         self.closed = False
         self._connections: dict[bool, _Connection] = {}  # by v3 or not
         self._txn = 0
-        self._request_ids = 0
 
     # ---- connections ----
     def _connection(self, v3: bool) -> _Connection:
@@ -200,7 +241,7 @@ class WireBookieClient:
             if self.closed:
                 raise ServiceUnavailable(f"the client of bookie {self.bookie_id} is closed")
             conn = self._connections[v3] = _Connection(self, v3)
-            asyncio.ensure_future(self._connect(conn))
+            conn.connecting = asyncio.ensure_future(self._connect(conn))
         return conn
 
     async def _connect(self, conn: _Connection) -> None:
@@ -216,27 +257,25 @@ class WireBookieClient:
         if self._connections.get(conn.v3) is conn:
             del self._connections[conn.v3]
 
-    def _header(self, operation: int, high_priority: bool = False) -> pb.BKPacketHeader:
+    async def _call(
+        self, operation: int, field: str, message: Any, timeout: float, what: str, high_priority: bool = False
+    ) -> pb.Response:
+        """One v3 request (``message`` in the Request's ``field``); its Response."""
+        conn = self._connection(True)
         self._txn += 1
         header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=operation, txnId=self._txn)
         if high_priority:
             header.priority = HIGH_PRIORITY
-        return header
-
-    async def _call(
-        self, operation: int, field: str, message, timeout: float, what: str, high_priority: bool = False
-    ) -> pb.Response:
-        """One v3 request; its Response."""
-        conn = self._connection(True)
-        header = self._header(operation, high_priority)
         request = pb.Request(header=header)
         getattr(request, field).CopyFrom(message)
-        future = asyncio.get_running_loop().create_future()
-        conn.expect(header.txnId, future)
+        future: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
+        conn.expect(self._txn, future)
         conn.send(wire.encode_v3(request))
         return await self._wait(conn, header.txnId, future, timeout, what)
 
-    async def _wait(self, conn: _Connection, key, future, timeout: float, what: str):
+    async def _wait(
+        self, conn: _Connection, key: int | _V2Key, future: asyncio.Future[_Answer], timeout: float, what: str
+    ) -> _Answer:
         try:
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
@@ -246,9 +285,17 @@ class WireBookieClient:
             raise ServiceUnavailable(f"{exc} ({what})") from None
 
     # ---- adds ----
-    def add(self, ledger_id: int, master_key: bytes, recovery: bool, record: bytes, target, token, index: int):
-        """Send one add (``record``: ``int32 size | framed entry``); ``target.added(token, index, status, self)``
-        is called once with its status (``CONNECTION_LOST`` when the connection broke)."""
+    def add(
+        self,
+        ledger_id: int,
+        master_key: bytes,
+        recovery: bool,
+        record: bytes,
+        target: AddTarget[TokenT],
+        token: TokenT,
+        index: int,
+    ) -> None:
+        """See :meth:`BookieClient.add`."""
         try:
             conn = self._connection(not self.use_v2)
         except ServiceUnavailable:
@@ -269,33 +316,37 @@ class WireBookieClient:
             )
 
     # ---- reads ----
-    async def read_entry(self, request: pb.ReadRequest, timeout: float, what: str) -> pb.ReadResponse:
-        """READ_ENTRY (plain, fencing, or a LAC long poll); the answer's status is the caller's to judge."""
-        fence = request.HasField("flag") and request.flag == pb.ReadRequest.FENCE_LEDGER
-        if self.use_v2 and not request.HasField("previousLAC"):
+    async def read_entry(
+        self, ledger_id: int, entry_id: int, timeout: float, what: str, fence_key: bytes | None = None
+    ) -> EntryRead:
+        """See :meth:`BookieClient.read_entry`."""
+        if fence_key is None:
+            conn = self._connection(not self.use_v2)
+            key, future = self._send_read(conn, ledger_id, entry_id)
+        elif self.use_v2:
             conn = self._connection(False)
-            key = (wire.READENTRY, request.ledgerId, request.entryId)
+            key = (wire.READENTRY, ledger_id, entry_id)
             future = asyncio.get_running_loop().create_future()
             conn.expect(key, future)
-            flags = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY if fence else 0
-            conn.send(
-                wire.encode_request_v2(
-                    wire.ReadRequestV2(request.ledgerId, request.entryId, flags, request.masterKey if fence else None)
-                )
+            conn.send(wire.encode_request_v2(wire.ReadRequestV2(ledger_id, entry_id, V2_FENCE_FLAGS, fence_key)))
+        else:
+            request = pb.ReadRequest(
+                ledgerId=ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=fence_key
             )
-            answer = await self._wait(conn, key, future, timeout, what)
-            return pb.ReadResponse(
-                status=wire.v3_status(answer.rc),
-                ledgerId=answer.ledger_id,
-                entryId=answer.entry_id,
-                body=bytes(answer.body),
-            )
-        response = await self._call(pb.READ_ENTRY, "readRequest", request, timeout, what, high_priority=fence)
-        if response.HasField("readResponse"):
-            return response.readResponse
-        return pb.ReadResponse(status=response.status, ledgerId=request.ledgerId, entryId=request.entryId)
+            response = await self._call(pb.READ_ENTRY, "readRequest", request, timeout, what, high_priority=True)
+            return EntryRead(*_read_result(response))
+        return EntryRead(*_read_result(await self._wait(conn, key, future, timeout, what)))
 
-    async def read_lac(self, ledger_id: int, timeout: float) -> pb.ReadLacResponse:
+    async def long_poll_lac(self, ledger_id: int, previous: int, wait: float, timeout: float) -> LacPoll:
+        """See :meth:`BookieClient.long_poll_lac` (always v3: v2 has no long poll)."""
+        request = pb.ReadRequest(ledgerId=ledger_id, entryId=-1, previousLAC=previous, timeOut=int(wait * 1000))
+        response = await self._call(pb.READ_ENTRY, "readRequest", request, timeout, f"long poll ledger {ledger_id}")
+        if response.HasField("readResponse"):
+            return lac_poll(response.readResponse)
+        return LacPoll(response.status, -1)
+
+    async def read_lac(self, ledger_id: int, timeout: float) -> LacRead:
+        """See :meth:`BookieClient.read_lac`."""
         response = await self._call(
             pb.READ_LAC,
             "readLacRequest",
@@ -304,18 +355,35 @@ class WireBookieClient:
             f"read LAC of ledger {ledger_id}",
         )
         if response.HasField("readLacResponse"):
-            return response.readLacResponse
-        return pb.ReadLacResponse(status=response.status, ledgerId=ledger_id)
+            return lac_read(response.readLacResponse)
+        return LacRead(response.status)
 
-    async def read_range(self, request: pb.ReadRangeRequest, timeout: float):
-        """Yield lists of ``(entryId, framed entry)`` in entry order: the entries of ``firstEntryId..lastEntryId``
-        that the bookie holds by the write-set rule (when ``ensembleSize`` is set, and also held by
-        ``alsoHeldByIndex`` when that is set), ``READ_WINDOW`` reads in flight; then, if a read failed,
-        ``[(entryId, status)]`` and nothing more."""
-        wanted = range_read_entries(request)
-        ledger_id, what = request.ledgerId, f"range read of ledger {request.ledgerId}"
+    async def read_range(
+        self,
+        ledger_id: int,
+        first_entry_id: int,
+        last_entry_id: int,
+        timeout: float,
+        stripe: Stripe | None = None,
+        high_priority: bool = False,
+    ) -> AsyncIterator[EntryChunk | RangeStopped]:
+        """See :meth:`BookieClient.read_range`: plain reads, ``READ_WINDOW`` in flight, the answers of one burst
+        yielded together. ``high_priority`` is not carried: BookKeeper's plain reads have no priority."""
+        wanted: Iterator[int]
+        if stripe is None:
+            wanted = iter(range(first_entry_id, last_entry_id + 1))
+        else:
+            wanted = wanted_entries(
+                first_entry_id,
+                last_entry_id,
+                stripe.bookie_index,
+                stripe.ensemble_size,
+                stripe.write_quorum_size,
+                stripe.also_held_by,
+            )
+        what = f"range read of ledger {ledger_id}"
         conn = self._connection(not self.use_v2)
-        window: collections.deque = collections.deque()
+        window: collections.deque[tuple[int, int | _V2Key, asyncio.Future[_Answer]]] = collections.deque()
 
         def issue() -> bool:
             entry_id = next(wanted, None)
@@ -328,15 +396,15 @@ class WireBookieClient:
             while len(window) < READ_WINDOW and issue():
                 pass
             while window:
-                chunk = []
+                chunk: EntryChunk = []
                 while window and (not chunk or window[0][2].done()) and len(chunk) < MAX_CHUNK:
                     entry_id, key, future = window.popleft()
                     answer = future.result() if future.done() else await self._wait(conn, key, future, timeout, what)
                     status, body = _read_result(answer)
-                    if status != pb.EOK:
+                    if status != EOK:
                         if chunk:
                             yield chunk
-                        yield [(entry_id, status)]
+                        yield RangeStopped(entry_id, status)
                         return
                     chunk.append((entry_id, body))
                     issue()
@@ -345,9 +413,12 @@ class WireBookieClient:
             for _, key, future in window:
                 conn.forget(key, future)
 
-    def _send_read(self, conn: _Connection, ledger_id: int, entry_id: int):
+    def _send_read(
+        self, conn: _Connection, ledger_id: int, entry_id: int
+    ) -> tuple[int | _V2Key, asyncio.Future[_Answer]]:
         """Send a plain read; ``(key, future of its answer)``."""
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
+        key: int | _V2Key
         if conn.v3:
             self._txn += 1
             key = self._txn
@@ -359,11 +430,10 @@ class WireBookieClient:
         conn.send(frame)
         return key, future
 
-    async def list_entries(self, ledger_ids: list[int], timeout: float):
-        """GET_LIST_OF_ENTRIES_OF_LEDGER for many ledgers, ``LIST_WINDOW`` in flight: yield ``(ledgerId, status,
-        encoded availability)`` in the order asked."""
+    async def list_entries(self, ledger_ids: list[int], timeout: float) -> AsyncIterator[LedgerEntries]:
+        """See :meth:`BookieClient.list_entries`: ``LIST_WINDOW`` requests in flight."""
         ids = iter(ledger_ids)
-        window: collections.deque = collections.deque()
+        window: collections.deque[tuple[int, asyncio.Future[pb.Response]]] = collections.deque()
 
         def issue() -> bool:
             ledger_id = next(ids, None)
@@ -389,13 +459,14 @@ class WireBookieClient:
                 issue()
                 answer = response.getListOfEntriesOfLedgerResponse
                 status = answer.status if response.HasField("getListOfEntriesOfLedgerResponse") else response.status
-                yield ledger_id, status, answer.availabilityOfEntriesOfLedger
+                yield LedgerEntries(ledger_id, status, answer.availabilityOfEntriesOfLedger)
         finally:
             for _, future in window:
                 future.cancel()
 
-    async def bookie_info(self, timeout: float) -> pb.GetBookieInfoResponse:
-        """GET_BOOKIE_INFO: total and free disk space."""
+    async def bookie_info(self, timeout: float) -> BookieInfo:
+        """GET_BOOKIE_INFO: total and free disk space (not part of BookieClient: asked in BookKeeper's protocol
+        whatever the data transport, as every bookie serves it)."""
         requested = pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY | pb.GetBookieInfoRequest.FREE_DISK_SPACE
         response = await self._call(
             pb.GET_BOOKIE_INFO,
@@ -404,9 +475,10 @@ class WireBookieClient:
             timeout,
             "bookie info",
         )
-        if response.HasField("getBookieInfoResponse"):
-            return response.getBookieInfoResponse
-        return pb.GetBookieInfoResponse(status=response.status)
+        if not response.HasField("getBookieInfoResponse"):
+            return BookieInfo(response.status, 0, 0)
+        answer = response.getBookieInfoResponse
+        return BookieInfo(answer.status, answer.totalDiskCapacity, answer.freeDiskSpace)
 
     async def close(self) -> None:
         """Close the connections; whatever is still in flight fails now (adds with CONNECTION_LOST), as when a

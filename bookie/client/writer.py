@@ -8,10 +8,10 @@ import asyncio
 import logging
 import struct
 from collections import deque
+from typing import TYPE_CHECKING
 
-from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client.bookie_client import CONNECTION_LOST, EBADREQ, EFENCED, EOK, EUA, BookieClient
 from bookie.client.placement import replacement
-from bookie.client.wire_client import CONNECTION_LOST
 from bookie.codec.digest import Digester
 from bookie.codec.entry import frame_entry
 from bookie.errors import (
@@ -26,6 +26,9 @@ from bookie.errors import (
 )
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 
+if TYPE_CHECKING:
+    from bookie.client.bookkeeper import ClientCore
+
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
 
@@ -33,7 +36,7 @@ SIZE = struct.Struct(">i")
 class PendingAdd:
     __slots__ = ("acks", "count", "entry_id", "future", "length", "record", "sent_at")
 
-    def __init__(self, entry_id: int, record: bytes, length: int, future: asyncio.Future, now: float):
+    def __init__(self, entry_id: int, record: bytes, length: int, future: asyncio.Future[int], now: float) -> None:
         self.entry_id, self.record, self.length, self.future, self.sent_at = entry_id, record, length, future, now
         self.acks = 0  # bitmask of ensemble indexes that acknowledged
         self.count = 0
@@ -44,18 +47,18 @@ class LedgerWriter:
 
     def __init__(
         self,
-        client,
+        client: ClientCore,
         ledger_id: int,
         metadata: LedgerMetadata,
         version: int,
         password: bytes,
         master_key: bytes,
         recovery: bool = False,
-    ):
+    ) -> None:
         self.client = client
         self.ledger_id = ledger_id
         self.metadata, self.version = metadata, version
-        self.digester = Digester(metadata.digest_type, password)
+        self.digester = Digester(metadata.digest_type or client.config.digest_type, password)
         self.master_key = master_key
         self.recovery = recovery
         self.ensemble = list(metadata.segments[-1].bookies)
@@ -69,11 +72,12 @@ class LedgerWriter:
         self._failing: set[int] = set()
         self._replaced: set[str] = set()
         self._changing = False
+        self._change: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
         self._timer = asyncio.ensure_future(self._watch_timeouts())
 
     # ---- adds ----
-    def append(self, data: bytes) -> asyncio.Future:
+    def append(self, data: bytes) -> asyncio.Future[int]:
         """Add an entry; the future resolves to its entry id once AQ bookies have it and all earlier ones are done."""
         if self.error is not None:
             raise self.error
@@ -81,7 +85,8 @@ class LedgerWriter:
             raise LedgerClosed(f"ledger {self.ledger_id} is closed")
         if len(data) > self.client.config.max_entry_size:
             raise EntryTooLarge(
-                f"entry of {len(data)} bytes is over the {self.client.config.max_entry_size}-byte limit; nothing written"
+                f"entry of {len(data)} bytes is over the {self.client.config.max_entry_size}-byte limit; "
+                "nothing written"
             )
         entry_id = self.last_add_pushed = self.last_add_pushed + 1
         self.length += len(data)
@@ -99,26 +104,26 @@ class LedgerWriter:
             if (only is None or index in only) and index not in self._failing:
                 self.bookies[index].add(self.ledger_id, self.master_key, self.recovery, add.record, self, add, index)
 
-    def added(self, add: PendingAdd, index: int, status: int, bookie) -> None:
-        """One bookie's answer for one add (called by the bookie's client)."""
+    def added(self, add: PendingAdd, index: int, status: int, bookie: BookieClient) -> None:
+        """One bookie's answer for one add (called by the bookie's client: an AddTarget)."""
         if add.future.done() or self.bookies[index] is not bookie:
             return  # already completed or failed, or an answer from a bookie replaced since
-        if status == pb.EOK:
+        if status == EOK:
             bit = 1 << index
             if not add.acks & bit:
                 add.acks |= bit
                 add.count += 1
                 if add.count >= self.AQ and add is self.pending[0]:
                     self._complete()
-        elif status in (pb.EFENCED, pb.EUA):
+        elif status in (EFENCED, EUA):
             self._fail(
                 error_for_status(
                     status,
                     f"ledger {self.ledger_id}: bookie {bookie.bookie_id} says "
-                    + ("fenced: the ledger was recovered" if status == pb.EFENCED else "wrong password"),
+                    + ("fenced: the ledger was recovered" if status == EFENCED else "wrong password"),
                 )
             )
-        elif status == pb.EBADREQ:
+        elif status == EBADREQ:
             self._fail(BKError(f"ledger {self.ledger_id}: bookie {bookie.bookie_id} refused entry {add.entry_id}"))
         else:
             if index not in self._failing and self.error is None:  # once per failure, not once per add in flight
@@ -150,7 +155,7 @@ class LedgerWriter:
         self._failing.add(index)
         if not self._changing:
             self._changing = True
-            asyncio.ensure_future(self._change_ensemble())
+            self._change = asyncio.ensure_future(self._change_ensemble())  # held: the loop's reference is weak
 
     async def _watch_timeouts(self) -> None:
         timeout = self.client.config.add_entry_timeout
