@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from bookie.client.admin_client import BookieAdminClient, GcRun, admin_client
+from bookie.client.admin_client import BookieAdmin, GcRun, admin_client
 from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
 from bookie.meta.registration import RegisteredBookie
 
@@ -42,7 +42,7 @@ class Outcome:
 
 
 def fan_out(
-    bookies: Iterable[RegisteredBookie], operation: str, call: Callable[[BookieAdminClient], Any], timeout: float = 10.0
+    bookies: Iterable[RegisteredBookie], operation: str, call: Callable[[BookieAdmin], Any], timeout: float = 10.0
 ) -> list[Outcome]:
     """``call`` on each bookie's admin client, one after the other."""
     outcomes = []

@@ -106,16 +106,6 @@ class BookieInfo(NamedTuple):
     total_disk_capacity: int  # bytes
     free_disk_space: int  # bytes
 
-    # BookKeeper's names of the two, as bookie/server/http/bookies.py still reads them (outside this change);
-    # to go once it reads the ones above.
-    @property
-    def totalDiskCapacity(self) -> int:
-        return self.total_disk_capacity
-
-    @property
-    def freeDiskSpace(self) -> int:
-        return self.free_disk_space
-
 
 @dataclass(frozen=True, slots=True)
 class Stripe:

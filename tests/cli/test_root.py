@@ -20,6 +20,7 @@ def test_help_lists_the_command_groups(bkctl):
         "completion",
         "config",
         "ledger",
+        "pulsar",
         "sandbox",
     ]
 

@@ -191,7 +191,7 @@ def _who_closed(record) -> str:
 def _holders(bk: BookKeeper, ledger_id: int, md, entry_id: int) -> str:
     """Which bookies of the ledger's ensembles hold ``entry_id`` now, and which of them its write set names (in the
     last segment): the first thing to know about an acknowledged entry that a recovery did not find."""
-    from bookie._proto import bookkeeper_protocol_pb2 as pb
+    from bookie.client.bookie_client import StatusCode
     from bookie.codec.availability import AvailabilityOfEntries
     from bookie.codec.write_set import write_set
 
@@ -199,7 +199,7 @@ def _holders(bk: BookKeeper, ledger_id: int, md, entry_id: int) -> str:
 
     async def held(bookie_id: str):
         async for _, status, encoded in bk.core.bookie(bookie_id).list_entries([ledger_id], 20):
-            return entry_id in AvailabilityOfEntries.decode(encoded) if status == pb.EOK else f"status {status}"
+            return entry_id in AvailabilityOfEntries.decode(encoded) if status == StatusCode.EOK else f"status {status}"
         return "no answer"
 
     async def ask_all():
@@ -221,7 +221,7 @@ def replica_audit(bk: BookKeeper, ledger_ids: list[int]) -> list[str]:
     write set (what the writer or the recovery waited for). A replica lost this way is hidden from readers by the
     other replicas, until the next failure turns it into a loss; this finds it first. Asked of every bookie at
     once with GET_LIST_OF_ENTRIES_OF_LEDGER (the auditor's replicas check)."""
-    from bookie._proto import bookkeeper_protocol_pb2 as pb
+    from bookie.client.bookie_client import StatusCode
     from bookie.codec.availability import AvailabilityOfEntries
     from bookie.codec.write_set import write_set
 
@@ -235,7 +235,7 @@ def replica_audit(bk: BookKeeper, ledger_ids: list[int]) -> list[str]:
     async def held_by(bookie_id: str) -> dict[int, AvailabilityOfEntries]:
         held = {}
         async for ledger_id, status, encoded in bk.core.bookie(bookie_id).list_entries(sorted(closed), 60):
-            if status == pb.EOK:
+            if status == StatusCode.EOK:
                 held[ledger_id] = AvailabilityOfEntries.decode(encoded)
         return held
 

@@ -18,9 +18,15 @@ def _imports(package: str) -> dict[Path, set[str]]:
     return found
 
 
-def test_the_cli_uses_typed_clients_never_generated_messages():
-    """`grep -rn _proto bkctl/` is empty: the CLI goes through bookie.client and admin, never raw protobuf."""
-    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "bkctl").rglob("*.py") if "_proto" in p.read_text()]
+def test_the_cli_and_admin_use_typed_clients_never_generated_messages():
+    """`grep -rn _proto bkctl/ admin/` is empty: they go through bookie.client (its typed BookieClient and admin
+    clients), never raw protobuf."""
+    offenders = [
+        str(p.relative_to(ROOT))
+        for d in ("bkctl", "admin")
+        for p in (ROOT / d).rglob("*.py")
+        if "_proto" in p.read_text()
+    ]
     assert offenders == []
 
 

@@ -103,7 +103,7 @@ async def bookie_infos(core, bookie_ids: list[str]) -> dict[str, tuple[int, int]
         except (TimeoutError, BKError, OSError) as exc:
             log.info("GET_BOOKIE_INFO on %s failed: %s", bookie_id, exc)
             return None
-        return (answer.totalDiskCapacity, answer.freeDiskSpace) if answer.status == 0 else None
+        return (answer.total_disk_capacity, answer.free_disk_space) if answer.status == 0 else None
 
     answers = await asyncio.gather(*(ask(b) for b in bookie_ids))
     return {b: answer for b, answer in zip(bookie_ids, answers, strict=True) if answer is not None}
