@@ -324,7 +324,7 @@ def run(config: BookieConfig, network: BookieNetwork) -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     try:
         import uvloop  # ~20% less CPU per message (DESIGN.md)
-
-        uvloop.run(serve(config, network))
-    except ImportError:
+    except ImportError:  # only the import: an ImportError raised by the bookie itself must not start it twice
         asyncio.run(serve(config, network))
+    else:
+        uvloop.run(serve(config, network))

@@ -138,6 +138,13 @@ class BookieServicer(pb_grpc.BookieServicer):
             self.stats.op(REQUEST_STATS.get(operation, operation + "_REQUEST")).event(seconds, ok)
         return response
 
+    def _forget_waiter(self, ledger_id: int, waiter: asyncio.Future) -> None:
+        waiters = self._lac_waiters.get(ledger_id)
+        if waiters is not None and waiter in waiters:
+            waiters.remove(waiter)
+            if not waiters:
+                del self._lac_waiters[ledger_id]
+
     def _lac_advanced(self, ledger_id: int) -> None:
         for waiter in self._lac_waiters.pop(ledger_id, ()):
             if not waiter.done():
@@ -326,6 +333,8 @@ class BookieServicer(pb_grpc.BookieServicer):
                 advanced = True
             except TimeoutError:
                 advanced = False
+            finally:  # timed out or cancelled (the client went away): no waiter stays behind for a quiet ledger
+                self._forget_waiter(ledger_id, waiter)
             self.stats.op("READ_ENTRY_LONG_POLL_WAIT").event(time.perf_counter() - waiting, advanced)
             lac = self.storage.lac(ledger_id)
         response.maxLAC = lac

@@ -1,3 +1,5 @@
+"""Fixtures of the single-process tests: a ledger storage on a temporary directory, opened and stopped here."""
+
 import pytest
 
 from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
