@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import sys
@@ -10,7 +11,7 @@ import sys
 import click
 
 from bkctl import __version__, examples
-from bkctl.errors import ExitCode, Terminated, exit_code_for, interruption
+from bkctl.errors import ExitCode, Terminated, exit_code_for, exit_codes_summary, interruption
 from bkctl.options import MAX_TIMEOUT, complete_context_names, finite_seconds, log_format_option
 from bookie.errors import BKError
 
@@ -149,15 +150,15 @@ def cli(
 
     The cluster: -u, else -c, else --context (options before environment variables), else the current context
     (`bkctl config use-context`), else the running sandbox; -v says which.
-
-    Exit codes: 0 ok, 1 failed, 2 usage, 3 problems found, 4 unauthorized, 5 not found,
-    6 service unreachable, 130 interrupted, 143 terminated.
     """
     from bkctl.app import Application
 
     _terminate_on_sigterm(ctx)
     _configure_logging(verbose, log_format)
     ctx.obj = Application(ctx, service_uri, conf, verbose, timeout, context, log_format)
+
+
+cli.help = f"{inspect.cleandoc(cli.help or '')}\n\nExit codes (bkctl.errors, the one table): {exit_codes_summary()}."
 
 
 def main() -> None:

@@ -48,6 +48,12 @@ EXIT_CODE_MEANINGS = {
     ExitCode.TERMINATED: "terminated (SIGTERM)",
 }
 
+
+def exit_codes_summary() -> str:
+    """``0 ok, 1 failed, ...``: the codes in a line, for the root command's help."""
+    return ", ".join(f"{code.value} {code.name.lower().replace('_', ' ')}" for code in ExitCode)
+
+
 # First match wins: subclasses before their bases.
 EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (CheckFailed, ExitCode.PROBLEMS),

@@ -1,5 +1,7 @@
 import click
 
+from bkctl.errors import ExitCode
+
 from bkctl.options import output_option
 from bkctl.pulsar.common import pulsar_zk_option
 
@@ -44,4 +46,4 @@ def list_ledgers(app, meta: bool, owner: bool, pulsar_zk: str | None):
         empty="no ledgers",
     )
     if failed:
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(ExitCode.FAILED)

@@ -177,3 +177,16 @@ def test_completion_scripts(bkctl, shell, marker):
     result = bkctl("completion", shell)
     assert result.exit_code == 0
     assert marker in result.stdout and "_BKCTL_COMPLETE" in result.stdout
+
+
+def test_readme_help_and_man_page_give_the_exit_codes_of_the_one_table(bkctl):
+    from pathlib import Path
+
+    from bkctl.errors import EXIT_CODE_MEANINGS, ExitCode
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.split("### Exit codes\n")[1].strip().split("\n\n")[0].splitlines()[2:]
+    assert table == [f"| {code.value} | {meaning} |" for code, meaning in EXIT_CODE_MEANINGS.items()]
+    assert list(EXIT_CODE_MEANINGS) == list(ExitCode)
+    help_text = " ".join(bkctl("--help").stdout.split())
+    assert all(f"{code.value} {code.name.lower().replace('_', ' ')}" in help_text for code in ExitCode)
