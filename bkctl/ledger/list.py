@@ -1,7 +1,6 @@
 import click
 
 from bkctl.errors import ExitCode
-
 from bkctl.options import output_option
 from bkctl.pulsar.common import pulsar_zk_option
 
