@@ -58,7 +58,14 @@ def _isolated_env(monkeypatch, tmp_path):
     """No test reaches a sandbox, contexts or configuration of the machine it runs on."""
     monkeypatch.setenv("BKCTL_SANDBOX_DIR", str(tmp_path / "sandbox-state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # bkctl's contexts file, in bkctl/config.yaml
-    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF", "BKCTL_CONTEXT", "BKCTL_LOG_FORMAT"):
+    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF", "BKCTL_CONTEXT", "BKCTL_LOG_FORMAT", "BKCTL_LEDGER_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    for name in (
+        "BKCTL_ZK_ENABLE_SECURITY",
+        "BKCTL_ZK_DIGEST_AUTH_FILE",
+        "BKCTL_ZK_JAAS_CONFIG",
+        "BKCTL_ZK_SASL_CLIENTCONFIG",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "80")

@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionLoss,
     KazooException,
@@ -27,6 +28,7 @@ from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialT
 from kazoo.retry import KazooRetry
 
 from bookie.errors import BKError, MetadataVersionConflict, NotFound, ServiceUnavailable, Unauthorized
+from bookie.meta.security import ZkSecurity
 from bookie.meta.uri import ServiceUri
 
 log = logging.getLogger(__name__)
@@ -97,8 +99,13 @@ def zk_errors(what: str) -> Iterator[None]:
         raise MetadataVersionConflict(f"{what}: changed concurrently (version conflict)") from None
     except NoNodeError:
         raise NotFound(f"{what}: no such znode") from None
+    except AuthFailedError:
+        raise Unauthorized(f"{what}: ZooKeeper refused the SASL login (wrong username or password?)") from None
     except NoAuthError:
-        raise Unauthorized(f"{what}: ZooKeeper denied access") from None
+        raise Unauthorized(
+            f"{what}: ZooKeeper denied access (a secure cluster's znodes are its creator's: authenticate as that "
+            "user with zkDigestAuthFile or java.security.auth.login.config)"
+        ) from None
     except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as exc:
         raise ServiceUnavailable(f"{what}: lost the ZooKeeper connection ({type(exc).__name__})") from None
     except KazooException as exc:
@@ -125,13 +132,21 @@ class _BoundedHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazo
 
 
 class MetadataStore:
-    """One ZooKeeper session for one service URI. A context manager; :meth:`close` ends the session."""
+    """One ZooKeeper session for one service URI. A context manager; :meth:`close` ends the session.
+
+    ``security``: how the session authenticates and whether what it creates is private to it (see
+    :mod:`bookie.meta.security`); by default from the environment's ``BKCTL_ZK_*`` variables."""
 
     def __init__(
-        self, uri: ServiceUri, connect_timeout: float = CONNECT_TIMEOUT, session_timeout: float = SESSION_TIMEOUT
+        self,
+        uri: ServiceUri,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        session_timeout: float = SESSION_TIMEOUT,
+        security: ZkSecurity | None = None,
     ):
         self.uri = uri
         self.root = uri.root
+        self.security = security if security is not None else ZkSecurity.from_settings()
         # Reconnect for as long as the session lives: kazoo ends its connection thread for good when this policy
         # gives up, which left a bookie (or the auditor) running but cut off after a short ZooKeeper outage.
         # The first connection is bounded by start(timeout) below, every later call by the handler (_BoundedHandler).
@@ -143,6 +158,7 @@ class MetadataStore:
             handler=_BoundedHandler(max(connect_timeout, session_timeout)),
             command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
             logger=logging.getLogger("kazoo.client"),
+            **self.security.kazoo_options(),
         )
         try:
             self.zk.start(timeout=connect_timeout)
@@ -153,6 +169,15 @@ class MetadataStore:
                 f"cannot reach ZooKeeper at {uri.zk_hosts} (gave up after {connect_timeout:g} s)"
             ) from None
         self._closed = False
+        if self.security.sasl is not None:
+            # kazoo reports the session connected before its SASL login is answered: a refused login would surface
+            # as the first request's failure, perhaps deep in a command; one round trip makes it this one's
+            try:
+                with zk_errors(f"log in to ZooKeeper at {uri.zk_hosts} as {self.security.identity}"):
+                    self.zk.exists("/")
+            except BKError:
+                self.close()
+                raise
 
     def __enter__(self) -> MetadataStore:
         return self
