@@ -81,11 +81,19 @@ class EmbeddedZooKeeper:
     in a 0600 file; the JVM is told its path, never a password). Digest authentication (``addauth digest``) needs
     nothing on the server: ZooKeeper always has it."""
 
-    def __init__(self, directory: Path, port: int, tick_ms: int = 1000, sasl_users: dict[str, str] | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        port: int,
+        tick_ms: int = 1000,
+        sasl_users: dict[str, str] | None = None,
+        four_letter_words: tuple[str, ...] = ("ruok", "srvr", "conf"),
+    ):
         self.directory = Path(directory)
         self.port = port
         self.tick_ms = tick_ms
         self.sasl_users = dict(sasl_users or {})
+        self.four_letter_words = four_letter_words  # what the server answers: ruok, srvr and conf are ours
         self.log_path = self.directory / "zookeeper.log"
 
     @property
@@ -123,7 +131,7 @@ class EmbeddedZooKeeper:
                 "clientPortAddress=127.0.0.1\n"
                 "admin.enableServer=false\n"
                 "maxClientCnxns=0\n"
-                "4lw.commands.whitelist=ruok,srvr,conf\n"
+                f"4lw.commands.whitelist={','.join(self.four_letter_words)}\n"
                 # one tick minimum lets tests expire sessions quickly; clients still ask for their own timeout
                 f"minSessionTimeout={2 * self.tick_ms}\n"
                 f"{sasl}"

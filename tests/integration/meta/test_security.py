@@ -1,8 +1,8 @@
 """zkEnableSecurity on a real ZooKeeper with SASL and digest authentication: what a secure cluster's bookies and
 bkctl create is theirs alone, as BookKeeper's CREATOR_ALL_ACL makes it.
 
-The ZooKeeper of this module accepts SASL DIGEST-MD5 logins (a JAAS Server section); digest authentication needs
-nothing on the server."""
+The ZooKeeper (conftest's ``secure_zookeeper``) accepts SASL DIGEST-MD5 logins (a JAAS Server section); digest
+authentication needs nothing on the server."""
 
 from __future__ import annotations
 
@@ -13,43 +13,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from bookie.local.bookies import LocalBookie, wait_registered
-from bookie.local.process import free_port, stop_process_group
-from bookie.local.zookeeper import EmbeddedZooKeeper
 from bookie.meta.security import ZkSecurity
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
-SASL_USER, SASL_PASSWORD = "bookkeeper", "sasl-Pw-8c1f"
-DIGEST_USER, DIGEST_PASSWORD = "bkadmin", "digest-Pw-51e0"
-LEDGER_PASSWORD = "ledger-Pw-77aa"
-
-
-@pytest.fixture(scope="module")
-def secure_zookeeper(tmp_path_factory):
-    zk = EmbeddedZooKeeper(tmp_path_factory.mktemp("secure-zk"), free_port(), sasl_users={SASL_USER: SASL_PASSWORD})
-    pid = zk.start()
-    yield zk
-    stop_process_group(pid)
-
-
-def private_file(path, text: str):
-    path.write_text(text)
-    path.chmod(0o600)
-    return path
-
-
-@pytest.fixture
-def credentials(tmp_path):
-    """The credential files of both kinds, and a ledger password file, each 0600."""
-    jaas = private_file(
-        tmp_path / "jaas.conf",
-        "// ZooKeeper's client login, as a Java bookie's JVM reads it\n"
-        "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
-        f'  username="{SASL_USER}"\n  password="{SASL_PASSWORD}";\n}};\n',
-    )
-    digest = private_file(tmp_path / "zk-digest", f"{DIGEST_USER}:{DIGEST_PASSWORD}\n")
-    ledger = private_file(tmp_path / "ledger-password", LEDGER_PASSWORD + "\n")
-    return {"jaas": jaas, "digest": digest, "ledger": ledger}
+from helpers import DIGEST_USER, jaas_client, private_file
 
 
 def anonymous(zk) -> KazooClient:
@@ -176,10 +144,7 @@ def test_sasl_credentials_from_the_environment_and_a_jaas_file(
 
         assert_private_to_creator(secure_zookeeper, uri, ZkSecurity.from_settings(), ledger_id, "sasl")
 
-        wrong = private_file(
-            tmp_path / "wrong-jaas.conf",
-            credentials["jaas"].read_text().replace(SASL_PASSWORD, "not-the-password"),
-        )
+        wrong = jaas_client(tmp_path / "wrong-jaas.conf", password="not-the-password")
         monkeypatch.setenv("BKCTL_ZK_JAAS_CONFIG", str(wrong))
         refused = bkctl("-u", uri, "ledger", "list")
         assert refused.exit_code == 4
