@@ -74,12 +74,15 @@ def read_secret_file(path: str | os.PathLike[str], what: str) -> bytes:
         raise InvalidArgument(f"{what} {path} does not exist") from None
     except OSError as exc:
         raise InvalidArgument(f"{what} {path} cannot be read: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(f.fileno()).st_mode  # of the file opened, not of whatever the path names a moment later
+    try:
+        mode = os.fstat(fd).st_mode  # of the file opened, not of whatever the path names a moment later
         if not stat.S_ISREG(mode):
             raise InvalidArgument(f"{what} {path} is not a regular file")
         if mode & 0o077:
             raise InvalidArgument(
                 f"{what} {path} is accessible by group or others (mode {stat.S_IMODE(mode):04o}): chmod 600 {path}"
             )
-        return f.read()
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    finally:
+        os.close(fd)

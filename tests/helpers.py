@@ -46,13 +46,17 @@ def private_file(path: Path, text: str) -> Path:
     return path
 
 
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def jaas_client(path: Path, user: str = SASL_USER, password: str = SASL_PASSWORD) -> Path:
     """A JAAS file with ZooKeeper's client login, as a Java bookie's JVM reads it."""
     return private_file(
         path,
         "// java.security.auth.login.config\n"
         "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
-        f'  username="{user}"\n  password="{password}";\n}};\n',
+        f'  username="{user}"\n  password="{_quoted(password)}";\n}};\n',
     )
 
 

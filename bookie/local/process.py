@@ -22,7 +22,8 @@ PROC = Path("/proc")
 
 
 def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
-    """Start ``args`` detached in a new session (its own process group), output appended to ``log_path``."""
+    """Start ``args`` detached in a new session (its own process group), output appended to ``log_path``; with umask
+    077, so that what it creates (ZooKeeper's snapshots, Spark's files) is private whatever our umask is."""
     with append_private(log_path) as log:  # 0600: a server's log is its owner's
         proc = subprocess.Popen(
             args,
@@ -32,6 +33,7 @@ def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cw
             env=env,
             cwd=cwd,
             start_new_session=True,
+            umask=0o077,
         )
     return proc.pid
 

@@ -153,4 +153,4 @@ def read_jaas_login(path: str, section: str = "Client") -> Credentials:
     options = {key: quoted if quoted else bare for key, quoted, bare in _JAAS_OPTION.findall(body)}
     if not options.get("username") or not options.get("password"):
         raise InvalidArgument(f"{what} {path}: the {section} section needs username and password")
-    return Credentials(options["username"], options["password"].replace('\\"', '"').replace("\\\\", "\\"))
+    return Credentials(options["username"], re.sub(r"\\(.)", r"\1", options["password"]))  # JAAS's \" and \\
