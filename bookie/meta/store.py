@@ -112,6 +112,41 @@ def zk_errors(what: str) -> Iterator[None]:
         raise BKError(f"{what}: ZooKeeper error {type(exc).__name__}") from None
 
 
+# Fields of kazoo's requests that hold a secret: a digest login's user:password (Auth), the session's password
+# (Connect), SASL tokens.
+_SECRET_FIELDS = frozenset({"auth", "passwd", "challenge"})
+
+
+def _redacted(value: object) -> object:
+    """``value`` as a log record may show it: bytes by their length only (znode data: ledger metadata holds the
+    ledger's password), a request's secret fields hidden, stats and strings (paths, hosts) as they are."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(value)} bytes>"
+    fields: tuple[str, ...] | None = getattr(value, "_fields", None)
+    if isinstance(value, tuple) and fields is not None:  # kazoo's requests and responses are named tuples
+        if type(value).__name__ == "ZnodeStat":
+            return value
+        shown = (f"{f}=<hidden>" if f in _SECRET_FIELDS else f"{f}={_redacted(getattr(value, f))!r}" for f in fields)
+        return f"{type(value).__name__}({', '.join(shown)})"
+    if isinstance(value, (tuple, list)):
+        return [_redacted(item) for item in value]
+    return value
+
+
+class _RedactSecrets(logging.Filter):
+    """kazoo logs each request and response whole at debug level (bkctl -vv): this keeps what each is and its path,
+    and no secret (see :func:`_redacted`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redacted(arg) for arg in record.args)
+        return True
+
+
+KAZOO_LOG = logging.getLogger("kazoo.client")  # every session's (MetadataStore passes it to kazoo)
+KAZOO_LOG.addFilter(_RedactSecrets())
+
+
 class _BoundedResult(AsyncResult):  # type: ignore[misc]  # kazoo's classes are untyped (Any)
     def get(self, block: bool = True, timeout: float | None = None) -> object:
         return super().get(block, self._handler.operation_timeout if timeout is None else timeout)
@@ -157,7 +192,7 @@ class MetadataStore:
             connection_retry=retry,
             handler=_BoundedHandler(max(connect_timeout, session_timeout)),
             command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-            logger=logging.getLogger("kazoo.client"),
+            logger=KAZOO_LOG,
             **self.security.kazoo_options(),
         )
         try:
