@@ -70,7 +70,8 @@ def serving(host: str, port: int, data_dir: Path | None = None, timeout: float =
 def jaas_server_section(users: dict[str, str]) -> str:
     """A JAAS file whose ``Server`` section lets ``users`` (name -> password) log in with SASL DIGEST-MD5, as
     ZooKeeper's SASL documentation writes it."""
-    logins = "".join(f'\n    user_{name}="{password}"' for name, password in users.items())
+    quoted = {name: password.replace("\\", "\\\\").replace('"', '\\"') for name, password in users.items()}
+    logins = "".join(f'\n    user_{name}="{password}"' for name, password in quoted.items())
     return f"Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required{logins};\n}};\n"
 
 

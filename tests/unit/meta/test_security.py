@@ -93,3 +93,37 @@ def test_bad_settings_are_one_clear_line(tmp_path, settings, files, message):
     with pytest.raises(InvalidArgument, match=message) as raised:
         ZkSecurity.from_settings(settings, {}, where=" in c.conf")
     assert "\n" not in str(raised.value)
+
+
+def test_kazoo_debug_records_show_requests_without_their_secrets():
+    """kazoo logs requests and responses whole: a digest login, the session password, znode data (ledger metadata
+    holds the ledger's password) must not reach bkctl's -vv output."""
+    import logging
+
+    from kazoo.protocol.serialization import Auth, Connect, Create, GetData
+
+    from bookie.meta.store import KAZOO_LOG
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
+    KAZOO_LOG.addHandler(handler)
+    level = KAZOO_LOG.level
+    KAZOO_LOG.setLevel(logging.DEBUG)
+    try:
+        KAZOO_LOG.debug("Sending request(xid=%s): %s", -4, Auth(0, "digest", "bkadmin:s3cret"))
+        KAZOO_LOG.debug("Sending request(xid=%s): %s", None, Connect(0, 0, 10000, 0, b"sessionpw", None))
+        KAZOO_LOG.debug("Sending request(xid=%s): %s", 7, Create("/ledgers/L1", b"password: s3cret", [], 0))
+        KAZOO_LOG.debug("Received response(xid=%s): %r", 8, (b"password: s3cret", None))
+        KAZOO_LOG.debug("Sending request(xid=%s): %s", 9, GetData("/ledgers/L1", None))
+    finally:
+        KAZOO_LOG.removeHandler(handler)
+        KAZOO_LOG.setLevel(level)
+    assert records == [
+        "Sending request(xid=-4): Auth(auth_type=0, scheme='digest', auth=<hidden>)",
+        "Sending request(xid=None): Connect(protocol_version=0, last_zxid_seen=0, time_out=10000, session_id=0, "
+        "passwd=<hidden>, read_only=None)",
+        "Sending request(xid=7): Create(path='/ledgers/L1', data='<16 bytes>', acl=[], flags=0)",
+        "Received response(xid=8): ['<16 bytes>', None]",
+        "Sending request(xid=9): GetData(path='/ledgers/L1', watcher=None)",
+    ]
