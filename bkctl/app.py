@@ -160,13 +160,25 @@ class Application:
         return millis / 1000
 
     @cached_property
+    def zk_security(self):
+        """ZooKeeper authentication and ACLs (bookie.meta.security): zkEnableSecurity, zkDigestAuthFile and
+        java.security.auth.login.config of -c, else their BKCTL_ZK_* variables."""
+        from bookie.meta.security import ZkSecurity
+
+        return ZkSecurity.from_settings(self.config, where=f" in {self.conf_path}" if self.config else "")
+
+    def open_store(self, connect_timeout: float, session_timeout: float):
+        """A new ZooKeeper session on this command's cluster, authenticated as its configuration says."""
+        from bookie.meta.store import MetadataStore
+
+        return MetadataStore(self.service_uri, connect_timeout, session_timeout, security=self.zk_security)
+
+    @cached_property
     def session(self):
         """A ZooKeeper session for this command, closed when it ends; the root may hold no cluster (yet)."""
-        from bookie.meta.store import SESSION_TIMEOUT, MetadataStore
+        from bookie.meta.store import SESSION_TIMEOUT
 
-        store = MetadataStore(
-            self.service_uri, connect_timeout=self.timeout, session_timeout=self.zk_timeout or SESSION_TIMEOUT
-        )
+        store = self.open_store(self.timeout, self.zk_timeout or SESSION_TIMEOUT)
         self.ctx.call_on_close(store.close)
         return store
 

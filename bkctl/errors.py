@@ -39,7 +39,7 @@ EXIT_CODE_MEANINGS = {
     "the message names the pip command)",
     ExitCode.USAGE: "bad usage or input: an unknown option, a malformed service URI, configuration or argument",
     ExitCode.PROBLEMS: "a check found problems, or the action would be unsafe",
-    ExitCode.UNAUTHORIZED: "unauthorized: wrong ledger password",
+    ExitCode.UNAUTHORIZED: "unauthorized: wrong ledger password, or ZooKeeper refused the login or denied access",
     ExitCode.NOT_FOUND: "not found: no such ledger, entry, bookie or cluster",
     ExitCode.UNREACHABLE: "a service (ZooKeeper, a bookie) could not be reached",
     ExitCode.UNSUPPORTED: "the bookie publishes no admin service for the operation (neither bkctl's nor "

@@ -17,6 +17,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             "bkctl -v -c /etc/bookkeeper/bk_server.conf bookies list",
             "the cluster a bookie's configuration names; -v says which one was used",
         ),
+        (
+            "BKCTL_ZK_ENABLE_SECURITY=true BKCTL_ZK_DIGEST_AUTH_FILE=/etc/bkctl/zk-digest bkctl cluster info",
+            "a secure cluster: ZooKeeper credentials from a file only its owner reads",
+        ),
     ],
     # autorecovery
     "autorecovery disable": [
@@ -153,6 +157,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "cluster init": [
         ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init --dry-run", "what would be created"),
         ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init", "create a new cluster's znodes"),
+        (
+            "bkctl -c /etc/bookkeeper/client.conf cluster init",
+            "a secure cluster (zkEnableSecurity=true and a login in the file): its znodes are that login's alone",
+        ),
     ],
     # completion
     "completion": [
@@ -211,7 +219,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
     "ledger recover": [
         ("bkctl ledger recover 42 --dry-run", "what recovery would close it at"),
-        ("bkctl ledger recover 42 --password secret", "fence and close it"),
+        ("BKCTL_LEDGER_PASSWORD=secret bkctl ledger recover 42", "fence and close it (no password in ps)"),
     ],
     "ledger simpletest": [
         ("bkctl ledger simpletest -n 100", "a health probe for cron: exit 1 on failure"),

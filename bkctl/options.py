@@ -75,18 +75,25 @@ def password_options(command):
     """``--password P`` / ``--password-file F``: the ledger's password (empty by default)."""
     command = click.option(
         "--password-file",
-        type=click.Path(exists=True, dir_okay=False),
-        help="Read the password from the first line of a file.",
+        type=click.Path(dir_okay=False),
+        help="Read the password from the first line of a file readable by its owner only (chmod 600).",
     )(command)
-    return click.option("--password", help="The ledger's password [default: empty].")(command)
+    return click.option(
+        "--password",
+        envvar="BKCTL_LEDGER_PASSWORD",
+        show_envvar=False,
+        help="The ledger's password; on a command line others see it in ps: prefer --password-file or "
+        "BKCTL_LEDGER_PASSWORD [env BKCTL_LEDGER_PASSWORD; default: empty].",
+    )(command)
 
 
 def read_password(password: str | None, password_file: str | None) -> bytes:
+    from bookie.conf import read_secret_file
+
     if password is not None and password_file is not None:
         raise click.UsageError("give --password or --password-file, not both")
     if password_file is not None:
-        with open(password_file, "rb") as f:
-            return f.readline().rstrip(b"\r\n")
+        return read_secret_file(password_file, "ledger password file").split(b"\n", 1)[0].rstrip(b"\r")
     return (password or "").encode()
 
 
@@ -127,14 +134,13 @@ def _from_cluster(ctx: click.Context, incomplete: str, names) -> list[str]:
     import time
 
     from bkctl.app import Application
-    from bookie.meta.store import MetadataStore
 
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # no "connection refused" lines on the shell's prompt
     found = []
     try:
         app = Application.of(ctx)
         timeout = min(app.timeout, COMPLETION_TIMEOUT)
-        with MetadataStore(app.service_uri, connect_timeout=timeout, session_timeout=max(timeout, 4)) as store:
+        with app.open_store(timeout, max(timeout, 4)) as store:
             deadline = time.monotonic() + COMPLETION_TIMEOUT
             for name in names(store):
                 if name.startswith(incomplete):

@@ -35,6 +35,14 @@ ENVIRONMENT = {
     "BKCTL_TIMEOUT": "Seconds to wait for ZooKeeper, as --timeout.",
     "BKCTL_LOG_FORMAT": "How log records are written to stderr, text or json, as --log-format.",
     "BKCTL_SANDBOX_DIR": "The sandbox state directory (default ~/.local/state/bkctl/sandbox).",
+    "BKCTL_LEDGER_PASSWORD": "The ledger password, as --password (which others see in ps; this they do not).",
+    "BKCTL_ZK_ENABLE_SECURITY": "true: what bkctl creates in ZooKeeper is private to its login, as zkEnableSecurity "
+    "in -c's file (which wins).",
+    "BKCTL_ZK_DIGEST_AUTH_FILE": "A file (0600) whose first line is user:password: ZooKeeper digest authentication, "
+    "as zkDigestAuthFile.",
+    "BKCTL_ZK_JAAS_CONFIG": "A JAAS file (0600) whose Client section's DigestLoginModule username and password log in "
+    "with SASL DIGEST-MD5, as java.security.auth.login.config.",
+    "BKCTL_ZK_SASL_CLIENTCONFIG": "Another section of that JAAS file than Client, as zookeeper.sasl.clientconfig.",
     "XDG_CONFIG_HOME": "Where the contexts file is (default ~/.config).",
 }
 FILES = {

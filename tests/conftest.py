@@ -19,7 +19,16 @@ from bookie.local.zookeeper import EmbeddedZooKeeper
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
-from helpers import BookieHarness
+from helpers import (
+    DIGEST_PASSWORD,
+    DIGEST_USER,
+    LEDGER_PASSWORD,
+    SASL_PASSWORD,
+    SASL_USER,
+    BookieHarness,
+    jaas_client,
+    private_file,
+)
 
 _namespaces = itertools.count(1)
 
@@ -30,6 +39,33 @@ def zookeeper(tmp_path_factory):
     pid = zk.start()
     yield zk
     stop_process_group(pid)
+
+
+@pytest.fixture(scope="session")
+def secure_zookeeper(tmp_path_factory):
+    """A ZooKeeper that also accepts SASL DIGEST-MD5 logins of helpers.SASL_USER (digest needs nothing). It answers
+    `dump` too: the oracle's bk-cluster waits for Java bookies' registrations with it, or else with an
+    unauthenticated ZooKeeper shell that a secure cluster refuses."""
+    zk = EmbeddedZooKeeper(
+        tmp_path_factory.mktemp("secure-zk"),
+        free_port(),
+        sasl_users={SASL_USER: SASL_PASSWORD},
+        four_letter_words=("ruok", "srvr", "conf", "dump"),
+    )
+    pid = zk.start()
+    yield zk
+    stop_process_group(pid)
+
+
+@pytest.fixture
+def credentials(tmp_path):
+    """ZooKeeper credentials of both kinds (a JAAS Client section, a digest file) and a ledger password file,
+    each 0600."""
+    return {
+        "jaas": jaas_client(tmp_path / "jaas.conf"),
+        "digest": private_file(tmp_path / "zk-digest", f"{DIGEST_USER}:{DIGEST_PASSWORD}\n"),
+        "ledger": private_file(tmp_path / "ledger-password", LEDGER_PASSWORD + "\n"),
+    }
 
 
 @pytest.fixture
@@ -58,7 +94,14 @@ def _isolated_env(monkeypatch, tmp_path):
     """No test reaches a sandbox, contexts or configuration of the machine it runs on."""
     monkeypatch.setenv("BKCTL_SANDBOX_DIR", str(tmp_path / "sandbox-state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # bkctl's contexts file, in bkctl/config.yaml
-    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF", "BKCTL_CONTEXT", "BKCTL_LOG_FORMAT"):
+    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF", "BKCTL_CONTEXT", "BKCTL_LOG_FORMAT", "BKCTL_LEDGER_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    for name in (
+        "BKCTL_ZK_ENABLE_SECURITY",
+        "BKCTL_ZK_DIGEST_AUTH_FILE",
+        "BKCTL_ZK_JAAS_CONFIG",
+        "BKCTL_ZK_SASL_CLIENTCONFIG",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "80")

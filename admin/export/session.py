@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Self
 
 from bookie.errors import BKError
+from bookie.files import append_private
 
 DEFAULTS = {"spark.ui.showConsoleProgress": "false"}
 GATEWAY_ATTEMPTS = 3
@@ -36,7 +37,7 @@ def _output_to(log_path: Path) -> Iterator[None]:
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
     try:
-        with open(log_path, "ab") as log:
+        with append_private(log_path) as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
         yield

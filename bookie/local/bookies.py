@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bookie.errors import ServiceUnavailable
+from bookie.files import private_dirs, write_private
 from bookie.local.process import free_port, running, spawn, stop_process_group, tail
 
 # Every server of a local bookie on 127.0.0.1 only, in BookKeeper's keys, as the oracle's bin/bk-conf writes them:
@@ -94,7 +95,7 @@ class LocalBookie:
         return bookie
 
     def write_conf(self, service_uri: str) -> None:
-        Path(self.directory).mkdir(parents=True, exist_ok=True)
+        private_dirs(self.directory)
         conf = {
             "metadataServiceUri": service_uri,
             "bookiePort": str(self.port),
@@ -107,7 +108,7 @@ class LocalBookie:
             **({"httpServerEnabled": "true", "httpServerPort": str(self.http_port)} if self.http_port else {}),
             **self.settings,
         }
-        self.conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        write_private(self.conf_path, "".join(f"{k}={v}\n" for k, v in conf.items()).encode())
 
     def start(self) -> int:
         self.pid = spawn([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(self.conf_path)], self.log_path)

@@ -16,13 +16,15 @@ import time
 from collections.abc import Container
 from pathlib import Path
 
+from bookie.files import append_private
+
 PROC = Path("/proc")
 
 
 def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
-    """Start ``args`` detached in a new session (its own process group), output appended to ``log_path``."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+    """Start ``args`` detached in a new session (its own process group), output appended to ``log_path``; with umask
+    077, so that what it creates (ZooKeeper's snapshots, Spark's files) is private whatever our umask is."""
+    with append_private(log_path) as log:  # 0600: a server's log is its owner's
         proc = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
@@ -31,6 +33,7 @@ def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cw
             env=env,
             cwd=cwd,
             start_new_session=True,
+            umask=0o077,
         )
     return proc.pid
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bookie.errors import BKError, ClusterAlreadyInitialised, NotFound
+from bookie.files import open_private, private_dirs, write_private
 from bookie.local import process
 from bookie.local.bookies import LOOPBACK_ONLY, LocalBookie, wait_registered
 from bookie.local.process import free_port, spawn, stop_process_group
@@ -141,8 +142,8 @@ class Sandbox:
         """Hold the directory's lock, so that one command at a time changes its processes and state file (a second
         ``start`` waits, then finds the sandbox running). The kernel releases it when the holder dies; processes we
         start do not inherit it (spawn closes their file descriptors)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / LOCK_FILE, "a") as lock:
+        private_dirs(self.dir)
+        with os.fdopen(open_private(self.dir / LOCK_FILE, os.O_WRONLY | os.O_APPEND), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield
 
@@ -181,12 +182,7 @@ class Sandbox:
 
     def save(self, state: SandboxState) -> None:
         """Write the state file atomically: a reader (or a crash) sees the old file or the new one, never half."""
-        tmp = self.state_file.with_name(STATE_FILE + ".tmp")
-        with open(tmp, "w") as f:
-            f.write(json.dumps(asdict(state), indent=2))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.state_file)
+        write_private(self.state_file, json.dumps(asdict(state), indent=2).encode(), sync=True)
 
     def running(self) -> SandboxState | None:
         """The state of the running sandbox, or None when its ZooKeeper is not running."""

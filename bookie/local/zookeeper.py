@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from bookie.errors import BKError, ServiceUnavailable
+from bookie.files import private_dirs, write_private
 from bookie.local.java import find_java
 from bookie.local.process import pid_alive, spawn, stop_process_group, tail
 
@@ -66,13 +67,34 @@ def serving(host: str, port: int, data_dir: Path | None = None, timeout: float =
     return data_dir is None or f"dataDir={data_dir}".encode() in _four_letters(host, port, b"conf", timeout)
 
 
-class EmbeddedZooKeeper:
-    """One standalone ZooKeeper server with its data and log under ``directory``."""
+def jaas_server_section(users: dict[str, str]) -> str:
+    """A JAAS file whose ``Server`` section lets ``users`` (name -> password) log in with SASL DIGEST-MD5, as
+    ZooKeeper's SASL documentation writes it."""
+    quoted = {name: password.replace("\\", "\\\\").replace('"', '\\"') for name, password in users.items()}
+    logins = "".join(f'\n    user_{name}="{password}"' for name, password in quoted.items())
+    return f"Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required{logins};\n}};\n"
 
-    def __init__(self, directory: Path, port: int, tick_ms: int = 1000):
+
+class EmbeddedZooKeeper:
+    """One standalone ZooKeeper server with its data and log under ``directory``.
+
+    ``sasl_users`` (name -> password): accept SASL DIGEST-MD5 logins of these users (the JAAS ``Server`` section,
+    in a 0600 file; the JVM is told its path, never a password). Digest authentication (``addauth digest``) needs
+    nothing on the server: ZooKeeper always has it."""
+
+    def __init__(
+        self,
+        directory: Path,
+        port: int,
+        tick_ms: int = 1000,
+        sasl_users: dict[str, str] | None = None,
+        four_letter_words: tuple[str, ...] = ("ruok", "srvr", "conf"),
+    ):
         self.directory = Path(directory)
         self.port = port
         self.tick_ms = tick_ms
+        self.sasl_users = dict(sasl_users or {})
+        self.four_letter_words = four_letter_words  # what the server answers: ruok, srvr and conf are ours
         self.log_path = self.directory / "zookeeper.log"
 
     @property
@@ -88,21 +110,33 @@ class EmbeddedZooKeeper:
         """What names this server in its command line (see :func:`bookie.local.process.running`)."""
         return (MAIN_CLASS, str(self.conf_path))
 
+    @property
+    def jaas_path(self) -> Path:
+        return self.directory / "jaas.conf"
+
     def _write_config(self) -> Path:
-        data = self.directory / "data"
-        data.mkdir(parents=True, exist_ok=True)
-        (self.directory / "log4j2.properties").write_text(LOG4J2)
+        data = private_dirs(self.directory / "data")
+        private_dirs(self.directory)
+        write_private(self.directory / "log4j2.properties", LOG4J2.encode())
+        sasl = ""
+        if self.sasl_users:
+            write_private(self.jaas_path, jaas_server_section(self.sasl_users).encode())
+            sasl = "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
         cfg = self.conf_path
-        cfg.write_text(
-            f"tickTime={self.tick_ms}\n"
-            f"dataDir={data}\n"
-            f"clientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\n"
-            "admin.enableServer=false\n"
-            "maxClientCnxns=0\n"
-            "4lw.commands.whitelist=ruok,srvr,conf\n"
-            # one tick minimum lets tests expire sessions quickly; clients still ask for their own timeout
-            f"minSessionTimeout={2 * self.tick_ms}\n"
+        write_private(
+            cfg,
+            (
+                f"tickTime={self.tick_ms}\n"
+                f"dataDir={data}\n"
+                f"clientPort={self.port}\n"
+                "clientPortAddress=127.0.0.1\n"
+                "admin.enableServer=false\n"
+                "maxClientCnxns=0\n"
+                f"4lw.commands.whitelist={','.join(self.four_letter_words)}\n"
+                # one tick minimum lets tests expire sessions quickly; clients still ask for their own timeout
+                f"minSessionTimeout={2 * self.tick_ms}\n"
+                f"{sasl}"
+            ).encode(),
         )
         return cfg
 
@@ -115,6 +149,7 @@ class EmbeddedZooKeeper:
             "-XX:+UseSerialGC",
             f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
             "-Dzookeeper.admin.enableServer=false",
+            *([f"-Djava.security.auth.login.config={self.jaas_path}"] if self.sasl_users else []),
             "-cp",
             zookeeper_classpath(),
             MAIN_CLASS,

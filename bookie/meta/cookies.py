@@ -15,6 +15,7 @@ from kazoo.exceptions import NodeExistsError
 
 from bookie._proto.data_formats_pb2 import CookieFormat
 from bookie.errors import CorruptData, MetadataVersionConflict, NotFound
+from bookie.files import private_dirs, write_private
 from bookie.meta.store import MetadataStore, zk_errors
 
 COOKIE_VERSION = 5
@@ -131,14 +132,8 @@ def read_local_cookie(directory: str | os.PathLike[str]) -> Cookie | None:
 
 def write_local_cookie(directory: str | os.PathLike[str], cookie: Cookie) -> None:
     """Write ``<directory>/current/VERSION`` atomically (temp file, fsync, rename)."""
-    current = Path(directory) / "current"
-    current.mkdir(parents=True, exist_ok=True)
-    tmp = current / (VERSION_FILE + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(cookie.encode())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, current / VERSION_FILE)
+    current = private_dirs(Path(directory) / "current")
+    write_private(current / VERSION_FILE, cookie.encode(), sync=True)
 
 
 def remove_local_cookie(directory: str | os.PathLike[str]) -> None:

@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionLoss,
     KazooException,
@@ -27,6 +28,7 @@ from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialT
 from kazoo.retry import KazooRetry
 
 from bookie.errors import BKError, MetadataVersionConflict, NotFound, ServiceUnavailable, Unauthorized
+from bookie.meta.security import ZkSecurity
 from bookie.meta.uri import ServiceUri
 
 log = logging.getLogger(__name__)
@@ -97,12 +99,52 @@ def zk_errors(what: str) -> Iterator[None]:
         raise MetadataVersionConflict(f"{what}: changed concurrently (version conflict)") from None
     except NoNodeError:
         raise NotFound(f"{what}: no such znode") from None
+    except AuthFailedError:
+        raise Unauthorized(f"{what}: ZooKeeper refused the SASL login (wrong username or password?)") from None
     except NoAuthError:
-        raise Unauthorized(f"{what}: ZooKeeper denied access") from None
+        raise Unauthorized(
+            f"{what}: ZooKeeper denied access (a secure cluster's znodes are its creator's: authenticate as that "
+            "user with zkDigestAuthFile or java.security.auth.login.config)"
+        ) from None
     except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as exc:
         raise ServiceUnavailable(f"{what}: lost the ZooKeeper connection ({type(exc).__name__})") from None
     except KazooException as exc:
         raise BKError(f"{what}: ZooKeeper error {type(exc).__name__}") from None
+
+
+# Fields of kazoo's requests that hold a secret: a digest login's user:password (Auth), the session's password
+# (Connect), SASL tokens.
+_SECRET_FIELDS = frozenset({"auth", "passwd", "challenge"})
+
+
+def _redacted(value: object) -> object:
+    """``value`` as a log record may show it: bytes by their length only (znode data: ledger metadata holds the
+    ledger's password), a request's secret fields hidden, stats and strings (paths, hosts) as they are."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(value)} bytes>"
+    fields: tuple[str, ...] | None = getattr(value, "_fields", None)
+    if isinstance(value, tuple) and fields is not None:  # kazoo's requests and responses are named tuples
+        if type(value).__name__ == "ZnodeStat":
+            return value
+        shown = (f"{f}=<hidden>" if f in _SECRET_FIELDS else f"{f}={_redacted(getattr(value, f))!r}" for f in fields)
+        return f"{type(value).__name__}({', '.join(shown)})"
+    if isinstance(value, (tuple, list)):
+        return [_redacted(item) for item in value]
+    return value
+
+
+class _RedactSecrets(logging.Filter):
+    """kazoo logs each request and response whole at debug level (bkctl -vv): this keeps what each is and its path,
+    and no secret (see :func:`_redacted`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redacted(arg) for arg in record.args)
+        return True
+
+
+KAZOO_LOG = logging.getLogger("kazoo.client")  # every session's (MetadataStore passes it to kazoo)
+KAZOO_LOG.addFilter(_RedactSecrets())
 
 
 class _BoundedResult(AsyncResult):  # type: ignore[misc]  # kazoo's classes are untyped (Any)
@@ -125,13 +167,21 @@ class _BoundedHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazo
 
 
 class MetadataStore:
-    """One ZooKeeper session for one service URI. A context manager; :meth:`close` ends the session."""
+    """One ZooKeeper session for one service URI. A context manager; :meth:`close` ends the session.
+
+    ``security``: how the session authenticates and whether what it creates is private to it (see
+    :mod:`bookie.meta.security`); by default from the environment's ``BKCTL_ZK_*`` variables."""
 
     def __init__(
-        self, uri: ServiceUri, connect_timeout: float = CONNECT_TIMEOUT, session_timeout: float = SESSION_TIMEOUT
+        self,
+        uri: ServiceUri,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        session_timeout: float = SESSION_TIMEOUT,
+        security: ZkSecurity | None = None,
     ):
         self.uri = uri
         self.root = uri.root
+        self.security = security if security is not None else ZkSecurity.from_settings()
         # Reconnect for as long as the session lives: kazoo ends its connection thread for good when this policy
         # gives up, which left a bookie (or the auditor) running but cut off after a short ZooKeeper outage.
         # The first connection is bounded by start(timeout) below, every later call by the handler (_BoundedHandler).
@@ -142,7 +192,8 @@ class MetadataStore:
             connection_retry=retry,
             handler=_BoundedHandler(max(connect_timeout, session_timeout)),
             command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-            logger=logging.getLogger("kazoo.client"),
+            logger=KAZOO_LOG,
+            **self.security.kazoo_options(),
         )
         try:
             self.zk.start(timeout=connect_timeout)
@@ -153,6 +204,15 @@ class MetadataStore:
                 f"cannot reach ZooKeeper at {uri.zk_hosts} (gave up after {connect_timeout:g} s)"
             ) from None
         self._closed = False
+        if self.security.sasl is not None:
+            # kazoo reports the session connected before its SASL login is answered: a refused login would surface
+            # as the first request's failure, perhaps deep in a command; one round trip makes it this one's
+            try:
+                with zk_errors(f"log in to ZooKeeper at {uri.zk_hosts} as {self.security.identity}"):
+                    self.zk.exists("/")
+            except BKError:
+                self.close()
+                raise
 
     def __enter__(self) -> MetadataStore:
         return self

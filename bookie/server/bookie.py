@@ -113,7 +113,10 @@ class BookieServer:
                 ) from None
         # off the event loop from here: the HTTP admin server answers its probes while ZooKeeper is slow
         self.store = await asyncio.to_thread(
-            MetadataStore, parse_service_uri(config.metadataServiceUri), session_timeout=config.zkTimeout / 1000
+            MetadataStore,
+            parse_service_uri(config.metadataServiceUri),
+            session_timeout=config.zkTimeout / 1000,
+            security=config.zk_security,
         )
         cookies = await asyncio.to_thread(
             check_cookies, self.store, self.bookie_id, config.journal_dir, config.ledger_dir, config.index_dir

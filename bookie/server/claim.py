@@ -19,6 +19,7 @@ import socket
 from pathlib import Path
 
 from bookie.errors import BKError
+from bookie.files import open_private, private_dirs
 
 LOCK_FILE = "bookie.lock"
 
@@ -44,8 +45,8 @@ class DirectoryLocks:
     def acquire(self, directories: list[Path]) -> None:
         seen = set()
         for directory in directories:
-            current = Path(directory) / "current"
-            current.mkdir(parents=True, exist_ok=True)
+            private_dirs(directory)  # the bookie's own: 0700 (its parent may be shared, and is left alone)
+            current = private_dirs(Path(directory) / "current")
             key = current.resolve()
             if key in seen:  # journal and ledgers on one directory: one lock (a second flock would refuse us)
                 continue
@@ -59,7 +60,7 @@ class DirectoryLocks:
 
 
 def _lock(directory: Path, path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_private(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

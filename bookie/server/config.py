@@ -13,6 +13,8 @@ from typing import ClassVar
 
 from bookie.conf import load_properties, metadata_service_uri
 from bookie.errors import InvalidArgument
+from bookie.meta.security import KEYS as ZK_SECURITY_KEYS
+from bookie.meta.security import ZkSecurity
 from bookie.server.network import check_bookie_id
 from bookie.storage.gc import GcConfig
 from bookie.storage.ledger_storage import StorageConfig
@@ -43,8 +45,8 @@ HONOURED_VALUES: dict[str, tuple[frozenset[str], str]] = {
     "entryLogPerLedgerEnabled": (frozenset({"false"}), "this bookie interleaves every ledger in one entry log"),
     "bookieAuthProviderFactoryClass": (frozenset({""}), "this bookie does not authenticate clients yet"),
 }
-# Read from the file by someone else than the fields below (bookie.conf.metadata_service_uri).
-READ_ELSEWHERE = frozenset({"zkServers", "zkLedgersRootPath"})
+# Read from the file by someone else than the fields below (bookie.conf.metadata_service_uri, bookie.meta.security).
+READ_ELSEWHERE = frozenset({"zkServers", "zkLedgersRootPath"}) | ZK_SECURITY_KEYS
 
 
 @dataclass
@@ -94,6 +96,7 @@ class BookieConfig:
     majorCompactionInterval: int = 86400
     compactionRate: int = 1000
     zkTimeout: int = 10000
+    zkEnableSecurity: bool = False  # ZooKeeper ACLs and credentials: bookie.meta.security
 
     ALIASES: ClassVar[dict[str, str]] = {
         "entryLogSizeLimit": "logSizeLimit",
@@ -105,6 +108,7 @@ class BookieConfig:
         # Set by load, and no configuration keys themselves (so not fields):
         self.unused_keys: list[str] = []  # keys of the file and overrides that this bookie does not use
         self.properties: dict[str, str] = {}  # every key of the file and overrides, as written (never changed)
+        self.zk_security = ZkSecurity()  # how the bookie authenticates to ZooKeeper (its credentials read at load)
 
     @classmethod
     def load(cls, path: str | None = None, overrides: dict[str, str] | None = None) -> BookieConfig:
@@ -136,6 +140,8 @@ class BookieConfig:
             except ValueError:
                 raise InvalidArgument(f"bad value for {raw_key}{where}: {text!r} is not a valid {field.type}") from None
         config.validate()
+        # read now: a missing or readable-by-others credentials file stops the start before anything is claimed
+        config.zk_security = ZkSecurity.from_settings(config.properties, where=where)
         return config
 
     def validate(self) -> None:

@@ -6,11 +6,11 @@ journal from there.
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 
 from bookie.errors import CorruptData
+from bookie.files import private_dirs, write_private
 from bookie.storage.group_commit import LogMark
 
 MARK = struct.Struct(">qq")
@@ -29,11 +29,5 @@ def read_last_mark(directory: Path) -> LogMark | None:
 
 
 def write_last_mark(directory: Path, mark: LogMark) -> None:
-    current = Path(directory) / "current"
-    current.mkdir(parents=True, exist_ok=True)
-    tmp = current / (FILE + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(MARK.pack(*mark))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, current / FILE)
+    current = private_dirs(Path(directory) / "current")
+    write_private(current / FILE, MARK.pack(*mark), sync=True)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bookie.errors import CorruptData
+from bookie.files import open_private, private_dirs, write_private
 from bookie.storage.files import fsync_dir, hex_ids
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,7 @@ class EntryLogger:
         on_flush_due: Callable[[], None] | None = None,
     ):
         self.directory = Path(directory)
-        (self.directory / "current").mkdir(parents=True, exist_ok=True)
+        private_dirs(self.directory / "current")
         self.size_limit = size_limit
         self.flush_bytes = flush_bytes
         self.on_flush_due = on_flush_due
@@ -184,11 +185,9 @@ class EntryLogger:
             self._seal()
         log_id = self._next_id()
         path = log_path(self.directory, log_id)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        self._fd = open_private(path, os.O_RDWR | os.O_EXCL)
         os.write(self._fd, HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"))
-        tmp = self.directory / "current" / "lastId.tmp"
-        tmp.write_text(f"{log_id:x}\n")
-        os.replace(tmp, self.directory / "current" / "lastId")
+        write_private(self.directory / "current" / "lastId", f"{log_id:x}\n".encode())
         self.current_id = log_id
         self._flushed = HEADER_SIZE
         self._buffer = bytearray()

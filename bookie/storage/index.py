@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookie.errors import CorruptData
+from bookie.files import open_private, private_dirs
 
 MAGIC = b"BKLE"
 VERSION = 1
@@ -88,9 +89,10 @@ class IndexFile:
     def _open(self, create: bool) -> int:
         if self._fd < 0:
             if create:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            flags = os.O_RDWR | (os.O_CREAT if create else 0)
-            self._fd = os.open(self.path, flags, 0o644)
+                private_dirs(self.path.parent)
+                self._fd = open_private(self.path, os.O_RDWR)
+            else:
+                self._fd = os.open(self.path, os.O_RDWR)
         return self._fd
 
     def read_header(self) -> IndexHeader:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import BinaryIO, Final, Literal, NamedTuple
 
 from bookie.errors import CorruptData
+from bookie.files import open_private, private_dirs
 from bookie.storage.files import fsync_dir, hex_ids
 
 MAGIC = b"BKLG"
@@ -301,9 +302,9 @@ class JournalFile:
     def __init__(self, directory: Path, journal_id: int, prealloc_bytes: int):
         self.id = journal_id
         self.path = journal_path(directory, journal_id)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         self.prealloc_bytes = max(prealloc_bytes, len(ZEROS))
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        self.fd = open_private(self.path, os.O_RDWR | os.O_EXCL)
         self.allocated = 0
         while self.allocated < self.prealloc_bytes:
             self._zero_chunk()

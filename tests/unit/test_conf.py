@@ -1,6 +1,6 @@
 import pytest
 
-from bookie.conf import load_properties, metadata_service_uri, parse_properties
+from bookie.conf import load_properties, metadata_service_uri, parse_properties, read_secret_file
 from bookie.errors import InvalidArgument
 from bookie.server.config import BookieConfig
 
@@ -104,3 +104,27 @@ def test_interfaces_are_listed_with_their_ipv4_address():
     from bookie.server.network import interfaces
 
     assert interfaces()["lo"] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660, 0o610])
+def test_a_secret_file_others_may_read_is_refused_naming_the_fix(tmp_path, mode):
+    secret = tmp_path / "key"
+    secret.write_text("s3cret\n")
+    secret.chmod(mode)
+    with pytest.raises(InvalidArgument) as raised:
+        read_secret_file(secret, "ledger password file")
+    assert str(raised.value) == (
+        f"ledger password file {secret} is accessible by group or others (mode {mode:04o}): chmod 600 {secret}"
+    )
+    assert "s3cret" not in str(raised.value)
+    secret.chmod(0o600)
+    assert read_secret_file(secret, "ledger password file") == b"s3cret\n"
+    secret.chmod(0o400)
+    assert read_secret_file(secret, "ledger password file") == b"s3cret\n"
+
+
+def test_a_secret_file_that_is_missing_or_no_file(tmp_path):
+    with pytest.raises(InvalidArgument, match=r"^TLS key file .*/none does not exist$"):
+        read_secret_file(tmp_path / "none", "TLS key file")
+    with pytest.raises(InvalidArgument, match=r"is not a regular file$"):
+        read_secret_file(tmp_path, "TLS key file")

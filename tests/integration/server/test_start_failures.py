@@ -170,3 +170,28 @@ def test_journal_corrupt_in_the_middle_refuses_the_start_until_overridden(harnes
     assert present == list(range(present[0], acked[-1] + 1))  # lost: only what the damaged write held
     assert 0 < present[0] < acked[-1]
     assert all(parse_entry(DIGESTER, answers[e].body, 1, e).payload == payload(1, e) for e in present)
+
+
+JAAS_CLIENT = 'Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="b" password="pw"; };\n'
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "what"),
+    [
+        ("zkDigestAuthFile", "bookie:pw\n", "ZooKeeper digest credentials file"),
+        ("java.security.auth.login.config", JAAS_CLIENT, "JAAS configuration file"),
+    ],
+)
+def test_a_credentials_file_others_may_read_refuses_the_start_before_anything_is_claimed(tmp_path, key, text, what):
+    """exit 2, one line naming the file and the fix; none of the bookie's directories created."""
+    secret = tmp_path / "credentials"
+    secret.write_text(text)
+    secret.chmod(0o644)
+    settings = {"zkEnableSecurity": "true", key: str(secret)}
+    bookie = LocalBookie.create(1, tmp_path / "bookie", "zk+hierarchical://127.0.0.1:1/ledgers", settings)
+    result = run_bookie(bookie.conf_path)
+    assert result.returncode == 2, result.stderr
+    assert error_lines(result) == [
+        f"error: {what} {secret} is accessible by group or others (mode 0644): chmod 600 {secret}"
+    ]
+    assert not Path(bookie.journal_dir).exists() and not Path(bookie.ledger_dir).exists()
