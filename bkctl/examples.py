@@ -77,6 +77,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
     "bookie decommission": [
         (f"bkctl bookie decommission {BOOKIE}", "retire a stopped bookie (asks first)"),
+        (f"bkctl bookie decommission {BOOKIE} --dry-run", "the ledgers it would re-replicate, and nothing done"),
         (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up after two hours"),
     ],
     "bookie gc": [
@@ -116,6 +117,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "bookie readonly": [
         (f"bkctl bookie readonly {BOOKIE} --on", "out of the write path (reads still served)"),
         (f"bkctl bookie readonly {BOOKIE} --off --dry-run", "what --off would do"),
+        ("bkctl bookie readonly --all --on --yes", "every bookie out of the write path"),
     ],
     "bookie recover": [
         (f"bkctl bookie recover {BOOKIE} --query", "the ledgers a lost bookie held"),

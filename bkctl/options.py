@@ -56,19 +56,27 @@ def _app_class():
     return Application
 
 
-def settings_option(help_text: str):
-    """``--set KEY=VALUE`` (repeatable): configuration keys, collected into a dict."""
+def key_values(prefix: str = ""):
+    """The one KEY=VALUE parser of the CLI, a click callback for a repeatable option (``--set``, ``--meta``,
+    ``--conf``): each value is KEY=VALUE, the key trimmed and not empty (and starting with ``prefix``), the value
+    as written (commas and all); the last of a repeated key wins. Gives a dict."""
 
-    def parse(ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
-        settings = {}
+    def parse(ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+        pairs = {}
         for value in values:
             key, sep, text = value.partition("=")
-            if not sep or not key.strip():
-                raise click.BadParameter(f"{value!r} is not KEY=VALUE", ctx=ctx)
-            settings[key.strip()] = text
-        return settings
+            key = key.strip()
+            if not sep or not key or not key.startswith(prefix):
+                raise click.BadParameter(f"{value!r} is not {prefix}KEY=VALUE", ctx=ctx)
+            pairs[key] = text
+        return pairs
 
-    return click.option("--set", "settings", multiple=True, callback=parse, metavar="KEY=VALUE", help=help_text)
+    return parse
+
+
+def settings_option(help_text: str):
+    """``--set KEY=VALUE`` (repeatable): configuration keys, collected into a dict."""
+    return click.option("--set", "settings", multiple=True, callback=key_values(), metavar="KEY=VALUE", help=help_text)
 
 
 def password_options(command):

@@ -21,8 +21,11 @@ WIDTH_SAMPLE = 200  # rows looked at to size the columns of a streamed table
 
 
 def format_bytes(n: int) -> str:
-    """A byte count for people: ``101.0 MiB``, ``3.2 KiB``, ``12 B``."""
-    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+    """A byte count for people, the one formatter of the CLI: ``1.8 TiB``, ``101.0 MiB``, ``3.2 KiB``, ``12 B``."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
 
 
 def _cell(value: Any) -> str:
@@ -121,7 +124,7 @@ class Terminal:
         self, description: str, total: float | None = None, unit: str = "entries", total_bytes: int | None = None
     ):
         """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n, size=0)``;
-        with ``total_bytes``, the bar also counts megabytes (``size`` bytes per call)."""
+        with ``total_bytes``, the bar also counts bytes (``size`` bytes per call)."""
         if not sys.stderr.isatty():
             yield lambda n=1, size=0: None
             return
@@ -130,17 +133,29 @@ class Terminal:
 
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit)]
         if total_bytes is not None:
-            columns.append(TextColumn(f"{{task.fields[mb]:.1f}}/{total_bytes / 1e6:.1f} MB"))
+            columns.append(TextColumn(f"{{task.fields[size]}}/{format_bytes(total_bytes)}"))
         columns.append(TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(description, total=total, mb=0.0)
+            task = bar.add_task(description, total=total, size=format_bytes(0))
             done = [0]
 
             def advance(n=1, size=0):
                 done[0] += size
-                bar.update(task, advance=n, mb=done[0] / 1e6)
+                bar.update(task, advance=n, size=format_bytes(done[0]))
 
             yield advance
+
+    # ---- questions (stderr) ----
+    def confirm(self, question: str, action: str, yes: bool) -> None:
+        """Ask before a destructive ``action`` unless ``yes`` (--yes); without a terminal to ask on, refuse (exit 2).
+        An answer other than yes aborts the command (exit 1, "error: aborted")."""
+        if yes:
+            return
+        if not sys.stdin.isatty():
+            from bookie.errors import InvalidArgument
+
+            raise InvalidArgument(f"refusing to {action} without --yes: no terminal to confirm on")
+        click.confirm(question, abort=True, err=True)
 
     # ---- diagnostics (stderr) ----
     def info(self, message: str) -> None:

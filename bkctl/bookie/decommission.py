@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import complete_bookie_ids, output_option
+from bkctl.options import complete_bookie_ids, dry_run_option, output_option
 
 
 @click.command()
@@ -14,28 +14,28 @@ from bkctl.options import complete_bookie_ids, output_option
     help="Give up (exit 1) if not done by then.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@dry_run_option
 @output_option
 @click.pass_obj
-def decommission(app, bookie_id, timeout, yes):
+def decommission(app, bookie_id, timeout, yes, dry_run):
     """Retire a bookie that is down: re-replicate everything it held, then remove its cookie
 
     Refuses while the bookie is still registered (stop it first). Ends with no ledger naming it, or exit 1 with
-    what is left.
+    what is left. --dry-run lists the ledgers that would be re-replicated, and changes nothing.
     """
-    import sys
 
-    from bkctl.bookie.recover import show
+    from bkctl.bookie.recover import list_affected, show
     from bkctl.bookie.targets import require_known_bookies
     from bookie.client.rereplication import decommission as rereplicate
     from bookie.client.rereplication import delete_cookies, require_stopped
-    from bookie.errors import BKError, InvalidArgument
+    from bookie.errors import BKError
 
     require_stopped(app.metadata, bookie_id)
     require_known_bookies(app, [bookie_id])
-    if not yes:
-        if not sys.stdin.isatty():
-            raise InvalidArgument("refusing to decommission without --yes: no terminal to confirm on")
-        click.confirm(f"Decommission {bookie_id}?", abort=True, err=True)
+    if dry_run:
+        list_affected(app, {bookie_id}, dry_run_verb="re-replicated, then its cookie removed")
+        return
+    app.terminal.confirm(f"Decommission {bookie_id}?", "decommission", yes)
     with app.terminal.progress("re-replicating", unit="ledgers") as advance:
 
         def progress(kind: str, n: int) -> None:

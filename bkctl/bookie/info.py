@@ -1,28 +1,25 @@
 import click
 
-from bkctl.options import complete_bookie_ids, output_option
+from bkctl.bookie.targets import bookies_argument
+from bkctl.options import output_option
+from bkctl.terminal import format_bytes
 
 
 @click.command()
-@click.argument("bookie_id", metavar="[BOOKIE]", required=False, shell_complete=complete_bookie_ids)
-@click.option("--all", "all_bookies", is_flag=True, help="Every registered bookie.")
+@bookies_argument(http=False)
 @output_option
 @click.pass_obj
-def info(app, bookie_id: str | None, all_bookies: bool):
-    """Show a bookie's disk capacity and free space (GET_BOOKIE_INFO), ours or an Apache BookKeeper bookie
+def info(app, bookie_ids: tuple[str, ...], all_bookies: bool):
+    """Show bookies' disk capacity and free space (GET_BOOKIE_INFO), ours or Apache BookKeeper bookies
 
-    Exit 6 when a bookie asked for does not answer (with --all: every other bookie is still shown).
+    Exit 6 when a bookie asked for does not answer (every other bookie is still shown).
     """
+    from bkctl.bookie.targets import target_bookies
     from bkctl.errors import exit_for_errors
-    from bookie.errors import BKError, InvalidArgument
-    from bookie.meta.registration import BookieRegistry
+    from bookie.errors import BKError
 
-    registry = BookieRegistry(app.metadata)
-    if bool(bookie_id) == all_bookies:
-        raise InvalidArgument("name one BOOKIE or pass --all")
-    bookies = [registry.get(bookie_id)] if bookie_id else registry.list(writable=True, readonly=True)
     docs, failed = [], []
-    for bookie in bookies:
+    for bookie in target_bookies(app, bookie_ids, all_bookies):
         doc = {"bookieId": bookie.bookie_id, "state": bookie.state, "totalDiskCapacity": None, "freeDiskSpace": None}
         try:
             total, free = app.client.bookie_info(bookie.bookie_id, timeout=5)
@@ -32,14 +29,14 @@ def info(app, bookie_id: str | None, all_bookies: bool):
             failed.append(exc)
         docs.append(doc)
 
-    def gib(value):
-        return None if value is None else f"{value / 2**30:.1f} GiB"
+    def size(value):
+        return None if value is None else format_bytes(value)
 
     def used(doc):
         total, free = doc["totalDiskCapacity"], doc["freeDiskSpace"]
         return None if not total else f"{100 * (total - free) / total:.0f}%"
 
-    rows = [[d["bookieId"], d["state"], gib(d["totalDiskCapacity"]), gib(d["freeDiskSpace"]), used(d)] for d in docs]
+    rows = [[d["bookieId"], d["state"], size(d["totalDiskCapacity"]), size(d["freeDiskSpace"]), used(d)] for d in docs]
     app.terminal.document(
         docs, lambda: app.terminal.table(["BOOKIE", "STATE", "TOTAL", "FREE", "USED"], rows, "no bookies registered")
     )

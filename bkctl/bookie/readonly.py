@@ -1,33 +1,44 @@
 import click
 
-from bkctl.bookie.targets import http_port_option
-from bkctl.options import complete_bookie_ids, dry_run_option
+from bkctl.bookie.targets import bookies_argument
+from bkctl.options import dry_run_option
 
 
 @click.command()
-@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
-@click.option("--on/--off", "read_only", required=True, help="Make the bookie read-only, or writable again.")
-@http_port_option
+@bookies_argument
+@click.option("--on/--off", "read_only", required=True, help="Make the bookies read-only, or writable again.")
 @dry_run_option
+@click.option("--yes", is_flag=True, help="Do not ask before making every bookie read-only (--all --on).")
 @click.pass_obj
-def readonly(app, bookie_id: str, read_only: bool, dry_run: bool):
-    """Put a bookie in read-only mode (it refuses new adds, still serves reads), or take it out
+def readonly(app, bookie_ids: tuple[str, ...], all_bookies: bool, read_only: bool, dry_run: bool, yes: bool):
+    """Put bookies in read-only mode (they refuse new adds, still serve reads), or take them out
 
     A bookie that is read-only because its disks are full stays read-only until they have room (--off only lifts
-    the operator's setting).
+    the operator's setting). --all --on stops every write to the cluster, so it asks first. Exit 6 when a bookie
+    does not answer, 7 when it publishes no admin service.
     """
-    from bkctl.bookie.targets import over_http_if_asked
-    from bookie.client.admin_client import admin_client
-    from bookie.meta.registration import BookieRegistry
+    from admin.bookie_admin import fan_out
+    from bkctl.bookie.targets import target_bookies
+    from bkctl.errors import exit_for_errors
 
-    (bookie,) = over_http_if_asked([BookieRegistry(app.metadata).get(bookie_id)])
+    bookies = target_bookies(app, bookie_ids, all_bookies)
     wanted = "read-only" if read_only else "writable"
     if dry_run:
-        app.terminal.line(f"bookie/{bookie_id} would be made {wanted} (now {bookie.state}; dry run)")
+        for bookie in bookies:
+            app.terminal.line(f"bookie/{bookie.bookie_id} would be made {wanted} (now {bookie.state}; dry run)")
         return
-    with admin_client(bookie, "read-only mode") as admin:
-        state = admin.set_read_only(read_only)
-    if read_only or not state.read_only:
-        app.terminal.line(f"bookie/{bookie_id} {wanted}")
-    else:
-        app.terminal.line(f"bookie/{bookie_id} stays read-only: its disks are over the usage threshold")
+    if all_bookies and read_only:
+        app.terminal.confirm(
+            f"Make all {len(bookies)} bookies read-only? No ledger can be written until one is writable again.",
+            "make every bookie read-only",
+            yes,
+        )
+    outcomes = fan_out(bookies, "read-only mode", lambda admin: admin.set_read_only(read_only))
+    for outcome in outcomes:
+        if outcome.error is not None:
+            app.terminal.warn(str(outcome.error))
+        elif read_only or not outcome.result.read_only:
+            app.terminal.line(f"bookie/{outcome.bookie_id} {wanted}")
+        else:
+            app.terminal.line(f"bookie/{outcome.bookie_id} stays read-only: its disks are over the usage threshold")
+    exit_for_errors(o.error for o in outcomes)

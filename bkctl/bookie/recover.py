@@ -1,6 +1,7 @@
 import click
 
 from bkctl.options import complete_bookie_ids, complete_ledger_ids, dry_run_option, output_option
+from bkctl.terminal import format_bytes
 
 
 def run_recovery(app, lost: set[str], ledger_ids, skip_open: bool, rate: float | None):
@@ -24,7 +25,7 @@ def show(app, report) -> None:
                 ("Fragments", report.fragments),
                 (
                     "Copied",
-                    f"{report.entries} entries, {report.bytes / 1e6:.1f} MB in {report.seconds:.1f} s "
+                    f"{report.entries} entries, {format_bytes(report.bytes)} in {report.seconds:.1f} s "
                     f"({doc['mbPerSec']} MB/s)",
                 ),
             ]
@@ -35,6 +36,32 @@ def show(app, report) -> None:
             app.terminal.line(f"ledger/{ledger_id} FAILED: {reason}")
 
     app.terminal.document(doc, table)
+
+
+def list_affected(app, lost: set[str], ledger_ids=(), dry_run_verb: str | None = None) -> None:
+    """The ledgers that name ``lost`` bookies, with their segments there; with ``dry_run_verb``, what would be done
+    to them (the dry runs of recover and decommission)."""
+    from bookie.client.rereplication import BookieRecovery
+
+    ledgers = BookieRecovery(app.client.core, lost).affected(list(ledger_ids) or None)
+    docs = [
+        {
+            "ledgerId": lid,
+            "state": md.state.name,
+            "segments": [s.first_entry_id for s in md.segments if lost & set(s.bookies)],
+        }
+        for lid, md in ledgers
+    ]
+    app.terminal.document(
+        docs,
+        lambda: app.terminal.table(
+            ["LEDGER", "STATE", "SEGMENTS"],
+            [[d["ledgerId"], d["state"], d["segments"]] for d in docs],
+            empty=f"no ledger names {', '.join(sorted(lost))}",
+        ),
+    )
+    if dry_run_verb and docs:
+        app.terminal.info(f"{len(docs)} ledgers would be {dry_run_verb} (dry run)")
 
 
 @click.command()
@@ -63,11 +90,10 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     run goes on; running again continues where it stopped. Exit 1 if some ledger failed (0 with
     --skip-unrecoverable).
     """
-    import sys
 
     from bkctl.bookie.targets import require_known_bookies
     from bkctl.errors import ExitCode
-    from bookie.client.rereplication import BookieRecovery, delete_cookies
+    from bookie.client.rereplication import delete_cookies
     from bookie.errors import InvalidArgument
 
     lost = {b.strip() for b in bookies.split(",") if b.strip()}
@@ -78,30 +104,9 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
         # also after a decommission. A recovery (or its dry run) of a bookie nobody knows is a typo.
         require_known_bookies(app, lost)
     if query or dry_run:
-        ledgers = BookieRecovery(app.client.core, lost).affected(list(ledger_ids) or None)
-        docs = [
-            {
-                "ledgerId": lid,
-                "state": md.state.name,
-                "segments": [s.first_entry_id for s in md.segments if lost & set(s.bookies)],
-            }
-            for lid, md in ledgers
-        ]
-        app.terminal.document(
-            docs,
-            lambda: app.terminal.table(
-                ["LEDGER", "STATE", "SEGMENTS"],
-                [[d["ledgerId"], d["state"], d["segments"]] for d in docs],
-                empty=f"no ledger names {', '.join(sorted(lost))}",
-            ),
-        )
-        if dry_run and docs:
-            app.terminal.info(f"{len(docs)} ledgers would be re-replicated (dry run)")
+        list_affected(app, lost, ledger_ids, "re-replicated" if dry_run else None)
         return
-    if not yes:
-        if not sys.stdin.isatty():
-            raise InvalidArgument("refusing to recover without --yes: no terminal to confirm on")
-        click.confirm(f"Re-replicate everything on {', '.join(sorted(lost))}?", abort=True, err=True)
+    app.terminal.confirm(f"Re-replicate everything on {', '.join(sorted(lost))}?", "recover", yes)
     _, report = run_recovery(app, lost, ledger_ids, skip_open, rate)
     show(app, report)
     if delete_cookie and report.complete:

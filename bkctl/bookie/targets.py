@@ -27,8 +27,12 @@ def http_port_option(command):
     )(command)
 
 
-def bookies_argument(command):
-    command = http_port_option(command)
+def bookies_argument(command=None, *, http: bool = True):
+    """``[BOOKIE]... | --all`` (and ``--http-port`` for the commands that may go over BookKeeper's HTTP admin API)."""
+    if command is None:
+        return lambda command: bookies_argument(command, http=http)
+    if http:
+        command = http_port_option(command)
     command = click.option(
         "--all", "all_bookies", is_flag=True, help="Every registered bookie, writable or read-only."
     )(command)

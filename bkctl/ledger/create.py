@@ -1,16 +1,6 @@
 import click
 
-from bkctl.options import output_option, password_options, quorum_options, read_password
-
-
-def _meta(ctx, _param, values):
-    pairs = {}
-    for value in values:
-        key, sep, text = value.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{value!r} is not KEY=VALUE", ctx=ctx)
-        pairs[key] = text.encode()
-    return pairs
+from bkctl.options import key_values, output_option, password_options, quorum_options, read_password
 
 
 def _chunks(stream):
@@ -52,7 +42,7 @@ def _records(stream, delimiter: str):
 )
 @password_options
 @click.option(
-    "--meta", "custom", multiple=True, callback=_meta, metavar="KEY=VALUE", help="Custom metadata (repeatable)."
+    "--meta", "custom", multiple=True, callback=key_values(), metavar="KEY=VALUE", help="Custom metadata (repeatable)."
 )
 @click.option("--input", "source", type=click.File("rb"), help="Entries to write: a file, or - for stdin.")
 @click.option(
@@ -78,7 +68,8 @@ def create(
     from bookie.errors import BKError
 
     secret = read_password(password, password_file)
-    ledger = app.client.create_ledger(ensemble, write_quorum, ack_quorum, digest, secret, custom)
+    metadata = {key: value.encode() for key, value in custom.items()}
+    ledger = app.client.create_ledger(ensemble, write_quorum, ack_quorum, digest, secret, metadata)
     entries = 0
     try:
         if source is not None:

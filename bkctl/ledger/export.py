@@ -1,16 +1,6 @@
 import click
 
-from bkctl.options import complete_ledger_ids, dry_run_option, output_option
-
-
-def _spark_conf(ctx, _param, values):
-    conf = {}
-    for value in values:
-        key, sep, text = value.partition("=")
-        if not sep or not key.strip().startswith("spark."):
-            raise click.BadParameter(f"{value!r} is not spark.KEY=VALUE", ctx=ctx)
-        conf[key.strip()] = text
-    return conf
+from bkctl.options import complete_ledger_ids, dry_run_option, key_values, output_option
 
 
 @click.command()
@@ -19,6 +9,7 @@ def _spark_conf(ctx, _param, values):
 @click.option(
     "--meta",
     multiple=True,
+    callback=key_values(),
     metavar="KEY=VALUE",
     help="Only ledgers whose custom metadata has KEY=VALUE (repeatable: all must match); without IDs, "
     "chosen among all ledgers.",
@@ -49,7 +40,7 @@ def _spark_conf(ctx, _param, values):
     "--conf",
     "spark_conf",
     multiple=True,
-    callback=_spark_conf,
+    callback=key_values(prefix="spark."),
     metavar="spark.KEY=VALUE",
     help="A Spark setting (repeatable), as spark-submit --conf.",
 )
@@ -107,14 +98,14 @@ def export(
 
     require("export", "bkctl ledger export")  # before anything imports pyspark or pyarrow
     from admin.export.files import is_empty_or_missing
-    from admin.export.plan import parse_custom_metadata, parse_selection, parse_size, plan_export
+    from admin.export.plan import parse_selection, parse_size, plan_export
     from bkctl.errors import CheckFailed
     from bookie.errors import BKError, InvalidArgument
 
     if (ledger_ids and all_ledgers) or not (ledger_ids or all_ledgers or meta):
         raise click.UsageError("name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE")
     selection = parse_selection(ledger_ids) if ledger_ids else None
-    filters = parse_custom_metadata(meta) if meta else {}
+    filters = {key: value.encode() for key, value in meta.items()}
     size = parse_size(partition_bytes)
     if not (dry_run or overwrite or is_empty_or_missing(path)):
         raise InvalidArgument(f"{path} exists and is not empty: pass --overwrite to replace it")

@@ -33,7 +33,6 @@ def orphans(app: Application, pulsar_zk: str | None, min_age: float, delete: boo
     from bkctl.errors import ExitCode
     from bkctl.pulsar.common import age, open_audit
     from bkctl.terminal import format_bytes
-    from bookie.errors import InvalidArgument
 
     audit = open_audit(app, pulsar_zk, min_age)
     report = audit.run(referenced_too=False)
@@ -59,12 +58,7 @@ def orphans(app: Application, pulsar_zk: str | None, min_age: float, delete: boo
             for v in found:
                 app.terminal.info(f"ledger/{v.ledger.ledger_id} would be deleted (dry run)")
         else:
-            if not yes:
-                import sys
-
-                if not sys.stdin.isatty():
-                    raise InvalidArgument("refusing to delete without --yes: no terminal to confirm on")
-                click.confirm(f"Delete {len(found)} orphaned ledger(s) ({format_bytes(size)})?", abort=True, err=True)
+            app.terminal.confirm(f"Delete {len(found)} orphaned ledger(s) ({format_bytes(size)})?", "delete", yes)
             for deletion in audit.delete(found):
                 deletions.append(deletion)
                 if app.terminal.output not in ("json", "yaml"):

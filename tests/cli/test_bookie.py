@@ -35,7 +35,7 @@ def test_info_of_a_dead_bookie_exits_6(bkctl, service_uri, two_bookies):
 def test_info_usage_errors(bkctl, service_uri, two_bookies):
     assert bkctl("-u", service_uri, "bookie", "info").exit_code == 2
     unknown = bkctl("-u", service_uri, "bookie", "info", "10.0.0.9:3181")
-    assert (unknown.exit_code, unknown.stderr) == (5, "error: bookie 10.0.0.9:3181 is not registered\n")
+    assert (unknown.exit_code, unknown.stderr) == (5, "error: no registered bookie 10.0.0.9:3181\n")
 
 
 def test_readonly_on_off(bkctl, service_uri, two_bookies, harness):
@@ -184,3 +184,17 @@ def test_metrics_of_a_read_only_bookie_over_its_http_admin_api_and_of_a_dead_one
     assert result.stderr.startswith(
         f"warning: metrics of bookie {dead.bookie_id} are unreachable at http://127.0.0.1:{dead.metrics_port}/metrics ("
     )
+
+
+def test_readonly_all_on_asks_first(bkctl, service_uri, two_bookies):
+    refused = bkctl("-u", service_uri, "bookie", "readonly", "--all", "--on")
+    assert (refused.exit_code, refused.stderr) == (
+        2,
+        "error: refusing to make every bookie read-only without --yes: no terminal to confirm on\n",
+    )
+    listed = json.loads(bkctl("-u", service_uri, "bookies", "list", "--readonly", "-o", "json").stdout)
+    assert listed == []
+    done = bkctl("-u", service_uri, "bookie", "readonly", "--all", "--on", "--yes")
+    assert sorted(done.stdout.splitlines()) == sorted(f"bookie/{b.bookie_id} read-only" for b in two_bookies)
+    back = bkctl("-u", service_uri, "bookie", "readonly", "--all", "--off")
+    assert sorted(back.stdout.splitlines()) == sorted(f"bookie/{b.bookie_id} writable" for b in two_bookies)

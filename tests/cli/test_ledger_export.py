@@ -114,7 +114,7 @@ def test_usage_errors_exit_2(bkctl, service_uri, args, message):
     [
         (["--all", "--partition-bytes", "big"], "error: invalid size 'big': expected a positive number of bytes"),
         (["x1"], "error: invalid ledger id 'x1'"),
-        (["--meta", "novalue"], "error: invalid custom metadata filter 'novalue': expected KEY=VALUE"),
+        (["--meta", "novalue"], "error: Invalid value for '--meta': 'novalue' is not KEY=VALUE"),
     ],
 )
 def test_bad_values_are_one_line_errors(bkctl, service_uri, args, message):

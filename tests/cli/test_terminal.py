@@ -11,13 +11,13 @@ class TerminalStream(io.StringIO):
         return True
 
 
-def test_progress_counts_items_and_megabytes_on_a_terminal(monkeypatch):
+def test_progress_counts_items_and_bytes_on_a_terminal(monkeypatch):
     stderr = TerminalStream()
     monkeypatch.setattr(sys, "stderr", stderr)
     with Terminal().progress("export 3 ledgers", total=10, total_bytes=2_000_000) as advance:
         advance(5, 1_000_000)
     assert "export 3 ledgers" in stderr.getvalue() and "5/10" in stderr.getvalue()
-    assert "1.0/2.0 MB" in stderr.getvalue()
+    assert "976.6 KiB/1.9 MiB" in stderr.getvalue()
 
 
 def test_no_progress_when_stderr_is_not_a_terminal(monkeypatch, capsys):
