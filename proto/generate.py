@@ -16,7 +16,7 @@ from pathlib import Path
 PROTO_DIR = Path(__file__).resolve().parent
 REPO = PROTO_DIR.parent
 PACKAGE = "bookie/_proto"
-SOURCES = ("bookkeeper_protocol.proto", "bookie_admin.proto", "data_formats.proto")
+SOURCES = ("bookkeeper_protocol.proto", "bookie_admin.proto", "data_formats.proto", "db_ledger_storage.proto")
 WITH_SERVICES = ("bookkeeper_protocol.proto", "bookie_admin.proto")
 INIT = '"""Generated from proto/ by proto/generate.py. Do not edit."""\n'
 

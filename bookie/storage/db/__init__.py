@@ -1,0 +1,1 @@
+"""DbLedgerStorage (BookKeeper's ``org.apache.bookkeeper.bookie.storage.ldb``): entry logs indexed in RocksDB."""
