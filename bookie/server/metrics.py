@@ -187,13 +187,32 @@ class BookieStats:
 
     # ---- gauges and counters read at scrape time ----
     def watch(self, storage) -> None:
-        """The storage engine's: ledger cache (IndexInMemPageMgr) and journal queue."""
+        """The storage engine's: ledger cache (IndexInMemPageMgr) or DbLedgerStorage's caches, and journal queue."""
+        self.journal.watch(storage.journal.queue_depth)
+        if hasattr(storage, "dirs"):
+            for single in storage.dirs:
+                self._watch_db_dir(single)
+            return
         cache = storage.cache
         self.bookie.counter("LEDGER_CACHE_HIT", lambda: cache.hits)
         self.bookie.counter("LEDGER_CACHE_MISS", lambda: cache.misses)
         self.bookie.gauge("NUM_INDEX_PAGES", lambda: cache.page_count)
         cache.read_page_stats = self.ledger_cache_read_page
-        self.journal.watch(storage.journal.queue_depth)
+
+    def _watch_db_dir(self, single) -> None:
+        """DbLedgerStorageStats of one directory (``bookie_*{ledgerDir=...,indexDir=...}``): its caches."""
+        stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir)).scope_label(
+            "indexDir", str(single.index_dir)
+        )
+        read_cache = single.read_cache
+        stats.counter("write-cache-hits", lambda: single.write_cache_hits)
+        stats.counter("write-cache-misses", lambda: single.write_cache_misses)
+        stats.counter("read-cache-hits", lambda: read_cache.hits)
+        stats.counter("read-cache-misses", lambda: read_cache.misses)
+        stats.gauge("write-cache-size", lambda: sum(c.size for c in single.caches()))
+        stats.gauge("write-cache-count", lambda: sum(c.count for c in single.caches()))
+        stats.gauge("read-cache-size", lambda: read_cache.size)
+        stats.gauge("read-cache-count", lambda: read_cache.count)
 
     def watch_gc(self, collector) -> None:
         """GarbageCollectorStats (``bookie_gc_*``), and whether a compaction runs (ours)."""
