@@ -95,6 +95,7 @@ class SingleDirectoryStorage:
         replay, before the checkpoints run)."""
         size = sum(len(e) for _, _, e in entries)
         deadline = time.monotonic() + self.max_throttle
+        asked = False
         with self.cache_lock:
             while not self.write_cache.fits(size):
                 if not wait:
@@ -106,7 +107,13 @@ class SingleDirectoryStorage:
                     continue
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    log.error(
+                        "%s: write cache still full after %.1f s: adds refused", self.ledger_dir, self.max_throttle
+                    )
                     return False
+                if not asked:
+                    log.info("%s: write cache is full, asking for a checkpoint", self.ledger_dir)
+                    asked = True
                 self.on_full()
                 self.cache_lock.wait(min(left, 0.05))
             cache = self.write_cache
