@@ -97,7 +97,9 @@ class LedgerMetadataIndex:
         self.ledgers: dict[int, LedgerData] = {}
         for key, value in self.db.items():
             (ledger_id,) = LONG.unpack_from(key)
-            if ledger_id >= 0:
+            # BookKeeper's rebuild-db-ledgers-index writes 16-byte keys (8 zero bytes more), which sort after the
+            # ledger's 8-byte key written since by the bookie: that one is the ledger's state
+            if ledger_id >= 0 and (len(key) == LONG.size or ledger_id not in self.ledgers):
                 self.ledgers[ledger_id] = LedgerData.FromString(value)
         self.lock = threading.Lock()
         self._pending: dict[int, LedgerData] = {}

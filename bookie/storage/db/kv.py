@@ -118,6 +118,8 @@ class KeyValueStorage:
         try:
             self.db: Rdict = rd.Rdict(str(self.path), _options(kind, config or RocksDbConfig()), access_type=access)
         except Exception as exc:  # noqa: BLE001 (rocksdict raises a bare Exception with RocksDB's message)
+            if "LOCK" in str(exc):
+                raise BKError(f"{self.path} is open in another process (a running bookie?): {exc}") from None
             raise BKError(f"cannot open RocksDB database {self.path}: {exc}") from None
         self._sync = rd.WriteOptions()
         self._sync.sync = True
