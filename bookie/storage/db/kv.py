@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from bookie.errors import BKError
+from bookie.errors import BKError, NotFound
 
 if TYPE_CHECKING:
     from rocksdict import Options, Rdict
@@ -112,7 +112,7 @@ class KeyValueStorage:
         rd = _rocksdict()
         self.path = Path(index_dir) / "current" / kind
         if read_only and not (self.path / "CURRENT").exists():
-            raise FileNotFoundError(f"{self.path} is not a RocksDB database")
+            raise NotFound(f"{self.path}: no RocksDB database there (not a DbLedgerStorage directory?)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         access = rd.AccessType.read_only(False) if read_only else rd.AccessType.read_write()
         try:

@@ -1,6 +1,7 @@
 """DbLedgerStorage in one process: adds through the write cache, checkpoints into entry logs and RocksDB, replay
 after a crash, read-ahead, a full write cache, deletion and compaction."""
 
+import contextlib
 import threading
 
 import pytest
@@ -31,10 +32,8 @@ def open_db(config):
 
     yield make
     for storage in opened:
-        try:
+        with contextlib.suppress(Exception):  # already shut down, or crashed by the test
             crash(storage)
-        except Exception:
-            pass
 
 
 def crash(storage: DbLedgerStorage) -> None:
