@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -29,9 +31,11 @@ from interop.oracle import (
     ENV,
     JavaCluster,
     bk_read,
+    bk_write,
     bk_write_during,
     compile_java,
     java_command,
+    output,
     require_oracle,
 )
 
@@ -89,6 +93,34 @@ def test_rocksdbjni_and_rocksdict_open_each_others_databases(rocksdb_tool, tmp_p
         lines = rocksdb_tool("dump", str(tmp_path / "ours" / "current"), kind, config_type).splitlines()
         assert lines[:-1] == [f"{LOCATION_KEY.pack(i, i * 3).hex()}\t{LONG.pack(i * 7).hex()}" for i in range(3000)]
         assert lines[-1] == f"floor\t{LOCATION_KEY.pack(1500, 4500).hex()}"
+
+
+def test_bkctl_reads_a_stopped_java_bookies_files_as_the_bookkeeper_shell_does(java, bkctl):
+    ledger_id = bk_write(java.zk, "--n", "500", "--text", "db", "--suffix-index")
+    java.stop_bookie(1)
+    try:
+        conf, ledger_dir = str(java.conf(1)), java.root / "b1" / "ledgers"
+        shell = re.findall(
+            r"entry (\d+)\t:\t\(log: (\d+), pos: (\d+)\)", output("bk-shell", conf, "ledger", "-m", str(ledger_id))
+        )
+        ours = json.loads(
+            bkctl("bookie", "inspect", "locations", str(ledger_dir), "--ledger", str(ledger_id), "-o", "json").output
+        )
+        assert shell and [tuple(map(int, row)) for row in shell] == [(r["entryId"], r["logId"], r["pos"]) for r in ours]
+        for log_id in {r["logId"] for r in ours}:
+            read = output("bk-shell", conf, "readlog", str(log_id))
+            pattern = r"Lid=(\d+), Eid=(\d+), ByteOffset=(\d+), EntrySize=(\d+)"
+            shell_log = [(int(lid), int(e), int(o) + 4, int(n)) for lid, e, o, n in re.findall(pattern, read)]
+            listed = bkctl(
+                "bookie", "inspect", "entrylog", str(ledger_dir / "current" / f"{log_id:x}.log"), "-o", "json"
+            )
+            assert shell_log == [(r["ledgerId"], r["entryId"], r["pos"], r["size"]) for r in json.loads(listed.output)]
+        assert "Done checking DBStorage ledgers index" in output("bk-shell", conf, "check-db-ledgers-index")
+        checked = bkctl("bookie", "check-db-index", "--conf", conf, "--verify-entries", "-o", "json")
+        assert checked.exit_code == 0, checked.output
+        assert json.loads(checked.output)[0]["entriesVerified"] >= len(ours)
+    finally:
+        java.start_bookie(1)
 
 
 class OurBookies:
