@@ -171,9 +171,9 @@ def scratch_bookie(store, service_uri: str, storage: str, directory: Path) -> It
     from bookie.local.bookies import LocalBookie, wait_registered
     from bookie.local.sandbox import BOOKIE_SETTINGS
     from bookie.meta.cookies import CookieStore
-    from bookie.server.config import DB_LEDGER_STORAGE
+    from bookie.storage.db import DB_LEDGER_STORAGE, INTERLEAVED_LEDGER_STORAGE
 
-    classes = {"db": DB_LEDGER_STORAGE, "interleaved": "org.apache.bookkeeper.bookie.InterleavedLedgerStorage"}
+    classes = {"db": DB_LEDGER_STORAGE, "interleaved": INTERLEAVED_LEDGER_STORAGE}
     bookie = LocalBookie.create(0, directory, service_uri, {**BOOKIE_SETTINGS, "ledgerStorageClass": classes[storage]})
     bookie.start()
     try:

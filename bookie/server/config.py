@@ -13,6 +13,7 @@ from pathlib import Path
 from bookie.conf import load_properties, metadata_service_uri
 from bookie.errors import InvalidArgument
 from bookie.server.network import check_bookie_id
+from bookie.storage.db import DB_LEDGER_STORAGE
 from bookie.storage.db.kv import RocksDbConfig
 from bookie.storage.db.storage import DbConfig
 from bookie.storage.gc import GcConfig
@@ -26,7 +27,6 @@ def _bool(text: str) -> bool:
     return value == "true"
 
 
-DB_LEDGER_STORAGE = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
 # What BookKeeper's caches default to: a share of the JVM's direct memory, which is by default its heap, by default a
 # quarter of the machine's memory (PlatformDependent.estimateMaxDirectMemory).
 DEFAULT_DIRECT_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4

@@ -200,7 +200,7 @@ class BookieStats:
         cache.read_page_stats = self.ledger_cache_read_page
 
     def _watch_db_dir(self, single) -> None:
-        """DbLedgerStorageStats of one directory (``bookie_*{ledgerDir=...,indexDir=...}``): its caches."""
+        """DbLedgerStorageStats and its indexes' stats, per directory (``bookie_*{ledgerDir=...,indexDir=...}``)."""
         stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir)).scope_label(
             "indexDir", str(single.index_dir)
         )
@@ -213,6 +213,8 @@ class BookieStats:
         stats.gauge("write-cache-count", lambda: sum(c.count for c in single.caches()))
         stats.gauge("read-cache-size", lambda: read_cache.size)
         stats.gauge("read-cache-count", lambda: read_cache.count)
+        stats.gauge("ledgers-count", lambda: len(single.ledgers.ledgers))  # LedgerMetadataIndexStats
+        stats.gauge("entries-count", single.locations.db.count)  # EntryLocationIndexStats: RocksDB's estimate
 
     def watch_gc(self, collector) -> None:
         """GarbageCollectorStats (``bookie_gc_*``), and whether a compaction runs (ours)."""
