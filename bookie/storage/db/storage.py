@@ -333,8 +333,7 @@ class DbLedgerStorage(JournalledStorage):
     # ---- adds ----
     def _ledger_for_add(self, ledger_id: int, key: AddKey, journal: list[bytes]) -> LedgerData:
         single = self.storage_of(ledger_id)
-        with single.ledgers.lock:
-            data = single.ledgers.get(ledger_id)
+        data = single.ledgers.get(ledger_id)
         if data is None:
             data = self._change(single, ledger_id, masterKey=key.master_key)
             journal.append(jf.master_key_record(ledger_id, key.master_key))
@@ -361,33 +360,42 @@ class DbLedgerStorage(JournalledStorage):
                 known.add(ledger_id)
             except (Unauthorized, LedgerFenced) as exc:
                 refused[ledger_id] = exc
-        entries, failures, _ = walk_add_batch(records, known, refused, self.config.max_entry_size)
+        entries, failures, sizes = walk_add_batch(records, known, refused, self.config.max_entry_size)
+        dirs = len(self.dirs)
         by_dir: defaultdict[int, list[tuple[int, int, bytes]]] = defaultdict(list)
         lacs: dict[int, int] = {}
-        stored: list[bytes] = []
-        for start, size, ledger_id, entry_id, _ in entries:
-            by_dir[ledger_id % len(self.dirs)].append((ledger_id, entry_id, records[start + 4 : start + 4 + size]))
+        for start, size, ledger_id, entry_id, lac in entries:
+            by_dir[ledger_id % dirs].append((ledger_id, entry_id, records[start + 4 : start + 4 + size]))
+            if lac > lacs.get(ledger_id, -1):
+                lacs[ledger_id] = lac
+        stored = len(entries)
+        rejected: set[int] = set()
         for rank, batch in by_dir.items():
             if not self.dirs[rank].put(batch):
                 error = TooManyRequests("write cache full: the checkpoint cannot keep up")
                 failures.extend((lid, eid, error) for lid, eid, _ in batch)
-                continue
-            for ledger_id, _, entry in batch:
-                stored.append(SIZE.pack(len(entry)) + entry)
-                lacs[ledger_id] = max(lacs.get(ledger_id, -1), LAC_IN_ENTRY.unpack_from(entry, 16)[0])
+                rejected.add(rank)
+                stored -= len(batch)
         for ledger_id, lac in lacs.items():
-            self._raise_lac(ledger_id, lac)
-        journal.extend(stored)
+            if ledger_id % dirs not in rejected:
+                self._raise_lac(ledger_id, lac)
+        journaled = len(journal) + stored  # master key records, then the entries
+        if failures:  # only the records stored
+            journal.extend(
+                SIZE.pack(len(e)) + e for rank, batch in by_dir.items() if rank not in rejected for _, _, e in batch
+            )
+        elif stored:
+            journal.append(records)  # every record stored: the batch as it came
         if journal:
             deferred = all(k.deferred_sync for k in keys.values())
-            self.journal.log(b"".join(journal), callback, synced=not deferred, records=len(journal))
+            self.journal.log(b"".join(journal), callback, synced=not deferred, records=journaled)
         else:
             callback(None)
         if self.stats is not None:
             recovery = sum(keys[e[2]].recovery for e in entries) if any(k.recovery for k in keys.values()) else 0
-            size = sum(len(r) - 4 for r in stored)
-            self.stats.adds_stored(len(stored), len(failures), recovery, size, time.perf_counter() - started)
-        return len(stored), failures
+            size = sum(n for lid, n in sizes.items() if lid % dirs not in rejected) - 4 * stored
+            self.stats.adds_stored(stored, len(failures), recovery, size, time.perf_counter() - started)
+        return stored, failures
 
     def _raise_lac(self, ledger_id: int, lac: int) -> None:
         current = self._lacs.get(ledger_id)
