@@ -118,7 +118,12 @@ def _usage(app, ledger_dir, index_dir) -> None:
     if not (ledger_dir / "current").is_dir():
         raise NotFound(f"{ledger_dir} is not a ledger directory (no current/ in it)")
     log_ids = list_log_ids(ledger_dir)
-    local = set(LedgerCache(index_dir).ledger_ids())
+    if (index_dir / "current" / "ledgers" / "CURRENT").exists():  # DbLedgerStorage: its ledgers index
+        from bookie.storage.db.offline import ledgers
+
+        local = set(ledgers(index_dir))
+    else:
+        local = set(LedgerCache(index_dir).ledger_ids())
     logs = entry_log_usage(ledger_dir, log_ids, local.__contains__)
     docs = [
         {
