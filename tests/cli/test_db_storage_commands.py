@@ -56,7 +56,7 @@ def test_inspect_shows_the_indexes(bkctl, bookie_dir):
     ledgers = json.loads(bkctl("bookie", "inspect", "ledgers", str(bookie_dir / "ledgers"), "-o", "json").output)
     assert [(d["ledgerId"], d["fenced"], d["masterKey"]) for d in ledgers] == [(1, True, True), (2, False, True)]
     usage = bkctl("bookie", "inspect", "entrylog", "--usage", str(bookie_dir / "ledgers"), "-o", "json")
-    assert [d["ledgers"] for d in json.loads(usage.output)] == [1]  # the sealed log: ledger 1's, still indexed
+    assert [d["ledgers"] for d in json.loads(usage.output)] == [1, 1]  # ledgers 1 and 2, live in its ledgers index
     missing = bkctl("bookie", "inspect", "locations", str(bookie_dir / "journal"))
     assert missing.exit_code == ExitCode.NOT_FOUND and "no DbLedgerStorage locations index" in missing.output
 
