@@ -158,11 +158,22 @@ def test_compaction_moves_entries_and_updates_their_locations(open_db):
     assert all(entry(storage, 2, e).payload == payload(2, e, 300) for e in range(100))
 
 
-def test_write_cache_size_is_split_between_directories(config, tmp_path):
+def test_three_ledger_directories_one_storage_each_ledgers_by_id(config, tmp_path):
     dirs = tuple(tmp_path / f"d{i}" for i in range(3))
-    storage = DbLedgerStorage(config, DbConfig(write_cache_size=6 * MB, ledger_dirs=dirs))
+    db = DbConfig(write_cache_size=6 * MB, ledger_dirs=dirs)
+    storage = DbLedgerStorage(config, db)
+    storage.start()
+    assert [s.write_cache.max_size for s in storage.dirs] == [MB] * 3
+    for ledger_id in range(6):
+        add(storage, ledger_id, 0, 20)
+    storage.shutdown()
+    again = DbLedgerStorage(config, db)
+    again.start()
     try:
-        assert [s.write_cache.max_size for s in storage.dirs] == [MB] * 3
-        assert storage.storage_of(4) is storage.dirs[1]  # ledgerId mod 3
+        for rank, single in enumerate(again.dirs):  # ledgerId mod 3, each in its own entry logs and indexes
+            assert single.ledger_dir == dirs[rank] and read_last_mark(dirs[rank]) is not None
+            assert {lid for lid, _, _ in single.locations.all()} == {rank, rank + 3} == set(single.ledger_ids())
+        assert again.ledger_ids() == list(range(6))
+        assert all(entry(again, lid, 19).payload == payload(lid, 19) for lid in range(6))
     finally:
-        storage.shutdown()
+        again.shutdown()
