@@ -13,15 +13,21 @@ import os
 import struct
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from admin.bench.stats import latency_ms, throughput
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry
 from bookie.errors import BKError, ServiceUnavailable, error_for_status
 
+if TYPE_CHECKING:
+    from bookie.local.bookies import LocalBookie
+    from bookie.meta.store import MetadataStore
+
+T = TypeVar("T")
 BENCH_PASSWORD = b"bkctl-bench"
 SIZE = struct.Struct(">i")
 
@@ -115,7 +121,7 @@ class BookieBench:
         finally:
             await client.close()
 
-    def read_back(self) -> dict:
+    def read_back(self) -> dict[str, Any]:
         """Read what :meth:`run` wrote, ledger by ledger, each in entry order (pipelined range reads): the
         bookie's sequential reads. Entries/s, MB/s, and the time per entry."""
         from bookie._proto import bookkeeper_protocol_pb2 as pb
@@ -153,7 +159,7 @@ class BookieBench:
         return {**throughput(self.entries, self.entry_size, seconds), "latencyMs": latency_ms(latencies)}
 
 
-def _run(coroutine):
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         import uvloop
 
@@ -163,7 +169,7 @@ def _run(coroutine):
 
 
 @contextlib.contextmanager
-def scratch_bookie(store, service_uri: str, storage: str, directory: Path) -> Iterator:
+def scratch_bookie(store: MetadataStore, service_uri: str, storage: str, directory: Path) -> Iterator[LocalBookie]:
     """A bookie of its own for a run (bookie.local.bookies.LocalBookie): ``storage`` "db" (DbLedgerStorage) or
     "interleaved", in ``directory``, on 127.0.0.1, with the sandbox's bookie settings; registered in the cluster
     while it runs (other clients may place ledgers on it meanwhile), then stopped and its cookie removed."""

@@ -1,7 +1,14 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from bkctl.bookie.offline import bookie_dirs, offline_options, stopped
 from bkctl.options import dry_run_option, output_option
+
+if TYPE_CHECKING:
+    from bkctl.app import Application
 
 
 @click.command("convert-storage")
@@ -13,7 +20,17 @@ from bkctl.options import dry_run_option, output_option
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @output_option
 @click.pass_obj
-def convert_storage(app, target, conf_file, journal_dir, ledger_dir, index_dir, settings, dry_run, yes):
+def convert_storage(
+    app: Application,
+    target: str,
+    conf_file: str | None,
+    journal_dir: str | None,
+    ledger_dir: str | None,
+    index_dir: str | None,
+    settings: dict[str, str],
+    dry_run: bool,
+    yes: bool,
+) -> None:
     """Convert a stopped bookie's index between InterleavedLedgerStorage and DbLedgerStorage
 
     --to db (convert-to-db-storage): each ledger's index file into the RocksDB indexes, then the index files are
@@ -34,7 +51,7 @@ def convert_storage(app, target, conf_file, journal_dir, ledger_dir, index_dir, 
             f"Convert the index of {', '.join(map(str, dirs.index))} to {target} storage?", abort=True, err=True
         )
     convert = convert_to_db if target == "db" else convert_to_interleaved
-    docs = []
+    docs: list[dict[str, Any]] = []
     with stopped(dirs):
         for ledger, index in dirs.pairs():
             done = convert(ledger, index, dry_run)
@@ -48,7 +65,7 @@ def convert_storage(app, target, conf_file, journal_dir, ledger_dir, index_dir, 
                 }
             )
 
-    def table():
+    def table() -> None:
         verb = "would be converted (dry run)" if dry_run else "converted"
         for d in docs:
             app.terminal.line(f"{d['indexDir']}: {d['ledgers']} ledgers, {d['entries']} entries {verb} to {target}")

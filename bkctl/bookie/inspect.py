@@ -1,8 +1,16 @@
 """Offline tools over a (stopped) bookie's files, reading them with the same format modules the bookie uses."""
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from bkctl.options import output_option
+
+if TYPE_CHECKING:
+    from bkctl.app import Application
 
 
 @click.group()
@@ -219,7 +227,7 @@ def lastmark(app, path):
 @click.option("--ledger", "ledger_id", type=int, help="Only this ledger's entries.")
 @output_option
 @click.pass_obj
-def locations(app, path, ledger_id):
+def locations(app: Application, path: str, ledger_id: int | None) -> None:
     """List a DbLedgerStorage locations index: ledger, entry, entry log, position (like `ledger` on DbLedgerStorage)
 
     PATH is the bookie's index directory (its ledger directory unless indexDirectories is set), whose
@@ -242,7 +250,7 @@ def locations(app, path, ledger_id):
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
 @output_option
 @click.pass_obj
-def ledgers(app, path):
+def ledgers(app: Application, path: str) -> None:
     """List a DbLedgerStorage ledgers index: each ledger's fence, master key, explicit LAC and limbo state
 
     PATH is the bookie's index directory, whose current/ledgers is the RocksDB database. The master key itself is
@@ -253,7 +261,7 @@ def ledgers(app, path):
     from bookie.storage.db.offline import ledgers as read_ledgers
 
     found = read_ledgers(_db_dir(Path(path), "ledgers"))
-    docs = [
+    docs: list[dict[str, Any]] = [
         {
             "ledgerId": lid,
             "fenced": bool(d.fenced),
@@ -273,11 +281,11 @@ def ledgers(app, path):
     )
 
 
-def _yes(value: bool) -> str:
+def _yes(value: object) -> str:
     return "yes" if value else "no"
 
 
-def _db_dir(path, name: str):
+def _db_dir(path: Path, name: str) -> Path:
     """The index directory of ``path``: the directory itself, or its parent when given ``current`` or the
     database's own directory."""
     from bookie.errors import NotFound

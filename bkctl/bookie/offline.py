@@ -4,16 +4,22 @@ or ours) or flags, and the locks that refuse a running bookie."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from bkctl.options import settings_option
 
+if TYPE_CHECKING:
+    from bkctl.app import Application
 
-def offline_options(command):
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def offline_options(command: F) -> F:
     """``--conf``, ``--journal-dir``, ``--ledger-dir``, ``--index-dir``, ``--set``: the bookie's directories."""
     for option in reversed(
         [
@@ -38,7 +44,14 @@ class BookieDirs:
         return list(zip(self.ledger, self.index, strict=True))
 
 
-def bookie_dirs(app, conf_file, journal_dir, ledger_dir, index_dir, settings) -> BookieDirs:
+def bookie_dirs(
+    app: Application,
+    conf_file: str | None,
+    journal_dir: str | None,
+    ledger_dir: str | None,
+    index_dir: str | None,
+    settings: dict[str, str],
+) -> BookieDirs:
     """The directories of the configuration (``--conf``, else bkctl's ``-c``), with the flags over it."""
     from bookie.errors import InvalidArgument
     from bookie.server.config import BookieConfig

@@ -1,7 +1,14 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from bkctl.bookie.offline import bookie_dirs, offline_options, stopped
 from bkctl.options import dry_run_option, output_option
+
+if TYPE_CHECKING:
+    from bkctl.app import Application
 
 
 @click.command("rebuild-db-index")
@@ -10,7 +17,16 @@ from bkctl.options import dry_run_option, output_option
 @dry_run_option
 @output_option
 @click.pass_obj
-def rebuild_db_index(app, which, conf_file, journal_dir, ledger_dir, index_dir, settings, dry_run):
+def rebuild_db_index(
+    app: Application,
+    which: str,
+    conf_file: str | None,
+    journal_dir: str | None,
+    ledger_dir: str | None,
+    index_dir: str | None,
+    settings: dict[str, str],
+    dry_run: bool,
+) -> None:
     """Rebuild a stopped DbLedgerStorage bookie's locations or ledgers index from its files
 
     locations (rebuild-db-ledger-locations-index): the locations of the ledgers index's ledgers, from a scan of
@@ -21,7 +37,7 @@ def rebuild_db_index(app, which, conf_file, journal_dir, ledger_dir, index_dir, 
     from bookie.storage.db.offline import rebuild_ledgers, rebuild_locations
 
     dirs = bookie_dirs(app, conf_file, journal_dir, ledger_dir, index_dir, settings)
-    docs = []
+    docs: list[dict[str, Any]] = []
     with stopped(dirs):
         for ledger, index in dirs.pairs():
             if which == "locations":
@@ -40,7 +56,7 @@ def rebuild_db_index(app, which, conf_file, journal_dir, ledger_dir, index_dir, 
                 }
             )
 
-    def table():
+    def table() -> None:
         for d in docs:
             what = f"{d['ledgers']} ledgers" + (f", {d['entries']} entries" if d["entries"] is not None else "")
             if dry_run:

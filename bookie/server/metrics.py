@@ -15,8 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
 from bookie.server.stats import OpStats, StatsLogger, StatsProvider
+
+if TYPE_CHECKING:
+    from bookie.storage.db.storage import SingleDirectoryStorage
 
 SERVER_SCOPE, BOOKIE_SCOPE = "bookkeeper_server", "bookie"
 
@@ -199,7 +203,7 @@ class BookieStats:
         self.bookie.gauge("NUM_INDEX_PAGES", lambda: cache.page_count)
         cache.read_page_stats = self.ledger_cache_read_page
 
-    def _watch_db_dir(self, single) -> None:
+    def _watch_db_dir(self, single: SingleDirectoryStorage) -> None:
         """DbLedgerStorageStats and its indexes' stats, per directory (``bookie_*{ledgerDir=...,indexDir=...}``)."""
         stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir)).scope_label(
             "indexDir", str(single.index_dir)
