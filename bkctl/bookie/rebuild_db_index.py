@@ -62,6 +62,7 @@ def rebuild_db_index(
             if dry_run:
                 app.terminal.line(f"{d['indexDir']}: {which} index would be rebuilt: {what} (dry run)")
             else:
-                app.terminal.line(f"{d['indexDir']}: {which} index rebuilt: {what}; the old one is {d['backup']}")
+                kept = f"; the old one is {d['backup']}" if d["backup"] else ""
+                app.terminal.line(f"{d['indexDir']}: {which} index rebuilt: {what}{kept}")
 
     app.terminal.document(docs, table)

@@ -141,8 +141,9 @@ def rebuild_locations(ledger_dir: Path, index_dir: Path, dry_run: bool = False) 
     current = Path(index_dir) / "current"
     index: KeyValueStorage | None = None
     if not dry_run:
-        result.backup = current / f"{LOCATIONS}.BACKUP-{_timestamp()}"
-        os.rename(current / LOCATIONS, result.backup)
+        if (current / LOCATIONS).exists():
+            result.backup = current / f"{LOCATIONS}.BACKUP-{_timestamp()}"
+            os.rename(current / LOCATIONS, result.backup)
         index = KeyValueStorage(index_dir, LOCATIONS)
     try:
         batch: list[tuple[bytes, bytes]] = []
