@@ -8,8 +8,8 @@
 
     .venv/bin/python benchmarks/db_storage.py [--entries 200000] [--rounds 2]
 
-Prints one JSON line per measurement and a summary table. Each sandbox lives in a temporary directory and is stopped
-(and removed) at the end of its round.
+Prints one JSON line per measurement and a summary table. Each round has a new sandbox in a temporary directory,
+stopped at its end (and removed with the others at the end of the run).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def kept_ledger(entries: int, env: dict[str, str]) -> int:
 
 
 def round_of(storage: str, entries: int, base: Path) -> dict:
-    env = {**os.environ, "BKCTL_SANDBOX_DIR": str(base / f"sandbox-{storage}")}
+    env = {**os.environ, "BKCTL_SANDBOX_DIR": tempfile.mkdtemp(prefix=f"sandbox-{storage}-", dir=base)}
     result: dict = {"storage": storage}
     bkctl("sandbox", "start", "--set", f"ledgerStorageClass={CLASSES[storage]}", env=env)
     try:

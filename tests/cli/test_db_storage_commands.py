@@ -117,7 +117,7 @@ def test_convert_to_interleaved_and_back(bkctl, bookie_dir):
         storage.shutdown()
 
 
-def test_changes_are_refused_while_the_bookie_runs(bkctl, bookie_dir):
+def test_changes_are_refused_while_the_bookie_runs_and_a_lost_index_is_rebuilt(bkctl, bookie_dir):
     locks = DirectoryLocks()
     locks.acquire([bookie_dir / "journal", bookie_dir / "ledgers"])
     try:
@@ -128,3 +128,6 @@ def test_changes_are_refused_while_the_bookie_runs(bkctl, bookie_dir):
         locks.release()
     shutil.rmtree(bookie_dir / "ledgers" / "current" / "locations")
     assert bkctl("bookie", "check-db-index", *dirs(bookie_dir)).exit_code == ExitCode.NOT_FOUND
+    rebuilt = bkctl("bookie", "rebuild-db-index", "locations", *dirs(bookie_dir))
+    assert rebuilt.exit_code == 0 and "the old one" not in rebuilt.output
+    assert bkctl("bookie", "check-db-index", *dirs(bookie_dir), "--verify-entries").exit_code == 0
