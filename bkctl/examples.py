@@ -114,6 +114,43 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
     "bookie inspect lastmark": [("bkctl bookie inspect lastmark /data/bk/ledgers", "where replay would start")],
+    "bookie inspect ledgers": [
+        ("bkctl bookie inspect ledgers /data/bk/ledgers", "a DbLedgerStorage bookie's ledgers: fenced, explicit LAC")
+    ],
+    "bookie inspect locations": [
+        (
+            "bkctl bookie inspect locations /data/bk/ledgers --ledger 42",
+            "where ledger 42's entries are (DbLedgerStorage)",
+        ),
+        ("bkctl bookie inspect locations /data/bk/ledgers -o json", "the whole locations index, for a script"),
+    ],
+    "bookie check-db-index": [
+        ("bkctl bookie check-db-index --conf /etc/bookkeeper/bk_server.conf", "a DbLedgerStorage bookie's indexes"),
+        (
+            "bkctl bookie check-db-index --ledger-dir /data/bk/ledgers --verify-entries -o json",
+            "every location read back from its entry log, for cron",
+        ),
+    ],
+    "bookie rebuild-db-index": [
+        (
+            "bkctl bookie rebuild-db-index locations --conf /etc/bookkeeper/bk_server.conf --dry-run",
+            "how many entries a rebuild from the entry logs would index",
+        ),
+        (
+            "bkctl bookie rebuild-db-index ledgers --conf /etc/bookkeeper/bk_server.conf",
+            "the ledgers index from the journals and entry logs (the old one kept)",
+        ),
+    ],
+    "bookie convert-storage": [
+        (
+            "bkctl bookie convert-storage --to db --conf /etc/bookkeeper/bk_server.conf --dry-run",
+            "what moving to DbLedgerStorage would convert",
+        ),
+        (
+            "bkctl bookie convert-storage --to interleaved --conf /etc/bookkeeper/bk_server.conf --yes",
+            "back to index files, without a prompt",
+        ),
+    ],
     "bookie readonly": [
         (f"bkctl bookie readonly {BOOKIE} --on", "out of the write path (reads still served)"),
         (f"bkctl bookie readonly {BOOKIE} --off --dry-run", "what --off would do"),

@@ -20,6 +20,7 @@ SOURCES = (
     "bookkeeper_protocol.proto",
     "bookie_admin.proto",
     "data_formats.proto",
+    "db_ledger_storage.proto",
     "pulsar_ml_data_formats.proto",  # Apache Pulsar's, read by admin/pulsar/
     "pulsar_schema_storage_format.proto",
 )

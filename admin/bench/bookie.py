@@ -8,18 +8,26 @@ Entries are framed (CRC32C) before the clock starts: this measures the bookie, n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import struct
 import tempfile
 import time
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from admin.bench.stats import latency_ms, throughput
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry
 from bookie.errors import BKError, ServiceUnavailable, error_for_status
 
+if TYPE_CHECKING:
+    from bookie.local.bookies import LocalBookie
+    from bookie.meta.store import MetadataStore
+
+T = TypeVar("T")
 BENCH_PASSWORD = b"bkctl-bench"
 SIZE = struct.Struct(">i")
 
@@ -48,7 +56,7 @@ class BookieBench:
     def records(self) -> list[tuple[int, int, bytes]]:
         """``(ledgerId, entryId, int32 size | framed entry)``, round-robin over the ledgers, framed up front."""
         digester = Digester(DigestType.CRC32C)
-        base = self.first_ledger_id or (int(time.time() * 1000) << 8)
+        base = self.first_ledger_id = self.first_ledger_id or (int(time.time() * 1000) << 8)
         payload = os.urandom(self.entry_size)
         next_entry = [0] * self.ledgers
         records = []
@@ -113,17 +121,74 @@ class BookieBench:
         finally:
             await client.close()
 
+    def read_back(self) -> dict[str, Any]:
+        """Read what :meth:`run` wrote, ledger by ledger, each in entry order (pipelined range reads): the
+        bookie's sequential reads. Entries/s, MB/s, and the time per entry."""
+        from bookie.client.bookie_client import RangeStopped
+        from bookie.client.wire_client import WireBookieClient
+
+        counts = [self.entries // self.ledgers + (n < self.entries % self.ledgers) for n in range(self.ledgers)]
+
+        async def drive() -> float:
+            client = WireBookieClient(self.bookie_id, self.address)
+            started = time.perf_counter()
+            try:
+                for n, count in enumerate(counts):
+                    async for item in client.read_range(self.first_ledger_id + n, 0, count - 1, 60):
+                        if isinstance(item, RangeStopped):
+                            raise error_for_status(
+                                item.status, f"bookie {self.bookie_id}: read of entry {item.entry_id} failed"
+                            )
+            finally:
+                await client.close()
+            return time.perf_counter() - started
+
+        seconds = _run(drive())
+        return {
+            **throughput(self.entries, self.entry_size, seconds),
+            "usPerEntry": round(seconds / self.entries * 1e6, 1),
+        }
+
     def run(self) -> dict:
         records = self.records()
-        try:
-            import uvloop
-
-            seconds, latencies = uvloop.run(self._drive(records))
-        except ImportError:
-            seconds, latencies = asyncio.run(self._drive(records))
+        seconds, latencies = _run(self._drive(records))
         if len(latencies) != self.entries:
             raise BKError(f"only {len(latencies)} of {self.entries} adds were acknowledged")
         return {**throughput(self.entries, self.entry_size, seconds), "latencyMs": latency_ms(latencies)}
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    try:
+        import uvloop
+
+        return uvloop.run(coroutine)
+    except ImportError:
+        return asyncio.run(coroutine)
+
+
+@contextlib.contextmanager
+def scratch_bookie(store: MetadataStore, service_uri: str, storage: str, directory: Path) -> Iterator[LocalBookie]:
+    """A bookie of its own for a run (bookie.local.bookies.LocalBookie): ``storage`` "db" (DbLedgerStorage) or
+    "interleaved", in ``directory``, on 127.0.0.1, with the sandbox's bookie settings; registered in the cluster
+    while it runs (other clients may place ledgers on it meanwhile), then stopped and its cookie removed."""
+    from bookie.errors import NotFound
+    from bookie.local.bookies import LocalBookie, wait_registered
+    from bookie.local.sandbox import BOOKIE_SETTINGS
+    from bookie.meta.cookies import CookieStore
+    from bookie.storage.db import DB_LEDGER_STORAGE, INTERLEAVED_LEDGER_STORAGE
+
+    classes = {"db": DB_LEDGER_STORAGE, "interleaved": INTERLEAVED_LEDGER_STORAGE}
+    bookie = LocalBookie.create(0, directory, service_uri, {**BOOKIE_SETTINGS, "ledgerStorageClass": classes[storage]})
+    bookie.start()
+    try:
+        wait_registered(store, [bookie])
+        yield bookie
+    finally:
+        bookie.stop()
+        try:
+            CookieStore(store).delete(bookie.bookie_id)
+        except NotFound:
+            pass
 
 
 def raw_group_commit(directory: Path, entry_size: int, entries: int, group_bytes: int = 512 * 1024) -> dict:

@@ -1,6 +1,8 @@
 import click
 
+from bkctl.bookie.check_db_index import check_db_index
 from bkctl.bookie.compaction import compaction
+from bkctl.bookie.convert_storage import convert_storage
 from bkctl.bookie.decommission import decommission
 from bkctl.bookie.gc import gc
 from bkctl.bookie.gc_status import gc_status
@@ -8,6 +10,7 @@ from bkctl.bookie.info import info
 from bkctl.bookie.inspect import inspect
 from bkctl.bookie.metrics import metrics
 from bkctl.bookie.readonly import readonly
+from bkctl.bookie.rebuild_db_index import rebuild_db_index
 from bkctl.bookie.recover import recover
 from bkctl.bookie.run import run
 
@@ -27,3 +30,6 @@ bookie.add_command(gc)
 bookie.add_command(gc_status)
 bookie.add_command(metrics)
 bookie.add_command(compaction)
+bookie.add_command(check_db_index)
+bookie.add_command(rebuild_db_index)
+bookie.add_command(convert_storage)

@@ -1,15 +1,21 @@
 """Offline tools over a (stopped) bookie's files, reading them with the same format modules the bookie uses."""
 
-from typing import Any
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from bkctl.options import output_option
 
+if TYPE_CHECKING:
+    from bkctl.app import Application
+
 
 @click.group()
 def inspect():
-    """Read a bookie's journal, entry log, index or lastMark files offline"""
+    """Read a bookie's journal, entry log, index, lastMark or DbLedgerStorage index files offline"""
 
 
 @inspect.command()
@@ -120,7 +126,12 @@ def _usage(app, ledger_dir, index_dir) -> None:
     if not (ledger_dir / "current").is_dir():
         raise NotFound(f"{ledger_dir} is not a ledger directory (no current/ in it)")
     log_ids = list_log_ids(ledger_dir)
-    local = set(LedgerCache(index_dir).ledger_ids())
+    if (index_dir / "current" / "ledgers" / "CURRENT").exists():  # DbLedgerStorage: its ledgers index
+        from bookie.storage.db.offline import ledgers
+
+        local = set(ledgers(index_dir))
+    else:
+        local = set(LedgerCache(index_dir).ledger_ids())
     logs = entry_log_usage(ledger_dir, log_ids, local.__contains__)
     docs: list[dict[str, Any]] = [
         {
@@ -209,3 +220,77 @@ def lastmark(app, path):
             [("Journal", f"{doc['journalFile']} (id {mark.journal_id})"), ("Offset", mark.offset)]
         ),
     )
+
+
+@inspect.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.option("--ledger", "ledger_id", type=int, help="Only this ledger's entries.")
+@output_option
+@click.pass_obj
+def locations(app: Application, path: str, ledger_id: int | None) -> None:
+    """List a DbLedgerStorage locations index: ledger, entry, entry log, position (like `ledger` on DbLedgerStorage)
+
+    PATH is the bookie's index directory (its ledger directory unless indexDirectories is set), whose
+    current/locations is the RocksDB database. Read-only: the index of a running bookie can be read too.
+    """
+    from pathlib import Path
+
+    from bookie.storage.db.offline import locations as read_locations
+
+    app.terminal.stream(
+        read_locations(_db_dir(Path(path), "locations"), ledger_id),
+        ["LEDGER", "ENTRY", "LOG", "POS"],
+        list,
+        lambda r: {"ledgerId": r[0], "entryId": r[1], "logId": r[2], "pos": r[3]},
+        empty="no locations",
+    )
+
+
+@inspect.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@output_option
+@click.pass_obj
+def ledgers(app: Application, path: str) -> None:
+    """List a DbLedgerStorage ledgers index: each ledger's fence, master key, explicit LAC and limbo state
+
+    PATH is the bookie's index directory, whose current/ledgers is the RocksDB database. The master key itself is
+    not shown (it is derived from the ledger's password), only whether the bookie has one.
+    """
+    from pathlib import Path
+
+    from bookie.storage.db.offline import ledgers as read_ledgers
+
+    found = read_ledgers(_db_dir(Path(path), "ledgers"))
+    docs: list[dict[str, Any]] = [
+        {
+            "ledgerId": lid,
+            "fenced": bool(d.fenced),
+            "masterKey": bool(any(d.masterKey)),
+            "explicitLac": bytes(d.explicitLac).hex() if d.HasField("explicitLac") else None,
+            "limbo": bool(d.limbo),
+        }
+        for lid, d in sorted(found.items())
+    ]
+    rows = [
+        [d["ledgerId"], _yes(d["fenced"]), _yes(d["masterKey"]), _yes(d["explicitLac"] is not None), _yes(d["limbo"])]
+        for d in docs
+    ]
+    app.terminal.document(
+        docs,
+        lambda: app.terminal.table(["LEDGER", "FENCED", "MASTER KEY", "EXPLICIT LAC", "LIMBO"], rows, "no ledgers"),
+    )
+
+
+def _yes(value: object) -> str:
+    return "yes" if value else "no"
+
+
+def _db_dir(path: Path, name: str) -> Path:
+    """The index directory of ``path``: the directory itself, or its parent when given ``current`` or the
+    database's own directory."""
+    from bookie.errors import NotFound
+
+    for candidate in (path, path.parent, path.parent.parent):
+        if (candidate / "current" / name / "CURRENT").exists():
+            return candidate
+    raise NotFound(f"{path}: no DbLedgerStorage {name} index (current/{name}) in it")

@@ -37,6 +37,7 @@ from bookie.server.metrics import BookieStats
 from bookie.server.network import BookieNetwork
 from bookie.server.protocol import WireServer
 from bookie.server.servicer import BookieServicer, ClientGoneFilter
+from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.gc import GarbageCollector
 from bookie.storage.ledger_storage import LedgerStorage
 
@@ -64,7 +65,7 @@ class BookieServer:
         self.bookie_id = network.bookie_id
         self.stats = BookieStats()
         self.store: MetadataStore | None = None
-        self.storage: LedgerStorage | None = None
+        self.storage: LedgerStorage | DbLedgerStorage | None = None
         self.collector: GarbageCollector | None = None
         self.server: grpc.aio.Server | None = None
         self.read_only_by_operator = False
@@ -121,11 +122,13 @@ class BookieServer:
         cookies = await asyncio.to_thread(
             check_cookies, self.store, self.bookie_id, config.journal_dir, config.ledger_dir, config.index_dir
         )
-        storage = LedgerStorage(config.storage(), self.stats)
+        storage = await asyncio.to_thread(self._open_storage)
         replayed = await asyncio.to_thread(storage.start)
         self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
-        self.collector = GarbageCollector(self.storage, config.gc(), self._live_ledgers)
+        # one ledger directory today (config.validate): DbLedgerStorage's single directory is what GC compacts
+        compactable = storage.dirs[0] if isinstance(storage, DbLedgerStorage) else storage
+        self.collector = GarbageCollector(compactable, config.gc(), self._live_ledgers)
         self.stats.watch_gc(self.collector)
         self.collector.start()
         self.stats.watch(self.storage)
@@ -164,6 +167,13 @@ class BookieServer:
             self.metrics_port,
             self.http_port,
         )
+
+    def _open_storage(self) -> LedgerStorage | DbLedgerStorage:
+        """The ledger storage ledgerStorageClass names: DbLedgerStorage, or InterleavedLedgerStorage (which also
+        serves SortedLedgerStorage's files)."""
+        if self.config.db_storage:
+            return DbLedgerStorage(self.config.storage(), self.config.db(), self.stats)
+        return LedgerStorage(self.config.storage(), self.stats)
 
     def _watch_server(self, wire: WireServer) -> None:
         """The metrics read from the bookie itself: its state, its directories, its connections."""

@@ -6,6 +6,7 @@ other than the one written."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -16,6 +17,9 @@ from bookie.errors import InvalidArgument
 from bookie.meta.security import KEYS as ZK_SECURITY_KEYS
 from bookie.meta.security import ZkSecurity
 from bookie.server.network import check_bookie_id
+from bookie.storage.db import DB_LEDGER_STORAGE
+from bookie.storage.db.kv import RocksDbConfig
+from bookie.storage.db.storage import DbConfig
 from bookie.storage.gc import GcConfig
 from bookie.storage.ledger_storage import StorageConfig
 
@@ -30,6 +34,10 @@ def _bool(text: str) -> bool:
 CONVERTERS: dict[str, Callable[[str], object]] = {"int": int, "float": float, "bool": _bool, "str": str}
 
 
+# What BookKeeper's caches default to: a share of the JVM's direct memory, which is by default its heap, by default a
+# quarter of the machine's memory (PlatformDependent.estimateMaxDirectMemory).
+DEFAULT_DIRECT_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+MB = 1024 * 1024
 # BookKeeper keys whose value this bookie must honour or refuse: key -> (values it honours, compared without case,
 # and what it does instead). Their BookKeeper defaults are among the values honoured.
 HONOURED_VALUES: dict[str, tuple[frozenset[str], str]] = {
@@ -38,9 +46,14 @@ HONOURED_VALUES: dict[str, tuple[frozenset[str], str]] = {
             {
                 "org.apache.bookkeeper.bookie.sortedledgerstorage",
                 "org.apache.bookkeeper.bookie.interleavedledgerstorage",
+                DB_LEDGER_STORAGE.lower(),
             }
         ),
-        "this bookie keeps entries as InterleavedLedgerStorage/SortedLedgerStorage do (entry logs and index files)",
+        "this bookie keeps entries as InterleavedLedgerStorage/SortedLedgerStorage or DbLedgerStorage do",
+    ),
+    "dbStorage_directIOEntryLogger": (
+        frozenset({"false"}),
+        "this bookie's entry logs are written through the page cache",
     ),
     "entryLogPerLedgerEnabled": (frozenset({"false"}), "this bookie interleaves every ledger in one entry log"),
     "bookieAuthProviderFactoryClass": (frozenset({""}), "this bookie does not authenticate clients yet"),
@@ -97,6 +110,24 @@ class BookieConfig:
     compactionRate: int = 1000
     zkTimeout: int = 10000
     zkEnableSecurity: bool = False  # ZooKeeper ACLs and credentials: bookie.meta.security
+    ledgerStorageClass: str = "org.apache.bookkeeper.bookie.SortedLedgerStorage"
+    # DbLedgerStorage (-1: BookKeeper's automatic size, a share of DEFAULT_DIRECT_MEMORY)
+    dbStorage_writeCacheMaxSizeMb: int = -1
+    dbStorage_readAheadCacheMaxSizeMb: int = -1
+    dbStorage_readAheadCacheBatchSize: int = 100
+    dbStorage_readAheadCacheBatchBytesSize: int = -1
+    dbStorage_maxThrottleTimeMs: int = 10000
+    dbStorage_rocksDB_blockCacheSize: int = -1
+    dbStorage_rocksDB_writeBufferSizeMB: int = 64
+    dbStorage_rocksDB_sstSizeInMB: int = 64
+    dbStorage_rocksDB_blockSize: int = 65536
+    dbStorage_rocksDB_bloomFilterBitsPerKey: int = 10
+    dbStorage_rocksDB_numLevels: int = -1
+    dbStorage_rocksDB_numFilesInLevel0: int = 4
+    dbStorage_rocksDB_maxSizeInLevel1MB: int = 256
+    dbStorage_rocksDB_lz4CompressionEnabled: bool = True
+    dbStorage_rocksDB_format_version: int = 5
+    dbStorage_rocksDB_checksum_type: str = "kxxHash"
 
     ALIASES: ClassVar[dict[str, str]] = {
         "entryLogSizeLimit": "logSizeLimit",
@@ -160,6 +191,12 @@ class BookieConfig:
                 raise InvalidArgument(
                     f"{kind}CompactionInterval {interval} s is shorter than gcWaitTime {self.gcWaitTime} ms"
                 )
+        checksums = ("knochecksum", "kcrc32c", "kxxhash", "kxxhash64", "kxxh3")
+        if self.dbStorage_rocksDB_checksum_type.lower() not in checksums:
+            raise InvalidArgument(
+                f"dbStorage_rocksDB_checksum_type {self.dbStorage_rocksDB_checksum_type!r} is not "
+                "one of kNoChecksum, kCRC32c, kxxHash, kxxHash64, kXXH3"
+            )
         if self.prometheusStatsLatencyRolloverSeconds <= 0:
             raise InvalidArgument("prometheusStatsLatencyRolloverSeconds must be at least 1")
         if not 0 < self.diskUsageWarnThreshold <= self.diskUsageThreshold <= 1:
@@ -173,6 +210,41 @@ class BookieConfig:
             major_threshold=self.majorCompactionThreshold,
             major_interval_s=self.majorCompactionInterval,
             compaction_rate=self.compactionRate,
+        )
+
+    @property
+    def db_storage(self) -> bool:
+        """Whether ledgerStorageClass asks for DbLedgerStorage."""
+        return self.ledgerStorageClass.strip().lower() == DB_LEDGER_STORAGE.lower()
+
+    def db(self) -> DbConfig:
+        """DbLedgerStorage's settings: BookKeeper's dbStorage_* keys with BookKeeper's defaults (DbLedgerStorage,
+        KeyValueStorageRocksDB)."""
+
+        def mb(value: int, share: float) -> int:
+            return value * MB if value >= 0 else int(share * DEFAULT_DIRECT_MEMORY)
+
+        ledger_dirs = self.dirs("ledgerDirectories")
+        block_cache = self.dbStorage_rocksDB_blockCacheSize
+        return DbConfig(
+            write_cache_size=mb(self.dbStorage_writeCacheMaxSizeMb, 0.25),
+            read_cache_size=mb(self.dbStorage_readAheadCacheMaxSizeMb, 0.25),
+            read_ahead_batch_size=self.dbStorage_readAheadCacheBatchSize,
+            read_ahead_batch_bytes=self.dbStorage_readAheadCacheBatchBytesSize,
+            max_throttle_ms=self.dbStorage_maxThrottleTimeMs,
+            rocksdb=RocksDbConfig(
+                block_cache_size=block_cache if block_cache >= 0 else DEFAULT_DIRECT_MEMORY // len(ledger_dirs) // 10,
+                write_buffer_size_mb=self.dbStorage_rocksDB_writeBufferSizeMB,
+                sst_size_mb=self.dbStorage_rocksDB_sstSizeInMB,
+                block_size=self.dbStorage_rocksDB_blockSize,
+                bloom_filter_bits_per_key=self.dbStorage_rocksDB_bloomFilterBitsPerKey,
+                num_levels=self.dbStorage_rocksDB_numLevels,
+                num_files_in_level0=self.dbStorage_rocksDB_numFilesInLevel0,
+                max_size_in_level1_mb=self.dbStorage_rocksDB_maxSizeInLevel1MB,
+                lz4_compression=self.dbStorage_rocksDB_lz4CompressionEnabled,
+                format_version=self.dbStorage_rocksDB_format_version,
+                checksum_type=self.dbStorage_rocksDB_checksum_type,
+            ),
         )
 
     def dirs(self, key: str) -> list[str]:

@@ -15,8 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
 from bookie.server.stats import OpStats, StatsLogger, StatsProvider
+
+if TYPE_CHECKING:
+    from bookie.storage.db.storage import SingleDirectoryStorage
 
 SERVER_SCOPE, BOOKIE_SCOPE = "bookkeeper_server", "bookie"
 
@@ -187,13 +191,34 @@ class BookieStats:
 
     # ---- gauges and counters read at scrape time ----
     def watch(self, storage) -> None:
-        """The storage engine's: ledger cache (IndexInMemPageMgr) and journal queue."""
+        """The storage engine's: ledger cache (IndexInMemPageMgr) or DbLedgerStorage's caches, and journal queue."""
+        self.journal.watch(storage.journal.queue_depth)
+        if hasattr(storage, "dirs"):
+            for single in storage.dirs:
+                self._watch_db_dir(single)
+            return
         cache = storage.cache
         self.bookie.counter("LEDGER_CACHE_HIT", lambda: cache.hits)
         self.bookie.counter("LEDGER_CACHE_MISS", lambda: cache.misses)
         self.bookie.gauge("NUM_INDEX_PAGES", lambda: cache.page_count)
         cache.read_page_stats = self.ledger_cache_read_page
-        self.journal.watch(storage.journal.queue_depth)
+
+    def _watch_db_dir(self, single: SingleDirectoryStorage) -> None:
+        """DbLedgerStorageStats and its indexes' stats, per directory (``bookie_*{ledgerDir=...,indexDir=...}``)."""
+        stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir)).scope_label(
+            "indexDir", str(single.index_dir)
+        )
+        read_cache = single.read_cache
+        stats.counter("write-cache-hits", lambda: single.write_cache_hits)
+        stats.counter("write-cache-misses", lambda: single.write_cache_misses)
+        stats.counter("read-cache-hits", lambda: read_cache.hits)
+        stats.counter("read-cache-misses", lambda: read_cache.misses)
+        stats.gauge("write-cache-size", lambda: sum(c.size for c in single.caches()))
+        stats.gauge("write-cache-count", lambda: sum(c.count for c in single.caches()))
+        stats.gauge("read-cache-size", lambda: read_cache.size)
+        stats.gauge("read-cache-count", lambda: read_cache.count)
+        stats.gauge("ledgers-count", lambda: len(single.ledgers.ledgers))  # LedgerMetadataIndexStats
+        stats.gauge("entries-count", single.locations.db.count)  # EntryLocationIndexStats: RocksDB's estimate
 
     def watch_gc(self, collector) -> None:
         """GarbageCollectorStats (``bookie_gc_*``), and whether a compaction runs (ours)."""

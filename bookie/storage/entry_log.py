@@ -44,6 +44,7 @@ MAP_BATCH = 10_000
 MAX_ENTRY_SIZE = 64 * 1024 * 1024
 WRITE_BUFFER = 1 << 20
 RETIRE_AFTER = 5.0  # seconds a removed log's read descriptor stays open for reads in flight
+READ_AHEAD_WINDOW = 4 << 20  # the most read-ahead reads at once
 
 
 def log_path(directory: Path, log_id: int) -> Path:
@@ -313,6 +314,32 @@ class EntryLogger:
                 raise CorruptData(f"entry log {log_path(self.directory, log_id)} is missing") from None
             self._read_fds[log_id] = fd
         return fd
+
+    def read_following(self, loc: int, ledger_id: int, count: int, size: int) -> list[tuple[int, bytes]]:
+        """Read-ahead: ``(entryId, framed entry)`` of the entries stored one after the other from ``loc`` (the
+        location of an entry's data, past its size), while they belong to ``ledger_id``; at most ``count`` entries
+        and about ``size`` bytes, in one read of the file (never of the write buffer)."""
+        log_id, pos = split_location(loc)
+        with self.lock:
+            end = self._flushed if log_id == self.current_id else None
+        try:
+            fd = self._reader(log_id)
+        except CorruptData:
+            return []
+        window = min(size, READ_AHEAD_WINDOW) if end is None else min(size, READ_AHEAD_WINDOW, end - pos + 4)
+        data = os.pread(fd, max(window, 0), pos - 4) if window > 4 else b""
+        found: list[tuple[int, bytes]] = []
+        offset = 0
+        while len(found) < count and offset + 4 + IDS.size <= len(data):
+            (length,) = SIZE.unpack_from(data, offset)
+            if not IDS.size <= length <= MAX_ENTRY_SIZE or offset + 4 + length > len(data):
+                break
+            found_ledger, found_entry = IDS.unpack_from(data, offset + 4)
+            if found_ledger != ledger_id:
+                break
+            found.append((found_entry, data[offset + 4 : offset + 4 + length]))
+            offset += 4 + length
+        return found
 
     def read(self, loc: int, ledger_id: int, entry_id: int) -> bytes:
         """The framed entry at ``loc``, checked to be the one asked for."""

@@ -20,9 +20,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from bookie.errors import BKError
 from bookie.storage.entry_log import (
+    EntryLogger,
     iter_records,
     list_log_ids,
     location,
@@ -30,13 +32,27 @@ from bookie.storage.entry_log import (
     read_ledgers_map,
     rebuild_ledgers_map,
 )
-from bookie.storage.ledger_cache import LedgerIndex
-from bookie.storage.ledger_storage import LedgerStorage
 from bookie.storage.stats import GcStats
 
 log = logging.getLogger(__name__)
 COPY_BATCH = 1 << 20  # bytes appended to the current entry log at once
 MAJOR, MINOR = "major", "minor"
+
+
+class Compactable(Protocol):
+    """What garbage collection needs of a ledger storage (one per ledger directory): BookKeeper's
+    CompactableLedgerStorage."""
+
+    @property
+    def entry_logger(self) -> EntryLogger: ...
+
+    def ledger_ids(self) -> list[int]: ...
+
+    def delete_ledger(self, ledger_id: int) -> None: ...
+
+    def entry_location(self, ledger_id: int, entry_id: int) -> int: ...
+
+    def update_entry_locations(self, moved: list[tuple[int, int, int, int]]) -> None: ...
 
 
 @dataclass
@@ -194,7 +210,7 @@ class GarbageCollector:
     metadata store (None: no metadata store, no ledger GC)."""
 
     def __init__(
-        self, storage: LedgerStorage, config: GcConfig, live_ledgers: Callable[[list[int]], set[int]] | None = None
+        self, storage: Compactable, config: GcConfig, live_ledgers: Callable[[list[int]], set[int]] | None = None
     ):
         self.storage = storage
         self.config = config
@@ -383,19 +399,20 @@ class GarbageCollector:
     def _compact(self, meta: EntryLogMetadata, throttle: Throttle) -> tuple[int | None, int]:
         """Copy the log's live entries into the current entry log and repoint the index at the copies.
         Returns (entries, bytes) copied, or (None, 0) when the bookie is stopping."""
-        storage, cache, logger = self.storage, self.storage.cache, self.storage.entry_logger
-        moved: list[tuple[LedgerIndex, int, int, int]] = []  # (ledger state, entryId, old location, new location)
-        pending: list[tuple[LedgerIndex, int, int, int]] = []  # (ledger state, entryId, old location, offset in batch)
+        storage, logger = self.storage, self.storage.entry_logger
+        moved: list[tuple[int, int, int, int]] = []  # (ledgerId, entryId, old location, new location)
+        pending: list[tuple[int, int, int, int]] = []  # (ledgerId, entryId, old location, offset in batch)
         batch = bytearray()
         sizes: defaultdict[int, int] = defaultdict(int)
         copied = entries = 0
 
         def append() -> None:
-            with cache.lock:
+            with logger.lock:
                 base = logger.append(bytes(batch), sizes)
                 log_id = logger.current_id
             moved.extend(
-                (state, entry_id, old, location(log_id, base + offset + 4)) for state, entry_id, old, offset in pending
+                (ledger_id, entry_id, old, location(log_id, base + offset + 4))
+                for ledger_id, entry_id, old, offset in pending
             )
             batch.clear()
             pending.clear()
@@ -404,11 +421,10 @@ class GarbageCollector:
         for pos, ledger_id, entry_id, record in iter_records(log_path(logger.directory, meta.log_id)):
             if ledger_id not in meta.ledgers:
                 continue
-            state = cache.get(ledger_id)
             old = location(meta.log_id, pos)
-            if state is None or cache.get_location(state, entry_id) != old:
+            if storage.entry_location(ledger_id, entry_id) != old:
                 continue  # deleted, or superseded by a later copy of the entry
-            pending.append((state, entry_id, old, len(batch)))
+            pending.append((ledger_id, entry_id, old, len(batch)))
             batch += record
             sizes[ledger_id] += len(record)
             copied += len(record)
@@ -420,9 +436,5 @@ class GarbageCollector:
         if batch:
             append()
         logger.flush()  # the copies are on disk before any index slot points at them
-        with cache.lock:
-            for state, entry_id, old, new in moved:
-                if cache.ledgers.get(state.ledger_id) is state and cache.get_location(state, entry_id) == old:
-                    cache.set_location(state, entry_id, new)
-        storage.checkpoint()  # the repointed index pages are on disk before the old log goes
+        storage.update_entry_locations(moved)  # durable before the old log goes
         return entries, copied

@@ -12,7 +12,7 @@ import struct
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,7 +59,42 @@ class StorageConfig:
     max_entry_size: int = 5 * 1024 * 1024
 
 
-class LedgerStorage:
+def walk_add_batch(
+    records: bytes, known: Container[int], refused: dict[int, Exception], limit: int
+) -> tuple[list[_Stored], list[tuple[int, int, Exception]], dict[int, int]]:
+    """The records of a batch to store (``int32 size | framed entry`` each; those of ``known`` ledgers, not
+    ``refused``, at most ``limit`` bytes), ``(ledgerId, entryId, error)`` of those refused, and the bytes to store
+    per ledger; :class:`BadRequest` when the batch does not parse."""
+    entries: list[_Stored] = []
+    failures: list[tuple[int, int, Exception]] = []
+    sizes: defaultdict[int, int] = defaultdict(int)
+    offset, end = 0, len(records)
+    unpack = RECORD.unpack_from
+    while offset < end:
+        if offset + RECORD.size > end:
+            raise BadRequest(f"add batch cut short at byte {offset}")
+        size, ledger_id, entry_id, lac = unpack(records, offset)
+        if size < RECORD.size - 4 or offset + 4 + size > end:
+            raise BadRequest(f"bad add record size {size} at byte {offset}")
+        if ledger_id in refused:
+            failures.append((ledger_id, entry_id, refused[ledger_id]))
+        elif ledger_id not in known:
+            failures.append((ledger_id, entry_id, BadRequest(f"no master key for ledger {ledger_id}")))
+        elif size > limit or entry_id < 0:
+            failures.append((ledger_id, entry_id, BadRequest(f"entry of {size} bytes over the {limit}-byte limit")))
+        else:
+            entries.append((offset, size, ledger_id, entry_id, lac))
+            sizes[ledger_id] += 4 + size
+        offset += 4 + size
+    return entries, failures, sizes
+
+
+class JournalledStorage:
+    """What every ledger storage of a bookie shares: the journal (adds are acknowledged once journaled), its replay
+    from lastMark on start, and the sync thread that checkpoints every flushInterval. Subclasses say where entries
+    and ledger state go: :meth:`_apply` (a replayed record), :meth:`_persist` (a checkpoint's writes),
+    :meth:`_writeback` (between checkpoints), :meth:`_close`."""
+
     def __init__(self, config: StorageConfig, stats: StorageStats | None = None):
         self.config = config
         self.stats = stats
@@ -75,14 +110,16 @@ class LedgerStorage:
         )
         # Set by the entry logger every flushEntrylogBytes appended, and by shutdown: wakes the sync thread.
         self._flush_due = threading.Event()
-        self.entry_logger = EntryLogger(
-            config.ledger_dir, config.entry_log_size_limit, config.entry_log_flush_bytes, self._flush_due.set
-        )
-        self.cache = LedgerCache(config.index_dir, config.page_limit, self.entry_logger.holds)
         self._checkpoint_lock = threading.Lock()
+        self._checkpoint_asked = threading.Event()  # a checkpoint now, not at the next flushInterval
         self._stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
         self.on_lac_advanced: Callable[[int], None] | None = None
+
+    @property
+    def mark_dirs(self) -> list[Path]:
+        """The ledger directories that hold lastMark (BookKeeper writes it into each)."""
+        return [self.config.ledger_dir]
 
     # ---- lifecycle ----
     def start(self) -> int:
@@ -102,8 +139,7 @@ class LedgerStorage:
             self._sync_thread.join()
         self.journal.stop()
         self.checkpoint()
-        self.entry_logger.close()
-        self.cache.close()
+        self._close()
 
     def _sync_loop(self) -> None:
         """Checkpoint every flushInterval; in between, write the entry logs back every second, so that a
@@ -120,11 +156,12 @@ class LedgerStorage:
             if self._stop.is_set():
                 return
             try:
-                if time.monotonic() >= next_checkpoint:
+                if time.monotonic() >= next_checkpoint or self._checkpoint_asked.is_set():
+                    self._checkpoint_asked.clear()
                     self.checkpoint()
                     next_checkpoint = time.monotonic() + interval
                 else:
-                    self.entry_logger.flush()
+                    self._writeback()
             except Exception:
                 log.exception("checkpoint failed")
 
@@ -133,10 +170,10 @@ class LedgerStorage:
         """Persist everything before the journal's current durable position, then record it as lastMark."""
         with self._checkpoint_lock:
             mark = self.journal.last_log_mark
-            self.entry_logger.flush()
-            self.cache.flush()
+            self._persist()
             if mark.journal_id:
-                write_last_mark(self.config.ledger_dir, mark)
+                for directory in self.mark_dirs:
+                    write_last_mark(directory, mark)
                 self._clean_journals(mark)
             return mark
 
@@ -148,7 +185,7 @@ class LedgerStorage:
 
     def replay(self) -> int:
         """Re-apply the journal from lastMark: master keys, fences, explicit LACs and entries."""
-        mark = read_last_mark(self.config.ledger_dir) or LogMark(0, 0)
+        mark = max((m for d in self.mark_dirs if (m := read_last_mark(d)) is not None), default=LogMark(0, 0))
         count = 0
         lacs: dict[int, int] = {}
         skipped: list[jf.Skipped] = []
@@ -184,14 +221,59 @@ class LedgerStorage:
             log.error("journal replay skipped %d corrupt records (%d bytes)", len(skipped), size)
             if self.stats is not None:
                 self.stats.journal_corruption_skipped(len(skipped), size)
+        self._replayed(lacs)
+        if count:
+            log.info("replayed %d journal records from %s", count, mark)
+        return count
+
+    # ---- what a kind of storage does ----
+    def _apply(self, record: jf.Record, lacs: dict[int, int]) -> None:
+        """Re-apply one journal record; an entry's piggy-backed LAC goes into ``lacs``."""
+        raise NotImplementedError
+
+    def _replayed(self, lacs: dict[int, int]) -> None:
+        """After replay: the LACs of the ledgers that had entries replayed."""
+        raise NotImplementedError
+
+    def _persist(self) -> None:
+        """Make everything stored so far durable (the checkpoint's writes, before lastMark)."""
+        raise NotImplementedError
+
+    def _writeback(self) -> None:
+        """Between checkpoints, every second or flushEntrylogBytes."""
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+
+class LedgerStorage(JournalledStorage):
+    """InterleavedLedgerStorage: entries in interleaved entry logs, each ledger's index in its index file."""
+
+    def __init__(self, config: StorageConfig, stats: StorageStats | None = None):
+        super().__init__(config, stats)
+        self.entry_logger = EntryLogger(
+            config.ledger_dir, config.entry_log_size_limit, config.entry_log_flush_bytes, self._flush_due.set
+        )
+        self.cache = LedgerCache(config.index_dir, config.page_limit, self.entry_logger.holds)
+
+    def _persist(self) -> None:
+        self.entry_logger.flush()
+        self.cache.flush()
+
+    def _writeback(self) -> None:
+        self.entry_logger.flush()
+
+    def _close(self) -> None:
+        self.entry_logger.close()
+        self.cache.close()
+
+    def _replayed(self, lacs: dict[int, int]) -> None:
         # Only now may the disk be read: until replay repointed them, index entries written before the crash can
         # point at entry-log bytes that were still in the lost write buffer.
         for ledger_id, lac in lacs.items():
             state = self.ledger(ledger_id)  # _apply created it
             state.lac = max(lac, self._lac_on_disk(state))
-        if count:
-            log.info("replayed %d journal records from %s", count, mark)
-        return count
 
     def _apply(self, record: jf.Record, lacs: dict[int, int]) -> None:
         if record.kind == "master_key":
@@ -243,16 +325,18 @@ class LedgerStorage:
                 states[ledger_id] = self._ledger_for_add(ledger_id, key, journal)
             except (Unauthorized, LedgerFenced) as exc:
                 refused[ledger_id] = exc
-        entries, failures, sizes = self._walk(records, states, refused)
+        limit = self.config.max_entry_size
+        entries, failures, sizes = walk_add_batch(records, states, refused, limit)
         journaled = len(journal) + len(entries)  # master key records, then the entries
         if failures:
             records = b"".join(records[start : start + 4 + size] for start, size, _, _, _ in entries)
-            entries, _, sizes = self._walk(records, states, {})
+            entries, _, sizes = walk_add_batch(records, states, {}, limit)
         if entries:
             cache, logger = self.cache, self.entry_logger
             with cache.lock:
-                base = logger.append(records, sizes)
-                log_id = logger.current_id
+                with logger.lock:  # no roll (compaction appends too) between the append and reading its log id
+                    base = logger.append(records, sizes)
+                    log_id = logger.current_id
                 for start, _, ledger_id, entry_id, lac in entries:
                     state = states[ledger_id]
                     cache.set_location(state, entry_id, location(log_id, base + start + 4))
@@ -274,34 +358,6 @@ class LedgerStorage:
                 time.perf_counter() - started,
             )
         return len(entries), failures
-
-    def _walk(
-        self, records: bytes, states: dict[int, LedgerIndex], refused: dict[int, Exception]
-    ) -> tuple[list[_Stored], list[tuple[int, int, Exception]], dict[int, int]]:
-        """The records of a batch to store, ``(ledgerId, entryId, error)`` of those refused, and the bytes to store
-        per ledger; :class:`BadRequest` when the batch does not parse."""
-        entries: list[_Stored] = []
-        failures: list[tuple[int, int, Exception]] = []
-        sizes: defaultdict[int, int] = defaultdict(int)
-        offset, end, limit = 0, len(records), self.config.max_entry_size
-        unpack = RECORD.unpack_from
-        while offset < end:
-            if offset + RECORD.size > end:
-                raise BadRequest(f"add batch cut short at byte {offset}")
-            size, ledger_id, entry_id, lac = unpack(records, offset)
-            if size < RECORD.size - 4 or offset + 4 + size > end:
-                raise BadRequest(f"bad add record size {size} at byte {offset}")
-            if ledger_id in refused:
-                failures.append((ledger_id, entry_id, refused[ledger_id]))
-            elif ledger_id not in states:
-                failures.append((ledger_id, entry_id, BadRequest(f"no master key for ledger {ledger_id}")))
-            elif size > limit or entry_id < 0:
-                failures.append((ledger_id, entry_id, BadRequest(f"entry of {size} bytes over the {limit}-byte limit")))
-            else:
-                entries.append((offset, size, ledger_id, entry_id, lac))
-                sizes[ledger_id] += 4 + size
-            offset += 4 + size
-        return entries, failures, sizes
 
     def _raise_lac(self, state: LedgerIndex, lac: int) -> None:
         if state.lac is None:
@@ -396,3 +452,20 @@ class LedgerStorage:
     def delete_ledger(self, ledger_id: int) -> None:
         """Forget the ledger's index (garbage collection reclaims its entry-log space)."""
         self.cache.delete(ledger_id)
+
+    # ---- compaction (bookie.storage.gc.Compactable) ----
+    def entry_location(self, ledger_id: int, entry_id: int) -> int:
+        """Where the index says the entry is; 0 when the ledger or the entry is not here."""
+        state = self.cache.get(ledger_id)
+        return 0 if state is None else self.cache.get_location(state, entry_id)
+
+    def update_entry_locations(self, moved: list[tuple[int, int, int, int]]) -> None:
+        """Point the index at compacted copies, ``(ledgerId, entryId, old location, new location)`` each, where it
+        still points at the old location; durable on return (a checkpoint), so the old log may go."""
+        cache = self.cache
+        with cache.lock:
+            for ledger_id, entry_id, old, new in moved:
+                state = cache.ledgers.get(ledger_id)
+                if state is not None and cache.get_location(state, entry_id) == old:
+                    cache.set_location(state, entry_id, new)
+        self.checkpoint()

@@ -104,7 +104,11 @@ def test_paths_complete_as_file_and_directory_names():
     assert complete("bookie", "run", "--journal-dir", "") == [("dir", "")]
 
 
-OFFLINE = {("bookie", "inspect", "journal"), ("bookie", "inspect", "entrylog")}  # a stopped bookie's files
+OFFLINE = {  # a stopped bookie's files: its ledgers are not the cluster's to complete
+    ("bookie", "inspect", "journal"),
+    ("bookie", "inspect", "entrylog"),
+    ("bookie", "inspect", "locations"),
+}
 
 
 def test_every_bookie_and_ledger_parameter_completes_from_the_cluster():

@@ -21,7 +21,7 @@ ORACLE = Path(os.environ.get("BK_ORACLE_DIR", Path(__file__).resolve().parents[3
 if not ORACLE.is_dir():
     ORACLE = Path("/work/shared/bk-oracle")
 ENV = {**os.environ, "BK_ORACLE_PYTHON": sys.executable}
-CLASSPATH = f'. "{ORACLE}/bin/bk-common.sh"; bk_find_java; bk_find_spark_jars; bk_classpath 0'  # sets JAVA, BK_CP
+CLASSPATH = f'. "{ORACLE}/bin/bk-common.sh"; bk_find_java; bk_find_spark_jars; bk_classpath 1'  # sets JAVA, BK_CP
 
 
 def java() -> str | None:
@@ -87,12 +87,14 @@ class JavaCluster:
         zk: str | None = None,
         ledgers_root: str = "/ledgers",
         env: dict[str, str] | None = None,
+        storage: str = "interleaved",
     ) -> JavaCluster:
         """``settings``: ``KEY=VALUE`` for every bookie's conf. ``zk``: an existing ZooKeeper to use, and
-        ``ledgers_root`` the cluster's root in it (initialised when missing). ``env``: for the shell and bookies."""
+        ``ledgers_root`` the cluster's root in it (initialised when missing). ``env``: for the shell and bookies.
+        ``storage``: interleaved or db (DbLedgerStorage)."""
         ports = free_ports(bookies + 1)
         where = ["--zk", zk] if zk else ["--zk-port", str(ports[0])]
-        where += ["--root", ledgers_root]
+        where += ["--root", ledgers_root, "--storage", storage]
         sets = [a for s in settings for a in ("--set", s)]
         run(
             "bk-cluster",

@@ -72,11 +72,8 @@ def test_a_java_bookies_file_loads_and_names_what_it_sets_that_we_do_not_use(tmp
 @pytest.mark.parametrize(
     ("key", "value", "instead"),
     [
-        (
-            "ledgerStorageClass",
-            "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
-            "entry logs and index files",
-        ),
+        ("ledgerStorageClass", "org.example.OtherLedgerStorage", "InterleavedLedgerStorage"),
+        ("dbStorage_directIOEntryLogger", "true", "page cache"),
         ("entryLogPerLedgerEnabled", "true", "one entry log"),
         ("bookieAuthProviderFactoryClass", "org.apache.bookkeeper.sasl.SASLBookieAuthProviderFactory", "authenticate"),
     ],
@@ -87,6 +84,25 @@ def test_a_value_this_bookie_cannot_honour_is_refused_in_one_line(tmp_path, key,
     with pytest.raises(InvalidArgument, match=f"^{key}={value} in {path} cannot be honoured: .*{instead}") as info:
         BookieConfig.load(path)
     assert "\n" not in str(info.value)
+
+
+def test_db_ledger_storage_and_its_keys_with_bookkeepers_defaults(tmp_path):
+    from bookie.server.config import DEFAULT_DIRECT_MEMORY
+
+    path = tmp_path / "bk_server.conf"
+    path.write_text(
+        "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage\n"
+        "dbStorage_writeCacheMaxSizeMb=16\ndbStorage_readAheadCacheBatchSize=50\n"
+        "dbStorage_rocksDB_lz4CompressionEnabled=false\n"
+    )
+    config = BookieConfig.load(path)
+    assert config.db_storage and not BookieConfig.load().db_storage and config.unused_keys == []
+    db = config.db()
+    assert (db.write_cache_size, db.read_ahead_batch_size, db.read_ahead_batch_bytes) == (16 << 20, 50, -1)
+    assert db.read_cache_size == DEFAULT_DIRECT_MEMORY // 4  # BookKeeper: a quarter of the direct memory
+    assert (db.rocksdb.lz4_compression, db.rocksdb.format_version, db.rocksdb.checksum_type) == (False, 5, "kxxHash")
+    with pytest.raises(InvalidArgument, match="dbStorage_rocksDB_checksum_type"):
+        BookieConfig.load(overrides={"dbStorage_rocksDB_checksum_type": "md5"})
 
 
 def test_network_keys_have_bookkeepers_defaults_and_bookie_ids_its_syntax():

@@ -14,20 +14,32 @@ def fence(channel, ledger_id):
     assert answer.status in (pb.EOK, pb.ENOENTRY)
 
 
+DB = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"}
+
+
 @pytest.mark.parametrize(
     "settings",
-    [{"flushInterval": 60000}, {"flushInterval": 5}],
-    ids=["between-checkpoints", "during-checkpoints"],  # flushInterval 5 ms: a checkpoint is nearly always running
+    [
+        {"flushInterval": 60000},
+        {"flushInterval": 5},
+        {**DB, "flushInterval": 60000},
+        {**DB, "flushInterval": 5},
+        {**DB, "flushInterval": 60000, "dbStorage_writeCacheMaxSizeMb": 1},
+    ],
+    # flushInterval 5 ms: a checkpoint is nearly always running; a 1 MB write cache fills every ~2000 entries, each
+    # time asking for a checkpoint at once
+    ids=["between-checkpoints", "during-checkpoints", "db-between", "db-during", "db-write-cache-full"],
 )
 def test_kill_9_mid_stream_loses_no_acknowledged_entry(harness, settings):
     (bookie,) = harness.start(1, **settings)
+    size = 1000 if "dbStorage_writeCacheMaxSizeMb" in settings else 100
     channel = harness.channel(bookie)
     fenced = StreamWriter(channel, ledger_id=2, limit=100)
     fenced.start()
     fenced.join(30)
     fence(channel, 2)
 
-    writer = StreamWriter(channel, ledger_id=1)
+    writer = StreamWriter(channel, ledger_id=1, size=size)
     writer.start()
     wait_for(lambda: len(writer.acked) >= 3000, "3000 acknowledged entries", 60)
     bookie.stop(kill=True)
@@ -39,7 +51,9 @@ def test_kill_9_mid_stream_loses_no_acknowledged_entry(harness, settings):
     harness.restart(bookie)
     channel = harness.channel(bookie)
     entries = read_stored(channel, 1, 0, acked[-1])
-    assert all(entries.get(e) == payload(1, e) for e in acked)
+    assert all(entries.get(e) == payload(1, e, size) for e in acked)
+    if size == 1000:
+        assert "write cache is full" in bookie.log_path.read_text()
     last = channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=-1), timeout=10)
     assert last.status == pb.EOK and last.maxLAC >= acked[-1] - 1  # each entry carries LAC = its id - 1
 

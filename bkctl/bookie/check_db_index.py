@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from bkctl.bookie.offline import bookie_dirs, offline_options
+from bkctl.options import output_option
+
+if TYPE_CHECKING:
+    from bkctl.app import Application
+
+
+@click.command("check-db-index")
+@offline_options
+@click.option("--verify-entries", is_flag=True, help="Also read each location's entry header from its entry log.")
+@output_option
+@click.pass_obj
+def check_db_index(
+    app: Application,
+    conf_file: str | None,
+    journal_dir: str | None,
+    ledger_dir: str | None,
+    index_dir: str | None,
+    settings: dict[str, str],
+    verify_entries: bool,
+) -> None:
+    """Check a DbLedgerStorage bookie's indexes offline (like check-db-ledgers-index); exit 3 on problems
+
+    Every record of the ledgers index must parse; every location must belong to a ledger of the ledgers index and
+    point into an entry log that exists (with --verify-entries, at an entry with the ids of its key). Reads only:
+    a running bookie is fine, a stopped one (Java's or ours) gives a stable answer.
+    """
+    from bkctl.errors import CheckFailed
+    from bookie.storage.db.offline import check_index
+
+    dirs = bookie_dirs(app, conf_file, journal_dir, ledger_dir, index_dir, settings)
+    docs: list[dict[str, Any]] = []
+    for ledger, index in dirs.pairs():
+        found = check_index(ledger, index, verify_entries)
+        docs.append(
+            {
+                "ledgerDir": str(ledger),
+                "indexDir": str(index),
+                "ledgers": found.ledgers,
+                "locations": found.locations,
+                "entriesVerified": found.entries_verified,
+                "problems": found.problems,
+            }
+        )
+
+    def table() -> None:
+        rows = [[d["indexDir"], d["ledgers"], d["locations"], len(d["problems"])] for d in docs]
+        app.terminal.table(["INDEX DIR", "LEDGERS", "LOCATIONS", "PROBLEMS"], rows)
+        for d in docs:
+            for problem in d["problems"]:
+                app.terminal.warn(problem)
+
+    app.terminal.document(docs, table)
+    problems = sum(len(d["problems"]) for d in docs)
+    if problems:
+        raise CheckFailed(f"{problems} problem(s) in the DbLedgerStorage indexes")

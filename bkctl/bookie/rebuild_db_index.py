@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from bkctl.bookie.offline import bookie_dirs, offline_options, stopped
+from bkctl.options import dry_run_option, output_option
+
+if TYPE_CHECKING:
+    from bkctl.app import Application
+
+
+@click.command("rebuild-db-index")
+@click.argument("which", type=click.Choice(["locations", "ledgers"]))
+@offline_options
+@dry_run_option
+@output_option
+@click.pass_obj
+def rebuild_db_index(
+    app: Application,
+    which: str,
+    conf_file: str | None,
+    journal_dir: str | None,
+    ledger_dir: str | None,
+    index_dir: str | None,
+    settings: dict[str, str],
+    dry_run: bool,
+) -> None:
+    """Rebuild a stopped DbLedgerStorage bookie's locations or ledgers index from its files
+
+    locations (rebuild-db-ledger-locations-index): the locations of the ledgers index's ledgers, from a scan of
+    every entry log; the old index is kept as current/locations.BACKUP-<time>. ledgers
+    (rebuild-db-ledgers-index): every ledger of the journals and entry logs, fenced, without master key (the next
+    writer's is taken); the old index is kept as current/ledgers.PREV-<time>. Refuses a running bookie.
+    """
+    from bookie.storage.db.offline import rebuild_ledgers, rebuild_locations
+
+    dirs = bookie_dirs(app, conf_file, journal_dir, ledger_dir, index_dir, settings)
+    docs: list[dict[str, Any]] = []
+    with stopped(dirs):
+        for ledger, index in dirs.pairs():
+            if which == "locations":
+                done = rebuild_locations(ledger, index, dry_run)
+            else:
+                done = rebuild_ledgers(dirs.journal, ledger, index, dry_run)
+            docs.append(
+                {
+                    "indexDir": str(index),
+                    "index": which,
+                    "ledgers": done.ledgers,
+                    "entries": done.entries if which == "locations" else None,
+                    "filesScanned": done.sources,
+                    "backup": str(done.backup) if done.backup else None,
+                    "dryRun": dry_run,
+                }
+            )
+
+    def table() -> None:
+        for d in docs:
+            what = f"{d['ledgers']} ledgers" + (f", {d['entries']} entries" if d["entries"] is not None else "")
+            if dry_run:
+                app.terminal.line(f"{d['indexDir']}: {which} index would be rebuilt: {what} (dry run)")
+            else:
+                kept = f"; the old one is {d['backup']}" if d["backup"] else ""
+                app.terminal.line(f"{d['indexDir']}: {which} index rebuilt: {what}{kept}")
+
+    app.terminal.document(docs, table)

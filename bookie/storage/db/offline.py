@@ -1,0 +1,278 @@
+"""Offline operations on a stopped bookie's DbLedgerStorage files, as BookKeeper 4.17.4's shell does them
+(``bookkeeper-server/src/main/java/org/apache/bookkeeper/bookie/storage/ldb/{LedgersIndexCheckOp,
+LocationsIndexRebuildOp,LedgersIndexRebuildOp}.java``, ``tools/cli/commands/bookie/ConvertTo{DB,Interleaved}
+StorageCommand.java``). One ledger directory and its index directory at a time (the caller goes through a bookie's
+directories in order). Nothing here knows whether the bookie runs: the caller locks its directories first.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bookie._proto.db_ledger_storage_pb2 import LedgerData
+from bookie.storage import journal as jf
+from bookie.storage.db.indexes import LOCATION_KEY, LONG, EntryLocationIndex, LedgerMetadataIndex
+from bookie.storage.db.kv import LEDGERS, LOCATIONS, KeyValueStorage
+from bookie.storage.entry_log import iter_records, list_log_ids, log_path, scan_log, split_location
+from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader
+from bookie.storage.ledger_cache import LedgerCache
+
+BATCH = 10_000  # records per RocksDB batch (BookKeeper's BATCH_COMMIT_SIZE)
+HEADER = 4 + LOCATION_KEY.size  # int32 size | ledgerId | entryId
+
+
+def _timestamp() -> str:
+    """BookKeeper's suffix of a moved-away index: ``yyyy-MM-dd'T'HH:mm:ss.SSSZ``."""
+    now = time.time()
+    return (
+        time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now))
+        + f".{int(now * 1000) % 1000:03d}"
+        + time.strftime("%z", time.localtime(now))
+    )
+
+
+def locations(index_dir: Path, ledger_id: int | None = None) -> Iterator[tuple[int, int, int, int]]:
+    """``(ledgerId, entryId, entryLogId, position)`` of the locations index (read-only), in key order."""
+    index = EntryLocationIndex(index_dir, read_only=True)
+    try:
+        records = ((ledger_id, e, loc) for e, loc in index.entries(ledger_id)) if ledger_id is not None else index.all()
+        for lid, eid, loc in records:
+            yield (lid, eid, *split_location(loc))
+    finally:
+        index.close()
+
+
+def ledgers(index_dir: Path) -> dict[int, LedgerData]:
+    """The ledgers index (read-only)."""
+    index = LedgerMetadataIndex(index_dir, read_only=True)
+    index.close()
+    return index.ledgers
+
+
+@dataclass
+class IndexCheck:
+    """What :func:`check_index` found in one directory."""
+
+    ledgers: int = 0
+    locations: int = 0
+    entries_verified: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def check_index(ledger_dir: Path, index_dir: Path, verify_entries: bool = False) -> IndexCheck:
+    """BookKeeper's check-db-ledgers-index (every record of the ledgers index parses), and more: every location
+    belongs to a ledger of the ledgers index and points into an entry log that exists; with ``verify_entries``,
+    at an entry with the ledger and entry ids of its key."""
+    result = IndexCheck()
+    db = KeyValueStorage(index_dir, LEDGERS, read_only=True)
+    known: set[int] = set()
+    try:
+        for key, value in db.items():
+            (ledger_id,) = LONG.unpack_from(key) if len(key) >= 8 else (None,)
+            if ledger_id is None:
+                result.problems.append(f"{db.path}: key {key.hex()} is not a ledger id")
+                continue
+            if ledger_id < 0:
+                continue  # the storage state flags
+            try:
+                LedgerData.FromString(value)
+            except Exception as exc:  # noqa: BLE001 (protobuf's DecodeError, or a missing required field)
+                result.problems.append(f"{db.path}: ledger {ledger_id}: unreadable LedgerData ({exc})")
+                continue
+            known.add(ledger_id)
+    finally:
+        db.close()
+    result.ledgers = len(known)
+    logs = set(list_log_ids(ledger_dir))
+    orphans: dict[int, int] = {}
+    missing: dict[int, int] = {}
+    fds: dict[int, int] = {}
+    try:
+        for ledger_id, entry_id, log_id, pos in locations(index_dir):
+            result.locations += 1
+            if ledger_id not in known:
+                orphans[ledger_id] = orphans.get(ledger_id, 0) + 1
+            if log_id not in logs:
+                missing[log_id] = missing.get(log_id, 0) + 1
+            elif verify_entries:
+                if log_id not in fds:
+                    fds[log_id] = os.open(log_path(ledger_dir, log_id), os.O_RDONLY)
+                head = os.pread(fds[log_id], HEADER, pos - 4)
+                found = LOCATION_KEY.unpack_from(head, 4) if len(head) == HEADER else None
+                if found != (ledger_id, entry_id):
+                    result.problems.append(
+                        f"ledger {ledger_id} entry {entry_id}: {log_path(ledger_dir, log_id)} offset {pos - 4} holds "
+                        + (f"ledger {found[0]} entry {found[1]}" if found else "no entry")
+                    )
+                result.entries_verified += 1
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    result.problems += [
+        f"{count} locations of ledger {lid}, which the ledgers index does not have" for lid, count in orphans.items()
+    ]
+    result.problems += [
+        f"{count} locations in entry log {log_path(ledger_dir, log_id)}, which is missing"
+        for log_id, count in missing.items()
+    ]
+    return result
+
+
+@dataclass
+class Rebuilt:
+    """What a rebuild or a conversion wrote (or, dry, would write)."""
+
+    ledgers: int = 0
+    entries: int = 0
+    sources: int = 0  # entry logs (and journals) scanned, or index files converted
+    backup: Path | None = None  # where the index it replaced went
+
+
+def rebuild_locations(ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> Rebuilt:
+    """BookKeeper's rebuild-db-ledger-locations-index: the locations of the ledgers of the ledgers index, from a
+    scan of every entry log (a later copy of an entry, from compaction, wins); the old index is kept as
+    ``locations.BACKUP-<time>``."""
+    active = set(ledgers(index_dir))
+    result = Rebuilt(ledgers=len(active))
+    current = Path(index_dir) / "current"
+    index: KeyValueStorage | None = None
+    if not dry_run:
+        if (current / LOCATIONS).exists():
+            result.backup = current / f"{LOCATIONS}.BACKUP-{_timestamp()}"
+            os.rename(current / LOCATIONS, result.backup)
+        index = KeyValueStorage(index_dir, LOCATIONS)
+    try:
+        batch: list[tuple[bytes, bytes]] = []
+        for log_id in list_log_ids(ledger_dir):
+            result.sources += 1
+            for pos, ledger_id, entry_id, _ in iter_records(log_path(ledger_dir, log_id)):
+                if ledger_id in active:
+                    result.entries += 1
+                    batch.append((LOCATION_KEY.pack(ledger_id, entry_id), LONG.pack((log_id << 32) | pos)))
+                    if len(batch) >= BATCH and index is not None:
+                        index.write(batch)
+                        batch = []
+        if index is not None:
+            index.write(batch)
+    finally:
+        if index is not None:
+            index.close()
+    return result
+
+
+def rebuild_ledgers(journal_dirs: list[Path], ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> Rebuilt:
+    """BookKeeper's rebuild-db-ledgers-index: every ledger of the journals and entry logs, fenced, with no master
+    key (the next writer's key is taken, as for a ledger first seen by a fence); the old index is kept as
+    ``ledgers.PREV-<time>``. Keys are 8 bytes, as the bookie writes them (BookKeeper's rebuild writes 16)."""
+    found: set[int] = set()
+    result = Rebuilt()
+    for journal_dir in journal_dirs:
+        for journal_id in jf.list_journal_ids(journal_dir):
+            result.sources += 1
+            found.update(
+                r.ledger_id for r in jf.JournalScan(jf.journal_path(journal_dir, journal_id), skip_corruption=True)
+            )
+    for log_id in list_log_ids(ledger_dir):
+        result.sources += 1
+        found.update(ledger_id for _, _, ledger_id, _ in scan_log(log_path(ledger_dir, log_id)))
+    result.ledgers = len(found)
+    if dry_run:
+        return result
+    stamp = _timestamp()
+    current = Path(index_dir) / "current"
+    temp = f"{LEDGERS}.TEMP-{stamp}"
+    index = KeyValueStorage(index_dir, temp)
+    try:
+        value = LedgerData(exists=True, fenced=True, masterKey=b"").SerializeToString()
+        index.write((LONG.pack(ledger_id), value) for ledger_id in sorted(found))
+    finally:
+        index.close()
+    result.backup = current / f"{LEDGERS}.PREV-{stamp}"
+    if (current / LEDGERS).exists():
+        os.rename(current / LEDGERS, result.backup)
+    os.rename(current / temp, current / LEDGERS)
+    return result
+
+
+def convert_to_db(ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> Rebuilt:
+    """BookKeeper's convert-to-db-storage: each ledger's index file (master key, fence, explicit LAC, locations)
+    into the two databases, then the index files are removed. The entry logs stay as they are."""
+    cache = LedgerCache(index_dir)
+    result = Rebuilt()
+    db_ledgers = None if dry_run else LedgerMetadataIndex(index_dir)
+    db_locations = None if dry_run else EntryLocationIndex(index_dir)
+    converted: list[IndexFile] = []
+    try:
+        for ledger_id in cache.ledger_ids():
+            file = IndexFile(index_dir, ledger_id)
+            header = file.read_header()
+            entries = [
+                (ledger_id, page_no * ENTRIES_PER_PAGE + slot, loc)
+                for page_no in range(file.page_count())
+                for slot, loc in enumerate(_page_locations(file.read_page(page_no)))
+                if loc
+            ]
+            result.ledgers += 1
+            result.sources += 1
+            result.entries += len(entries)
+            if db_ledgers is not None and db_locations is not None:
+                data = LedgerData(exists=True, fenced=header.fenced, masterKey=header.master_key)
+                if header.explicit_lac is not None:
+                    data.explicitLac = header.explicit_lac
+                db_ledgers.set(ledger_id, data)
+                db_locations.write(entries)
+            converted.append(file)
+        if db_ledgers is not None:
+            db_ledgers.flush()
+    finally:
+        for index in (db_ledgers, db_locations):
+            if index is not None:
+                index.close()
+    if not dry_run:
+        for file in converted:  # only once the databases hold everything (synced)
+            file.delete()
+    return result
+
+
+def _page_locations(page: bytes | bytearray) -> list[int]:
+    return [LOCATION.unpack_from(page, slot * 8)[0] for slot in range(ENTRIES_PER_PAGE)]
+
+
+def convert_to_interleaved(ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> Rebuilt:
+    """BookKeeper's convert-to-interleaved-storage: an index file per ledger of the ledgers index (master key,
+    fence, explicit LAC, locations); the databases are then kept as ``ledgers.backup`` and ``locations.backup``."""
+    result = Rebuilt()
+    db_ledgers = LedgerMetadataIndex(index_dir, read_only=True)
+    db_locations = EntryLocationIndex(index_dir, read_only=True)
+    cache = LedgerCache(index_dir)
+    try:
+        for ledger_id, data in sorted(db_ledgers.ledgers.items()):
+            entries = list(db_locations.entries(ledger_id))
+            result.ledgers += 1
+            result.entries += len(entries)
+            if dry_run:
+                continue
+            state = cache.create(ledger_id, bytes(data.masterKey))
+            state.header = IndexHeader(
+                bytes(data.masterKey),
+                bool(data.fenced),
+                bytes(data.explicitLac) if data.HasField("explicitLac") else None,
+            )
+            for entry_id, loc in entries:
+                cache.set_location(state, entry_id, loc)
+        if not dry_run:
+            cache.flush()
+    finally:
+        cache.close()
+        db_ledgers.close()
+        db_locations.close()
+    if not dry_run:
+        current = Path(index_dir) / "current"
+        for name in (LEDGERS, LOCATIONS):
+            os.rename(current / name, current / f"{name}.backup")
+        result.backup = current / f"{LEDGERS}.backup"
+    return result

@@ -1,0 +1,484 @@
+"""DbLedgerStorage: entries in entry logs (the same format as InterleavedLedgerStorage's, bookie/storage/entry_log.py),
+indexed in RocksDB (indexes.py), behind a write cache and a read-ahead cache (caches.py). As BookKeeper 4.17.4's
+``DbLedgerStorage`` (``bookkeeper-server/src/main/java/org/apache/bookkeeper/bookie/storage/ldb/``): one
+:class:`SingleDirectoryStorage` per ledger directory, with its own entry logger, indexes (in the index directory of
+the same rank) and caches; a ledger lives in directory ``ledgerId mod N``.
+
+An add: into the write cache, then journaled, acknowledged once the journal record is durable. A checkpoint (every
+flushInterval, or at once when a write cache fills up): take the journal's position, swap the write caches, write
+the full one into the entry log sorted by ledger and entry id, fsync it, write the locations (a synced RocksDB
+batch), the changed ledgers (fence, master key, explicit LAC: synced), then lastMark. A crash before lastMark leaves
+the journal to replay into the write cache again.
+
+A read: the write caches, the read-ahead cache, else the locations index and the entry log; a read from the entry
+log also reads the entries after it in the log (dbStorage_readAheadCacheBatchSize of them, while of the same ledger)
+into the read-ahead cache, which makes a ledger read in order one disk read per batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bookie._proto.db_ledger_storage_pb2 import LedgerData
+from bookie.errors import CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, TooManyRequests, Unauthorized
+from bookie.storage import journal as jf
+from bookie.storage.db.caches import ReadCache, WriteCache
+from bookie.storage.db.indexes import EntryLocationIndex, LedgerMetadataIndex, ledger_data
+from bookie.storage.db.kv import MB, RocksDbConfig
+from bookie.storage.entry_log import SIZE, EntryLogger, location
+from bookie.storage.group_commit import Callback
+from bookie.storage.ledger_storage import LAC_IN_ENTRY, AddKey, JournalledStorage, StorageConfig, walk_add_batch
+from bookie.storage.stats import StorageStats
+
+log = logging.getLogger(__name__)
+FLUSH_CHUNK = 1 << 20  # bytes appended to the entry log at once by a checkpoint
+
+
+@dataclass(frozen=True)
+class DbConfig:
+    """BookKeeper's ``dbStorage_*`` keys (bytes here; the keys are in MB), for all ledger directories together."""
+
+    write_cache_size: int = 64 * MB
+    read_cache_size: int = 64 * MB
+    read_ahead_batch_size: int = 100
+    read_ahead_batch_bytes: int = -1  # -1: only the read cache's half bounds a batch
+    max_throttle_ms: int = 10_000  # dbStorage_maxThrottleTimeMs: how long an add waits for write-cache space
+    rocksdb: RocksDbConfig = field(default_factory=RocksDbConfig)
+    ledger_dirs: tuple[Path, ...] = ()  # () = StorageConfig's one ledger directory
+    index_dirs: tuple[Path, ...] = ()  # () = the ledger directories
+
+
+class SingleDirectoryStorage:
+    """One ledger directory's entry logs, indexes and caches (BookKeeper's SingleDirectoryDbLedgerStorage)."""
+
+    def __init__(
+        self,
+        ledger_dir: Path,
+        index_dir: Path,
+        config: StorageConfig,
+        db: DbConfig,
+        shares: int,
+        on_full: Callable[[], None],
+    ):
+        self.ledger_dir, self.index_dir = Path(ledger_dir), Path(index_dir)
+        self.entry_logger = EntryLogger(self.ledger_dir, config.entry_log_size_limit)
+        self.locations = EntryLocationIndex(self.index_dir, db.rocksdb)
+        try:
+            self.ledgers = LedgerMetadataIndex(self.index_dir, db.rocksdb)
+        except BaseException:
+            self.locations.close()
+            raise
+        half = db.write_cache_size // shares // 2  # two caches, swapped by each checkpoint
+        self.write_cache, self.flushing = WriteCache(half), WriteCache(half)
+        read_cache = db.read_cache_size // shares
+        self.read_cache = ReadCache(read_cache)
+        self.read_ahead_count = db.read_ahead_batch_size
+        self.read_ahead_bytes = read_cache // 2  # BookKeeper's bound: half the read cache
+        if db.read_ahead_batch_bytes > 0:
+            self.read_ahead_bytes = min(self.read_ahead_bytes, db.read_ahead_batch_bytes)
+        self.max_throttle = db.max_throttle_ms / 1000
+        self.on_full = on_full
+        self.cache_lock = threading.Condition()  # the write caches; notified when a swap makes room
+        self.flush_lock = threading.Lock()  # one flush at a time (BookKeeper's flushMutex)
+        self.write_cache_hits = self.write_cache_misses = 0
+
+    # ---- writes ----
+    def put(self, entries: list[tuple[int, int, bytes]], wait: bool = True) -> bool:
+        """Put ``(ledgerId, entryId, entry)`` into the write cache. When it is full: ask for a checkpoint and wait
+        for room up to dbStorage_maxThrottleTimeMs (False when there was none), or flush now (``wait`` False: in
+        replay, before the checkpoints run)."""
+        size = sum(len(e) for _, _, e in entries)
+        deadline = time.monotonic() + self.max_throttle
+        asked = False
+        with self.cache_lock:
+            while not self.write_cache.fits(size):
+                if not wait:
+                    self.cache_lock.release()
+                    try:
+                        self.flush()
+                    finally:
+                        self.cache_lock.acquire()
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.error(
+                        "%s: write cache still full after %.1f s: adds refused", self.ledger_dir, self.max_throttle
+                    )
+                    return False
+                if not asked:
+                    log.info("%s: write cache is full, asking for a checkpoint", self.ledger_dir)
+                    asked = True
+                self.on_full()
+                self.cache_lock.wait(min(left, 0.05))
+            cache = self.write_cache
+            for ledger_id, entry_id, entry in entries:
+                cache.put(ledger_id, entry_id, entry)
+        return True
+
+    def flush(self) -> None:
+        """Write the write cache into the entry log and its locations into the index, and the changed ledgers:
+        all durable on return (the storage half of a checkpoint)."""
+        with self.flush_lock:
+            with self.cache_lock:
+                self.write_cache, self.flushing = self.flushing, self.write_cache
+                self.cache_lock.notify_all()
+            flushing = self.flushing
+            locations: list[tuple[int, int, int]] = []
+            logger = self.entry_logger
+            chunk: list[bytes] = []
+            chunk_ids: list[tuple[int, int, int]] = []  # (ledgerId, entryId, offset in chunk)
+            sizes: defaultdict[int, int] = defaultdict(int)
+            chunk_size = 0
+
+            def append() -> None:
+                nonlocal chunk_size
+                with logger.lock:
+                    base = logger.append(b"".join(chunk), sizes)
+                    log_id = logger.current_id
+                locations.extend((lid, eid, location(log_id, base + at + 4)) for lid, eid, at in chunk_ids)
+                chunk.clear()
+                chunk_ids.clear()
+                sizes.clear()
+                chunk_size = 0
+
+            for ledger_id, entry_id, entry in flushing.sorted_entries():
+                chunk_ids.append((ledger_id, entry_id, chunk_size))
+                chunk.append(SIZE.pack(len(entry)))
+                chunk.append(entry)
+                sizes[ledger_id] += 4 + len(entry)
+                chunk_size += 4 + len(entry)
+                if chunk_size >= FLUSH_CHUNK:
+                    append()
+            if chunk:
+                append()
+            logger.flush()  # the entries are on disk before any location points at them
+            if locations:
+                self.locations.write(locations)
+            self.ledgers.flush()
+            with self.cache_lock:
+                flushing.clear()
+            self.locations.remove_deleted()
+            self.ledgers.remove_deleted()
+
+    # ---- reads ----
+    def caches(self) -> tuple[WriteCache, WriteCache]:
+        with self.cache_lock:
+            return self.write_cache, self.flushing
+
+    def read(self, ledger_id: int, entry_id: int) -> bytes:
+        for cache in self.caches():
+            entry = cache.get(ledger_id, entry_id)
+            if entry is not None:
+                self.write_cache_hits += 1
+                return entry
+        self.write_cache_misses += 1
+        entry = self.read_cache.get(ledger_id, entry_id)
+        if entry is not None:
+            return entry
+        loc = self.locations.location(ledger_id, entry_id)
+        if not loc:
+            raise NoSuchEntry(f"ledger {ledger_id} entry {entry_id} is not on this bookie")
+        try:
+            entry = self.entry_logger.read(loc, ledger_id, entry_id)
+        except CorruptData:
+            moved = self.locations.location(ledger_id, entry_id)
+            if moved == loc:
+                raise
+            loc = moved  # compaction moved it while we read
+            entry = self.entry_logger.read(loc, ledger_id, entry_id)
+        self._read_ahead(ledger_id, loc + len(entry) + 4, len(entry))
+        return entry
+
+    def _read_ahead(self, ledger_id: int, following: int, size: int) -> None:
+        """The entries after one read from the entry log, into the read cache (about as many bytes as
+        dbStorage_readAheadCacheBatchSize entries of this one's size, within the batch's byte bound)."""
+        if self.read_ahead_count <= 0 or self.read_ahead_bytes <= 0:
+            return
+        wanted = min(self.read_ahead_bytes, max(64 << 10, 2 * self.read_ahead_count * (size + 4)))
+        for entry_id, entry in self.entry_logger.read_following(following, ledger_id, self.read_ahead_count, wanted):
+            self.read_cache.put(ledger_id, entry_id, entry)
+
+    def last_entry(self, ledger_id: int) -> int:
+        """The highest entry id stored (caches or index); -1 when none."""
+        write, flushing = self.caches()
+        return max(write.last_entry(ledger_id), flushing.last_entry(ledger_id), self.locations.last_entry(ledger_id))
+
+    def entry_ids(self, ledger_id: int) -> list[int]:
+        ids = {entry_id for entry_id, _ in self.locations.entries(ledger_id)}
+        for cache in self.caches():
+            ids.update(cache.ledgers.get(ledger_id, {}))
+        return sorted(ids)
+
+    # ---- ledgers ----
+    def ledger_ids(self) -> list[int]:
+        return self.ledgers.ledger_ids()
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        """Forget the ledger: its cached entries now, its index records at the next checkpoint (GC then reclaims
+        its entry-log space)."""
+        with self.cache_lock:
+            self.write_cache.delete_ledger(ledger_id)
+        self.locations.delete(ledger_id)
+        self.ledgers.delete(ledger_id)
+
+    # ---- compaction (bookie.storage.gc.Compactable) ----
+    def entry_location(self, ledger_id: int, entry_id: int) -> int:
+        if ledger_id in self.locations.deleted or self.ledgers.get(ledger_id) is None:
+            return 0
+        return self.locations.location(ledger_id, entry_id)
+
+    def update_entry_locations(self, moved: list[tuple[int, int, int, int]]) -> None:
+        """BookKeeper's updateEntriesLocations: after any flush in progress (which may write locations of the
+        entries compacted), the new locations where the index still has the old ones, in one synced batch."""
+        with self.flush_lock:
+            pass
+        self.locations.write(
+            [(lid, eid, new) for lid, eid, old, new in moved if self.locations.location(lid, eid) == old]
+        )
+
+    def close(self) -> None:
+        self.entry_logger.close()
+        self.locations.close()
+        self.ledgers.close()
+
+
+class DbLedgerStorage(JournalledStorage):
+    """The journal and the ledger directories' :class:`SingleDirectoryStorage`, behind the storage API the bookie
+    serves (the same as :class:`bookie.storage.ledger_storage.LedgerStorage`'s)."""
+
+    def __init__(self, config: StorageConfig, db: DbConfig | None = None, stats: StorageStats | None = None):
+        super().__init__(config, stats)
+        db = db or DbConfig()
+        ledger_dirs = list(db.ledger_dirs) or [config.ledger_dir]
+        index_dirs = list(db.index_dirs) or ([config.index_dir] if len(ledger_dirs) == 1 else ledger_dirs)
+        if len(index_dirs) != len(ledger_dirs):
+            raise ValueError("ledger and index dirs size not matched")  # BookKeeper's words
+        self.dirs: list[SingleDirectoryStorage] = []
+        try:
+            for ledger_dir, index_dir in zip(ledger_dirs, index_dirs, strict=True):
+                self.dirs.append(
+                    SingleDirectoryStorage(ledger_dir, index_dir, config, db, len(ledger_dirs), self._checkpoint_soon)
+                )
+        except BaseException:
+            self._close()
+            raise
+        self._lacs: dict[int, int] = {}
+
+    @property
+    def mark_dirs(self) -> list[Path]:
+        return [d.ledger_dir for d in self.dirs]
+
+    def storage_of(self, ledger_id: int) -> SingleDirectoryStorage:
+        return self.dirs[ledger_id % len(self.dirs)]
+
+    def _checkpoint_soon(self) -> None:
+        self._checkpoint_asked.set()
+        self._flush_due.set()
+
+    # ---- JournalledStorage ----
+    def _persist(self) -> None:
+        for single in self.dirs:
+            single.flush()
+
+    def _writeback(self) -> None:
+        """Nothing: entries reach the entry log only at checkpoints."""
+
+    def _close(self) -> None:
+        for single in self.dirs:
+            single.close()
+
+    def _apply(self, record: jf.Record, lacs: dict[int, int]) -> None:
+        single = self.storage_of(record.ledger_id)
+        ledgers, ledger_id = single.ledgers, record.ledger_id
+        data = ledgers.get(ledger_id)
+        if record.kind == "master_key":
+            if data is None or not any(data.masterKey):
+                self._change(single, ledger_id, masterKey=record.data)
+            return
+        if data is None:
+            ledgers.set(ledger_id, ledger_data())  # a ledger first seen by a fence or explicit LAC record
+        if record.kind == "fence":
+            self._change(single, ledger_id, fenced=True)
+        elif record.kind == "explicit_lac":
+            self._change(single, ledger_id, explicitLac=record.data)
+        else:
+            single.put([(ledger_id, record.entry_id, record.data)], wait=False)
+            lacs[ledger_id] = max(lacs.get(ledger_id, -1), LAC_IN_ENTRY.unpack_from(record.data, 16)[0])
+
+    def _replayed(self, lacs: dict[int, int]) -> None:
+        for ledger_id, lac in lacs.items():
+            self._lacs[ledger_id] = max(lac, self._lac_on_disk(ledger_id))
+
+    @staticmethod
+    def _change(single: SingleDirectoryStorage, ledger_id: int, **changes: object) -> LedgerData:
+        """A new LedgerData for the ledger, with ``changes`` (never one changed in place: a flush may be
+        serialising the current one)."""
+        data = LedgerData()
+        current = single.ledgers.get(ledger_id)
+        if current is not None:
+            data.CopyFrom(current)
+        else:
+            data.fenced, data.masterKey = False, b""
+        for name, value in changes.items():
+            setattr(data, name, value)
+        single.ledgers.set(ledger_id, data)
+        return data
+
+    # ---- adds ----
+    def _ledger_for_add(self, ledger_id: int, key: AddKey, journal: list[bytes]) -> LedgerData:
+        single = self.storage_of(ledger_id)
+        data = single.ledgers.get(ledger_id)
+        if data is None:
+            data = self._change(single, ledger_id, masterKey=key.master_key)
+            journal.append(jf.master_key_record(ledger_id, key.master_key))
+        elif data.masterKey != key.master_key:
+            if any(data.masterKey):
+                raise Unauthorized(f"ledger {ledger_id}: wrong master key")
+            data = self._change(single, ledger_id, masterKey=key.master_key)  # seen by a fence first, or rebuilt
+            journal.append(jf.master_key_record(ledger_id, key.master_key))
+        if data.fenced and not key.recovery:
+            raise LedgerFenced(f"ledger {ledger_id} is fenced")
+        return data
+
+    def add_batch(
+        self, keys: dict[int, AddKey], records: bytes, callback: Callback
+    ) -> tuple[int, list[tuple[int, int, Exception]]]:
+        """As :meth:`LedgerStorage.add_batch`: store the records, journal them, ``callback`` once durable."""
+        started = time.perf_counter()
+        journal: list[bytes] = []
+        known: set[int] = set()
+        refused: dict[int, Exception] = {}
+        for ledger_id, key in keys.items():
+            try:
+                self._ledger_for_add(ledger_id, key, journal)
+                known.add(ledger_id)
+            except (Unauthorized, LedgerFenced) as exc:
+                refused[ledger_id] = exc
+        entries, failures, sizes = walk_add_batch(records, known, refused, self.config.max_entry_size)
+        dirs = len(self.dirs)
+        by_dir: defaultdict[int, list[tuple[int, int, bytes]]] = defaultdict(list)
+        lacs: dict[int, int] = {}
+        for start, size, ledger_id, entry_id, lac in entries:
+            by_dir[ledger_id % dirs].append((ledger_id, entry_id, records[start + 4 : start + 4 + size]))
+            if lac > lacs.get(ledger_id, -1):
+                lacs[ledger_id] = lac
+        stored = len(entries)
+        rejected: set[int] = set()
+        for rank, batch in by_dir.items():
+            if not self.dirs[rank].put(batch):
+                error = TooManyRequests("write cache full: the checkpoint cannot keep up")
+                failures.extend((lid, eid, error) for lid, eid, _ in batch)
+                rejected.add(rank)
+                stored -= len(batch)
+        for ledger_id, lac in lacs.items():
+            if ledger_id % dirs not in rejected:
+                self._raise_lac(ledger_id, lac)
+        journaled = len(journal) + stored  # master key records, then the entries
+        if failures:  # only the records stored
+            journal.extend(
+                SIZE.pack(len(e)) + e for rank, batch in by_dir.items() if rank not in rejected for _, _, e in batch
+            )
+        elif stored:
+            journal.append(records)  # every record stored: the batch as it came
+        if journal:
+            deferred = all(k.deferred_sync for k in keys.values())
+            self.journal.log(b"".join(journal), callback, synced=not deferred, records=journaled)
+        else:
+            callback(None)
+        if self.stats is not None:
+            recovery = sum(keys[e[2]].recovery for e in entries) if any(k.recovery for k in keys.values()) else 0
+            size = sum(n for lid, n in sizes.items() if lid % dirs not in rejected) - 4 * stored
+            self.stats.adds_stored(stored, len(failures), recovery, size, time.perf_counter() - started)
+        return stored, failures
+
+    def _raise_lac(self, ledger_id: int, lac: int) -> None:
+        current = self._lacs.get(ledger_id)
+        if current is None:
+            current = self._lacs[ledger_id] = self._lac_on_disk(ledger_id)
+        if lac > current:
+            self._lacs[ledger_id] = lac
+            if self.on_lac_advanced is not None:
+                self.on_lac_advanced(ledger_id)
+
+    # ---- fencing and LAC ----
+    def fence(self, ledger_id: int, master_key: bytes, callback: Callback) -> None:
+        journal: list[bytes] = []
+        self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
+        self._change(self.storage_of(ledger_id), ledger_id, fenced=True)
+        self.journal.log(b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1)
+
+    def write_explicit_lac(
+        self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback: Callback
+    ) -> None:
+        journal: list[bytes] = []
+        self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
+        self._change(self.storage_of(ledger_id), ledger_id, explicitLac=buffer)
+        self._raise_lac(ledger_id, lac)
+        self.journal.log(
+            b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback, records=len(journal) + 1
+        )
+
+    def _lac_on_disk(self, ledger_id: int) -> int:
+        """The piggy-backed LAC of the last entry stored."""
+        try:
+            entry = self.read_entry(ledger_id, -1)
+        except (NoSuchEntry, NoSuchLedger):
+            return -1
+        except CorruptData as exc:
+            log.error("ledger %d: cannot read its last entry for the LAC: %s", ledger_id, exc)
+            return -1
+        lac: int = LAC_IN_ENTRY.unpack_from(entry, 16)[0]
+        return lac
+
+    def ledger(self, ledger_id: int) -> LedgerData:
+        data = self.storage_of(ledger_id).ledgers.get(ledger_id)
+        if data is None:
+            raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie")
+        return data
+
+    def lac(self, ledger_id: int) -> int:
+        self.ledger(ledger_id)
+        lac = self._lacs.get(ledger_id)
+        if lac is None:
+            lac = self._lacs[ledger_id] = self._lac_on_disk(ledger_id)
+        return lac
+
+    def explicit_lac(self, ledger_id: int) -> bytes | None:
+        data = self.ledger(ledger_id)
+        return bytes(data.explicitLac) if data.HasField("explicitLac") else None
+
+    def is_fenced(self, ledger_id: int) -> bool:
+        return bool(self.ledger(ledger_id).fenced)
+
+    # ---- reads ----
+    def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
+        """The framed entry; ``entry_id`` -1 = the highest entry stored."""
+        self.ledger(ledger_id)
+        single = self.storage_of(ledger_id)
+        if entry_id == -1:
+            entry_id = single.last_entry(ledger_id)
+            if entry_id < 0:
+                raise NoSuchEntry(f"ledger {ledger_id} has no entries on this bookie")
+        return single.read(ledger_id, entry_id)
+
+    def last_entry_id(self, ledger_id: int) -> int:
+        self.ledger(ledger_id)
+        return self.storage_of(ledger_id).last_entry(ledger_id)
+
+    def entry_ids(self, ledger_id: int) -> list[int]:
+        """The entries the caches and the index hold for the ledger (the entry logs are not read)."""
+        self.ledger(ledger_id)
+        return self.storage_of(ledger_id).entry_ids(ledger_id)
+
+    def ledger_ids(self) -> list[int]:
+        return sorted(lid for single in self.dirs for lid in single.ledger_ids())
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        self.storage_of(ledger_id).delete_ledger(ledger_id)
+        self._lacs.pop(ledger_id, None)

@@ -1,0 +1,133 @@
+"""bkctl's DbLedgerStorage commands on a stopped bookie's files: inspect, check, rebuild, convert — and refused on
+a running one. (The same commands on a Java bookie's files, checked against the BookKeeper shell:
+tests/interop/test_db_storage.py.)"""
+
+import json
+import shutil
+
+import pytest
+
+from bkctl.errors import ExitCode
+from bookie.server.claim import DirectoryLocks
+from bookie.storage.db.storage import DbLedgerStorage
+from bookie.storage.entry_log import list_log_ids, log_path
+from bookie.storage.ledger_storage import StorageConfig
+
+from helpers import KEY, add, payload
+from helpers import stored_entry as entry
+
+
+@pytest.fixture
+def bookie_dir(tmp_path):
+    """A stopped DbLedgerStorage bookie: ledgers 1 (fenced) and 2, over two entry logs."""
+    config = StorageConfig(
+        tmp_path / "journal", tmp_path / "ledgers", tmp_path / "ledgers", entry_log_size_limit=40_000
+    )
+    storage = DbLedgerStorage(config)
+    storage.start()
+    add(storage, 1, 0, 100)
+    storage.checkpoint()
+    add(storage, 2, 0, 300)
+    storage.fence(1, KEY, lambda e: None)
+    storage.shutdown()
+    return tmp_path
+
+
+def dirs(root):
+    return ["--journal-dir", str(root / "journal"), "--ledger-dir", str(root / "ledgers")]
+
+
+def locations(bkctl, root, *args):
+    done = bkctl("bookie", "inspect", "locations", str(root / "ledgers"), *args, "-o", "json")
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output)
+
+
+def reopened(root) -> DbLedgerStorage:
+    storage = DbLedgerStorage(StorageConfig(root / "journal", root / "ledgers", root / "ledgers"))
+    storage.start()
+    return storage
+
+
+def test_inspect_shows_the_indexes(bkctl, bookie_dir):
+    found = locations(bkctl, bookie_dir, "--ledger", "2")
+    assert [r["entryId"] for r in found] == list(range(300)) and {r["ledgerId"] for r in found} == {2}
+    assert len({r["logId"] for r in locations(bkctl, bookie_dir)}) == 2  # the log rolled over
+    ledgers = json.loads(bkctl("bookie", "inspect", "ledgers", str(bookie_dir / "ledgers"), "-o", "json").output)
+    assert [(d["ledgerId"], d["fenced"], d["masterKey"]) for d in ledgers] == [(1, True, True), (2, False, True)]
+    usage = bkctl("bookie", "inspect", "entrylog", "--usage", str(bookie_dir / "ledgers"), "-o", "json")
+    assert [d["ledgers"] for d in json.loads(usage.output)] == [1, 1]  # ledgers 1 and 2, live in its ledgers index
+    missing = bkctl("bookie", "inspect", "locations", str(bookie_dir / "journal"))
+    assert missing.exit_code == ExitCode.NOT_FOUND and "no DbLedgerStorage locations index" in missing.output
+
+
+def test_check_finds_a_missing_entry_log_and_a_moved_entry(bkctl, bookie_dir):
+    clean = bkctl("bookie", "check-db-index", *dirs(bookie_dir), "--verify-entries", "-o", "json")
+    assert clean.exit_code == 0, clean.output
+    [report] = json.loads(clean.output)
+    assert (report["ledgers"], report["locations"], report["entriesVerified"]) == (2, 400, 400)
+    first = list_log_ids(bookie_dir / "ledgers")[0]
+    data = bytearray(log_path(bookie_dir / "ledgers", first).read_bytes())
+    data[1024 + 4 : 1024 + 12] = (99).to_bytes(8, "big")  # the first entry now claims to be of ledger 99
+    log_path(bookie_dir / "ledgers", first).write_bytes(bytes(data))
+    damaged = bkctl("bookie", "check-db-index", *dirs(bookie_dir), "--verify-entries")
+    assert damaged.exit_code == ExitCode.PROBLEMS
+    assert "holds ledger 99 entry 0" in damaged.output
+    log_path(bookie_dir / "ledgers", first).unlink()
+    gone = bkctl("bookie", "check-db-index", *dirs(bookie_dir))
+    assert gone.exit_code == ExitCode.PROBLEMS and f"{first:x}.log, which is missing" in gone.output
+
+
+def test_rebuilt_indexes_serve_the_same_entries(bkctl, bookie_dir):
+    before = locations(bkctl, bookie_dir)
+    dry = bkctl("bookie", "rebuild-db-index", "locations", *dirs(bookie_dir), "--dry-run")
+    assert dry.exit_code == 0 and "2 ledgers, 400 entries (dry run)" in dry.output
+    done = bkctl("bookie", "rebuild-db-index", "locations", *dirs(bookie_dir))
+    assert done.exit_code == 0, done.output
+    assert locations(bkctl, bookie_dir) == before
+    assert len(list((bookie_dir / "ledgers" / "current").glob("locations.BACKUP-*"))) == 1
+    done = bkctl("bookie", "rebuild-db-index", "ledgers", *dirs(bookie_dir), "-o", "json")
+    assert json.loads(done.output)[0]["ledgers"] == 2
+    storage = reopened(bookie_dir)
+    try:
+        assert storage.is_fenced(2)  # rebuilt ledgers are fenced: nothing is known of their writers
+        assert entry(storage, 2, 299).payload == payload(2, 299)
+    finally:
+        storage.shutdown()
+
+
+def test_convert_to_interleaved_and_back(bkctl, bookie_dir):
+    before = locations(bkctl, bookie_dir)
+    refused = bkctl("bookie", "convert-storage", "--to", "interleaved", *dirs(bookie_dir))
+    assert refused.exit_code == ExitCode.USAGE and "--yes" in refused.output
+    done = bkctl("bookie", "convert-storage", "--to", "interleaved", *dirs(bookie_dir), "--yes")
+    assert done.exit_code == 0 and "2 ledgers, 400 entries converted to interleaved" in done.output
+    index = bkctl("bookie", "inspect", "index", str(bookie_dir / "ledgers/current/0/1/1.idx"), "-o", "json")
+    assert json.loads(index.output)["fenced"] is True
+    assert not (bookie_dir / "ledgers/current/locations").exists()
+    done = bkctl("bookie", "convert-storage", "--to", "db", *dirs(bookie_dir), "--yes")
+    assert done.exit_code == 0, done.output
+    assert locations(bkctl, bookie_dir) == before
+    assert not list((bookie_dir / "ledgers/current").glob("*/*/*.idx"))
+    storage = reopened(bookie_dir)
+    try:
+        assert storage.is_fenced(1) and not storage.is_fenced(2)
+        assert entry(storage, 1, 99).payload == payload(1, 99)
+    finally:
+        storage.shutdown()
+
+
+def test_changes_are_refused_while_the_bookie_runs_and_a_lost_index_is_rebuilt(bkctl, bookie_dir):
+    locks = DirectoryLocks()
+    locks.acquire([bookie_dir / "journal", bookie_dir / "ledgers"])
+    try:
+        for args in (["rebuild-db-index", "locations"], ["convert-storage", "--to", "interleaved", "--yes"]):
+            done = bkctl("bookie", *args, *dirs(bookie_dir))
+            assert done.exit_code == ExitCode.FAILED and "the bookie is running: stop it first" in done.output
+    finally:
+        locks.release()
+    shutil.rmtree(bookie_dir / "ledgers" / "current" / "locations")
+    assert bkctl("bookie", "check-db-index", *dirs(bookie_dir)).exit_code == ExitCode.NOT_FOUND
+    rebuilt = bkctl("bookie", "rebuild-db-index", "locations", *dirs(bookie_dir))
+    assert rebuilt.exit_code == 0 and "the old one" not in rebuilt.output
+    assert bkctl("bookie", "check-db-index", *dirs(bookie_dir), "--verify-entries").exit_code == 0
