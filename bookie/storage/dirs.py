@@ -12,6 +12,7 @@ Interface (kept small so that any ledger storage can use it; InterleavedLedgerSt
                                  # (DbLedgerStorage: one SingleDirectoryDbLedgerStorage per dir)
     dirs.pick_for_new_log()      # a random writable dir for a new entry log (readonly: any dir with room left)
     dirs.pick_for_new_index(exclude=d)   # the same for a new index file (moved off a full dir: not d)
+    dirs.has_room_for_new_index(d)       # a full dir with room left keeps an index file no other dir can take
     dirs.find("3/e/3e.idx")      # the first dir whose current/ holds that file: its full path, or None
     dirs.check()                 # measure every dir, move dirs between writable and full, tell the listeners
     dirs.add_listener(fn)        # fn(dir, event), event "full", "almost_full" or "writable", on the checking thread
@@ -151,6 +152,10 @@ class LedgerDirs:
                 + (f" other than {exclude}" if exclude is not None else "")
             )
         return self._random.choice(candidates)
+
+    def has_room_for_new_index(self, directory: Path) -> bool:
+        """Whether a full dir may still take an index file (isDirWritableForNewIndexFile)."""
+        return directory in self.all and self._measure(directory).usable > self.thresholds.min_usable_for_new_index
 
     def find(self, relative: str | Path) -> Path | None:
         for directory in self.all:
