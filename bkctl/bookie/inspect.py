@@ -67,7 +67,9 @@ def journal(app, path, ledger_id):
 @click.option(
     "--index-dir",
     type=click.Path(exists=True, file_okay=False),
-    help="With --usage: the index directory, when not the ledger directory.",
+    multiple=True,
+    help="With --usage: the bookie's index directories, when not PATH (repeat it: with several ledger or index "
+    "directories, all of them, so that a ledger indexed on another disk counts as live).",
 )
 @output_option
 @click.pass_obj
@@ -83,7 +85,7 @@ def entrylog(app, path, ledger_id, map_only, usage, index_dir):
     from bookie.storage.entry_log import read_ledgers_map, rebuild_ledgers_map, scan_log
 
     if usage:
-        _usage(app, Path(path), Path(index_dir or path))
+        _usage(app, Path(path), [Path(d) for d in index_dir or [path]])
         return
     if Path(path).is_dir():
         raise InvalidArgument(f"{path} is a directory: name an entry log file, or pass --usage")
@@ -109,17 +111,20 @@ def entrylog(app, path, ledger_id, map_only, usage, index_dir):
     )
 
 
-def _usage(app, ledger_dir, index_dir) -> None:
+def _usage(app, ledger_dir, index_dirs) -> None:
+    from functools import partial
+
     from bookie.errors import NotFound
-    from bookie.storage.entry_log import list_log_ids
+    from bookie.storage.dirs import LedgerDirs
+    from bookie.storage.entry_log import list_log_ids, log_path
     from bookie.storage.gc import entry_log_usage
     from bookie.storage.ledger_cache import LedgerCache
 
     if not (ledger_dir / "current").is_dir():
         raise NotFound(f"{ledger_dir} is not a ledger directory (no current/ in it)")
     log_ids = list_log_ids(ledger_dir)
-    local = set(LedgerCache(index_dir).ledger_ids())
-    logs = entry_log_usage(ledger_dir, log_ids, local.__contains__)
+    local = set(LedgerCache(LedgerDirs(list(dict.fromkeys(index_dirs)))).ledger_ids())
+    logs = entry_log_usage(partial(log_path, ledger_dir), log_ids, local.__contains__)
     docs = [
         {
             "logId": m.log_id,

@@ -215,6 +215,10 @@ class EntryLogger:
             directory = self._log_dirs[log_id] = found
         return log_path(directory, log_id)
 
+    def directory_of(self, log_id: int) -> Path | None:
+        """The ledger directory of a log this logger has seen (None: not known, or removed)."""
+        return self._log_dirs.get(log_id)
+
     def log_ids(self) -> list[int]:
         """Every entry log in the ledger directories, ascending."""
         return sorted({log_id for d in self.dirs.all for log_id in list_log_ids(d)})

@@ -25,7 +25,6 @@ from bookie.storage.index import (
     IndexHeader,
     index_name,
     ledger_id_of,
-    recover_relocations,
 )
 from bookie.storage.stats import OpStatsLogger
 
@@ -67,7 +66,6 @@ class LedgerCache:
         """``index_dirs``: the index directories (a path: one); ``holds(location)`` says whether a location points
         into entry-log data that exists."""
         self.dirs = index_dirs if isinstance(index_dirs, LedgerDirs) else LedgerDirs([index_dirs])
-        recover_relocations(list(self.dirs.all))
         self.holds = holds
         self.page_limit = max(page_limit, 16)
         self.ledgers: dict[int, LedgerIndex] = {}

@@ -27,6 +27,7 @@ from bookie.storage.checkpoint import highest_mark, mark_file, write_last_marks
 from bookie.storage.dirs import DiskThresholds, LedgerDirs, sign_safe_mod
 from bookie.storage.entry_log import EntryLogger, location
 from bookie.storage.group_commit import Callback, Journal, LogMark
+from bookie.storage.index import recover_relocations
 from bookie.storage.ledger_cache import LedgerCache, LedgerIndex
 from bookie.storage.stats import StorageStats
 
@@ -124,6 +125,7 @@ class LedgerStorage:
         self.entry_logger = EntryLogger(
             self.ledger_dirs, config.entry_log_size_limit, config.entry_log_flush_bytes, self._flush_due.set
         )
+        recover_relocations(list(self.index_dirs.all))  # index files a crash left half moved
         self.cache = LedgerCache(self.index_dirs, config.page_limit, self.entry_logger.holds)
         self._checkpoint_lock = threading.Lock()
         self._stop = threading.Event()
