@@ -22,6 +22,7 @@ COMMANDS = {
     "cluster": "bkctl.cluster:cluster",
     "completion": "bkctl.completion:completion",
     "config": "bkctl.config:config",
+    "cookie": "bkctl.cookie:cookie",
     "ledger": "bkctl.ledger:ledger",
     "sandbox": "bkctl.sandbox:sandbox",
 }

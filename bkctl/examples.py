@@ -63,6 +63,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl bench write --time 30 --rate 10000 -e 3 -w 3 -a 2", "latency at a fixed offered rate"),
     ],
     # bookie
+    "bookie check-local": [
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie check-local", "a stopped bookie's index against its logs"),
+        (
+            "bkctl bookie check-local --journal-dir /d1/journal --ledger-dir /d2/ledgers --ledger-dir /d3/ledgers "
+            "-o json",
+            "directories given by hand; every inconsistency, for a script (exit 3 when any)",
+        ),
+    ],
     "bookie compaction resume": [
         (f"bkctl bookie compaction resume {BOOKIE}", "allow both kinds again"),
         ("bkctl bookie compaction resume --all --major", "major compaction everywhere"),
@@ -74,6 +82,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "bookie decommission": [
         (f"bkctl bookie decommission {BOOKIE}", "retire a stopped bookie (asks first)"),
         (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up after two hours"),
+    ],
+    "bookie format": [
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie format --dry-run", "what would be erased"),
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie format --delete-cookie --yes",
+            "erase a retired bookie's disks and cookie: it starts again as a new bookie",
+        ),
     ],
     "bookie gc": [
         ("bkctl bookie gc --all --major --wait", "a forced major compaction everywhere, then what it reclaimed"),
@@ -90,6 +105,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "bookie metrics": [
         ("bkctl bookie metrics --all", "adds/s, reads/s, p99 add latency, journal queue, disk"),
         (f"bkctl bookie metrics {BOOKIE} --metrics-port 8000 -o json", "a Java bookie's Prometheus port, for a script"),
+    ],
+    "bookie init": [
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie init", "can a new bookie start here? exit 3 says why not"),
     ],
     "bookie inspect entrylog": [
         ("bkctl bookie inspect entrylog /data/bk/ledgers/current/0.log --ledger 42", "one ledger's entries in a log"),
@@ -109,15 +127,39 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
     "bookie inspect lastmark": [("bkctl bookie inspect lastmark /data/bk/ledgers", "where replay would start")],
+    "bookie list-files": [
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie list-files",
+            "journal, entry log and index files, oldest first",
+        ),
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie list-files --entrylog -o json", "entry logs, for a script"),
+    ],
     "bookie readonly": [
         (f"bkctl bookie readonly {BOOKIE} --on", "out of the write path (reads still served)"),
         (f"bkctl bookie readonly {BOOKIE} --off --dry-run", "what --off would do"),
+    ],
+    "bookie rebuild-index": [
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie rebuild-index 42 --password secret --dry-run",
+            "what the entry logs hold of ledger 42",
+        ),
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie rebuild-index 42 43 --password-file /etc/bkctl/pw",
+            "write two ledgers' index files from the entry logs (bookie stopped)",
+        ),
     ],
     "bookie recover": [
         (f"bkctl bookie recover {BOOKIE} --query", "the ledgers a lost bookie held"),
         (
             f"bkctl bookie recover {BOOKIE},10.0.0.8:3181 --rate 50000000 --yes",
             "re-replicate two lost bookies' ledgers at 50 MB/s at most",
+        ),
+    ],
+    "bookie replace-in-ledgers": [
+        (f"bkctl bookie replace-in-ledgers {BOOKIE} bookie7.example.com:3181 --dry-run", "the ledgers naming it"),
+        (
+            f"bkctl bookie replace-in-ledgers {BOOKIE} 10.0.1.7:3181 --rate 20 --limit 1000 --yes",
+            "a moved bookie's new address, 20 ledgers a second, a thousand at most",
         ),
     ],
     "bookie run": [
@@ -149,10 +191,21 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             "two bookies at once, for a script",
         ),
     ],
+    "cluster format": [
+        ("bkctl cluster format --dry-run", "how many ledgers and cookies would go"),
+        ("bkctl -u zk+hierarchical://zk1:2181/test cluster format --yes", "a test cluster, from scratch"),
+    ],
     "cluster info": [("bkctl cluster info", "instance id, layout, bookies, under-replicated ledgers")],
     "cluster init": [
         ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init --dry-run", "what would be created"),
         ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init", "create a new cluster's znodes"),
+    ],
+    "cluster nuke": [
+        (
+            "bkctl -u zk+hierarchical://zk1:2181/old cluster nuke --instance-id 6d3f1c2e-0b6a-4a59-9d0e-3a1f2b7c8d90 "
+            "--dry-run",
+            "what would be deleted",
+        ),
     ],
     # completion
     "completion": [
@@ -175,6 +228,33 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
     "config use-context": [("bkctl config use-context prod", "commands act on prod from now on")],
+    # cookie
+    "cookie create": [
+        (f"bkctl cookie create {BOOKIE} --cookie-file {BOOKIE}.cookie", "upload a cookie made by `cookie generate`"),
+    ],
+    "cookie delete": [
+        (f"bkctl cookie delete {BOOKIE} --dry-run", "the cookie that would be deleted"),
+        (f"bkctl cookie delete {BOOKIE} --yes", "a retired bookie's cookie"),
+    ],
+    "cookie generate": [
+        (
+            f"bkctl cookie generate {BOOKIE} --journal-dirs /d1/journal --ledger-dirs /d2/ledgers,/d3/ledgers "
+            f"--output-file {BOOKIE}.cookie",
+            "the cookie of a bookie with two ledger disks",
+        ),
+        (
+            f"bkctl -c /etc/bookkeeper/bk_server.conf cookie generate {BOOKIE} --output-file {BOOKIE}.cookie",
+            "with the directories of its configuration",
+        ),
+    ],
+    "cookie get": [
+        (f"bkctl cookie get {BOOKIE}", "its cluster instance id and directories"),
+        (f"bkctl cookie get {BOOKIE} -o json", "for a script"),
+    ],
+    "cookie update": [
+        (f"bkctl cookie update {BOOKIE} --cookie-file {BOOKIE}.cookie --dry-run", "what would change"),
+        (f"bkctl cookie update {BOOKIE} --cookie-file {BOOKIE}.cookie --yes", "replace it (disks added or moved)"),
+    ],
     # ledger
     "ledger create": [
         ("printf 'a\\nb\\nc\\n' | bkctl ledger create --input -", "a ledger of three entries"),
@@ -211,6 +291,16 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ledger recover": [
         ("bkctl ledger recover 42 --dry-run", "what recovery would close it at"),
         ("bkctl ledger recover 42 --password secret", "fence and close it"),
+    ],
+    "ledger update": [
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf ledger update --bookie-id hostname --dry-run",
+            "ledgers naming this bookie by its IP, now that it is named by its host name",
+        ),
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf ledger update --bookie-id ip --rate 10 --yes",
+            "back to its IP, 10 ledgers a second",
+        ),
     ],
     "ledger simpletest": [
         ("bkctl ledger simpletest -n 100", "a health probe for cron: exit 1 on failure"),

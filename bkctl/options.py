@@ -189,3 +189,21 @@ def complete_sandbox_bookies(ctx: click.Context, _param, incomplete: str) -> lis
         return []
     names = [str(b.index) for b in state.local_bookies()] if state else []
     return [name for name in names if name.startswith(incomplete)]
+
+
+def yes_option(command):
+    return click.option("--yes", is_flag=True, help="Do not ask for confirmation.")(command)
+
+
+def confirm(yes: bool, action: str, question: str) -> None:
+    """Ask ``question`` on the terminal unless ``yes``; with no terminal to ask on, refuse (exit 2) naming
+    ``action`` (``refusing to delete without --yes``); a "no" aborts (exit 1)."""
+    import sys
+
+    from bookie.errors import InvalidArgument
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidArgument(f"refusing to {action} without --yes: no terminal to confirm on")
+    click.confirm(question, abort=True, err=True)

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import complete_bookie_ids, output_option
+from bkctl.options import complete_bookie_ids, confirm, output_option, yes_option
 
 
 @click.command()
@@ -13,7 +13,7 @@ from bkctl.options import complete_bookie_ids, output_option
     metavar="SECONDS",
     help="Give up (exit 1) if not done by then.",
 )
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option
 @output_option
 @click.pass_obj
 def decommission(app, bookie_id, timeout, yes):
@@ -22,20 +22,16 @@ def decommission(app, bookie_id, timeout, yes):
     Refuses while the bookie is still registered (stop it first). Ends with no ledger naming it, or exit 1 with
     what is left.
     """
-    import sys
 
     from bkctl.bookie.recover import show
     from bkctl.bookie.targets import require_known_bookies
     from bookie.client.rereplication import decommission as rereplicate
     from bookie.client.rereplication import delete_cookies, require_stopped
-    from bookie.errors import BKError, InvalidArgument
+    from bookie.errors import BKError
 
     require_stopped(app.metadata, bookie_id)
     require_known_bookies(app, [bookie_id])
-    if not yes:
-        if not sys.stdin.isatty():
-            raise InvalidArgument("refusing to decommission without --yes: no terminal to confirm on")
-        click.confirm(f"Decommission {bookie_id}?", abort=True, err=True)
+    confirm(yes, "decommission", f"Decommission {bookie_id}?")
     with app.terminal.progress("re-replicating", unit="ledgers") as advance:
 
         def progress(kind: str, n: int) -> None:

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import complete_bookie_ids, complete_ledger_ids, dry_run_option, output_option
+from bkctl.options import complete_bookie_ids, complete_ledger_ids, confirm, dry_run_option, output_option, yes_option
 
 
 def run_recovery(app, lost: set[str], ledger_ids, skip_open: bool, rate: float | None):
@@ -52,7 +52,7 @@ def show(app, report) -> None:
 @click.option("--skip-unrecoverable", is_flag=True, help="Exit 0 even if some ledgers could not be recovered.")
 @click.option("--rate", type=click.FloatRange(1), metavar="BYTES_PER_S", help="Limit the copy rate.")
 @click.option("--delete-cookie", is_flag=True, help="Delete the bookies' cookies when everything was recovered.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option
 @dry_run_option
 @output_option
 @click.pass_obj
@@ -63,7 +63,6 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     run goes on; running again continues where it stopped. Exit 1 if some ledger failed (0 with
     --skip-unrecoverable).
     """
-    import sys
 
     from bkctl.bookie.targets import require_known_bookies
     from bkctl.errors import ExitCode
@@ -98,10 +97,7 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
         if dry_run and docs:
             app.terminal.info(f"{len(docs)} ledgers would be re-replicated (dry run)")
         return
-    if not yes:
-        if not sys.stdin.isatty():
-            raise InvalidArgument("refusing to recover without --yes: no terminal to confirm on")
-        click.confirm(f"Re-replicate everything on {', '.join(sorted(lost))}?", abort=True, err=True)
+    confirm(yes, "recover", f"Re-replicate everything on {', '.join(sorted(lost))}?")
     _, report = run_recovery(app, lost, ledger_ids, skip_open, rate)
     show(app, report)
     if delete_cookie and report.complete:

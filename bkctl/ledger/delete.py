@@ -1,11 +1,11 @@
 import click
 
-from bkctl.options import complete_ledger_ids, dry_run_option
+from bkctl.options import complete_ledger_ids, confirm, dry_run_option, yes_option
 
 
 @click.command()
 @click.argument("ledger_ids", metavar="ID...", nargs=-1, required=True, shell_complete=complete_ledger_ids)
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option
 @dry_run_option
 @click.pass_obj
 def delete(app, ledger_ids, yes, dry_run):
@@ -15,7 +15,7 @@ def delete(app, ledger_ids, yes, dry_run):
     code is 5.
     """
     from bkctl.errors import ExitCode
-    from bookie.errors import InvalidArgument, NoSuchLedger
+    from bookie.errors import NoSuchLedger
     from bookie.meta.paths import parse_ledger_id
 
     ids = [parse_ledger_id(i) for i in ledger_ids]
@@ -27,12 +27,7 @@ def delete(app, ledger_ids, yes, dry_run):
         for lid in present:
             app.terminal.line(f"ledger/{lid} would be deleted (dry run)")
     elif present:
-        if not yes:
-            import sys
-
-            if not sys.stdin.isatty():
-                raise InvalidArgument("refusing to delete without --yes: no terminal to confirm on")
-            click.confirm(f"Delete {len(present)} ledger(s): {', '.join(map(str, present))}?", abort=True, err=True)
+        confirm(yes, "delete", f"Delete {len(present)} ledger(s): {', '.join(map(str, present))}?")
         for lid in present:
             try:
                 app.client.delete_ledger(lid)

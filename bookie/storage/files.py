@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -24,3 +25,21 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def files_by_age(directories: Iterable[Path], extension: str) -> list[Path]:
+    """Every ``*.<extension>`` under the directories (at any depth), oldest first, as BookKeeper's shell lists them
+    (BookieShell.listFilesAndSort: by creation time, which Java 17 reads on Linux as the modification time; a
+    sort that keeps the listing's order for equal times)."""
+    found = []
+    for directory in directories:
+        for parent, _, names in sorted(os.walk(directory)):
+            found += [Path(parent, n) for n in sorted(names) if n.endswith(f".{extension}")]
+    return sorted(found, key=_modified)
+
+
+def _modified(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # gone meanwhile (a compacted entry log): BookKeeper's comparator says "equal"
+        return 0

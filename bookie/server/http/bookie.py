@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from bookie.errors import BKError
 from bookie.server.http.common import NOT_STARTED, Failed, jackson, json_body, params, started, text
 from bookie.server.stats import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE  # MetricsService's
 from bookie.storage.checkpoint import highest_mark, mark_file
+from bookie.storage.files import files_by_age
 from bookie.storage.gc import MAJOR, MINOR
 from bookie.storage.group_commit import LogMark
 
@@ -172,15 +172,10 @@ class BookieApi:
         return jackson(hash_map(files))
 
     def _files(self, keys: tuple[str, ...], extension: str) -> str:
-        """BookieShell.listFilesAndSort: every ``*.extension`` under the first of ``keys`` configured, by creation
-        time (Java 17 on Linux reads the modification time for it)."""
+        """BookieShell.listFilesAndSort: every ``*.extension`` under the first of ``keys`` configured, oldest first."""
         config = self.bookie.config
         directories = next(dirs for dirs in (config.dirs(k) for k in keys) if dirs)
-        found = []
-        for directory in directories:
-            for parent, _, names in sorted(os.walk(directory)):
-                found += [Path(parent, n) for n in sorted(names) if n.endswith(f".{extension}")]
-        return "".join(f"{path.name}\t" for path in sorted(found, key=_modified))
+        return "".join(f"{path.name}\t" for path in files_by_age(map(Path, directories), extension))
 
     # ---- garbage collection ----
     @started
@@ -226,7 +221,7 @@ class BookieApi:
             state.counters[MINOR],
             0,
         )
-        return jackson([dict(zip(GC_STATUS_FIELDS, values))])  # InterleavedLedgerStorage: one, whatever its dirs
+        return jackson([dict(zip(GC_STATUS_FIELDS, values, strict=True))])  # InterleavedLedgerStorage: one
 
     def _server_name(self) -> str:
         """BookieServer.toString(), which the compaction answers quote."""
@@ -294,13 +289,6 @@ class BookieApi:
         finally:
             self._sanity.release()
         return jackson({"passed": passed, "readOnly": False})
-
-
-def _modified(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:  # gone meanwhile (a compacted entry log): BookKeeper's comparator says "equal"
-        return 0
 
 
 async def sanity_test(core, bookie_id: str) -> bool:

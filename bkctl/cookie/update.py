@@ -1,0 +1,39 @@
+import click
+
+from bkctl.options import complete_bookie_ids, confirm, dry_run_option, output_option, yes_option
+
+
+@click.command()
+@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
+@click.option(
+    "--cookie-file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="The cookie that replaces BOOKIE's (`cookie generate`'s file, or a bookie's current/VERSION).",
+)
+@yes_option
+@dry_run_option
+@output_option
+@click.pass_obj
+def update(app, bookie_id, cookie_file, yes, dry_run):
+    """Replace a bookie's cookie in the metadata store (cookie_update), e.g. after moving its disks
+
+    Says what changes (-o json: "changes") and asks first, unless --yes. The replacement is a compare-and-set on
+    the version read: a cookie changed meanwhile is left alone (exit 1). The bookie's directories keep their own
+    copies (current/VERSION): a bookie starts only when all of them agree.
+    """
+    from admin.cookies import cookie_doc, load_cookie_file, read_cookie, update_cookie
+    from bkctl.cookie.render import show_change
+
+    cookie = load_cookie_file(cookie_file, bookie_id)
+    stored = read_cookie(app.metadata, bookie_id)
+    changes = cookie.differences(stored.cookie)
+    for change in changes:
+        app.terminal.info(f"cookie/{bookie_id}: {change}")
+    if not changes:
+        show_change(app, stored.doc(), "unchanged", changes=[])
+    elif dry_run:
+        show_change(app, cookie_doc(cookie), "would be replaced (dry run)", changes=changes)
+    else:
+        confirm(yes, "replace a cookie", f"Replace the cookie of {bookie_id} ({'; '.join(changes)})?")
+        show_change(app, update_cookie(app.metadata, cookie, stored).doc(), "replaced", changes=changes)
