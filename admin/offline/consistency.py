@@ -30,7 +30,7 @@ class Inconsistency:
     ledger_id: int
     entry_id: int
     log_id: int
-    pos: int  # of the entry's size field, as BookKeeper reports it
+    pos: int  # the location's offset in the log: the entry's, after its 4-byte size
     problem: str  # missing-log, past-end, bad-length, wrong-entry, cut-short
     detail: str
 
@@ -85,7 +85,7 @@ def _check(logs: _Logs, ledger_id: int, entry_id: int, location: int) -> Inconsi
     log_id, pos = split_location(location)
 
     def problem(kind: str, detail: str) -> Inconsistency:
-        return Inconsistency(ledger_id, entry_id, log_id, pos - 4, kind, detail)
+        return Inconsistency(ledger_id, entry_id, log_id, pos, kind, detail)
 
     opened = logs.get(log_id)
     if opened is None:
@@ -93,16 +93,16 @@ def _check(logs: _Logs, ledger_id: int, entry_id: int, location: int) -> Inconsi
     fd, size = opened
     head = os.pread(fd, HEAD.size, pos - 4) if pos >= 4 else b""
     if len(head) < HEAD.size:
-        return problem("past-end", f"pos {pos - 4} is past the end of entry log {log_id:x}.log ({size} bytes)")
+        return problem("past-end", f"pos {pos} is past the end of entry log {log_id:x}.log ({size} bytes)")
     length, found_ledger, found_entry = HEAD.unpack(head)
     if length < MIN_SANE_ENTRY_SIZE:
-        return problem("bad-length", f"entry length {length} at pos {pos - 4} of entry log {log_id:x}.log")
+        return problem("bad-length", f"entry length {length} at pos {pos} of entry log {log_id:x}.log")
     if (found_ledger, found_entry) != (ledger_id, entry_id):
         return problem(
-            "wrong-entry", f"entry log {log_id:x}.log holds ledger {found_ledger} entry {found_entry} at pos {pos - 4}"
+            "wrong-entry", f"entry log {log_id:x}.log holds ledger {found_ledger} entry {found_entry} at pos {pos}"
         )
     if pos + length > size:
-        return problem("cut-short", f"the {length}-byte entry at pos {pos - 4} runs past the end of {log_id:x}.log")
+        return problem("cut-short", f"the {length}-byte entry at pos {pos} runs past the end of {log_id:x}.log")
     return None
 
 
