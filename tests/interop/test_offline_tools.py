@@ -39,7 +39,7 @@ def java(tmp_path_factory):
     )
     try:
         quorum = ["--ensemble", "1", "--write-quorum", "1", "--ack-quorum", "1"]
-        cluster.ledgers = [  # type: ignore[attr-defined]  # the module's ledgers, with the cluster they are on
+        cluster.ledgers = [  # the module's ledgers, kept with the cluster they are on
             bk_write(cluster.zk, "--n", str(ENTRIES), "--text", TEXT, "--suffix-index", *quorum) for _ in range(3)
         ]
         cluster.stop_bookie(1)
