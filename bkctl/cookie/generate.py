@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import output_option
+from bkctl.options import complete_bookie_ids, output_option
 
 
 def _dirs(_ctx, _param, value: str | None) -> list[str] | None:
@@ -8,7 +8,7 @@ def _dirs(_ctx, _param, value: str | None) -> list[str] | None:
 
 
 @click.command()
-@click.argument("bookie_id", metavar="BOOKIE")
+@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
 @click.option("--journal-dirs", callback=_dirs, metavar="DIR[,DIR...]", help="journalDirectories [default: -c's].")
 @click.option("--ledger-dirs", callback=_dirs, metavar="DIR[,DIR...]", help="ledgerDirectories [default: -c's].")
 @click.option(
