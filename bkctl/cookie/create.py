@@ -3,14 +3,19 @@ import click
 from bkctl.options import complete_bookie_ids, dry_run_option, output_option
 
 
+def cookie_file_argument(command):
+    """BOOKIE and ``--cookie-file``: a cookie to upload for a bookie (create, update)."""
+    command = click.option(
+        "--cookie-file",
+        required=True,
+        type=click.Path(exists=True, dir_okay=False),
+        help="The cookie to upload (`cookie generate`'s file, or a bookie's current/VERSION).",
+    )(command)
+    return click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)(command)
+
+
 @click.command()
-@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
-@click.option(
-    "--cookie-file",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="The cookie to upload (`cookie generate`'s file, or a bookie's current/VERSION).",
-)
+@cookie_file_argument
 @dry_run_option
 @output_option
 @click.pass_obj

@@ -1,16 +1,11 @@
 import click
 
-from bkctl.options import complete_bookie_ids, confirm, dry_run_option, output_option, yes_option
+from bkctl.cookie.create import cookie_file_argument
+from bkctl.options import confirm, dry_run_option, output_option, yes_option
 
 
 @click.command()
-@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
-@click.option(
-    "--cookie-file",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="The cookie that replaces BOOKIE's (`cookie generate`'s file, or a bookie's current/VERSION).",
-)
+@cookie_file_argument
 @yes_option
 @dry_run_option
 @output_option

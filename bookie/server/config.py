@@ -197,16 +197,6 @@ class BookieConfig:
         """Every directory of the bookie, each once, journals first (Main.storageDirectoriesFromConf's order)."""
         return list(dict.fromkeys([*self.journal_dirs, *self.ledger_dirs, *self.index_dirs]))
 
-    @property
-    def journal_dir(self) -> Path:
-        """The first journal directory."""
-        return self.journal_dirs[0]
-
-    @property
-    def ledger_dir(self) -> Path:
-        """The first ledger directory."""
-        return self.ledger_dirs[0]
-
     def disk_thresholds(self) -> DiskThresholds:
         min_for_log = self.minUsableSizeForEntryLogCreation
         return DiskThresholds(
