@@ -192,23 +192,45 @@ def index(app, path):
 @output_option
 @click.pass_obj
 def lastmark(app, path):
-    """Show the lastMark of a ledger directory (or of a lastMark file): journal id and offset"""
+    """Show the lastMark of a ledger directory (or of a lastMark file): journal id and offset
+
+    With several journal directories a ledger directory holds one mark per journal (lastMark.0, lastMark.1, ...):
+    each is shown (-o json: a list, each with its file; with one journal, the one mark).
+    """
+    import re
     from pathlib import Path
 
     from bookie.errors import InvalidArgument, NotFound
     from bookie.storage.checkpoint import FILE, read_last_mark
 
     target = Path(path)
-    if target.is_file() and target.name != FILE:
+    pattern = re.compile(rf"{FILE}(\.\d+)?")
+    if target.is_file() and not pattern.fullmatch(target.name):
         raise InvalidArgument(f"{path} is neither a ledger directory nor a {FILE} file")
-    directory = target.parent.parent if target.name == FILE else target
-    mark = read_last_mark(directory)
-    if mark is None:
-        raise NotFound(f"no lastMark in {directory}/current")
-    doc = {"journalId": mark.journal_id, "journalFile": f"{mark.journal_id:x}.txn", "offset": mark.offset}
-    app.terminal.document(
-        doc,
-        lambda: app.terminal.fields(
-            [("Journal", f"{doc['journalFile']} (id {mark.journal_id})"), ("Offset", mark.offset)]
-        ),
+    directory = target.parent.parent if target.is_file() else target
+    names = (
+        [target.name]
+        if target.is_file()
+        else sorted(
+            (p.name for p in (directory / "current").glob(f"{FILE}*") if pattern.fullmatch(p.name)),
+            key=lambda n: (len(n), n),
+        )
     )
+    marks = [(name, read_last_mark(directory, name)) for name in names]
+    docs = [
+        {"file": name, "journalId": m.journal_id, "journalFile": f"{m.journal_id:x}.txn", "offset": m.offset}
+        for name, m in marks
+        if m is not None
+    ]
+    if not docs:
+        raise NotFound(f"no lastMark in {directory}/current")
+
+    single = len(docs) == 1 and docs[0]["file"] == FILE
+
+    def fields():
+        for doc in docs:
+            journal = f"{doc['journalFile']} (id {doc['journalId']})"
+            mark = [] if single else [("Mark", doc["file"])]
+            app.terminal.fields([*mark, ("Journal", journal), ("Offset", doc["offset"])])
+
+    app.terminal.document({k: v for k, v in docs[0].items() if k != "file"} if single else docs, fields)

@@ -56,10 +56,9 @@ def stopped(config, action: str) -> Iterator[None]:
     locks = DirectoryLocks()
     try:
         locks.acquire([d for d in config.all_dirs if (d / "current").is_dir()])
+        yield
     except DirectoryLocked as exc:
         raise Unsafe(f"cannot {action}: {exc}; stop that bookie first") from None
-    try:
-        yield
     finally:
         locks.release()
 

@@ -60,6 +60,19 @@ def test_list_files_lists_every_kind_from_every_directory(bkctl, stopped_bookie)
     assert {line.split()[1] for line in only_logs.stdout.splitlines()[1:]} == files(bookie, "*.log")
 
 
+def test_inspect_lastmark_shows_the_mark_of_each_journal(bkctl, stopped_bookie):
+    bookie, _ = stopped_bookie
+    for directory in bookie.ledger_dirs:
+        result = bkctl("bookie", "inspect", "lastmark", directory, "-o", "json")
+        assert result.exit_code == 0, result.stderr
+        marks = json.loads(result.stdout)
+        assert [m["file"] for m in marks] == ["lastMark.0", "lastMark.1"]
+        journals = [{p.name for p in Path(d, "current").glob("*.txn")} for d in bookie.journal_dirs]
+        assert all(m["journalFile"] in journals[i] and m["offset"] > 512 for i, m in enumerate(marks))
+    one = bkctl("bookie", "inspect", "lastmark", str(Path(bookie.ledger_dirs[0], "current", "lastMark.1")))
+    assert one.stdout.splitlines()[0] == "Mark:    lastMark.1"
+
+
 def test_check_local_passes_then_names_each_damaged_entry(bkctl, stopped_bookie, harness):
     bookie, ids = stopped_bookie
     ok = run(bkctl, bookie, "check-local")
