@@ -95,7 +95,7 @@ class LedgerDirState(_Typed):
     writable: bool  # False: full, it takes no new entry log or index file
     index: bool  # an index directory set apart (indexDirectories)
 
-    def doc(self) -> dict:
+    def doc(self) -> dict[str, object]:
         return {**super().doc(), "usage": round(self.usage, 4)}
 
 
