@@ -23,6 +23,7 @@ COMMANDS = {
     "cluster": "bkctl.cluster:cluster",
     "completion": "bkctl.completion:completion",
     "config": "bkctl.config:config",
+    "cookie": "bkctl.cookie:cookie",
     "ledger": "bkctl.ledger:ledger",
     "pulsar": "bkctl.pulsar:pulsar",
     "sandbox": "bkctl.sandbox:sandbox",

@@ -57,6 +57,7 @@ def exit_codes_summary() -> str:
 # First match wins: subclasses before their bases.
 EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (CheckFailed, ExitCode.PROBLEMS),
+    (bk.Unsafe, ExitCode.PROBLEMS),
     (bk.InvalidArgument, ExitCode.USAGE),
     (bk.Unauthorized, ExitCode.UNAUTHORIZED),
     (bk.NoSuchLedger, ExitCode.NOT_FOUND),

@@ -67,6 +67,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl bench write --time 30 --rate 10000 -e 3 -w 3 -a 2", "latency at a fixed offered rate"),
     ],
     # bookie
+    "bookie check-local": [
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie check-local", "a stopped bookie's index against its logs"),
+        (
+            "bkctl bookie check-local --journal-dir /d1/journal --ledger-dir /d2/ledgers --ledger-dir /d3/ledgers "
+            "-o json",
+            "directories given by hand; every inconsistency, for a script (exit 3 when any)",
+        ),
+    ],
     "bookie compaction resume": [
         (f"bkctl bookie compaction resume {BOOKIE}", "allow both kinds again"),
         ("bkctl bookie compaction resume --all --major", "major compaction everywhere"),
@@ -79,6 +87,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (f"bkctl bookie decommission {BOOKIE}", "retire a stopped bookie (asks first)"),
         (f"bkctl bookie decommission {BOOKIE} --dry-run", "the ledgers it would re-replicate, and nothing done"),
         (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up after two hours"),
+    ],
+    "bookie format": [
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie format --dry-run", "what would be erased"),
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie format --delete-cookie --yes",
+            "erase a retired bookie's disks and cookie: it starts again as a new bookie",
+        ),
     ],
     "bookie gc": [
         ("bkctl bookie gc --all --major --wait", "a forced major compaction everywhere, then what it reclaimed"),
@@ -95,6 +110,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "bookie metrics": [
         ("bkctl bookie metrics --all", "adds/s, reads/s, p99 add latency, journal queue, disk"),
         (f"bkctl bookie metrics {BOOKIE} --metrics-port 8000 -o json", "a Java bookie's Prometheus port, for a script"),
+    ],
+    "bookie init": [
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie init", "can a new bookie start here? exit 3 says why not"),
     ],
     "bookie inspect entrylog": [
         ("bkctl bookie inspect entrylog /data/bk/ledgers/current/0.log --ledger 42", "one ledger's entries in a log"),
@@ -125,42 +143,67 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl bookie inspect locations /data/bk/ledgers -o json", "the whole locations index, for a script"),
     ],
     "bookie check-db-index": [
-        ("bkctl bookie check-db-index --conf /etc/bookkeeper/bk_server.conf", "a DbLedgerStorage bookie's indexes"),
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie check-db-index", "a DbLedgerStorage bookie's indexes"),
         (
-            "bkctl bookie check-db-index --ledger-dir /data/bk/ledgers --verify-entries -o json",
+            "bkctl bookie check-db-index --journal-dir /data/bk/journal --ledger-dir /data/bk/ledgers"
+            " --verify-entries -o json",
             "every location read back from its entry log, for cron",
         ),
     ],
     "bookie rebuild-db-index": [
         (
-            "bkctl bookie rebuild-db-index locations --conf /etc/bookkeeper/bk_server.conf --dry-run",
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie rebuild-db-index locations --dry-run",
             "how many entries a rebuild from the entry logs would index",
         ),
         (
-            "bkctl bookie rebuild-db-index ledgers --conf /etc/bookkeeper/bk_server.conf",
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie rebuild-db-index ledgers",
             "the ledgers index from the journals and entry logs (the old one kept)",
         ),
     ],
     "bookie convert-storage": [
         (
-            "bkctl bookie convert-storage --to db --conf /etc/bookkeeper/bk_server.conf --dry-run",
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie convert-storage --to db --dry-run",
             "what moving to DbLedgerStorage would convert",
         ),
         (
-            "bkctl bookie convert-storage --to interleaved --conf /etc/bookkeeper/bk_server.conf --yes",
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie convert-storage --to interleaved --yes",
             "back to index files, without a prompt",
         ),
+    ],
+    "bookie list-files": [
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie list-files",
+            "journal, entry log and index files, oldest first",
+        ),
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie list-files --entrylog -o json", "entry logs, for a script"),
     ],
     "bookie readonly": [
         (f"bkctl bookie readonly {BOOKIE} --on", "out of the write path (reads still served)"),
         (f"bkctl bookie readonly {BOOKIE} --off --dry-run", "what --off would do"),
         ("bkctl bookie readonly --all --on --yes", "every bookie out of the write path"),
     ],
+    "bookie rebuild-index": [
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie rebuild-index 42 --password secret --dry-run",
+            "what the entry logs hold of ledger 42",
+        ),
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie rebuild-index 42 43 --password-file /etc/bkctl/pw",
+            "write two ledgers' index files from the entry logs (bookie stopped)",
+        ),
+    ],
     "bookie recover": [
         (f"bkctl bookie recover {BOOKIE} --query", "the ledgers a lost bookie held"),
         (
             f"bkctl bookie recover {BOOKIE},10.0.0.8:3181 --rate 50000000 --yes",
             "re-replicate two lost bookies' ledgers at 50 MB/s at most",
+        ),
+    ],
+    "bookie replace-in-ledgers": [
+        (f"bkctl bookie replace-in-ledgers {BOOKIE} bookie7.example.com:3181 --dry-run", "the ledgers naming it"),
+        (
+            f"bkctl bookie replace-in-ledgers {BOOKIE} 10.0.1.7:3181 --rate 20 --limit 1000 --yes",
+            "a moved bookie's new address, 20 ledgers a second, a thousand at most",
         ),
     ],
     "bookie run": [
@@ -192,6 +235,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             "two bookies at once, for a script",
         ),
     ],
+    "cluster format": [
+        ("bkctl cluster format --dry-run", "how many ledgers and cookies would go"),
+        ("bkctl -u zk+hierarchical://zk1:2181/test cluster format --yes", "a test cluster, from scratch"),
+    ],
     "cluster info": [("bkctl cluster info", "instance id, layout, bookies, under-replicated ledgers")],
     "cluster init": [
         ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init --dry-run", "what would be created"),
@@ -199,6 +246,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (
             "bkctl -c /etc/bookkeeper/client.conf cluster init",
             "a secure cluster (zkEnableSecurity=true and a login in the file): its znodes are that login's alone",
+        ),
+    ],
+    "cluster nuke": [
+        (
+            "bkctl -u zk+hierarchical://zk1:2181/old cluster nuke --instance-id 6d3f1c2e-0b6a-4a59-9d0e-3a1f2b7c8d90 "
+            "--dry-run",
+            "what would be deleted",
         ),
     ],
     # completion
@@ -222,6 +276,33 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
     "config use-context": [("bkctl config use-context prod", "commands act on prod from now on")],
+    # cookie
+    "cookie create": [
+        (f"bkctl cookie create {BOOKIE} --cookie-file {BOOKIE}.cookie", "upload a cookie made by `cookie generate`"),
+    ],
+    "cookie delete": [
+        (f"bkctl cookie delete {BOOKIE} --dry-run", "the cookie that would be deleted"),
+        (f"bkctl cookie delete {BOOKIE} --yes", "a retired bookie's cookie"),
+    ],
+    "cookie generate": [
+        (
+            f"bkctl cookie generate {BOOKIE} --journal-dirs /d1/journal --ledger-dirs /d2/ledgers,/d3/ledgers "
+            f"--output-file {BOOKIE}.cookie",
+            "the cookie of a bookie with two ledger disks",
+        ),
+        (
+            f"bkctl -c /etc/bookkeeper/bk_server.conf cookie generate {BOOKIE} --output-file {BOOKIE}.cookie",
+            "with the directories of its configuration",
+        ),
+    ],
+    "cookie get": [
+        (f"bkctl cookie get {BOOKIE}", "its cluster instance id and directories"),
+        (f"bkctl cookie get {BOOKIE} -o json", "for a script"),
+    ],
+    "cookie update": [
+        (f"bkctl cookie update {BOOKIE} --cookie-file {BOOKIE}.cookie --dry-run", "what would change"),
+        (f"bkctl cookie update {BOOKIE} --cookie-file {BOOKIE}.cookie --yes", "replace it (disks added or moved)"),
+    ],
     # ledger
     "ledger create": [
         ("printf 'a\\nb\\nc\\n' | bkctl ledger create --input -", "a ledger of three entries"),
@@ -259,6 +340,16 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ledger recover": [
         ("bkctl ledger recover 42 --dry-run", "what recovery would close it at"),
         ("BKCTL_LEDGER_PASSWORD=secret bkctl ledger recover 42", "fence and close it (no password in ps)"),
+    ],
+    "ledger update": [
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf ledger update --bookie-id hostname --dry-run",
+            "ledgers naming this bookie by its IP, now that it is named by its host name",
+        ),
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf ledger update --bookie-id ip --rate 10 --yes",
+            "back to its IP, 10 ledgers a second",
+        ),
     ],
     "ledger simpletest": [
         ("bkctl ledger simpletest -n 100", "a health probe for cron: exit 1 on failure"),

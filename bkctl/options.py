@@ -205,3 +205,7 @@ def complete_sandbox_bookies(ctx: click.Context, _param, incomplete: str) -> lis
         return []
     names = [str(b.index) for b in state.local_bookies()] if state else []
     return [name for name in names if name.startswith(incomplete)]
+
+
+def yes_option(command):
+    return click.option("--yes", is_flag=True, help="Do not ask for confirmation.")(command)

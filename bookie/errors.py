@@ -146,6 +146,11 @@ class MalformedFrame(BKError):
     carried it is unusable (its framing is lost), as BookKeeper closes it."""
 
 
+class Unsafe(BKError):
+    """An action refused because it would be unsafe now: a bookie still runs on the directories or is still
+    registered, the cluster named is not the one found. The message says what to do first."""
+
+
 class MetadataVersionConflict(BKError):
     """A compare-and-set on metadata lost against a concurrent update; re-read and retry."""
 

@@ -127,7 +127,8 @@ def read_stored(channel, ledger_id: int, first: int, last: int) -> dict[int, byt
 
 def crash(storage: LedgerStorage) -> None:
     """What kill -9 leaves: whatever reached the OS; no checkpoint, no shutdown."""
-    storage.journal.stop()  # the journal thread dies with the process; nothing more is written
+    for journal in storage.journals:
+        journal.stop()  # the journal threads die with the process; nothing more is written
 
 
 # ---- bookie processes ----

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from bkctl.bookie.offline import bookie_dirs, offline_options
+from bkctl.bookie.offline import bookie_config, dir_pairs, directory_options
 from bkctl.options import output_option
 
 if TYPE_CHECKING:
@@ -12,17 +12,15 @@ if TYPE_CHECKING:
 
 
 @click.command("check-db-index")
-@offline_options
+@directory_options
 @click.option("--verify-entries", is_flag=True, help="Also read each location's entry header from its entry log.")
 @output_option
 @click.pass_obj
 def check_db_index(
     app: Application,
-    conf_file: str | None,
-    journal_dir: str | None,
-    ledger_dir: str | None,
-    index_dir: str | None,
-    settings: dict[str, str],
+    journal_dirs: tuple[str, ...],
+    ledger_dirs: tuple[str, ...],
+    index_dirs: tuple[str, ...],
     verify_entries: bool,
 ) -> None:
     """Check a DbLedgerStorage bookie's indexes offline (like check-db-ledgers-index); exit 3 on problems
@@ -34,9 +32,10 @@ def check_db_index(
     from bkctl.errors import CheckFailed
     from bookie.storage.db.offline import check_index
 
-    dirs = bookie_dirs(app, conf_file, journal_dir, ledger_dir, index_dir, settings)
+    config = bookie_config(app, journal_dirs, ledger_dirs, index_dirs)
+    pairs = dir_pairs(config)
     docs: list[dict[str, Any]] = []
-    for ledger, index in dirs.pairs():
+    for ledger, index in pairs:
         found = check_index(ledger, index, verify_entries)
         docs.append(
             {

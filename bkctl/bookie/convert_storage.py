@@ -4,8 +4,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from bkctl.bookie.offline import bookie_dirs, offline_options, stopped
-from bkctl.options import dry_run_option, output_option
+from bkctl.bookie.offline import bookie_config, dir_pairs, directory_options, stopped
+from bkctl.options import dry_run_option, output_option, yes_option
 
 if TYPE_CHECKING:
     from bkctl.app import Application
@@ -15,19 +15,17 @@ if TYPE_CHECKING:
 @click.option(
     "--to", "target", type=click.Choice(["db", "interleaved"]), required=True, help="The storage to convert to."
 )
-@offline_options
+@directory_options
 @dry_run_option
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option
 @output_option
 @click.pass_obj
 def convert_storage(
     app: Application,
     target: str,
-    conf_file: str | None,
-    journal_dir: str | None,
-    ledger_dir: str | None,
-    index_dir: str | None,
-    settings: dict[str, str],
+    journal_dirs: tuple[str, ...],
+    ledger_dirs: tuple[str, ...],
+    index_dirs: tuple[str, ...],
     dry_run: bool,
     yes: bool,
 ) -> None:
@@ -38,22 +36,17 @@ def convert_storage(
     kept as current/ledgers.backup and current/locations.backup. The entry logs are shared and stay. Afterwards set
     ledgerStorageClass in the bookie's configuration to the new storage. Refuses a running bookie.
     """
-    import sys
-
-    from bookie.errors import InvalidArgument
     from bookie.storage.db.offline import convert_to_db, convert_to_interleaved
 
-    dirs = bookie_dirs(app, conf_file, journal_dir, ledger_dir, index_dir, settings)
-    if not dry_run and not yes:
-        if not sys.stdin.isatty():
-            raise InvalidArgument("refusing to convert without --yes: no terminal to confirm on")
-        click.confirm(
-            f"Convert the index of {', '.join(map(str, dirs.index))} to {target} storage?", abort=True, err=True
-        )
+    config = bookie_config(app, journal_dirs, ledger_dirs, index_dirs)
+    pairs = dir_pairs(config)
+    if not dry_run:
+        indexes = ", ".join(str(index) for _, index in pairs)
+        app.terminal.confirm(f"Convert the index of {indexes} to {target} storage?", "convert", yes)
     convert = convert_to_db if target == "db" else convert_to_interleaved
     docs: list[dict[str, Any]] = []
-    with stopped(dirs):
-        for ledger, index in dirs.pairs():
+    with stopped(config, f"convert its index to {target}"):
+        for ledger, index in pairs:
             done = convert(ledger, index, dry_run)
             docs.append(
                 {

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import complete_bookie_ids, dry_run_option, output_option
+from bkctl.options import complete_bookie_ids, dry_run_option, output_option, yes_option
 
 
 @click.command()
@@ -13,7 +13,7 @@ from bkctl.options import complete_bookie_ids, dry_run_option, output_option
     metavar="SECONDS",
     help="Give up (exit 1) if not done by then.",
 )
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option
 @dry_run_option
 @output_option
 @click.pass_obj

@@ -12,6 +12,16 @@ def _kind_state(status, kind: str) -> str:
     return f"{getattr(status, f'{kind}_compaction_counter')} runs"
 
 
+def _dirs(dirs) -> str | None:
+    """Writable ledger directories of all, ``2/3``; the index ones after them when set apart."""
+    if not dirs:
+        return None
+    kinds = [[d for d in dirs if d.index == index] for index in (False, True)]
+    return " ".join(
+        f"{sum(d.writable for d in kind)}/{len(kind)}{' index' if kind[0].index else ''}" for kind in kinds if kind
+    )
+
+
 @click.command("gc-status")
 @bookies_argument
 @output_option
@@ -20,8 +30,10 @@ def gc_status(app, bookie_ids, all_bookies):
     """Show bookies' garbage collection: running or not, compaction kinds, entry-log usage, space reclaimed
 
     USAGE is the live share of the bytes in the bookie's sealed entry logs; LOW counts the logs under 20% (what
-    a default minor compaction takes). -o json adds every log's usage and the last run's details. Over
-    BookKeeper's HTTP admin API (a Java bookie) only what it reports: running, compacting, suspended, counters.
+    a default minor compaction takes); DIRS how many of its ledger directories are writable (a full one takes no
+    new entry log). -o json adds every log's usage and directory, each ledger directory's disk usage and state,
+    and the last run's details. Over BookKeeper's HTTP admin API (a Java bookie) only what it reports: running,
+    compacting, suspended, counters.
     Exit 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     from admin.bookie_admin import fan_out
@@ -61,13 +73,14 @@ def gc_status(app, bookie_ids, all_bookies):
                 f"{100 * remaining / total:.0f}%" if total else None,
                 sum(1 for u in logs if u.total_size and u.usage < 0.2) if logs is not None else None,
                 format_bytes(status.bytes_reclaimed) if status.bytes_reclaimed is not None else None,
+                _dirs(status.ledger_dirs),
             ]
         )
     if docs or not outcomes:  # every bookie failed: its warning is the whole answer
         app.terminal.document(
             docs,
             lambda: app.terminal.table(
-                ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED"], rows
+                ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED", "DIRS"], rows
             ),
         )
     exit_for_errors(o.error for o in outcomes)

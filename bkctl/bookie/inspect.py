@@ -75,7 +75,9 @@ def journal(app, path, ledger_id):
 @click.option(
     "--index-dir",
     type=click.Path(exists=True, file_okay=False),
-    help="With --usage: the index directory, when not the ledger directory.",
+    multiple=True,
+    help="With --usage: the bookie's index directories, when not PATH (repeat it: with several ledger or index "
+    "directories, all of them, so that a ledger indexed on another disk counts as live).",
 )
 @output_option
 @click.pass_obj
@@ -91,7 +93,7 @@ def entrylog(app, path, ledger_id, map_only, usage, index_dir):
     from bookie.storage.entry_log import read_ledgers_map, rebuild_ledgers_map, scan_log
 
     if usage:
-        _usage(app, Path(path), Path(index_dir or path))
+        _usage(app, Path(path), [Path(d) for d in index_dir or [path]])
         return
     if Path(path).is_dir():
         raise InvalidArgument(f"{path} is a directory: name an entry log file, or pass --usage")
@@ -117,22 +119,26 @@ def entrylog(app, path, ledger_id, map_only, usage, index_dir):
     )
 
 
-def _usage(app, ledger_dir, index_dir) -> None:
+def _usage(app, ledger_dir, index_dirs) -> None:
+    from functools import partial
+
     from bookie.errors import NotFound
-    from bookie.storage.entry_log import list_log_ids
+    from bookie.storage.dirs import LedgerDirs
+    from bookie.storage.entry_log import list_log_ids, log_path
     from bookie.storage.gc import entry_log_usage
     from bookie.storage.ledger_cache import LedgerCache
 
     if not (ledger_dir / "current").is_dir():
         raise NotFound(f"{ledger_dir} is not a ledger directory (no current/ in it)")
     log_ids = list_log_ids(ledger_dir)
-    if (index_dir / "current" / "ledgers" / "CURRENT").exists():  # DbLedgerStorage: its ledgers index
+    db_dirs = [d for d in dict.fromkeys(index_dirs) if (d / "current" / "ledgers" / "CURRENT").exists()]
+    if db_dirs:  # DbLedgerStorage: its ledgers indexes
         from bookie.storage.db.offline import ledgers
 
-        local = set(ledgers(index_dir))
+        local = {lid for d in db_dirs for lid in ledgers(d)}
     else:
-        local = set(LedgerCache(index_dir).ledger_ids())
-    logs = entry_log_usage(ledger_dir, log_ids, local.__contains__)
+        local = set(LedgerCache(LedgerDirs(list(dict.fromkeys(index_dirs)))).ledger_ids())
+    logs = entry_log_usage(partial(log_path, ledger_dir), log_ids, local.__contains__)
     docs: list[dict[str, Any]] = [
         {
             "logId": m.log_id,
@@ -200,26 +206,48 @@ def index(app, path):
 @output_option
 @click.pass_obj
 def lastmark(app, path):
-    """Show the lastMark of a ledger directory (or of a lastMark file): journal id and offset"""
+    """Show the lastMark of a ledger directory (or of a lastMark file): journal id and offset
+
+    With several journal directories a ledger directory holds one mark per journal (lastMark.0, lastMark.1, ...):
+    each is shown (-o json: a list, each with its file; with one journal, the one mark).
+    """
+    import re
     from pathlib import Path
 
     from bookie.errors import InvalidArgument, NotFound
     from bookie.storage.checkpoint import FILE, read_last_mark
 
     target = Path(path)
-    if target.is_file() and target.name != FILE:
+    pattern = re.compile(rf"{FILE}(\.\d+)?")
+    if target.is_file() and not pattern.fullmatch(target.name):
         raise InvalidArgument(f"{path} is neither a ledger directory nor a {FILE} file")
-    directory = target.parent.parent if target.name == FILE else target
-    mark = read_last_mark(directory)
-    if mark is None:
-        raise NotFound(f"no lastMark in {directory}/current")
-    doc = {"journalId": mark.journal_id, "journalFile": f"{mark.journal_id:x}.txn", "offset": mark.offset}
-    app.terminal.document(
-        doc,
-        lambda: app.terminal.fields(
-            [("Journal", f"{doc['journalFile']} (id {mark.journal_id})"), ("Offset", mark.offset)]
-        ),
+    directory = target.parent.parent if target.is_file() else target
+    names = (
+        [target.name]
+        if target.is_file()
+        else sorted(
+            (p.name for p in (directory / "current").glob(f"{FILE}*") if pattern.fullmatch(p.name)),
+            key=lambda n: (len(n), n),
+        )
     )
+    marks = [(name, read_last_mark(directory, name)) for name in names]
+    docs = [
+        {"file": name, "journalId": m.journal_id, "journalFile": f"{m.journal_id:x}.txn", "offset": m.offset}
+        for name, m in marks
+        if m is not None
+    ]
+    if not docs:
+        raise NotFound(f"no lastMark in {directory}/current")
+
+    single = len(docs) == 1 and docs[0]["file"] == FILE
+
+    def fields():
+        for doc in docs:
+            journal = f"{doc['journalFile']} (id {doc['journalId']})"
+            mark = [] if single else [("Mark", doc["file"])]
+            app.terminal.fields([*mark, ("Journal", journal), ("Offset", doc["offset"])])
+
+    app.terminal.document({k: v for k, v in docs[0].items() if k != "file"} if single else docs, fields)
 
 
 @inspect.command()

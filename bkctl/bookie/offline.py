@@ -1,94 +1,86 @@
-"""What the offline commands on a stopped bookie's files share: its directories, from its configuration (BookKeeper's
-or ours) or flags, and the locks that refuse a running bookie."""
+"""What the offline bookie commands share: the bookie's directories, from -c's bk_server.conf as BookKeeper's shell
+takes them from its -conf, or from flags; and the guarantee that no bookie of ours runs on them."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from bkctl.options import settings_option
 
-if TYPE_CHECKING:
-    from bkctl.app import Application
-
-F = TypeVar("F", bound=Callable[..., object])
-
-
-def offline_options(command: F) -> F:
-    """``--conf``, ``--journal-dir``, ``--ledger-dir``, ``--index-dir``, ``--set``: the bookie's directories."""
-    for option in reversed(
-        [
-            click.option("--conf", "conf_file", type=click.Path(dir_okay=False), help="The bookie's bk_server.conf."),
-            click.option("--journal-dir", type=click.Path(file_okay=False), help="journalDirectories."),
-            click.option("--ledger-dir", type=click.Path(file_okay=False), help="ledgerDirectories."),
-            click.option("--index-dir", type=click.Path(file_okay=False), help="indexDirectories."),
-            settings_option("Any configuration key, e.g. --set ledgerDirectories=/d1,/d2 (repeatable)."),
-        ]
+def directory_options(command):
+    """``--journal-dir``, ``--ledger-dir``, ``--index-dir`` (each repeatable): override -c's directories."""
+    for name, key in (
+        ("index", "indexDirectories"),
+        ("ledger", "ledgerDirectories"),
+        ("journal", "journalDirectories"),
     ):
-        command = option(command)
+        command = click.option(
+            f"--{name}-dir",
+            f"{name}_dirs",
+            multiple=True,
+            type=click.Path(file_okay=False),
+            help=f"{key} (repeat it for several) [default: those of -c's bk_server.conf].",
+        )(command)
     return command
 
 
-@dataclass
-class BookieDirs:
-    journal: list[Path]
-    ledger: list[Path]
-    index: list[Path]  # one per ledger directory, of the same rank
-
-    def pairs(self) -> list[tuple[Path, Path]]:
-        return list(zip(self.ledger, self.index, strict=True))
-
-
-def bookie_dirs(
-    app: Application,
-    conf_file: str | None,
-    journal_dir: str | None,
-    ledger_dir: str | None,
-    index_dir: str | None,
-    settings: dict[str, str],
-) -> BookieDirs:
-    """The directories of the configuration (``--conf``, else bkctl's ``-c``), with the flags over it."""
+def bookie_config(app, journal_dirs=(), ledger_dirs=(), index_dirs=()):
+    """The stopped bookie's configuration: -c's bk_server.conf, its directories replaced by the flags given."""
     from bookie.errors import InvalidArgument
     from bookie.server.config import BookieConfig
 
-    overrides = dict(settings)
-    for key, value in (
-        ("journalDirectories", journal_dir),
-        ("ledgerDirectories", ledger_dir),
-        ("indexDirectories", index_dir),
-    ):
-        if value is not None:
-            overrides[key] = str(value)
-    config = BookieConfig.load(conf_file or app.conf_path, overrides)
-    ledgers = [Path(d) for d in config.dirs("ledgerDirectories")]
-    indexes = [Path(d) for d in config.dirs("indexDirectories")] or ledgers
-    if len(indexes) != len(ledgers):
-        raise InvalidArgument("ledgerDirectories and indexDirectories must list as many directories")
-    for directory in {*ledgers, *indexes}:
-        if not (directory / "current").is_dir():
-            raise InvalidArgument(f"{directory} is not a bookie directory (no current/ in it)")
-    return BookieDirs([Path(d) for d in config.dirs("journalDirectories")], ledgers, indexes)
+    overrides = {
+        key: ",".join(dirs)
+        for key, dirs in (
+            ("journalDirectories", journal_dirs),
+            ("ledgerDirectories", ledger_dirs),
+            ("indexDirectories", index_dirs),
+        )
+        if dirs
+    }
+    if not app.conf_path and not ({"journalDirectories", "ledgerDirectories"} <= overrides.keys()):
+        raise InvalidArgument("name the bookie's directories: -c its bk_server.conf, or --journal-dir and --ledger-dir")
+    return BookieConfig.load(app.conf_path, overrides)
 
 
 @contextlib.contextmanager
-def stopped(dirs: BookieDirs) -> Iterator[None]:
-    """Hold the bookie's directory locks (bookie/server/claim.py) while changing its files: a running bookie of ours
-    holds them, and refuses us. A running Java bookie holds no such lock; with DbLedgerStorage it holds RocksDB's
-    own lock, which refuses the databases' opening."""
-    from bookie.errors import BKError
+def stopped(config, action: str) -> Iterator[None]:
+    """Hold the bookie's directory locks (bookie/server/claim.py) while ``action`` runs: a bookie of ours running
+    on them refuses it (exit 3). Only directories with a ``current/`` are locked (no bookie runs on the others). A
+    Java bookie takes no such lock: stop it first."""
+    from bookie.errors import Unsafe
     from bookie.server.claim import DirectoryLocked, DirectoryLocks
 
     locks = DirectoryLocks()
     try:
-        locks.acquire([*dirs.journal, *dirs.ledger, *dirs.index])
-    except DirectoryLocked as exc:
-        raise BKError(f"the bookie is running: stop it first ({exc})") from None
-    try:
+        locks.acquire([d for d in config.all_dirs if (d / "current").is_dir()])
         yield
+    except DirectoryLocked as exc:
+        raise Unsafe(f"cannot {action}: {exc}; stop that bookie first") from None
     finally:
         locks.release()
+
+
+def dir_pairs(config) -> list[tuple[Path, Path]]:
+    """Each ledger directory with the index directory of its rank, as DbLedgerStorage pairs them (one
+    SingleDirectoryDbLedgerStorage each); every one must hold a bookie's files."""
+    from bookie.errors import InvalidArgument
+
+    if len(config.index_dirs) != len(config.ledger_dirs):
+        raise InvalidArgument("ledgerDirectories and indexDirectories must list as many directories")
+    for directory in {*config.ledger_dirs, *config.index_dirs}:
+        if not (directory / "current").is_dir():
+            raise InvalidArgument(f"{directory} is not a bookie directory (no current/ in it)")
+    return list(zip(config.ledger_dirs, config.index_dirs, strict=True))
+
+
+def require_ledger_dirs(config) -> None:
+    """NotFound unless some ledger directory holds a bookie's files (a ``current/``)."""
+    from bookie.errors import NotFound
+
+    if not any((d / "current").is_dir() for d in config.ledger_dirs):
+        dirs = ", ".join(map(str, config.ledger_dirs))
+        raise NotFound(f"no bookie files in {dirs} (no current/ in any of them): not the bookie's directories?")

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from bkctl.bookie.offline import bookie_dirs, offline_options, stopped
+from bkctl.bookie.offline import bookie_config, dir_pairs, directory_options, stopped
 from bkctl.options import dry_run_option, output_option
 
 if TYPE_CHECKING:
@@ -13,18 +13,16 @@ if TYPE_CHECKING:
 
 @click.command("rebuild-db-index")
 @click.argument("which", type=click.Choice(["locations", "ledgers"]))
-@offline_options
+@directory_options
 @dry_run_option
 @output_option
 @click.pass_obj
 def rebuild_db_index(
     app: Application,
     which: str,
-    conf_file: str | None,
-    journal_dir: str | None,
-    ledger_dir: str | None,
-    index_dir: str | None,
-    settings: dict[str, str],
+    journal_dirs: tuple[str, ...],
+    ledger_dirs: tuple[str, ...],
+    index_dirs: tuple[str, ...],
     dry_run: bool,
 ) -> None:
     """Rebuild a stopped DbLedgerStorage bookie's locations or ledgers index from its files
@@ -36,14 +34,15 @@ def rebuild_db_index(
     """
     from bookie.storage.db.offline import rebuild_ledgers, rebuild_locations
 
-    dirs = bookie_dirs(app, conf_file, journal_dir, ledger_dir, index_dir, settings)
+    config = bookie_config(app, journal_dirs, ledger_dirs, index_dirs)
+    pairs = dir_pairs(config)
     docs: list[dict[str, Any]] = []
-    with stopped(dirs):
-        for ledger, index in dirs.pairs():
+    with stopped(config, f"rebuild its {which} index"):
+        for ledger, index in pairs:
             if which == "locations":
                 done = rebuild_locations(ledger, index, dry_run)
             else:
-                done = rebuild_ledgers(dirs.journal, ledger, index, dry_run)
+                done = rebuild_ledgers(list(config.journal_dirs), ledger, index, dry_run)
             docs.append(
                 {
                     "indexDir": str(index),

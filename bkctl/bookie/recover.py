@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import complete_bookie_ids, complete_ledger_ids, dry_run_option, output_option
+from bkctl.options import complete_bookie_ids, complete_ledger_ids, dry_run_option, output_option, yes_option
 from bkctl.terminal import format_bytes
 
 
@@ -79,7 +79,7 @@ def list_affected(app, lost: set[str], ledger_ids=(), dry_run_verb: str | None =
 @click.option("--skip-unrecoverable", is_flag=True, help="Exit 0 even if some ledgers could not be recovered.")
 @click.option("--rate", type=click.FloatRange(1), metavar="BYTES_PER_S", help="Limit the copy rate.")
 @click.option("--delete-cookie", is_flag=True, help="Delete the bookies' cookies when everything was recovered.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option
 @dry_run_option
 @output_option
 @click.pass_obj

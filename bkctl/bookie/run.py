@@ -6,8 +6,18 @@ from bkctl.options import log_format_option, settings_option
 @click.command()
 @click.option("--conf", "conf_file", type=click.Path(dir_okay=False), help="bk_server.conf [default: bkctl's -c].")
 @click.option("--port", type=click.IntRange(1, 65535), help="bookiePort.")
-@click.option("--journal-dir", type=click.Path(file_okay=False), help="journalDirectories.")
-@click.option("--ledger-dir", type=click.Path(file_okay=False), help="ledgerDirectories.")
+@click.option(
+    "--journal-dir",
+    type=click.Path(file_okay=False),
+    multiple=True,
+    help="journalDirectories; repeat it for several (a journal per directory).",
+)
+@click.option(
+    "--ledger-dir",
+    type=click.Path(file_okay=False),
+    multiple=True,
+    help="ledgerDirectories; repeat it for several (entry logs and index files spread over them).",
+)
 @click.option(
     "--skip-journal-corruption",
     is_flag=True,
@@ -63,9 +73,11 @@ def run(
     overrides = dict(settings)
     if app.service_uri_flag:
         overrides["metadataServiceUri"] = app.service_uri_flag
-    for key, value in (("bookiePort", port), ("journalDirectories", journal_dir), ("ledgerDirectories", ledger_dir)):
-        if value is not None:
-            overrides[key] = str(value)
+    if port is not None:
+        overrides["bookiePort"] = str(port)
+    for key, dirs in (("journalDirectories", journal_dir), ("ledgerDirectories", ledger_dir)):
+        if dirs:
+            overrides[key] = ",".join(dirs)
     if skip_journal_corruption:
         overrides["skipReplayJournalInvalidRecord"] = "true"
     conf_file = conf_file or app.conf_path

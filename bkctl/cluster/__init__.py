@@ -2,8 +2,10 @@ import click
 
 from bkctl.cluster.check import check
 from bkctl.cluster.check_impact import check_impact
+from bkctl.cluster.format import format_cluster
 from bkctl.cluster.info import info
 from bkctl.cluster.init import init
+from bkctl.cluster.nuke import nuke
 
 
 @click.group()
@@ -15,3 +17,5 @@ cluster.add_command(init)
 cluster.add_command(info)
 cluster.add_command(check)
 cluster.add_command(check_impact)
+cluster.add_command(format_cluster)
+cluster.add_command(nuke)

@@ -8,6 +8,7 @@ from bkctl.ledger.metadata import metadata
 from bkctl.ledger.read import read
 from bkctl.ledger.recover import recover
 from bkctl.ledger.simpletest import simpletest
+from bkctl.ledger.update import update
 
 
 @click.group()
@@ -15,5 +16,5 @@ def ledger():
     """Create, read, recover, delete, inspect and export ledgers"""
 
 
-for command in (create, read, recover, delete, list_ledgers, metadata, simpletest, export):
+for command in (create, read, recover, delete, list_ledgers, metadata, simpletest, export, update):
     ledger.add_command(command)

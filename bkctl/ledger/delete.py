@@ -1,11 +1,11 @@
 import click
 
-from bkctl.options import complete_ledger_ids, dry_run_option
+from bkctl.options import complete_ledger_ids, dry_run_option, yes_option
 
 
 @click.command()
 @click.argument("ledger_ids", metavar="ID...", nargs=-1, required=True, shell_complete=complete_ledger_ids)
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option
 @dry_run_option
 @click.pass_obj
 def delete(app, ledger_ids, yes, dry_run):

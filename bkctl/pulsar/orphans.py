@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from bkctl.options import dry_run_option, output_option
+from bkctl.options import dry_run_option, output_option, yes_option
 from bkctl.pulsar.common import min_age_option, pulsar_zk_option
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ HEADERS = ["LEDGER", "KIND", "OWNER", "AGE", "SIZE", "WHY"]
 @pulsar_zk_option
 @min_age_option
 @click.option("--delete", is_flag=True, help="Delete the orphans (asks first unless --yes).")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option
 @dry_run_option
 @output_option
 @click.pass_obj

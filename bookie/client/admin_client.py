@@ -42,6 +42,8 @@ class _Typed:
             value = getattr(message, name)
             if field.name == "entry_logs":
                 value = tuple(EntryLogUsage.of(u) for u in value)
+            elif field.name == "ledger_dirs":
+                value = tuple(LedgerDirState.of(d) for d in value)
             elif field.name == "last_run":
                 value = GcRun.of(value) if message.HasField("lastRun") else None
             values[field.name] = value
@@ -77,12 +79,26 @@ class EntryLogUsage(_Typed):
     log_id: int
     total_size: int
     remaining_size: int
+    directory: str  # the ledger directory holding it ("": not reported)
 
     @property
     def usage(self) -> float:
         return self.remaining_size / self.total_size if self.total_size else 0.0
 
     def doc(self) -> dict[str, Any]:
+        return {**super().doc(), "usage": round(self.usage, 4)}
+
+
+@dataclass(frozen=True)
+class LedgerDirState(_Typed):
+    """One ledger (or index) directory, as the bookie's disk checker saw it last."""
+
+    path: str
+    usage: float  # used share of its filesystem
+    writable: bool  # False: full, it takes no new entry log or index file
+    index: bool  # an index directory set apart (indexDirectories)
+
+    def doc(self) -> dict[str, object]:
         return {**super().doc(), "usage": round(self.usage, 4)}
 
 
@@ -124,6 +140,7 @@ class GcStatus(_Typed):
     minor_enabled: bool | None
     last_run: GcRun | None
     entry_logs: tuple[EntryLogUsage, ...] | None
+    ledger_dirs: tuple[LedgerDirState, ...] | None  # the ledger and index directories (None: HTTP)
 
 
 class BookieAdmin(Protocol):

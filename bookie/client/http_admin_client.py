@@ -89,6 +89,7 @@ class HttpBookieAdminClient:
             minor_enabled=None,
             last_run=None,
             entry_logs=None,
+            ledger_dirs=None,
         )
 
     def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus:

@@ -52,12 +52,25 @@ class LocalBookie:
         return Path(self.directory) / "bookie.log"
 
     @property
+    def journal_dirs(self) -> list[str]:
+        """``journalDirectories``: ``<directory>/journal`` unless the settings name others."""
+        return self._dirs("journalDirectories") or [str(Path(self.directory) / "journal")]
+
+    @property
+    def ledger_dirs(self) -> list[str]:
+        """``ledgerDirectories``: ``<directory>/ledgers`` unless the settings name others."""
+        return self._dirs("ledgerDirectories") or [str(Path(self.directory) / "ledgers")]
+
+    @property
     def journal_dir(self) -> str:
-        return str(Path(self.directory) / "journal")
+        return self.journal_dirs[0]
 
     @property
     def ledger_dir(self) -> str:
-        return str(Path(self.directory) / "ledgers")
+        return self.ledger_dirs[0]
+
+    def _dirs(self, key: str) -> list[str]:
+        return [d.strip() for d in self.settings.get(key, "").split(",") if d.strip()]
 
     @property
     def marker(self) -> tuple[str, ...]:
@@ -67,8 +80,7 @@ class LocalBookie:
 
     @property
     def data_dirs(self) -> list[str]:
-        extra = [d for d in self.settings.get("indexDirectories", "").split(",") if d]
-        return [self.journal_dir, self.ledger_dir, *extra]
+        return list(dict.fromkeys([*self.journal_dirs, *self.ledger_dirs, *self._dirs("indexDirectories")]))
 
     @classmethod
     def create(
@@ -100,8 +112,8 @@ class LocalBookie:
             "metadataServiceUri": service_uri,
             "bookiePort": str(self.port),
             **LOOPBACK_ONLY,
-            "journalDirectories": self.journal_dir,
-            "ledgerDirectories": self.ledger_dir,
+            "journalDirectories": ",".join(self.journal_dirs),
+            "ledgerDirectories": ",".join(self.ledger_dirs),
             "prometheusStatsHttpPort": str(self.metrics_port),
             "bkctlAdminPort": str(self.admin_port),
             "zkTimeout": "6000",

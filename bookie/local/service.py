@@ -53,8 +53,7 @@ class BookieService:
 
     @property
     def data_dirs(self) -> list[str]:
-        config = self.config
-        return list(dict.fromkeys(str(d) for d in (config.journal_dir, config.ledger_dir, config.index_dir)))
+        return [str(d) for d in self.config.all_dirs]
 
     @property
     def ports(self) -> list[int]:

@@ -1,7 +1,9 @@
 """Cookies: which cluster and directories a bookie's disks belong to (spec/zookeeper-layout.md).
 
 Stored in ``<root>/cookies/<bookieId>`` and ``current/VERSION`` of every journal, ledger and index directory as
-``5\\n`` followed by the protobuf TextFormat of ``CookieFormat``.
+``5\\n`` followed by the protobuf TextFormat of ``CookieFormat``: ``journalDir`` the journal directories joined by
+commas, ``ledgerDirs`` and ``indexDirs`` a count then the directories, tab-separated (``3\\t/a\\t/b\\t/c``), each as
+written in the configuration (Cookie.generateCookie); ``indexDirs`` only when ``indexDirectories`` is configured.
 """
 
 from __future__ import annotations
@@ -64,24 +66,35 @@ class Cookie:
             bookie_id=msg.bookieHost,
             journal_dirs=tuple(d for d in msg.journalDir.split(",") if d),
             ledger_dirs=_undirs(msg.ledgerDirs),
-            instance_id=msg.instanceId if msg.HasField("instanceId") else None,
-            index_dirs=_undirs(msg.indexDirs) if msg.HasField("indexDirs") else None,
+            instance_id=msg.instanceId or None,  # Java's parse reads an empty one as none
+            index_dirs=_undirs(msg.indexDirs) if msg.indexDirs else None,
         )
 
-    def differences(self, other: Cookie) -> list[str]:
-        """What differs from ``other``, in words, empty when they match."""
-        names = {
-            "bookie_id": "bookie id",
-            "journal_dirs": "journal directories",
-            "ledger_dirs": "ledger directories",
-            "instance_id": "cluster instance id",
-            "index_dirs": "index directories",
-        }
-        return [
-            f"{label} {getattr(self, attr)!r} != {getattr(other, attr)!r}"
-            for attr, label in names.items()
-            if getattr(self, attr) != getattr(other, attr)
-        ]
+    @property
+    def effective_index_dirs(self) -> tuple[str, ...]:
+        """The index directories: the ledger directories when the cookie names none (BookKeeper's verifyIndexDirs)."""
+        return self.index_dirs or self.ledger_dirs
+
+    def differences(self, other: Cookie, expansion: bool = False) -> list[str]:
+        """What differs from ``other``, in words, empty when they match — as BookKeeper's Cookie.verify compares
+        them (``self`` from the configuration, ``other`` as stored). With ``expansion`` (allowStorageExpansion),
+        ledger and index directories may be a superset of the stored ones (Cookie.verifyIsSuperSet)."""
+
+        def dirs_differ(mine: tuple[str, ...], theirs: tuple[str, ...]) -> bool:
+            return not set(mine) >= set(theirs) if expansion else mine != theirs
+
+        found = []
+        if self.bookie_id != other.bookie_id:
+            found.append(f"bookie id {self.bookie_id!r} != {other.bookie_id!r}")
+        if ",".join(self.journal_dirs) != ",".join(other.journal_dirs):
+            found.append(f"journal directories {self.journal_dirs!r} != {other.journal_dirs!r}")
+        if dirs_differ(self.ledger_dirs, other.ledger_dirs):
+            found.append(f"ledger directories {self.ledger_dirs!r} != {other.ledger_dirs!r}")
+        if (self.index_dirs or other.index_dirs) and dirs_differ(self.effective_index_dirs, other.effective_index_dirs):
+            found.append(f"index directories {self.effective_index_dirs!r} != {other.effective_index_dirs!r}")
+        if self.instance_id != other.instance_id:
+            found.append(f"cluster instance id {self.instance_id!r} != {other.instance_id!r}")
+        return found
 
 
 class CookieStore:

@@ -15,7 +15,7 @@ from google.protobuf.message import DecodeError
 from kazoo.exceptions import NodeExistsError
 
 from bookie._proto.data_formats_pb2 import BookieServiceInfoFormat
-from bookie.errors import CorruptData, NotFound, OperationTimeout, ServiceUnavailable
+from bookie.errors import CorruptData, NotFound, OperationTimeout, ServiceUnavailable, Unsafe
 from bookie.meta.store import MetadataStore, zk_errors
 
 WRITABLE, READONLY = "writable", "readonly"
@@ -251,3 +251,12 @@ class BookieRegistry:
             if bookie.bookie_id == bookie_id:
                 return bookie
         raise NotFound(f"bookie {bookie_id} is not registered")
+
+
+def require_not_registered(store: MetadataStore, bookie_id: str, action: str) -> None:
+    """Refuse (Unsafe: exit 3) to ``action`` while the bookie is registered, writable or read-only."""
+    try:
+        state = BookieRegistry(store).get(bookie_id).state
+    except NotFound:
+        return
+    raise Unsafe(f"bookie {bookie_id} is running (registered {state}): stop it before you {action}")

@@ -54,7 +54,8 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
     async def _gc_status(self) -> pb.GcStatusResponse:
         gc = self.bookie.collector
         state, config = gc.state, gc.config
-        usage = await asyncio.to_thread(gc.usage)
+        logger = self.bookie.storage.entry_logger
+        usage = [(m, logger.directory_of(m.log_id) or "") for m in await asyncio.to_thread(gc.usage)]
         response = pb.GcStatusResponse(
             isInForce=state.running and state.forced,
             running=state.running,
@@ -72,12 +73,25 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
             logsCompacted=state.logs_compacted,
             runs=state.runs,
             entryLogs=[
-                pb.EntryLogUsage(logId=m.log_id, totalSize=m.total_size, remainingSize=m.remaining_size) for m in usage
+                pb.EntryLogUsage(
+                    logId=m.log_id, totalSize=m.total_size, remainingSize=m.remaining_size, directory=str(directory)
+                )
+                for m, directory in usage
+            ],
+            ledgerDirs=[
+                pb.LedgerDirState(path=str(d), usage=dirs.usage(d), writable=not dirs.is_full(d), index=index)
+                for dirs, index in self._dir_managers()
+                for d in dirs.all
             ],
         )
         if state.last_run is not None:
             response.lastRun.CopyFrom(_run_result(state.last_run))
         return response
+
+    def _dir_managers(self):
+        bookie = self.bookie
+        apart = bookie.index_dirs is not bookie.ledger_dirs
+        return [(bookie.ledger_dirs, False), *([(bookie.index_dirs, True)] if apart else [])]
 
     async def GetGcStatus(self, request, context):
         return await self._gc_status()

@@ -12,11 +12,9 @@ import asyncio
 import gc
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import replace
 from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING
@@ -38,6 +36,7 @@ from bookie.server.network import BookieNetwork
 from bookie.server.protocol import WireServer
 from bookie.server.servicer import BookieServicer, ClientGoneFilter
 from bookie.storage.db.storage import DbLedgerStorage
+from bookie.storage.dirs import LedgerDirs
 from bookie.storage.gc import GarbageCollector
 from bookie.storage.ledger_storage import LedgerStorage
 
@@ -63,7 +62,7 @@ class BookieServer:
         self.config = config
         self.network = network
         self.bookie_id = network.bookie_id
-        self.stats = BookieStats()
+        self.stats = BookieStats(len(config.journal_dirs))
         self.store: MetadataStore | None = None
         self.storage: LedgerStorage | DbLedgerStorage | None = None
         self.collector: GarbageCollector | None = None
@@ -73,7 +72,14 @@ class BookieServer:
         self.shutting_down = False
         self.metrics_port: int | None = None
         self.metrics_server: ThreadingHTTPServer | None = None  # serves /metrics on prometheusStatsHttpPort
-        self.disk_usage: dict[str, float] = {}  # directory -> used share of its disk, at the last check
+        # the ledger and index directories and their disks' state (the index ones are the ledger ones unless
+        # indexDirectories is set apart), checked every diskCheckInterval
+        self.ledger_dirs = LedgerDirs(config.ledger_dirs, config.disk_thresholds())
+        self.index_dirs = (
+            self.ledger_dirs
+            if config.index_dirs == config.ledger_dirs
+            else LedgerDirs(config.index_dirs, config.disk_thresholds())
+        )
         self.admin_port: int | None = None
         self.wire: WireServer | None = None
         self.http: HttpAdmin | None = None  # with httpServerEnabled
@@ -95,7 +101,7 @@ class BookieServer:
         ports are known to be free: a second bookie on the same disks or ports must be refused without a trace."""
         config, host = self.config, self.network.bind_host
         self._loop = asyncio.get_running_loop()
-        self.locks.acquire([config.journal_dir, config.ledger_dir, config.index_dir])
+        self.locks.acquire(config.all_dirs)
         check_port_free(host, config.bookiePort, "bookiePort", "bookie")
         if config.admin_port is not None:
             check_port_free(host, config.admin_port, "bkctlAdminPort", "bookie admin")
@@ -119,9 +125,10 @@ class BookieServer:
             session_timeout=config.zkTimeout / 1000,
             security=config.zk_security,
         )
-        cookies = await asyncio.to_thread(
-            check_cookies, self.store, self.bookie_id, config.journal_dir, config.ledger_dir, config.index_dir
-        )
+        cookies = await asyncio.to_thread(check_cookies, self.store, self.bookie_id, config)
+        # as BookieImpl's dirsMonitor.init(): the disks are checked before storage opens, so that no new entry log
+        # or index file goes to a directory already full
+        self._check_disks()
         storage = await asyncio.to_thread(self._open_storage)
         replayed = await asyncio.to_thread(storage.start)
         self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
@@ -173,22 +180,16 @@ class BookieServer:
         serves SortedLedgerStorage's files)."""
         if self.config.db_storage:
             return DbLedgerStorage(self.config.storage(), self.config.db(), self.stats)
-        return LedgerStorage(self.config.storage(), self.stats)
+        return LedgerStorage(self.config.storage(), self.stats, self.ledger_dirs, self.index_dirs)
 
     def _watch_server(self, wire: WireServer) -> None:
         """The metrics read from the bookie itself: its state, its directories, its connections."""
         # BookieStateManager's SERVER_STATUS: -1 while not registered (no state)
         states: dict[str | None, int] = {WRITABLE: 1, READONLY: 0}
         self.stats.watch_server(lambda: states.get(self._registered_state, -1), wire.connections)
-        directories = {"ledger": str(self.config.ledger_dir)}
-        if self.config.index_dir != self.config.ledger_dir:  # BookKeeper's index dirs manager, when apart
-            directories["index"] = str(self.config.index_dir)
-
-        def usage(directory: str) -> Callable[[], float]:
-            return lambda: self.disk_usage.get(directory, 0.0)
-
-        for scope, directory in directories.items():
-            self.stats.watch_dirs(scope, directory, usage(directory), lambda: not self.read_only_by_disk)
+        self.stats.watch_dirs("ledger", self.ledger_dirs)
+        if self.index_dirs is not self.ledger_dirs:  # BookKeeper's index dirs manager, when apart
+            self.stats.watch_dirs("index", self.index_dirs)
 
     def _bind(self, server: grpc.aio.Server, port: int, key: str, what: str) -> int:
         host = self.network.bind_host
@@ -253,25 +254,25 @@ class BookieServer:
         listed = set(manager.iter_ledger_ids())
         return {lid for lid in local if lid in listed or manager.exists(lid)}
 
-    def _disk_usage(self) -> float:
-        """Of the ledger and index disks: those are what GC can free, and what BookKeeper watches (its journal
-        disks do not make a bookie read-only)."""
-        for directory in {self.config.ledger_dir, self.config.index_dir}:
-            usage = shutil.disk_usage(directory)
-            self.disk_usage[str(directory)] = 1 - usage.free / usage.total
-        return max(self.disk_usage.values())
-
     def _check_disks(self) -> None:
-        """Read-only above diskUsageThreshold; writable again below diskUsageWarnThreshold."""
-        usage = self._disk_usage()
-        if usage >= self.config.diskUsageThreshold and self.config.readOnlyModeEnabled:
+        """Check every ledger and index directory (LedgerDirsMonitor): a full one takes no new file; the bookie turns
+        read-only once no ledger (or index) directory is writable, and writable again once one is. Only those disks
+        count, as in BookKeeper: GC can free them, and the journal's do not make a bookie read-only."""
+        managers = dict.fromkeys([self.ledger_dirs, self.index_dirs])
+        for dirs in managers:
+            dirs.check()
+        full = not all(dirs.has_writable for dirs in managers)
+        if full and self.config.readOnlyModeEnabled:
             if not self.read_only_by_disk:
+                usage = ", ".join(f"{d} {100 * dirs.usage(d):.1f}%" for dirs in managers for d in dirs.all)
                 log.warning(
-                    "disk usage %.1f%% >= %.1f%%: going read-only", usage * 100, self.config.diskUsageThreshold * 100
+                    "every ledger directory is over diskUsageThreshold %.1f%% (%s): going read-only",
+                    self.config.diskUsageThreshold * 100,
+                    usage,
                 )
             self.read_only_by_disk = True
-        elif usage < self.config.diskUsageWarnThreshold and self.read_only_by_disk:
-            log.info("disk usage %.1f%%: writable again", usage * 100)
+        elif not full and self.read_only_by_disk:
+            log.info("ledger directories writable again (%s): writable", ", ".join(map(str, self.ledger_dirs.writable)))
             self.read_only_by_disk = False
 
     async def watch_disks(self) -> None:

@@ -20,6 +20,7 @@ from bookie.server.network import check_bookie_id
 from bookie.storage.db import DB_LEDGER_STORAGE
 from bookie.storage.db.kv import RocksDbConfig
 from bookie.storage.db.storage import DbConfig
+from bookie.storage.dirs import DiskThresholds
 from bookie.storage.gc import GcConfig
 from bookie.storage.ledger_storage import StorageConfig
 
@@ -76,9 +77,12 @@ class BookieConfig:
     # ours: the port of the gRPC admin service, advertised in the registration (0: bookiePort + 1, -1: none)
     bkctlAdminPort: int = 0
     bookieRack: str = ""  # ours: published in the registration for rack-aware placement
+    # comma-separated lists, as BookKeeper reads them: one journal (and group-commit thread) per journal directory,
+    # entry logs spread over the ledger directories, index files over the index directories
     journalDirectories: str = "/tmp/bk-txn"
     ledgerDirectories: str = "/tmp/bk-data"
     indexDirectories: str = ""  # = ledgerDirectories
+    allowStorageExpansion: bool = False  # ledger and index directories may be added to a bookie's cookie
     journalSyncData: bool = True
     journalMaxGroupWaitMSec: float = 2.0
     journalFlushWhenQueueEmpty: bool = False
@@ -94,6 +98,9 @@ class BookieConfig:
     nettyMaxFrameSizeBytes: int = 5242880
     diskUsageThreshold: float = 0.95
     diskUsageWarnThreshold: float = 0.90
+    diskUsageLwmThreshold: float = -1.0  # -1: diskUsageThreshold
+    minUsableSizeForEntryLogCreation: int = -1  # -1: logSizeLimit (BookKeeper's "(long) 1.2 * logSizeLimit")
+    minUsableSizeForIndexFileCreation: int = 100 * 1024 * 1024
     diskCheckInterval: int = 10000
     readOnlyModeEnabled: bool = True
     prometheusStatsHttpPort: int = 8000
@@ -183,8 +190,11 @@ class BookieConfig:
         if not -1 <= self.bkctlAdminPort < 65536 or self.admin_port in (self.bookiePort, 65536):
             raise InvalidArgument(f"bkctlAdminPort {self.bkctlAdminPort} is not a port number other than bookiePort")
         for key in ("journalDirectories", "ledgerDirectories", "indexDirectories"):
-            if len(self.dirs(key)) > 1:
-                raise InvalidArgument(f"{key}: this bookie supports one directory, got {getattr(self, key)!r}")
+            dirs = self.dirs(key)
+            if len(set(map(os.path.normpath, dirs))) != len(dirs):
+                raise InvalidArgument(f"{key} names a directory twice: {getattr(self, key)!r}")
+        if not self.journal_dirs or not self.ledger_dirs:
+            raise InvalidArgument("journalDirectories and ledgerDirectories must each name a directory")
         for kind in ("minor", "major"):
             interval = getattr(self, f"{kind}CompactionInterval")
             if 0 < interval * 1000 < self.gcWaitTime:
@@ -201,6 +211,8 @@ class BookieConfig:
             raise InvalidArgument("prometheusStatsLatencyRolloverSeconds must be at least 1")
         if not 0 < self.diskUsageWarnThreshold <= self.diskUsageThreshold <= 1:
             raise InvalidArgument("need 0 < diskUsageWarnThreshold <= diskUsageThreshold <= 1")
+        if self.diskUsageLwmThreshold != -1 and not 0 < self.diskUsageLwmThreshold <= self.diskUsageThreshold:
+            raise InvalidArgument("need 0 < diskUsageLwmThreshold <= diskUsageThreshold")
 
     def gc(self) -> GcConfig:
         return GcConfig(
@@ -248,19 +260,36 @@ class BookieConfig:
         )
 
     def dirs(self, key: str) -> list[str]:
+        """A directory list as written (the cookie records these strings)."""
         return [d.strip() for d in getattr(self, key).split(",") if d.strip()]
 
     @property
-    def journal_dir(self) -> Path:
-        return Path(self.dirs("journalDirectories")[0])
+    def journal_dirs(self) -> tuple[Path, ...]:
+        return tuple(map(Path, self.dirs("journalDirectories")))
 
     @property
-    def ledger_dir(self) -> Path:
-        return Path(self.dirs("ledgerDirectories")[0])
+    def ledger_dirs(self) -> tuple[Path, ...]:
+        return tuple(map(Path, self.dirs("ledgerDirectories")))
 
     @property
-    def index_dir(self) -> Path:
-        return Path((self.dirs("indexDirectories") or self.dirs("ledgerDirectories"))[0])
+    def index_dirs(self) -> tuple[Path, ...]:
+        """The index directories: the ledger directories unless indexDirectories is set."""
+        return tuple(map(Path, self.dirs("indexDirectories"))) or self.ledger_dirs
+
+    @property
+    def all_dirs(self) -> list[Path]:
+        """Every directory of the bookie, each once, journals first (Main.storageDirectoriesFromConf's order)."""
+        return list(dict.fromkeys([*self.journal_dirs, *self.ledger_dirs, *self.index_dirs]))
+
+    def disk_thresholds(self) -> DiskThresholds:
+        min_for_log = self.minUsableSizeForEntryLogCreation
+        return DiskThresholds(
+            threshold=self.diskUsageThreshold,
+            warn=self.diskUsageWarnThreshold,
+            lwm=None if self.diskUsageLwmThreshold == -1 else self.diskUsageLwmThreshold,
+            min_usable_for_new_log=self.logSizeLimit if min_for_log < 0 else min_for_log,
+            min_usable_for_new_index=self.minUsableSizeForIndexFileCreation,
+        )
 
     @property
     def admin_port(self) -> int | None:
@@ -271,9 +300,10 @@ class BookieConfig:
 
     def storage(self) -> StorageConfig:
         return StorageConfig(
-            journal_dir=self.journal_dir,
-            ledger_dir=self.ledger_dir,
-            index_dir=self.index_dir,
+            journal_dirs=self.journal_dirs,
+            ledger_dirs=self.ledger_dirs,
+            index_dirs=self.index_dirs,
+            disk=self.disk_thresholds(),
             journal_sync_data=self.journalSyncData,
             journal_max_group_wait_ms=self.journalMaxGroupWaitMSec,
             journal_flush_when_queue_empty=self.journalFlushWhenQueueEmpty,

@@ -1,10 +1,17 @@
 """The cookie check at start-up (spec/zookeeper-layout.md): a bookie serves only its own cluster's data.
 
-The check only reads. The cookie of every directory and the one in ZooKeeper must equal what this configuration
-and cluster expect; any difference refuses the start, naming it. A new bookie (no cookie anywhere) gets its cookie
-written by :func:`write_cookies` at the end of a successful start — after replay, after binding its ports — so
-that a first start failing on a late problem (a port in use, a bad journal) leaves nothing that would refuse the
-directories to the next start, perhaps with another port and so another bookie id.
+The check only reads. The cookie of every directory and the one in ZooKeeper must match what this configuration and
+cluster expect, compared as BookKeeper's LegacyCookieValidation compares them (Cookie.verify); any difference refuses
+the start, naming it. Two cases write:
+
+- a new bookie (no cookie anywhere) gets its cookie written by :func:`write_cookies` at the end of a successful
+  start — after replay, after binding its ports — so that a first start failing on a late problem (a port in use, a
+  bad journal) leaves nothing that would refuse the directories to the next start, perhaps with another port and so
+  another bookie id. (BookKeeper also requires a new bookie's directories to be empty; ours may hold what such a
+  failed first start left, so it does not.)
+- with ``allowStorageExpansion=true``, ledger or index directories added to the configuration: the new ones must
+  be empty and unknown to the cookie, the configured ones a superset of the cookie's; the cookie then lists them
+  all, in ZooKeeper (compare-and-set on its version) and in every directory (LegacyCookieValidation.stampNewCookie).
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from bookie.errors import BKError, MetadataVersionConflict, NotFound
 from bookie.meta.cookies import Cookie, CookieStore, read_local_cookie, remove_local_cookie, write_local_cookie
 from bookie.meta.layout import read_instance_id
 from bookie.meta.store import MetadataStore
+from bookie.server.claim import LOCK_FILE
+from bookie.server.config import BookieConfig
 
 log = logging.getLogger(__name__)
 
@@ -30,22 +39,29 @@ class CookieCheck:
     cookie: Cookie  # what this bookie's cookie is
     dirs: tuple[Path, ...]
     new: bool  # no cookie anywhere yet: write_cookies must write it
+    expand_from: int | None = None  # directories added: write_cookies replaces the cookie at this znode version
 
 
-def check_cookies(store: MetadataStore, bookie_id: str, journal: Path, ledger: Path, index: Path) -> CookieCheck:
-    dirs = tuple(dict.fromkeys([journal, ledger, index]))
-    expected = Cookie(
+def expected_cookie(config: BookieConfig, bookie_id: str, instance_id: str | None) -> Cookie:
+    """The cookie this configuration gives (Cookie.generateCookie): directories as written in it."""
+    return Cookie(
         bookie_id=bookie_id,
-        journal_dirs=(str(journal),),
-        ledger_dirs=(str(ledger),),
-        instance_id=read_instance_id(store),
-        index_dirs=(str(index),) if index != ledger else None,
+        journal_dirs=tuple(config.dirs("journalDirectories")),
+        ledger_dirs=tuple(config.dirs("ledgerDirectories")),
+        instance_id=instance_id,
+        index_dirs=tuple(config.dirs("indexDirectories")) or None,
     )
+
+
+def check_cookies(store: MetadataStore, bookie_id: str, config: BookieConfig) -> CookieCheck:
+    dirs = tuple(config.all_dirs)
+    expected = expected_cookie(config, bookie_id, read_instance_id(store))
+    expansion = config.allowStorageExpansion
     cookies = CookieStore(store)
     try:
-        remote, _ = cookies.read(bookie_id)
+        remote, version = cookies.read(bookie_id)
     except NotFound:
-        remote = None
+        remote, version = None, None
     local = {d: read_local_cookie(d) for d in dirs}
     if remote is None and not any(local.values()):
         return CookieCheck(expected, dirs, new=True)
@@ -55,28 +71,63 @@ def check_cookies(store: MetadataStore, bookie_id: str, journal: Path, ledger: P
             f"bookie {bookie_id}: {where} has a cookie but ZooKeeper has none at {cookies.path(bookie_id)}: "
             "these directories belong to another bookie or cluster"
         )
-    present: dict[Path, Cookie] = {}
+    if diff := expected.differences(remote, expansion):
+        hint = (
+            "; directories are added with allowStorageExpansion=true"
+            if not expansion and not expected.differences(remote, expansion=True)
+            else ""
+        )
+        raise CookieMismatch(f"bookie {bookie_id}: cookie in ZooKeeper does not match: {'; '.join(diff)}{hint}")
     for d, cookie in local.items():
-        if cookie is None:
-            raise CookieMismatch(
-                f"bookie {bookie_id}: {d} has no cookie but ZooKeeper has one: the directory is new or was wiped; "
-                f"if on purpose, delete {cookies.path(bookie_id)} and start again"
-            )
-        present[d] = cookie
-    for d, cookie in present.items():
-        if diff := cookie.differences(expected):
+        if cookie is not None and (diff := expected.differences(cookie, expansion)):
             raise CookieMismatch(f"bookie {bookie_id}: cookie of {d} does not match: {'; '.join(diff)}")
-    if diff := remote.differences(expected):
-        raise CookieMismatch(f"bookie {bookie_id}: cookie in ZooKeeper does not match: {'; '.join(diff)}")
-    return CookieCheck(expected, dirs, new=False)
+    missing = [d for d, cookie in local.items() if cookie is None]
+    if not missing:
+        return CookieCheck(expected, dirs, new=False)
+    known = {*remote.journal_dirs, *remote.ledger_dirs, *remote.effective_index_dirs}
+    for cookie in local.values():
+        if cookie is not None:
+            known |= {*cookie.ledger_dirs, *cookie.effective_index_dirs}
+    if wiped := [d for d in missing if not expansion or str(d) in known]:
+        added = str(wiped[0]) not in known
+        raise CookieMismatch(
+            f"bookie {bookie_id}: {wiped[0]} has no cookie but ZooKeeper has one: the directory is new or was wiped; "
+            + ("to add a ledger or index directory, set allowStorageExpansion=true; " if added else "")
+            + f"if on purpose, delete {cookies.path(bookie_id)} and start again"
+        )
+    if busy := [d for d in missing if _holds_files(d)]:
+        raise CookieMismatch(
+            f"bookie {bookie_id}: {busy[0]} is added to the bookie's directories but is not empty: "
+            "storage expansion takes empty directories only"
+        )
+    log.info("bookie %s: directories added: %s", bookie_id, ", ".join(map(str, missing)))
+    return CookieCheck(expected, dirs, new=False, expand_from=version)
+
+
+def _holds_files(directory: Path) -> bool:
+    """Whether ``<directory>/current`` holds anything but this bookie's own lock."""
+    current = directory / "current"
+    return current.is_dir() and any(p.name != LOCK_FILE for p in current.iterdir())
 
 
 def write_cookies(store: MetadataStore, check: CookieCheck) -> None:
-    """Write a new bookie's cookie: to ZooKeeper first (which fails if another bookie took this id since the
-    check), then to each directory. All or nothing: what was written is removed again when a step fails."""
+    """Write a new bookie's cookie: to ZooKeeper first (which fails if another bookie took this id since the check),
+    then to each directory; or an expanded one, to each directory, then to ZooKeeper at the version checked. All or
+    nothing for a new bookie: what was written is removed again when a step fails."""
+    cookies = CookieStore(store)
+    if check.expand_from is not None:
+        for d in check.dirs:
+            write_local_cookie(d, check.cookie)
+        try:
+            cookies.write(check.cookie, version=check.expand_from)
+        except MetadataVersionConflict:
+            raise CookieMismatch(
+                f"bookie {check.cookie.bookie_id}: its cookie at {cookies.path(check.cookie.bookie_id)} changed "
+                "while this one started"
+            ) from None
+        return
     if not check.new:
         return
-    cookies = CookieStore(store)
     try:
         cookies.write(check.cookie)
     except MetadataVersionConflict:

@@ -13,11 +13,14 @@ connection's frames): the events of a batch share its latency, and values (bytes
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bookie.server.stats import OpStats, StatsLogger, StatsProvider
+from bookie.storage.dirs import LedgerDirs
 
 if TYPE_CHECKING:
     from bookie.storage.db.storage import SingleDirectoryStorage
@@ -26,7 +29,7 @@ SERVER_SCOPE, BOOKIE_SCOPE = "bookkeeper_server", "bookie"
 
 
 class JournalStats:
-    """``JournalStats`` (``bookie_journal_*{journalIndex="0"}``: one journal). Recorded by the journal thread."""
+    """``JournalStats`` of one journal (``bookie_journal_*{journalIndex="N"}``). Recorded by its journal thread."""
 
     def __init__(self, stats: StatsLogger):
         self.add_entry = stats.op_stats("JOURNAL_ADD_ENTRY")  # enqueued -> acknowledged, per record
@@ -56,12 +59,14 @@ class JournalStats:
 class BookieStats:
     """All of a bookie's metrics, with the calls its hot paths make to record a batch of events at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, journal_dirs: int = 1) -> None:
         self.provider = StatsProvider()
         root = self.provider.logger()
         server = root.scope(SERVER_SCOPE)  # RequestStats
         self.bookie = bookie = root.scope(BOOKIE_SCOPE)
-        self.journal = JournalStats(bookie.scope("journal").scope_label("journalIndex", "0"))
+        self._journals = {
+            i: JournalStats(bookie.scope("journal").scope_label("journalIndex", str(i))) for i in range(journal_dirs)
+        }
         self.gc = bookie.scope("gc")
 
         # ---- RequestStats: *_REQUEST from a request's arrival to its answer written, the others its processing ----
@@ -110,7 +115,7 @@ class BookieStats:
         self.bookie_list_entries = bookie.op_stats("BOOKIE_GET_LIST_OF_ENTRIES_OF_LEDGER")
         self.add_bytes = bookie.op_stats("BOOKIE_ADD_ENTRY_BYTES")
         self.read_bytes_stats = bookie.op_stats("BOOKIE_READ_ENTRY_BYTES")
-        bookie.gauge("JOURNAL_DIRS", lambda: 1)  # journalDirectories: one (BookieConfig.validate)
+        bookie.gauge("JOURNAL_DIRS", lambda: journal_dirs)
         self.ledger_cache_read_page = bookie.op_stats("LEDGER_CACHE_READ_PAGE")  # IndexInMemPageMgr: a miss's read
 
         # ---- GarbageCollectorStats ----
@@ -121,6 +126,10 @@ class BookieStats:
         # may be missing from this bookie (they are re-replicated from the others by a ledger check).
         self.journal_skipped_records = root.counter("bkctl_journal_corrupt_records_skipped")
         self.journal_skipped_bytes = root.counter("bkctl_journal_corrupt_bytes_skipped")
+
+    def journal_stats(self, index: int) -> JournalStats:
+        """Journal ``index``'s metrics (``bookie_journal_*{journalIndex="<index>"}``)."""
+        return self._journals[index]
 
     # ---- events ----
     def adds_stored(self, added: int, failed: int, recovery: int, size: int, seconds: float) -> None:
@@ -191,8 +200,10 @@ class BookieStats:
 
     # ---- gauges and counters read at scrape time ----
     def watch(self, storage) -> None:
-        """The storage engine's: ledger cache (IndexInMemPageMgr) or DbLedgerStorage's caches, and journal queue."""
-        self.journal.watch(storage.journal.queue_depth)
+        """The storage engine's: journal queues, and its ledger cache (IndexInMemPageMgr) or DbLedgerStorage's
+        caches."""
+        for index, journal in enumerate(storage.journals):
+            self.journal_stats(index).watch(journal.queue_depth)
         if hasattr(storage, "dirs"):
             for single in storage.dirs:
                 self._watch_db_dir(single)
@@ -250,13 +261,16 @@ class BookieStats:
         server.gauge("ADD_ENTRY_BLOCKED", lambda: sum(c.paused_for == "adds" for c in list(connections)))
         server.gauge("READ_ENTRY_BLOCKED", lambda: sum(c.paused_for == "reads" for c in list(connections)))
 
-    def watch_dirs(self, scope: str, directory: str, usage: Callable[[], float], writable: Callable[[], bool]) -> None:
-        """LedgerDirsManager's gauges of one directory (``scope``: ``ledger``, or ``index`` for separate index
-        directories): its disk usage in percent (named after its path), whether it is writable, how many."""
-        dirs = self.bookie.scope(scope)
-        dirs.gauge("dir_" + directory.rstrip("/").replace("/", "_") + "_usage", lambda: usage() * 100, float32=True)
-        dirs.gauge("writable_dirs", lambda: int(writable()))
-        dirs.gauge("num_dirs", lambda: 1)
+    def watch_dirs(self, scope: str, dirs: LedgerDirs) -> None:
+        """LedgerDirsManager's gauges (``scope``: ``ledger``, or ``index`` for separate index directories) of a
+        bookie.storage.dirs.LedgerDirs: each directory's disk usage in percent (named after its path), how many
+        are writable, how many there are."""
+        logger = self.bookie.scope(scope)
+        for directory in dirs.all:
+            name = "dir_" + str(directory).rstrip("/").replace("/", "_") + "_usage"
+            logger.gauge(name, functools.partial(_percent, dirs.usage, directory), float32=True)
+        logger.gauge("writable_dirs", lambda: len(dirs.writable))
+        logger.gauge("num_dirs", lambda: len(dirs.all))
 
     # ---- serving ----
     def text(self) -> str:
@@ -280,3 +294,7 @@ class BookieStats:
             if exc.errno == errno.EADDRINUSE:
                 raise address_in_use(address, port, "prometheusStatsHttpPort", "metrics") from None
             raise
+
+
+def _percent(usage: Callable[[Path], float], directory: Path) -> float:
+    return usage(directory) * 100

@@ -11,7 +11,6 @@ import asyncio
 import functools
 import inspect
 import logging
-import shutil
 import struct
 import time
 
@@ -441,7 +440,7 @@ class BookieServicer(pb_grpc.BookieServicer):
     async def ForceLedger(self, request, context):
         started = time.perf_counter()
         future, callback = self._durable()
-        self.storage.journal.log(b"", callback)
+        self.storage.force(request.ledgerId, callback)
         self.stats.force_ledger_ops.inc()
         error = await future
         response = pb.ForceLedgerResponse(
@@ -451,12 +450,12 @@ class BookieServicer(pb_grpc.BookieServicer):
 
     async def GetBookieInfo(self, request, context):
         started = time.perf_counter()
-        usage = shutil.disk_usage(self.bookie.config.ledger_dir)
+        dirs = self.bookie.ledger_dirs  # BookieImpl.getTotalDiskSpace / getTotalFreeSpace: each filesystem once
         response = pb.GetBookieInfoResponse(status=pb.EOK)
         if request.requested & pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY:
-            response.totalDiskCapacity = usage.total
+            response.totalDiskCapacity = dirs.total_space()
         if request.requested & pb.GetBookieInfoRequest.FREE_DISK_SPACE:
-            response.freeDiskSpace = usage.free
+            response.freeDiskSpace = dirs.free_space()
         return self._done("GET_BOOKIE_INFO", context, started, response)
 
     def _entries_of(self, ledger_id: int) -> pb.GetListOfEntriesOfLedgerResponse:

@@ -11,7 +11,7 @@ Byte layout::
                   (bytes include the 4-byte size prefixes); then the header's map offset and count are patched.
                   A log without a map (offset 0) is scanned to rebuild it.
 
-``lastId`` in the directory holds the highest log id as hex text and a newline.
+``lastId`` in each ledger directory holds the highest log id handed out in any of them, as hex text and a newline.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from bookie.errors import CorruptData
 from bookie.files import open_private, private_dirs, write_private
+from bookie.storage.dirs import DirEvent, LedgerDirs, NoWritableLedgerDir
 from bookie.storage.files import fsync_dir, hex_ids
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,18 @@ def split_location(loc: int) -> tuple[int, int]:
 
 def list_log_ids(directory: Path) -> list[int]:
     return hex_ids(directory, ".log")
+
+
+def last_log_id(directory: Path) -> int:
+    """The highest log id a ledger directory knows: of its logs, or in its ``lastId`` file (-1: none)."""
+    ids = list_log_ids(directory)
+    last = ids[-1] if ids else -1
+    try:
+        text = (Path(directory) / "current" / "lastId").read_text().strip()
+        last = max(last, int(text, 16))
+    except (FileNotFoundError, ValueError):  # BookKeeper reads a bad lastId as none too
+        pass
+    return last
 
 
 def read_ledgers_map(path: Path) -> dict[int, int] | None:
@@ -139,10 +152,14 @@ def rebuild_ledgers_map(path: Path) -> dict[int, int]:
 
 
 class EntryLogger:
-    """Appends to the current entry log (with a write buffer), rotates at ``logSizeLimit``, reads any log.
+    """Appends to the current entry log (with a write buffer), rotates at ``logSizeLimit``, reads any log — across
+    the bookie's ledger directories, as BookKeeper's DefaultEntryLogger: a new log goes to a random writable
+    directory (``dirs.pick_for_new_log``), and a log whose directory fills up (or nearly) is rolled over at the next
+    append; log ids are unique across the directories (the next id is past every log and every ``lastId`` file in
+    any of them, and ``lastId`` is written to all of them); a log is read from whichever directory holds it.
 
     Args:
-        directory: the ledger directory (logs live in its ``current`` subdirectory).
+        dirs: the ledger directories (logs live in their ``current`` subdirectories); a path is one directory.
         size_limit: ``logSizeLimit``: a log is sealed and a new one started past this many bytes.
         flush_bytes: ``flushEntrylogBytes``: call ``on_flush_due`` once this many bytes were appended since the last
             :meth:`flush`; 0 = never.
@@ -151,13 +168,17 @@ class EntryLogger:
 
     def __init__(
         self,
-        directory: Path,
+        dirs: LedgerDirs | Path,
         size_limit: int = 1 << 30,
         flush_bytes: int = 0,
         on_flush_due: Callable[[], None] | None = None,
     ):
-        self.directory = Path(directory)
-        private_dirs(self.directory / "current")
+        self.dirs = dirs if isinstance(dirs, LedgerDirs) else LedgerDirs([dirs])
+        self._log_dirs: dict[int, Path] = {}  # log id -> the ledger directory holding it
+        for directory in self.dirs.all:
+            private_dirs(directory / "current")
+            for log_id in list_log_ids(directory):
+                self._log_dirs.setdefault(log_id, directory)
         self.size_limit = size_limit
         self.flush_bytes = flush_bytes
         self.on_flush_due = on_flush_due
@@ -167,28 +188,62 @@ class EntryLogger:
         self._read_fds: dict[int, int] = {}
         self._retired: list[tuple[float, int]] = []  # (when, fd) of removed logs
         self.current_id = -1
+        self.current_dir = self.dirs.all[0]
+        self._roll_due = False  # the current log's directory filled up: the next append starts a new log
         self._fd = -1
         self._buffer = bytearray()
         self._flushed = 0  # file offset where the buffer starts
         self.ledger_sizes: dict[int, int] = defaultdict(int)  # of the current log
         self.unsynced: set[int] = set()
-        self._roll()
+        self.dirs.add_listener(self._on_dir_event)
+        try:
+            self._roll()
+        except NoWritableLedgerDir as exc:  # every disk full: the first append tries again (a read-only bookie)
+            log.warning("no entry log opened yet: %s", exc)
+
+    def _on_dir_event(self, directory: Path, event: DirEvent) -> None:
+        if event != "writable" and directory == self.current_dir:
+            self._roll_due = True  # EntryLogManagerForSingleEntryLog's diskFull / diskAlmostFull
+
+    # ---- the logs and their directories ----
+    def log_path(self, log_id: int) -> Path:
+        """Where log ``log_id`` is: FileNotFoundError when no ledger directory has it."""
+        directory = self._log_dirs.get(log_id)
+        if directory is None:
+            found = next((d for d in self.dirs.all if log_path(d, log_id).exists()), None)
+            if found is None:
+                where = ", ".join(map(str, self.dirs.all))
+                raise FileNotFoundError(f"entry log {log_id:x}.log is in none of {where}")
+            directory = self._log_dirs[log_id] = found
+        return log_path(directory, log_id)
+
+    def directory_of(self, log_id: int) -> Path | None:
+        """The ledger directory of a log this logger has seen (None: not known, or removed)."""
+        return self._log_dirs.get(log_id)
+
+    def log_ids(self) -> list[int]:
+        """Every entry log in the ledger directories, ascending."""
+        return sorted({log_id for d in self.dirs.all for log_id in list_log_ids(d)})
 
     # ---- writing ----
     def _next_id(self) -> int:
-        last_file = self.directory / "current" / "lastId"
-        ids = list_log_ids(self.directory)
-        last = max(ids[-1] if ids else -1, int(last_file.read_text().strip() or "-1", 16) if last_file.exists() else -1)
-        return last + 1
+        return max(last_log_id(d) for d in self.dirs.all) + 1
 
     def _roll(self) -> None:
+        directory = self.dirs.pick_for_new_log()
         if self._fd >= 0:
             self._seal()
         log_id = self._next_id()
-        path = log_path(self.directory, log_id)
+        path = log_path(directory, log_id)
         self._fd = open_private(path, os.O_RDWR | os.O_EXCL)
         os.write(self._fd, HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"))
-        write_private(self.directory / "current" / "lastId", f"{log_id:x}\n".encode())
+        for d in self.dirs.all:  # as EntryLoggerAllocator: every directory knows the highest id handed out
+            try:
+                write_private(d / "current" / "lastId", f"{log_id:x}\n".encode())
+            except OSError as exc:  # a full disk: the next start also looks at the logs themselves
+                log.error("cannot write %s: %s", d / "current" / "lastId", exc)
+        self._log_dirs[log_id] = self.current_dir = directory
+        self._roll_due = False
         self.current_id = log_id
         self._flushed = HEADER_SIZE
         self._buffer = bytearray()
@@ -217,7 +272,9 @@ class EntryLogger:
         """Append ``records`` (``int32 size | framed entry`` each) and return the file offset of the first record.
         ``sizes`` is ``{ledgerId: bytes}`` of the records, for the ledgers map."""
         with self.lock:
-            if self.position > HEADER_SIZE and self.position + len(records) > self.size_limit:
+            if self._fd < 0:
+                self._roll()
+            if self.position > HEADER_SIZE and (self._roll_due or self.position + len(records) > self.size_limit):
                 self._roll()
             offset = self.position
             self._buffer += records
@@ -258,12 +315,13 @@ class EntryLogger:
     def remove_log(self, log_id: int) -> int:
         """Delete a sealed log (garbage collection); return its size. A read that already looked up the log's
         descriptor may still be using it, so the descriptor is closed a few seconds later, not now."""
-        path = log_path(self.directory, log_id)
         with self.lock:
             if log_id == self.current_id:
                 raise ValueError(f"entry log {log_id:x} is the current log")
+            path = self.log_path(log_id)
             size = path.stat().st_size
             path.unlink()
+            self._log_dirs.pop(log_id, None)
             fd = self._read_fds.pop(log_id, None)
             if fd is not None:
                 self._retired.append((time.monotonic(), fd))
@@ -301,7 +359,7 @@ class EntryLogger:
             if log_id == self.current_id:
                 return pos + IDS.size <= self.position
         try:
-            return pos + IDS.size <= os.stat(log_path(self.directory, log_id)).st_size
+            return pos + IDS.size <= os.stat(self.log_path(log_id)).st_size
         except FileNotFoundError:
             return False
 
@@ -309,9 +367,10 @@ class EntryLogger:
         fd = self._read_fds.get(log_id)
         if fd is None:
             try:
-                fd = os.open(log_path(self.directory, log_id), os.O_RDONLY)
-            except FileNotFoundError:
-                raise CorruptData(f"entry log {log_path(self.directory, log_id)} is missing") from None
+                path = self.log_path(log_id)
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError as exc:
+                raise CorruptData(f"entry log {log_id:x}.log is missing: {exc}") from None
             self._read_fds[log_id] = fd
         return fd
 
@@ -352,7 +411,6 @@ class EntryLogger:
                 head = bytes(self._buffer[start : start + 4])
                 size = SIZE.unpack(head)[0] if len(head) == 4 else -1
                 data = bytes(self._buffer[start + 4 : start + 4 + size]) if size > 0 else b""
-        path = log_path(self.directory, log_id)
         if data is None:
             fd = self._reader(log_id)
             head = os.pread(fd, 4 + 4096, pos - 4)
@@ -363,6 +421,7 @@ class EntryLogger:
                     data += os.pread(fd, size - len(data), pos + len(data))
             else:
                 data = b""  # refused below
+        path = self._log_dirs.get(log_id, self.current_dir) / "current" / f"{log_id:x}.log"
         if not IDS.size <= size <= MAX_ENTRY_SIZE or len(data) != size:
             raise CorruptData(
                 f"{path}: bad entry size {size} at offset {pos - 4} (ledger {ledger_id} entry {entry_id})"

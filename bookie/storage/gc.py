@@ -26,9 +26,7 @@ from bookie.errors import BKError
 from bookie.storage.entry_log import (
     EntryLogger,
     iter_records,
-    list_log_ids,
     location,
-    log_path,
     read_ledgers_map,
     rebuild_ledgers_map,
 )
@@ -98,9 +96,8 @@ class EntryLogMetadata:
         self.ledgers = {lid: size for lid, size in self.ledgers.items() if live(lid)}
 
 
-def log_metadata(directory: Path, log_id: int) -> EntryLogMetadata:
+def log_metadata(path: Path, log_id: int) -> EntryLogMetadata:
     """From the sealed log's ledgers map, or by scanning it when it has none (a log a crash left unsealed)."""
-    path = log_path(directory, log_id)
     ledgers = read_ledgers_map(path)
     if ledgers is None:
         ledgers = rebuild_ledgers_map(path)
@@ -108,7 +105,7 @@ def log_metadata(directory: Path, log_id: int) -> EntryLogMetadata:
 
 
 def entry_log_usage(
-    directory: Path,
+    path_of: Callable[[int], Path],
     log_ids: Iterable[int],
     live: Callable[[int], bool],
     known: dict[int, EntryLogMetadata] | None = None,
@@ -117,7 +114,7 @@ def entry_log_usage(
     result = []
     for log_id in log_ids:
         try:
-            meta = (known or {}).get(log_id) or log_metadata(directory, log_id)
+            meta = (known or {}).get(log_id) or log_metadata(path_of(log_id), log_id)
         except FileNotFoundError:
             continue
         result.append(EntryLogMetadata(log_id, meta.total_size, {k: v for k, v in meta.ledgers.items() if live(k)}))
@@ -263,12 +260,13 @@ class GarbageCollector:
         """Usage of every sealed entry log now (the current log is still being written)."""
         local = set(self.storage.ledger_ids())
         return entry_log_usage(
-            self.storage.entry_logger.directory, self._sealed_log_ids(), local.__contains__, dict(self.logs)
+            self.storage.entry_logger.log_path, self._sealed_log_ids(), local.__contains__, dict(self.logs)
         )
 
     def _sealed_log_ids(self) -> list[int]:
         logger = self.storage.entry_logger
-        return [log_id for log_id in list_log_ids(logger.directory) if log_id < logger.current_id]
+        current = logger.current_id  # -1: no log open yet (every disk full), so every log is sealed
+        return [log_id for log_id in logger.log_ids() if log_id < current or current < 0]
 
     def _loop(self) -> None:
         wait = self.config.gc_wait_ms / 1000.0
@@ -355,7 +353,8 @@ class GarbageCollector:
         logger = self.storage.entry_logger
         local = set(self.storage.ledger_ids())
         self.logs = {
-            log_id: self.logs.get(log_id) or log_metadata(logger.directory, log_id) for log_id in self._sealed_log_ids()
+            log_id: self.logs.get(log_id) or log_metadata(logger.log_path(log_id), log_id)
+            for log_id in self._sealed_log_ids()
         }
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
@@ -379,7 +378,7 @@ class GarbageCollector:
             for meta in sorted(self.logs.values(), key=lambda m: m.usage):
                 if meta.usage >= threshold or self._stop.is_set() or kind in self.state.suspended:
                     break
-                size = log_path(self.storage.entry_logger.directory, meta.log_id).stat().st_size
+                size = self.storage.entry_logger.log_path(meta.log_id).stat().st_size
                 entries, copied = self._compact(meta, throttle)
                 if entries is None:
                     break  # stopping: the log is left as it was
@@ -418,7 +417,7 @@ class GarbageCollector:
             pending.clear()
             sizes.clear()
 
-        for pos, ledger_id, entry_id, record in iter_records(log_path(logger.directory, meta.log_id)):
+        for pos, ledger_id, entry_id, record in iter_records(logger.log_path(meta.log_id)):
             if ledger_id not in meta.ledgers:
                 continue
             old = location(meta.log_id, pos)

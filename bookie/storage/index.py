@@ -7,6 +7,11 @@ Byte layout::
                   int32 state bits (0x1 = fenced) | int32 explicitLacLen | explicit LAC buffer | zeros
     offset 1024   int64 location per entry id, at 1024 + 8 * entryId; 0 = absent.
                   Pages of 8192 bytes (1024 entries).
+
+With several index directories a ledger's file is in one of them (a new ledger's in a random writable one), and is
+moved to another when its directory fills up: copied to ``<new dir>/.../<hex(id)>.idx.rloc``, synced, the old file
+removed, then renamed to ``.idx`` (BookKeeper's FileInfo.moveToNewLocation). A crash in between leaves a ``.rloc``
+that the next start completes (:func:`recover_relocations`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 
 from bookie.errors import CorruptData
 from bookie.files import open_private, private_dirs
+from bookie.storage.files import fsync_dir
 
 MAGIC = b"BKLE"
 VERSION = 1
@@ -29,10 +35,16 @@ INT = struct.Struct(">i")
 LOCATION = struct.Struct(">q")
 
 
+RELOCATING = ".rloc"
+
+
+def index_name(ledger_id: int) -> Path:
+    """The index file's path under ``current/``."""
+    return Path(f"{(ledger_id & 0xFF00) >> 8:x}") / f"{ledger_id & 0xFF:x}" / f"{ledger_id:x}.idx"
+
+
 def index_path(directory: Path, ledger_id: int) -> Path:
-    return (
-        Path(directory) / "current" / f"{(ledger_id & 0xFF00) >> 8:x}" / f"{ledger_id & 0xFF:x}" / f"{ledger_id:x}.idx"
-    )
+    return Path(directory) / "current" / index_name(ledger_id)
 
 
 def ledger_id_of(path: Path) -> int | None:
@@ -40,6 +52,21 @@ def ledger_id_of(path: Path) -> int | None:
         return int(path.stem, 16) if path.suffix == ".idx" else None
     except ValueError:
         return None
+
+
+def recover_relocations(directories: list[Path]) -> None:
+    """Finish or undo the moves a crash interrupted: a ``.idx.rloc`` whose ledger still has its ``.idx`` somewhere
+    is removed (the move had not deleted the old file yet), else renamed to ``.idx`` (it had)."""
+    for directory in directories:
+        current = Path(directory) / "current"
+        for rloc in current.glob(f"*/*/*.idx{RELOCATING}") if current.exists() else ():
+            ledger_id = ledger_id_of(rloc.with_suffix(""))
+            if ledger_id is None:
+                continue
+            if any(index_path(d, ledger_id).exists() for d in directories):
+                rloc.unlink()
+            else:
+                os.replace(rloc, rloc.with_suffix(""))
 
 
 @dataclass
@@ -122,6 +149,33 @@ class IndexFile:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    @property
+    def directory(self) -> Path:
+        """The index directory the file is in."""
+        return self.path.parents[3]
+
+    def move_to(self, path: Path) -> None:
+        """Move the file to ``path`` (another index directory), crash-safe by way of a ``.rloc`` copy."""
+        if not self.exists():
+            self.path = path  # nothing written yet: it will be created there
+            return
+        rloc = path.with_name(path.name + RELOCATING)
+        private_dirs(rloc.parent)
+        source = self._open(False)
+        size = os.fstat(source).st_size
+        target = open_private(rloc, os.O_WRONLY | os.O_TRUNC)
+        try:
+            for offset in range(0, size, 1 << 20):
+                os.pwrite(target, os.pread(source, 1 << 20, offset), offset)
+            os.fsync(target)
+        finally:
+            os.close(target)
+        self.close()
+        self.path.unlink()
+        os.replace(rloc, path)
+        fsync_dir(path.parent)
+        self.path = path
 
     def delete(self) -> None:
         self.close()

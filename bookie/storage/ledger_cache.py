@@ -2,6 +2,10 @@
 
 Pages are held up to ``page_limit``; past it the least recently used pages are evicted, dirty ones written to their
 files first. The checkpoint writes every dirty page and header and fsyncs the files it wrote.
+
+Index files are spread over the index directories as BookKeeper's IndexPersistenceMgr spreads them: a new ledger's
+file goes to a random writable directory, an existing one is found in whichever directory holds it, and a file
+written while its directory is full is first moved to a writable one (index.IndexFile.move_to).
 """
 
 from __future__ import annotations
@@ -13,7 +17,15 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader, ledger_id_of
+from bookie.storage.dirs import LedgerDirs, NoWritableLedgerDir
+from bookie.storage.index import (
+    ENTRIES_PER_PAGE,
+    LOCATION,
+    IndexFile,
+    IndexHeader,
+    index_name,
+    ledger_id_of,
+)
 from bookie.storage.stats import OpStatsLogger
 
 
@@ -48,9 +60,12 @@ def _nonzero_slots(page: bytes | bytearray) -> list[int]:
 
 
 class LedgerCache:
-    def __init__(self, index_dir: Path, page_limit: int = 8192, holds: Callable[[int], bool] = lambda loc: True):
-        """``holds(location)`` says whether a location points into entry-log data that exists."""
-        self.index_dir = Path(index_dir)
+    def __init__(
+        self, index_dirs: LedgerDirs | Path, page_limit: int = 8192, holds: Callable[[int], bool] = lambda loc: True
+    ):
+        """``index_dirs``: the index directories (a path: one); ``holds(location)`` says whether a location points
+        into entry-log data that exists."""
+        self.dirs = index_dirs if isinstance(index_dirs, LedgerDirs) else LedgerDirs([index_dirs])
         self.holds = holds
         self.page_limit = max(page_limit, 16)
         self.ledgers: dict[int, LedgerIndex] = {}
@@ -69,9 +84,10 @@ class LedgerCache:
         if state is not None:
             return state
         with self.lock:
-            file = IndexFile(self.index_dir, ledger_id)
-            if not file.exists():
+            path = self.dirs.find(index_name(ledger_id))
+            if path is None:
                 return None
+            file = IndexFile(path.parents[3], ledger_id, path)
             header = file.read_header()
             state = LedgerIndex(ledger_id, file, header, self._last_entry_on_disk(file))
             self.ledgers[ledger_id] = state
@@ -81,29 +97,33 @@ class LedgerCache:
         with self.lock:
             state = self.get(ledger_id)
             if state is None:
-                state = LedgerIndex(ledger_id, IndexFile(self.index_dir, ledger_id), IndexHeader(master_key), -1)
+                file = IndexFile(self.dirs.pick_for_new_index(), ledger_id)
+                state = LedgerIndex(ledger_id, file, IndexHeader(master_key), -1)
                 state.header_dirty = True
                 self.ledgers[ledger_id] = state
             return state
 
     def delete(self, ledger_id: int) -> None:
         with self.lock:
-            state = self.ledgers.pop(ledger_id, None) or LedgerIndex(
-                ledger_id, IndexFile(self.index_dir, ledger_id), IndexHeader(), -1
-            )
-            for page_no in list(state.pages):
-                self._lru.pop((ledger_id, page_no), None)
-            self._unsynced.pop(id(state.file), None)
-            state.file.delete()
+            state = self.ledgers.pop(ledger_id, None)
+            if state is not None:
+                for page_no in list(state.pages):
+                    self._lru.pop((ledger_id, page_no), None)
+                self._unsynced.pop(id(state.file), None)
+                state.file.delete()
+            path = self.dirs.find(index_name(ledger_id))  # not cached, or cached before a file turned up elsewhere
+            if path is not None:
+                IndexFile(path.parents[3], ledger_id, path).delete()
 
     def ledger_ids(self) -> list[int]:
         """Every ledger this bookie has an index for (on disk or only in memory so far)."""
         ids = set(self.ledgers)
-        current = self.index_dir / "current"
-        for path in current.glob("*/*/*.idx") if current.exists() else ():
-            ledger_id = ledger_id_of(path)
-            if ledger_id is not None:
-                ids.add(ledger_id)
+        for directory in self.dirs.all:
+            current = directory / "current"
+            for path in current.glob("*/*/*.idx") if current.exists() else ():
+                ledger_id = ledger_id_of(path)
+                if ledger_id is not None:
+                    ids.add(ledger_id)
         return sorted(ids)
 
     # ---- pages ----
@@ -196,6 +216,8 @@ class LedgerCache:
                 dirty, state.dirty = state.dirty, set()
                 pages = [(page_no, bytes(state.pages[page_no])) for page_no in sorted(dirty)]
                 if header is not None or pages:
+                    if self.dirs.is_full(state.file.directory):
+                        self._relocate(state.file)
                     writes.append((state.file, header, pages))
             unsynced, self._unsynced = self._unsynced, {}
         for file, header, pages in writes:
@@ -207,6 +229,17 @@ class LedgerCache:
         for file in unsynced.values():
             file.sync()
         return len(unsynced)
+
+    def _relocate(self, file: IndexFile) -> None:
+        """Move an index file off its full directory (IndexPersistenceMgr.relocateIndexFileAndFlushHeader); when no
+        other directory can take it, it stays where it is as long as its directory has room for it."""
+        try:
+            target = self.dirs.pick_for_new_index(exclude=file.directory)
+        except NoWritableLedgerDir:
+            if self.dirs.has_room_for_new_index(file.directory):
+                return
+            raise
+        file.move_to(target / "current" / file.path.relative_to(file.directory / "current"))
 
     def close(self) -> None:
         with self.lock:

@@ -3,6 +3,11 @@ and the checkpoint and restart (replay) logic that make it crash-safe.
 
 An add (spec/bookie-storage.md, order matters): 1. append to the current entry log (buffered), 2. update the index
 in the ledger cache, 3. journal the record, 4. acknowledge once the journal record is durable.
+
+Directories, as BookKeeper's InterleavedLedgerStorage and BookieImpl spread them: entry logs over the ledger
+directories and index files over the index directories (bookie.storage.dirs), and one journal per journal directory,
+each with its own group-commit thread; a ledger's records all go to journal ``signSafeMod(ledgerId, journals)``, so
+replaying the journals one after the other keeps each ledger's order. Each journal has its own lastMark.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Container
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bookie.errors import BadRequest, CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
+from bookie.errors import BadRequest, BookieIOError, CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
 from bookie.storage import journal as jf
-from bookie.storage.checkpoint import read_last_mark, write_last_mark
+from bookie.storage.checkpoint import highest_mark, mark_file, write_last_marks
+from bookie.storage.dirs import DiskThresholds, LedgerDirs, sign_safe_mod
 from bookie.storage.entry_log import EntryLogger, location
 from bookie.storage.group_commit import Callback, Journal, LogMark
+from bookie.storage.index import recover_relocations
 from bookie.storage.ledger_cache import LedgerCache, LedgerIndex
 from bookie.storage.stats import StorageStats
 
@@ -28,6 +35,7 @@ log = logging.getLogger(__name__)
 WRITEBACK_INTERVAL = 1.0  # seconds
 RECORD = struct.Struct(">iqqq")  # size | ledgerId | entryId | lastAddConfirmed
 LAC_IN_ENTRY = struct.Struct(">q")
+LEDGER_OF_RECORD = struct.Struct(">iq")  # size | ledgerId: how every journal record starts
 # An add record of a batch that will be stored: (offset in the batch, size, ledgerId, entryId, lastAddConfirmed)
 _Stored = tuple[int, int, int, int, int]
 
@@ -41,9 +49,12 @@ class AddKey:
 
 @dataclass
 class StorageConfig:
-    journal_dir: Path
-    ledger_dir: Path
-    index_dir: Path
+    """Where and how the storage engine keeps its files."""
+
+    journal_dirs: tuple[Path, ...]
+    ledger_dirs: tuple[Path, ...]
+    index_dirs: tuple[Path, ...]  # the ledger directories again when index files live with the entry logs
+    disk: DiskThresholds = field(default_factory=DiskThresholds)
     journal_sync_data: bool = True
     journal_max_group_wait_ms: float = 2.0
     journal_flush_when_queue_empty: bool = False
@@ -57,6 +68,21 @@ class StorageConfig:
     flush_interval_ms: int = 10_000
     page_limit: int = 8192
     max_entry_size: int = 5 * 1024 * 1024
+
+    @property
+    def journal_dir(self) -> Path:
+        """The first journal directory (the only one, in most set-ups)."""
+        return self.journal_dirs[0]
+
+    @property
+    def ledger_dir(self) -> Path:
+        """The first ledger directory."""
+        return self.ledger_dirs[0]
+
+    @property
+    def index_dir(self) -> Path:
+        """The first index directory."""
+        return self.index_dirs[0]
 
 
 def walk_add_batch(
@@ -98,16 +124,19 @@ class JournalledStorage:
     def __init__(self, config: StorageConfig, stats: StorageStats | None = None):
         self.config = config
         self.stats = stats
-        self.journal = Journal(
-            config.journal_dir,
-            sync_data=config.journal_sync_data,
-            max_group_wait_ms=config.journal_max_group_wait_ms,
-            flush_when_queue_empty=config.journal_flush_when_queue_empty,
-            buffered_writes_threshold=config.journal_buffered_writes_threshold,
-            max_size_mb=config.journal_max_size_mb,
-            prealloc_mb=config.journal_prealloc_mb,
-            stats=stats.journal if stats is not None else None,
-        )
+        self.journals = [
+            Journal(
+                directory,
+                sync_data=config.journal_sync_data,
+                max_group_wait_ms=config.journal_max_group_wait_ms,
+                flush_when_queue_empty=config.journal_flush_when_queue_empty,
+                buffered_writes_threshold=config.journal_buffered_writes_threshold,
+                max_size_mb=config.journal_max_size_mb,
+                prealloc_mb=config.journal_prealloc_mb,
+                stats=stats.journal_stats(index) if stats is not None else None,
+            )
+            for index, directory in enumerate(config.journal_dirs)
+        ]
         # Set by the entry logger every flushEntrylogBytes appended, and by shutdown: wakes the sync thread.
         self._flush_due = threading.Event()
         self._checkpoint_lock = threading.Lock()
@@ -116,16 +145,51 @@ class JournalledStorage:
         self._sync_thread: threading.Thread | None = None
         self.on_lac_advanced: Callable[[int], None] | None = None
 
-    @property
-    def mark_dirs(self) -> list[Path]:
-        """The ledger directories that hold lastMark (BookKeeper writes it into each)."""
-        return [self.config.ledger_dir]
+    def journal_for(self, ledger_id: int) -> Journal:
+        """The journal of a ledger's records (BookieImpl.getJournal)."""
+        return self.journals[sign_safe_mod(ledger_id, len(self.journals))]
+
+    def force(self, ledger_id: int, callback: Callback) -> None:
+        """FORCE_LEDGER: ``callback`` once everything the ledger's journal took before is durable."""
+        self.journal_for(ledger_id).log(b"", callback)
+
+    def _journal_batch(
+        self,
+        key_records: list[bytes],
+        records: bytes,
+        stored: list[_Stored],
+        whole: bool,
+        callback: Callback,
+        synced: bool,
+    ) -> None:
+        """Journal an add batch: its master key records, then the add records ``stored`` (slices of ``records``;
+        ``whole``: they are all of it, journaled as it came), each ledger's to its own journal; ``callback`` once
+        all are durable (with the first error, if one failed)."""
+        if not key_records and not stored:
+            callback(None)
+            return
+        if len(self.journals) == 1:
+            body = records if whole else b"".join(records[start : start + 4 + size] for start, size, *_ in stored)
+            count = len(key_records) + len(stored)
+            self.journals[0].log(
+                b"".join(key_records) + (body if stored else b""), callback, synced=synced, records=count
+            )
+            return
+        parts: defaultdict[int, list[bytes]] = defaultdict(list)
+        for record in key_records:  # master key records: int32 length | int64 ledgerId | ...
+            parts[sign_safe_mod(LEDGER_OF_RECORD.unpack_from(record)[1], len(self.journals))].append(record)
+        for start, size, ledger_id, _, _ in stored:
+            parts[sign_safe_mod(ledger_id, len(self.journals))].append(records[start : start + 4 + size])
+        done = _AllDone(len(parts), callback)
+        for index, chunks in parts.items():
+            self.journals[index].log(b"".join(chunks), done, synced=synced, records=len(chunks))
 
     # ---- lifecycle ----
     def start(self) -> int:
         """Replay the journal from lastMark, start the journal, checkpoint; return the records replayed."""
         replayed = self.replay()
-        self.journal.start()
+        for journal in self.journals:
+            journal.start()
         self.checkpoint()
         self._sync_thread = threading.Thread(target=self._sync_loop, name="sync", daemon=True)
         self._sync_thread.start()
@@ -137,7 +201,8 @@ class JournalledStorage:
         self._flush_due.set()
         if self._sync_thread is not None:
             self._sync_thread.join()
-        self.journal.stop()
+        for journal in self.journals:
+            journal.stop()
         self.checkpoint()
         self._close()
 
@@ -166,36 +231,50 @@ class JournalledStorage:
                 log.exception("checkpoint failed")
 
     # ---- checkpoint and replay ----
-    def checkpoint(self) -> LogMark:
-        """Persist everything before the journal's current durable position, then record it as lastMark."""
+    def checkpoint(self) -> list[LogMark]:
+        """Persist everything before each journal's current durable position, then record those as lastMarks."""
         with self._checkpoint_lock:
-            mark = self.journal.last_log_mark
+            marks = [journal.last_log_mark for journal in self.journals]
             self._persist()
-            if mark.journal_id:
-                for directory in self.mark_dirs:
-                    write_last_mark(directory, mark)
-                self._clean_journals(mark)
-            return mark
+            targets = self._mark_dirs(writing=True)
+            for index, mark in enumerate(marks):
+                if mark.journal_id and write_last_marks(targets, mark, mark_file(index, len(marks))):
+                    self._clean_journals(self.config.journal_dirs[index], mark)
+            return marks
 
-    def _clean_journals(self, mark: LogMark) -> None:
-        older = [j for j in jf.list_journal_ids(self.config.journal_dir) if j < mark.journal_id]
+    def _clean_journals(self, directory: Path, mark: LogMark) -> None:
+        older = [j for j in jf.list_journal_ids(directory) if j < mark.journal_id]
         keep = self.config.journal_max_backups
         for journal_id in older[: max(0, len(older) - keep)]:
-            jf.journal_path(self.config.journal_dir, journal_id).unlink(missing_ok=True)
+            jf.journal_path(directory, journal_id).unlink(missing_ok=True)
 
     def replay(self) -> int:
-        """Re-apply the journal from lastMark: master keys, fences, explicit LACs and entries."""
-        mark = max((m for d in self.mark_dirs if (m := read_last_mark(d)) is not None), default=LogMark(0, 0))
+        """Re-apply each journal from its lastMark: master keys, fences, explicit LACs and entries."""
         count = 0
         lacs: dict[int, int] = {}
         skipped: list[jf.Skipped] = []
-        for journal_id in jf.list_journal_ids(self.config.journal_dir):
+        for index, directory in enumerate(self.config.journal_dirs):
+            name = mark_file(index, len(self.config.journal_dirs))
+            mark = highest_mark(self._mark_dirs(writing=False), name) or LogMark(0, 0)
+            replayed = self._replay_journal(directory, mark, lacs, skipped)
+            if replayed:
+                log.info("replayed %d journal records of %s from %s", replayed, directory, mark)
+            count += replayed
+        if skipped:
+            size = sum(s.resume - s.offset for s in skipped)
+            log.error("journal replay skipped %d corrupt records (%d bytes)", len(skipped), size)
+            if self.stats is not None:
+                self.stats.journal_corruption_skipped(len(skipped), size)
+        self._replayed(lacs)
+        return count
+
+    def _replay_journal(self, directory: Path, mark: LogMark, lacs: dict[int, int], skipped: list[jf.Skipped]) -> int:
+        count = 0
+        for journal_id in jf.list_journal_ids(directory):
             if journal_id < mark.journal_id:
                 continue
             start = mark.offset if journal_id == mark.journal_id else jf.HEADER_SIZE
-            scan = jf.JournalScan(
-                jf.journal_path(self.config.journal_dir, journal_id), start, self.config.journal_skip_corruption
-            )
+            scan = jf.JournalScan(jf.journal_path(directory, journal_id), start, self.config.journal_skip_corruption)
             for record in scan:
                 self._apply(record, lacs)
                 count += 1
@@ -216,17 +295,14 @@ class JournalledStorage:
                     skip.resume,
                 )
             skipped += scan.skipped
-        if skipped:
-            size = sum(s.resume - s.offset for s in skipped)
-            log.error("journal replay skipped %d corrupt records (%d bytes)", len(skipped), size)
-            if self.stats is not None:
-                self.stats.journal_corruption_skipped(len(skipped), size)
-        self._replayed(lacs)
-        if count:
-            log.info("replayed %d journal records from %s", count, mark)
         return count
 
     # ---- what a kind of storage does ----
+    def _mark_dirs(self, writing: bool) -> list[Path]:
+        """The ledger directories that hold the lastMark files (BookKeeper writes them into each; ``writing``:
+        those a checkpoint writes to)."""
+        raise NotImplementedError
+
     def _apply(self, record: jf.Record, lacs: dict[int, int]) -> None:
         """Re-apply one journal record; an entry's piggy-backed LAC goes into ``lacs``."""
         raise NotImplementedError
@@ -248,14 +324,37 @@ class JournalledStorage:
 
 
 class LedgerStorage(JournalledStorage):
-    """InterleavedLedgerStorage: entries in interleaved entry logs, each ledger's index in its index file."""
+    """InterleavedLedgerStorage: entries in interleaved entry logs, each ledger's index in its index file.
 
-    def __init__(self, config: StorageConfig, stats: StorageStats | None = None):
+    Args:
+    config: where the files are, and the engine's settings.
+    stats: where the engine records its metrics (the bookie's BookieStats).
+    ledger_dirs, index_dirs: the directory managers, when the bookie checks their disks itself (its disk
+        monitor); made from ``config`` otherwise. Index files share the ledger directories' manager when they
+        share their directories.
+    """
+
+    def __init__(
+        self,
+        config: StorageConfig,
+        stats: StorageStats | None = None,
+        ledger_dirs: LedgerDirs | None = None,
+        index_dirs: LedgerDirs | None = None,
+    ):
         super().__init__(config, stats)
-        self.entry_logger = EntryLogger(
-            config.ledger_dir, config.entry_log_size_limit, config.entry_log_flush_bytes, self._flush_due.set
+        self.ledger_dirs = ledger_dirs or LedgerDirs(config.ledger_dirs, config.disk)
+        self.index_dirs = index_dirs or (
+            self.ledger_dirs if config.index_dirs == config.ledger_dirs else LedgerDirs(config.index_dirs, config.disk)
         )
-        self.cache = LedgerCache(config.index_dir, config.page_limit, self.entry_logger.holds)
+        self.entry_logger = EntryLogger(
+            self.ledger_dirs, config.entry_log_size_limit, config.entry_log_flush_bytes, self._flush_due.set
+        )
+        recover_relocations(list(self.index_dirs.all))  # index files a crash left half moved
+        self.cache = LedgerCache(self.index_dirs, config.page_limit, self.entry_logger.holds)
+
+    def _mark_dirs(self, writing: bool) -> list[Path]:
+        # as rollLog: into every writable ledger directory (with none, those a new log could still go to)
+        return list((self.ledger_dirs.writable or self.ledger_dirs.all) if writing else self.ledger_dirs.all)
 
     def _persist(self) -> None:
         self.entry_logger.flush()
@@ -323,11 +422,10 @@ class LedgerStorage(JournalledStorage):
         for ledger_id, key in keys.items():
             try:
                 states[ledger_id] = self._ledger_for_add(ledger_id, key, journal)
-            except (Unauthorized, LedgerFenced) as exc:
+            except (Unauthorized, LedgerFenced, BookieIOError) as exc:  # BookieIOError: no disk for its index
                 refused[ledger_id] = exc
         limit = self.config.max_entry_size
         entries, failures, sizes = walk_add_batch(records, states, refused, limit)
-        journaled = len(journal) + len(entries)  # master key records, then the entries
         if failures:
             records = b"".join(records[start : start + 4 + size] for start, size, _, _, _ in entries)
             entries, _, sizes = walk_add_batch(records, states, {}, limit)
@@ -342,12 +440,7 @@ class LedgerStorage(JournalledStorage):
                     cache.set_location(state, entry_id, location(log_id, base + start + 4))
                     if state.lac is None or lac > state.lac:
                         self._raise_lac(state, lac)
-            journal.append(records)
-        if journal:
-            deferred = all(k.deferred_sync for k in keys.values())
-            self.journal.log(b"".join(journal), callback, synced=not deferred, records=journaled)
-        else:
-            callback(None)
+        self._journal_batch(journal, records, entries, True, callback, not deferred(keys))
         if self.stats is not None:
             recovery = sum(keys[e[2]].recovery for e in entries) if any(k.recovery for k in keys.values()) else 0
             self.stats.adds_stored(
@@ -375,7 +468,9 @@ class LedgerStorage(JournalledStorage):
         with self.cache.lock:
             state.header.fenced = True
             state.header_dirty = True
-        self.journal.log(b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1)
+        self.journal_for(ledger_id).log(
+            b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1
+        )
 
     def write_explicit_lac(
         self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback: Callback
@@ -386,7 +481,7 @@ class LedgerStorage(JournalledStorage):
             state.header.explicit_lac = buffer
             state.header_dirty = True
             self._raise_lac(state, lac)
-        self.journal.log(
+        self.journal_for(ledger_id).log(
             b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback, records=len(journal) + 1
         )
 
@@ -469,3 +564,25 @@ class LedgerStorage(JournalledStorage):
                 if state is not None and cache.get_location(state, entry_id) == old:
                     cache.set_location(state, entry_id, new)
         self.checkpoint()
+
+
+def deferred(keys: dict[int, AddKey]) -> bool:
+    """A batch of DEFERRED_SYNC adds only: acknowledged once written, not synced."""
+    return all(k.deferred_sync for k in keys.values())
+
+
+class _AllDone:
+    """A journal callback that calls ``callback`` once it was called ``n`` times, with the first error."""
+
+    def __init__(self, n: int, callback: Callback):
+        self._left, self._callback = n, callback
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, error: BaseException | None) -> None:
+        with self._lock:
+            self._left -= 1
+            self._error = self._error or error
+            if self._left:
+                return
+        self._callback(self._error)

@@ -63,8 +63,8 @@ class JournalStats(Protocol):
 class StorageStats(Protocol):
     """Recorded by ledger storage."""
 
-    @property
-    def journal(self) -> JournalStats: ...
+    def journal_stats(self, index: int) -> JournalStats:
+        """The metrics of journal ``index`` (one per journal directory)."""
 
     def adds_stored(self, added: int, failed: int, recovery: int, size: int, seconds: float) -> None: ...
 

@@ -21,9 +21,10 @@ from bookie.client import BookKeeper
 
 from helpers import shared_cluster
 
-FAILED, USAGE, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
+FAILED, USAGE, PROBLEMS, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
     ExitCode.FAILED,
     ExitCode.USAGE,
+    ExitCode.PROBLEMS,
     ExitCode.UNAUTHORIZED,
     ExitCode.NOT_FOUND,
     ExitCode.UNREACHABLE,
@@ -136,6 +137,8 @@ BAD_INPUTS = {
         (["ledger", "export", "40-90", "--to", "{O}"], NOT_FOUND),
         (["ledger", "export", "{L}", "--to", "{O}", "--partition-bytes", "lots"], USAGE),
         (["ledger", "simpletest", "-n", "x"], USAGE),
+        (["ledger", "update"], USAGE),
+        (["ledger", "update", "--bookie-id", "ip"], USAGE),  # no -c naming the bookie
     ],
     "pulsar": [  # the live cluster has no Pulsar metadata: a command that needs it is refused (exit 5)
         (["pulsar", "orphans"], NOT_FOUND),
@@ -159,6 +162,23 @@ BAD_INPUTS = {
         (["cluster", "check-impact", "--bookie", "nope:1"], NOT_FOUND),
         (["cluster", "init"], FAILED),
         (["cluster", "info", "extra"], USAGE),
+        (["cluster", "nuke"], USAGE),
+        (["cluster", "nuke", "--instance-id", "not-it", "--yes"], PROBLEMS),
+        (["cluster", "format", "--yes"], PROBLEMS),  # the live bookie is registered
+    ],
+    "cookie": [
+        (["cookie", "get", "nope:1"], NOT_FOUND),
+        (["cookie", "get"], USAGE),
+        (["cookie", "create", "nope:1", "--cookie-file", "{G}"], USAGE),
+        (["cookie", "create", "nope:1", "--cookie-file", "/nonexistent"], USAGE),
+        (["cookie", "update", "nope:1", "--cookie-file", "{G}", "--yes"], USAGE),
+        (["cookie", "delete", "nope:1", "--yes"], NOT_FOUND),
+        (["cookie", "generate", "nope:1", "--output-file", "{O}"], USAGE),
+        (
+            ["cookie", "generate", "bad id", "--journal-dirs", "/j", "--ledger-dirs", "/l", "--output-file", "{O}"],
+            USAGE,
+        ),
+        (["cookie", "generate", "a:1", "--journal-dirs", "/j", "--ledger-dirs", "/l", "--output-file", "/"], USAGE),
     ],
     "bookies": [
         (["bookies", "list", "-o", "xml"], USAGE),
@@ -197,6 +217,19 @@ BAD_INPUTS = {
             USAGE,
         ),
         (["bookie", "run", "--set", "httpServerPort=http"], USAGE),
+        (["bookie", "list-files"], USAGE),
+        (["bookie", "list-files", "--journal-dir", "/j"], USAGE),
+        (["bookie", "check-local", "--journal-dir", "{O}", "--ledger-dir", "{O}"], NOT_FOUND),
+        (["bookie", "rebuild-index"], USAGE),
+        (["bookie", "rebuild-index", "x", "--password", "pw"], USAGE),
+        (["bookie", "rebuild-index", "1", "--journal-dir", "{O}", "--ledger-dir", "{O}"], USAGE),
+        (["bookie", "rebuild-index", "1", "--b64-password", "*", "--journal-dir", "{O}", "--ledger-dir", "{O}"], USAGE),
+        (["bookie", "format", "--journal-dir", "{O}", "--ledger-dir", "{O}", "--set", "x"], USAGE),
+        (["bookie", "init"], USAGE),
+        (["bookie", "replace-in-ledgers", "a:1"], USAGE),
+        (["bookie", "replace-in-ledgers", "a:1", "a:1", "--yes"], USAGE),
+        (["bookie", "replace-in-ledgers", "a:1", "b:1", "--rate", "0"], USAGE),
+        (["bookie", "replace-in-ledgers", "a:1", "b:1", "--limit", "0"], USAGE),
     ],
     "autorecovery": [
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "-5"], USAGE),

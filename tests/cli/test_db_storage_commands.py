@@ -20,9 +20,8 @@ from helpers import stored_entry as entry
 @pytest.fixture
 def bookie_dir(tmp_path):
     """A stopped DbLedgerStorage bookie: ledgers 1 (fenced) and 2, over two entry logs."""
-    config = StorageConfig(
-        tmp_path / "journal", tmp_path / "ledgers", tmp_path / "ledgers", entry_log_size_limit=40_000
-    )
+    ledgers = (tmp_path / "ledgers",)
+    config = StorageConfig((tmp_path / "journal",), ledgers, ledgers, entry_log_size_limit=40_000)
     storage = DbLedgerStorage(config)
     storage.start()
     add(storage, 1, 0, 100)
@@ -44,7 +43,7 @@ def locations(bkctl, root, *args):
 
 
 def reopened(root) -> DbLedgerStorage:
-    storage = DbLedgerStorage(StorageConfig(root / "journal", root / "ledgers", root / "ledgers"))
+    storage = DbLedgerStorage(StorageConfig((root / "journal",), (root / "ledgers",), (root / "ledgers",)))
     storage.start()
     return storage
 
@@ -123,7 +122,7 @@ def test_changes_are_refused_while_the_bookie_runs_and_a_lost_index_is_rebuilt(b
     try:
         for args in (["rebuild-db-index", "locations"], ["convert-storage", "--to", "interleaved", "--yes"]):
             done = bkctl("bookie", *args, *dirs(bookie_dir))
-            assert done.exit_code == ExitCode.FAILED and "the bookie is running: stop it first" in done.output
+            assert done.exit_code == ExitCode.PROBLEMS and "stop that bookie first" in done.output
     finally:
         locks.release()
     shutil.rmtree(bookie_dir / "ledgers" / "current" / "locations")

@@ -19,6 +19,7 @@ def test_help_lists_the_command_groups(bkctl):
         "cluster",
         "completion",
         "config",
+        "cookie",
         "ledger",
         "pulsar",
         "sandbox",

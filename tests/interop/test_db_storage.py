@@ -116,7 +116,7 @@ def test_bkctl_reads_a_stopped_java_bookies_files_as_the_bookkeeper_shell_does(j
             )
             assert shell_log == [(r["ledgerId"], r["entryId"], r["pos"], r["size"]) for r in json.loads(listed.output)]
         assert "Done checking DBStorage ledgers index" in output("bk-shell", conf, "check-db-ledgers-index")
-        checked = bkctl("bookie", "check-db-index", "--conf", conf, "--verify-entries", "-o", "json")
+        checked = bkctl("-c", conf, "bookie", "check-db-index", "--verify-entries", "-o", "json")
         assert checked.exit_code == 0, checked.output
         assert json.loads(checked.output)[0]["entriesVerified"] >= len(ours)
     finally:

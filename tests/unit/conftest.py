@@ -7,7 +7,8 @@ from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
 
 @pytest.fixture
 def config(tmp_path):
-    return StorageConfig(tmp_path / "journal", tmp_path / "ledgers", tmp_path / "ledgers", flush_interval_ms=3_600_000)
+    ledgers = (tmp_path / "ledgers",)
+    return StorageConfig((tmp_path / "journal",), ledgers, ledgers, flush_interval_ms=3_600_000)
 
 
 @pytest.fixture
@@ -24,7 +25,8 @@ def open_storage(config):
 
     yield make
     for storage in opened:
-        try:
-            storage.journal.stop()  # again, after a test's crash(): a no-op
-        except OSError:  # a journal file a test damaged or closed under it
-            pass
+        for journal in storage.journals:
+            try:
+                journal.stop()  # again, after a test's crash(): a no-op
+            except OSError:  # a journal file a test damaged or closed under it
+                pass

@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
-import shutil
 from pathlib import Path
 
 from aiohttp import web
@@ -25,8 +23,10 @@ from bookie.codec.jackson import hash_map
 from bookie.errors import BKError
 from bookie.server.http.common import NOT_STARTED, Failed, jackson, json_body, params, started, text
 from bookie.server.stats import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE  # MetricsService's
-from bookie.storage.checkpoint import read_last_mark
+from bookie.storage.checkpoint import highest_mark, mark_file
+from bookie.storage.files import files_by_age
 from bookie.storage.gc import MAJOR, MINOR
+from bookie.storage.group_commit import LogMark
 
 log = logging.getLogger(__name__)
 SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)
@@ -138,16 +138,28 @@ class BookieApi:
     async def info(self, request: web.Request) -> web.Response:
         if request.method != "GET":
             return text(404, "Only GET is supported.")
-        usage = await asyncio.to_thread(shutil.disk_usage, self.bookie.config.ledger_dir)
-        return jackson({"freeSpace": usage.free, "totalSpace": usage.total})  # BookieInfoService.BookieInfo
+        dirs = self.bookie.ledger_dirs
+        free, total = await asyncio.to_thread(lambda: (dirs.free_space(), dirs.total_space()))
+        return jackson({"freeSpace": free, "totalSpace": total})  # BookieInfoService.BookieInfo
 
     async def last_log_mark(self, request: web.Request) -> web.Response:
-        """GetLastLogMarkService: the mark persisted by the last checkpoint (it reads the lastMark file)."""
+        """GetLastLogMarkService: per journal, the mark persisted by the last checkpoint (the highest of its lastMark
+        files in the ledger directories), in a Java HashMap's order."""
         if request.method != "GET":
             return text(404, "Not found method. Should be GET method")
-        mark = await asyncio.to_thread(read_last_mark, self.bookie.config.ledger_dir)
-        journal_id, offset = (mark.journal_id, mark.offset) if mark else (0, 0)
-        return jackson({f"LastLogMark: Journal Id - {journal_id}({journal_id:x}.txn)": f"Pos - {offset}"})
+        config = self.bookie.config
+        journals = len(config.journal_dirs)
+
+        def marks() -> list[LogMark]:
+            found = (highest_mark(config.ledger_dirs, mark_file(i, journals)) for i in range(journals))
+            return [m or LogMark(0, 0) for m in found]
+
+        return jackson(
+            hash_map(
+                (f"LastLogMark: Journal Id - {m.journal_id}({m.journal_id:x}.txn)", f"Pos - {m.offset}")
+                for m in await asyncio.to_thread(marks)
+            )
+        )
 
     async def list_disk_file(self, request: web.Request) -> web.Response:
         """ListDiskFilesService: the names of the journal, entry log and index files (``file_type`` one kind),
@@ -160,15 +172,10 @@ class BookieApi:
         return jackson(hash_map(files))
 
     def _files(self, keys: tuple[str, ...], extension: str) -> str:
-        """BookieShell.listFilesAndSort: every ``*.extension`` under the first of ``keys`` configured, by creation
-        time (Java 17 on Linux reads the modification time for it)."""
+        """BookieShell.listFilesAndSort: every ``*.extension`` under the first of ``keys`` configured, oldest first."""
         config = self.bookie.config
         directories = next(dirs for dirs in (config.dirs(k) for k in keys) if dirs)
-        found = []
-        for directory in directories:
-            for parent, _, names in sorted(os.walk(directory)):
-                found += [Path(parent, n) for n in sorted(names) if n.endswith(f".{extension}")]
-        return "".join(f"{path.name}\t" for path in sorted(found, key=_modified))
+        return "".join(f"{path.name}\t" for path in files_by_age(map(Path, directories), extension))
 
     # ---- garbage collection ----
     @started
@@ -282,13 +289,6 @@ class BookieApi:
         finally:
             self._sanity.release()
         return jackson({"passed": passed, "readOnly": False})
-
-
-def _modified(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:  # gone meanwhile (a compacted entry log): BookKeeper's comparator says "equal"
-        return 0
 
 
 async def sanity_test(core, bookie_id: str) -> bool:

@@ -33,7 +33,14 @@ from bookie.storage.db.indexes import EntryLocationIndex, LedgerMetadataIndex, l
 from bookie.storage.db.kv import MB, RocksDbConfig
 from bookie.storage.entry_log import SIZE, EntryLogger, location
 from bookie.storage.group_commit import Callback
-from bookie.storage.ledger_storage import LAC_IN_ENTRY, AddKey, JournalledStorage, StorageConfig, walk_add_batch
+from bookie.storage.ledger_storage import (
+    LAC_IN_ENTRY,
+    AddKey,
+    JournalledStorage,
+    StorageConfig,
+    deferred,
+    walk_add_batch,
+)
 from bookie.storage.stats import StorageStats
 
 log = logging.getLogger(__name__)
@@ -50,8 +57,6 @@ class DbConfig:
     read_ahead_batch_bytes: int = -1  # -1: only the read cache's half bounds a batch
     max_throttle_ms: int = 10_000  # dbStorage_maxThrottleTimeMs: how long an add waits for write-cache space
     rocksdb: RocksDbConfig = field(default_factory=RocksDbConfig)
-    ledger_dirs: tuple[Path, ...] = ()  # () = StorageConfig's one ledger directory
-    index_dirs: tuple[Path, ...] = ()  # () = the ledger directories
 
 
 class SingleDirectoryStorage:
@@ -255,8 +260,7 @@ class DbLedgerStorage(JournalledStorage):
     def __init__(self, config: StorageConfig, db: DbConfig | None = None, stats: StorageStats | None = None):
         super().__init__(config, stats)
         db = db or DbConfig()
-        ledger_dirs = list(db.ledger_dirs) or [config.ledger_dir]
-        index_dirs = list(db.index_dirs) or ([config.index_dir] if len(ledger_dirs) == 1 else ledger_dirs)
+        ledger_dirs, index_dirs = list(config.ledger_dirs), list(config.index_dirs)
         if len(index_dirs) != len(ledger_dirs):
             raise ValueError("ledger and index dirs size not matched")  # BookKeeper's words
         self.dirs: list[SingleDirectoryStorage] = []
@@ -270,8 +274,7 @@ class DbLedgerStorage(JournalledStorage):
             raise
         self._lacs: dict[int, int] = {}
 
-    @property
-    def mark_dirs(self) -> list[Path]:
+    def _mark_dirs(self, writing: bool) -> list[Path]:
         return [d.ledger_dir for d in self.dirs]
 
     def storage_of(self, ledger_id: int) -> SingleDirectoryStorage:
@@ -379,18 +382,8 @@ class DbLedgerStorage(JournalledStorage):
         for ledger_id, lac in lacs.items():
             if ledger_id % dirs not in rejected:
                 self._raise_lac(ledger_id, lac)
-        journaled = len(journal) + stored  # master key records, then the entries
-        if failures:  # only the records stored
-            journal.extend(
-                SIZE.pack(len(e)) + e for rank, batch in by_dir.items() if rank not in rejected for _, _, e in batch
-            )
-        elif stored:
-            journal.append(records)  # every record stored: the batch as it came
-        if journal:
-            deferred = all(k.deferred_sync for k in keys.values())
-            self.journal.log(b"".join(journal), callback, synced=not deferred, records=journaled)
-        else:
-            callback(None)
+        kept = [e for e in entries if e[2] % dirs not in rejected]
+        self._journal_batch(journal, records, kept, not failures, callback, not deferred(keys))
         if self.stats is not None:
             recovery = sum(keys[e[2]].recovery for e in entries) if any(k.recovery for k in keys.values()) else 0
             size = sum(n for lid, n in sizes.items() if lid % dirs not in rejected) - 4 * stored
@@ -411,7 +404,9 @@ class DbLedgerStorage(JournalledStorage):
         journal: list[bytes] = []
         self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
         self._change(self.storage_of(ledger_id), ledger_id, fenced=True)
-        self.journal.log(b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1)
+        self.journal_for(ledger_id).log(
+            b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1
+        )
 
     def write_explicit_lac(
         self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback: Callback
@@ -420,7 +415,7 @@ class DbLedgerStorage(JournalledStorage):
         self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
         self._change(self.storage_of(ledger_id), ledger_id, explicitLac=buffer)
         self._raise_lac(ledger_id, lac)
-        self.journal.log(
+        self.journal_for(ledger_id).log(
             b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback, records=len(journal) + 1
         )
 

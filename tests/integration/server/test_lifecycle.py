@@ -37,9 +37,8 @@ def test_new_ledger_directory_is_refused(harness, tmp_path):
     result = run_bookie(bookie.conf_path)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"error: bookie {bookie.bookie_id}: {tmp_path / 'other-disk'} has no cookie but ZooKeeper has one: the "
-        "directory is new or was wiped; if on purpose, delete "
-        f"{harness.store.root}/cookies/{bookie.bookie_id} and start again"
+        f"error: bookie {bookie.bookie_id}: cookie in ZooKeeper does not match: ledger directories "
+        f"('{tmp_path / 'other-disk'}',) != ('{tmp_path / 'bookie-1' / 'ledgers'}',)"
     ]
 
 

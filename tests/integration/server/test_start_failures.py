@@ -85,7 +85,7 @@ def test_failed_start_leaves_the_live_bookies_registration(harness, cluster, tmp
     # another process with the same bookie id (its own disks and ports): refused by the cookie check
     twin = LocalBookie.create(2, tmp_path / "twin", harness.service_uri, {"bookieId": live.bookie_id})
     result = run_bookie(twin.conf_path)
-    assert result.returncode == 1 and "has no cookie but ZooKeeper has one" in result.stderr
+    assert result.returncode == 1 and "cookie in ZooKeeper does not match: journal directories" in result.stderr
     assert registration(cluster, live) == before
 
 

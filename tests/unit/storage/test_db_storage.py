@@ -2,6 +2,7 @@
 after a crash, read-ahead, a full write cache, deletion and compaction."""
 
 import contextlib
+import dataclasses
 import threading
 
 import pytest
@@ -38,7 +39,8 @@ def open_db(config):
 
 def crash(storage: DbLedgerStorage) -> None:
     """What kill -9 leaves: the journal, what checkpoints wrote, nothing of the write cache."""
-    storage.journal.stop()
+    for journal in storage.journals:
+        journal.stop()
     for single in storage.dirs:
         single.locations.close()
         single.ledgers.close()
@@ -79,7 +81,7 @@ def test_a_checkpoint_writes_the_cache_sorted_into_the_entry_log_and_the_index(o
     add(storage, 2, 0, 20)
     add(storage, 1, 0, 20)
     add(storage, 2, 20, 20)
-    mark = storage.checkpoint()
+    (mark,) = storage.checkpoint()
     assert read_last_mark(config.ledger_dir) == mark
     single = storage.dirs[0]
     assert single.write_cache.count == single.flushing.count == 0
@@ -160,7 +162,8 @@ def test_compaction_moves_entries_and_updates_their_locations(open_db):
 
 def test_three_ledger_directories_one_storage_each_ledgers_by_id(config, tmp_path):
     dirs = tuple(tmp_path / f"d{i}" for i in range(3))
-    db = DbConfig(write_cache_size=6 * MB, ledger_dirs=dirs)
+    db = DbConfig(write_cache_size=6 * MB)
+    config = dataclasses.replace(config, ledger_dirs=dirs, index_dirs=dirs)
     storage = DbLedgerStorage(config, db)
     storage.start()
     assert [s.write_cache.max_size for s in storage.dirs] == [MB] * 3

@@ -62,7 +62,7 @@ def test_crash_before_any_checkpoint_replays_everything(open_storage, config):
 def test_crash_at_each_checkpoint_step_loses_nothing(open_storage, config, step):
     storage = open_storage()
     add(storage, 1, 0, 200)
-    mark = storage.journal.last_log_mark
+    mark = storage.journals[0].last_log_mark
     add(storage, 1, 200, 100)  # after the mark: only in the journal until the next checkpoint
     storage.entry_logger.flush()
     if step != "after entry log flush":
@@ -78,7 +78,7 @@ def test_crash_at_each_checkpoint_step_loses_nothing(open_storage, config, step)
 def test_checkpoint_moves_lastmark_and_cleans_old_journals(open_storage, config):
     storage = open_storage(journal_max_backups=1)
     add(storage, 1, 0, 10)
-    mark = storage.checkpoint()
+    (mark,) = storage.checkpoint()
     assert read_last_mark(config.ledger_dir) == mark and mark.offset > 512
     storage.shutdown()
     for _ in range(3):  # each start opens a new journal
@@ -155,7 +155,7 @@ def test_an_index_entry_whose_add_never_reached_the_journal_is_not_the_last_entr
     storage = open_storage()
     add(storage, 1, 0, 100)
     storage.checkpoint()
-    storage.journal.stop()  # the crash comes before the journal writes the next add
+    storage.journals[0].stop()  # the crash comes before the journal writes the next add
     storage.add_batch({1: AddKey(KEY)}, records(1, 100, 10), lambda error: None)
     storage.cache.flush()
     storage.entry_logger._buffer = bytearray()  # the write buffer dies with the process
