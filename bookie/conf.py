@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from bookie.errors import InvalidArgument
@@ -61,3 +62,27 @@ def metadata_service_uri(props: dict[str, str], where: str = "configuration") ->
             raise InvalidArgument(f"{where}: zkLedgersRootPath={root!r} must be an absolute path, e.g. /{root}")
         return f"zk+hierarchical://{props['zkServers'].replace(',', ';')}{root}"
     return None
+
+
+def read_secret_file(path: str | os.PathLike[str], what: str) -> bytes:
+    """The contents of a file that holds a secret (a password, a key, ZooKeeper credentials), refused when anyone but
+    its owner may read it — as ssh refuses a private key — so that a secret is never kept where others read it
+    unnoticed. ``what`` names the file's role in the message, e.g. ``"ZooKeeper digest credentials file"``."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise InvalidArgument(f"{what} {path} does not exist") from None
+    except OSError as exc:
+        raise InvalidArgument(f"{what} {path} cannot be read: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode  # of the file opened, not of whatever the path names a moment later
+        if not stat.S_ISREG(mode):
+            raise InvalidArgument(f"{what} {path} is not a regular file")
+        if mode & 0o077:
+            raise InvalidArgument(
+                f"{what} {path} is accessible by group or others (mode {stat.S_IMODE(mode):04o}): chmod 600 {path}"
+            )
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    finally:
+        os.close(fd)

@@ -25,7 +25,7 @@ def readonly(app, bookie_id: str, read_only: bool, dry_run: bool):
     if dry_run:
         app.terminal.line(f"bookie/{bookie_id} would be made {wanted} (now {bookie.state}; dry run)")
         return
-    with admin_client(bookie, "read-only mode") as admin:
+    with admin_client(bookie, "read-only mode", tls=app.client_tls) as admin:
         state = admin.set_read_only(read_only)
     if read_only or not state.read_only:
         app.terminal.line(f"bookie/{bookie_id} {wanted}")

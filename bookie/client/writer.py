@@ -10,7 +10,7 @@ import struct
 from collections import deque
 from typing import TYPE_CHECKING
 
-from bookie.client.bookie_client import CONNECTION_LOST, EBADREQ, EFENCED, EOK, EUA, BookieClient
+from bookie.client.bookie_client import CONNECTION_LOST, EBADREQ, EFENCED, EOK, EUA, BookieClient, refused_because
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester
 from bookie.codec.entry import frame_entry
@@ -120,7 +120,11 @@ class LedgerWriter:
                 error_for_status(
                     status,
                     f"ledger {self.ledger_id}: bookie {bookie.bookie_id} says "
-                    + ("fenced: the ledger was recovered" if status == EFENCED else "wrong password"),
+                    + (
+                        "fenced: the ledger was recovered"
+                        if status == EFENCED
+                        else refused_because(self.client.tls is not None)
+                    ),
                 )
             )
         elif status == EBADREQ:

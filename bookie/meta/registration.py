@@ -110,6 +110,13 @@ class RegisteredBookie:
         host, _, port = self.bookie_id.rpartition(":")
         return host, int(port)
 
+    @property
+    def tls(self) -> bool:
+        """Whether it serves TLS (its bookie endpoint's "tls" extension, as BookKeeper publishes it); ours then
+        serve their admin port over TLS only."""
+        endpoint = self.info.bookie_endpoint() if self.info else None
+        return endpoint is not None and "tls" in endpoint.extensions
+
     def admin_address(self) -> tuple[str, int] | None:
         """Where to reach its gRPC admin service, or None: a bookie that advertises none (a Java bookie)."""
         endpoint = self.info.endpoint(ADMIN_ENDPOINT) if self.info else None
