@@ -119,7 +119,7 @@ class _Connection(asyncio.Protocol):
         header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.START_TLS, txnId=txn_id)
         self.plain.write(wire.encode_v3(pb.Request(header=header, startTLSRequest=pb.StartTLSRequest())))
         answer = await self.tls_answer
-        where = f"bookie {self.owner.bookie_id} at {self.owner.address[0]}:{self.owner.address[1]}"
+        where = self._where()
         if answer.status != pb.EOK:
             raise BKError(
                 f"{where} does not offer TLS (it answered START_TLS with {status_name(answer.status)}): "
@@ -128,13 +128,16 @@ class _Connection(asyncio.Protocol):
         try:
             secure = await loop.start_tls(self.plain, self, tls.context(), server_hostname=self.owner.address[0])
         except ssl.SSLError as exc:
-            raise BKError(f"TLS handshake with {where} failed: {exc.reason or exc}") from None
+            raise BKError(f"TLS handshake with {where} failed: {_ssl_reason(exc)}") from None
         if secure is None:
             raise ServiceUnavailable(f"{where} closed the connection during the TLS handshake")
         self.transport = secure
         self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if isinstance(exc, ssl.SSLError) and self.transport is None:  # the handshake failed: say so, and why
+            self.fail(BKError(f"TLS handshake with {self._where()} failed: {_ssl_reason(exc)}"))
+            return
         self.fail(
             ServiceUnavailable(f"connection to bookie {self.owner.bookie_id} lost" + (f" ({exc})" if exc else ""))
         )
@@ -144,6 +147,8 @@ class _Connection(asyncio.Protocol):
         if self.lost is not None:
             return
         self.lost = error
+        if self.plain is not None and self.transport is None:  # it never got to serve: say why to who asks
+            self.owner.failure = str(error)
         for transport in (self.transport, self.plain):
             if transport is not None:
                 transport.abort()
@@ -189,6 +194,9 @@ class _Connection(asyncio.Protocol):
                     f"does not answer in BookKeeper's protocol ({exc})"
                 )
             )
+
+    def _where(self) -> str:
+        return f"bookie {self.owner.bookie_id} at {self.owner.address[0]}:{self.owner.address[1]}"
 
     def _tls_answer(self) -> None:
         """The START_TLS answer, in the clear: v3 even on a v2 connection (BookKeeper's ResponseDecoder with TLS)."""
@@ -256,6 +264,13 @@ class _Connection(asyncio.Protocol):
                     pass
 
 
+def _ssl_reason(exc: ssl.SSLError) -> str:
+    """OpenSSL's reason in words: ``certificate verify failed: certificate has expired``."""
+    detail = getattr(exc, "verify_message", None)
+    reason = (exc.reason or str(exc)).lower().replace("_", " ")
+    return f"{reason}: {detail}" if detail else reason
+
+
 class _AddWaiter:
     __slots__ = ("index", "target", "token")
 
@@ -287,6 +302,7 @@ class WireBookieClient:
         self.address = address
         self.use_v2 = use_v2
         self.tls = tls
+        self.failure: str | None = None  # why the last TLS connection failed before it served (its handshake)
         self.closed = False
         self._connections: dict[bool, _Connection] = {}  # by v3 or not
         self._txn = 0

@@ -98,6 +98,11 @@ class LedgerWriter:
         self._send(add)
         return add.future
 
+    def _why(self) -> str:
+        """Why the bookies that failed did, where their transport knows (a TLS handshake that failed)."""
+        reasons = {getattr(b, "failure", None) for b in self.bookies} - {None}  # the wire transport's
+        return f" ({'; '.join(sorted(str(r) for r in reasons))})" if reasons else ""
+
     def _send(self, add: PendingAdd, only: set[int] | None = None) -> None:
         for w in range(self.WQ):
             index = (add.entry_id + w) % self.E
@@ -207,7 +212,7 @@ class LedgerWriter:
             self._fail(
                 exc
                 if not isinstance(exc, NotEnoughBookies)
-                else NotEnoughBookies(f"ledger {self.ledger_id}: cannot replace a failed bookie: {exc}")
+                else NotEnoughBookies(f"ledger {self.ledger_id}: cannot replace a failed bookie: {exc}{self._why()}")
             )
         finally:
             self._changing = False

@@ -50,10 +50,15 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-def run(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
-    """Run ``bin/<args[0]> args[1:]``; with ``check``, fail the test on a non-zero exit."""
+def run(*args: str, timeout: float = 60, check: bool = True, env: dict[str, str] | None = None):
+    """Run ``bin/<args[0]> args[1:]`` (``env``: more environment variables, e.g. BK_ORACLE_JAVA_OPTS); with
+    ``check``, fail the test on a non-zero exit."""
     done = subprocess.run(
-        [str(ORACLE / "bin" / args[0]), *args[1:]], env=ENV, capture_output=True, text=True, timeout=timeout
+        [str(ORACLE / "bin" / args[0]), *args[1:]],
+        env={**ENV, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if check:
         assert done.returncode == 0, f"{args[0]} failed ({done.returncode}): {done.stderr[-2000:]}"
@@ -75,10 +80,16 @@ class JavaCluster:
 
     @classmethod
     def start(
-        cls, root: Path, bookies: int = 3, *settings: str, zk: str | None = None, ledgers_root: str = "/ledgers"
+        cls,
+        root: Path,
+        bookies: int = 3,
+        *settings: str,
+        zk: str | None = None,
+        ledgers_root: str = "/ledgers",
+        env: dict[str, str] | None = None,
     ) -> JavaCluster:
         """``settings``: ``KEY=VALUE`` for every bookie's conf. ``zk``: an existing ZooKeeper to use, and
-        ``ledgers_root`` the cluster's root in it (initialised when missing)."""
+        ``ledgers_root`` the cluster's root in it (initialised when missing). ``env``: for the shell and bookies."""
         ports = free_ports(bookies + 1)
         where = ["--zk", zk] if zk else ["--zk-port", str(ports[0])]
         where += ["--root", ledgers_root]
@@ -92,6 +103,7 @@ class JavaCluster:
             ",".join(map(str, ports[1:])),
             *sets,
             timeout=180,
+            env=env,
         )
         env = dict(line.split("=", 1) for line in (root / "cluster.env").read_text().splitlines() if "=" in line)
         return cls(root, env["ZK"].strip("'\""), env["METADATA_SERVICE_URI"].strip("'\""), ports[1:])

@@ -7,7 +7,6 @@ and an expired one."""
 
 from __future__ import annotations
 
-import datetime
 import shutil
 import socket
 import ssl
@@ -19,62 +18,33 @@ import pytest
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
 from bookie.local import certs
-from bookie.tls import TLS_CONTEXT_FACTORY
 
 from helpers import KEY, records, shared_cluster, wait_for
-
-STORE_PASSWORD = "changeit"
+from pki import STORE_PASSWORD, bookie_tls, make_pki, tls_args
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("pki")
-    ca = certs.new_ca("test CA")
-    certs.write_pair(where, "ca", ca)
-    bookie = certs.issue(ca, "bookie", "0:bookie")
-    certs.write_pair(where, "bookie", bookie)
-    certs.write_secret(where / "bookie.p12", bookie.pkcs12(STORE_PASSWORD.encode(), ca))
-    certs.write_secret(where / "ca.p12", ca.pkcs12(STORE_PASSWORD.encode()))
-    for role in ("admin", "client", "stranger"):
-        certs.write_pair(where, role, certs.issue(ca, role, f"0:{role};1:cluster"))
-    other = certs.new_ca("another CA")
-    certs.write_pair(where, "other-ca", other)
-    certs.write_pair(where, "foreign", certs.issue(other, "foreign", "0:admin"))
-    long_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=30)
-    certs.write_pair(where, "expired", certs.issue(ca, "expired", "0:admin", days=2, not_before=long_ago))
-    return where
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def bookie_settings(pki: Path, **more) -> dict[str, str]:
-    return {
-        "tlsProviderFactoryClass": TLS_CONTEXT_FACTORY,
-        "tlsKeyStoreType": "PEM",
-        "tlsKeyStore": str(pki / "bookie-key.pem"),
-        "tlsCertificatePath": str(pki / "bookie.pem"),
-        "tlsTrustStoreType": "PEM",
-        "tlsTrustStore": str(pki / "ca.pem"),
-        "tlsClientAuthentication": "true",
-        "bookieAuthProviderFactoryClass": "org.apache.bookkeeper.tls.BookieAuthZFactory",
-        "authorizedRoles": "admin,client",
-        "bkctlAdminRoles": "admin",
-        "httpServerTlsEnable": "true",
-        "httpServerKeyStorePath": str(pki / "bookie.p12"),
-        "httpServerKeyStorePassword": STORE_PASSWORD,
-        "httpServerTrustStorePath": str(pki / "ca.p12"),
-        "httpServerTrustStorePassword": STORE_PASSWORD,
+    return bookie_tls(
+        pki,
+        bkctlAdminRoles="admin",
+        httpServerTlsEnable="true",
+        httpServerKeyStorePath=str(pki / "bookie.p12"),
+        httpServerKeyStorePassword=STORE_PASSWORD,
+        httpServerTrustStorePath=str(pki / "ca.p12"),
+        httpServerTrustStorePassword=STORE_PASSWORD,
         **more,
-    }
+    )
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory, pki):
     with shared_cluster(zookeeper, tmp_path_factory.mktemp("tls"), bookies=3, http=True, **bookie_settings(pki)) as h:
         yield h
-
-
-def tls_args(pki: Path, name: str, ca: str = "ca") -> list[str]:
-    trust, cert, key = pki / f"{ca}.pem", pki / f"{name}.pem", pki / f"{name}-key.pem"
-    return ["--tls-trust-store", str(trust), "--tls-cert", str(cert), "--tls-key", str(key)]
 
 
 def client_context(pki: Path, name: str | None, ca: str = "ca") -> ssl.SSLContext:
