@@ -298,3 +298,63 @@ def test_certificates_are_reloaded_when_their_files_change(zookeeper, tmp_path, 
         certs.write_pair(tls, "bookie", replacement)
         wait_for(lambda: issuer() == "second CA", "the new certificate served", timeout=15)
         assert "TLS certificates reloaded from" in harness.bookies[0].log_path.read_text()
+
+
+# ---- where bkctl takes its TLS from ----
+
+
+def test_bkctl_takes_tls_from_a_context_a_client_configuration_or_its_variables(
+    cluster, pki, bkctl, monkeypatch, tmp_path
+):
+    monkeypatch.chdir(pki)
+    made = bkctl(
+        "config", "set-context", "secure", "--service-uri", cluster.service_uri,
+        "--tls-trust-store", "ca.pem", "--tls-cert", "admin.pem", "--tls-key", "admin-key.pem",
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    listed = bkctl("config", "get-contexts", "-o", "json")
+    assert f'"tlsKey": "{pki}/admin-key.pem"' in listed.stdout  # stored absolute
+    assert bkctl("--context", "secure", "bookie", "gc", "--all").exit_code == 0
+
+    conf = tmp_path / "client.conf"  # BookKeeper's client keys, as a Java client's configuration names them
+    conf.write_text(
+        f"metadataServiceUri={cluster.service_uri}\n"
+        "tlsProviderFactoryClass=org.apache.bookkeeper.tls.TLSContextFactory\n"
+        f"tlsClientAuthentication=true\nclientKeyStoreType=PEM\nclientKeyStore={pki / 'client-key.pem'}\n"
+        f"tlsCertificatePath={pki / 'client.pem'}\nclientTrustStoreType=PEM\nclientTrustStore={pki / 'ca.pem'}\n"
+    )
+    refused = bkctl("-c", str(conf), "bookie", "gc", "--all")  # the client role, from the file
+    assert refused.exit_code == 4 and "role 'client' may not run admin operations" in refused.stderr
+
+    for name, value in (("TRUST_STORE", "ca.pem"), ("CERT", "admin.pem"), ("KEY", "admin-key.pem")):
+        monkeypatch.setenv(f"BKCTL_TLS_{name}", str(pki / value))
+    assert bkctl("-u", cluster.service_uri, "bookie", "gc", "--all").exit_code == 0
+
+
+def test_a_key_others_may_read_is_refused_in_one_line(cluster, pki, bkctl, tmp_path):
+    key = tmp_path / "admin-key.pem"
+    key.write_bytes((pki / "admin-key.pem").read_bytes())
+    key.chmod(0o644)
+    args = ["--tls-trust-store", str(pki / "ca.pem"), "--tls-cert", str(pki / "admin.pem"), "--tls-key", str(key)]
+    result = bkctl("-u", cluster.service_uri, *args, "ledger", "simpletest")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: TLS private key file {key} is accessible by group or others (mode 0644): chmod 600 {key}\n"
+    )
+
+
+def test_bookie_refuses_a_tls_configuration_it_cannot_honour(tmp_path, pki):
+    from bookie.errors import InvalidArgument
+    from bookie.server.config import BookieConfig
+
+    base = {"journalDirectories": str(tmp_path / "j"), "ledgerDirectories": str(tmp_path / "l")}
+    cases = [
+        ({"tlsKeyStoreType": "JKS"}, "tlsKeyStoreType=JKS: JKS key stores cannot be read here"),
+        ({"tlsEnabledCipherSuites": "TLS_AES_128_GCM_SHA256"}, "tlsEnabledCipherSuites names Java's cipher suites"),
+        ({"authorizedRoles": ""}, "but no roles set for configuration field 'authorizedRoles'"),
+        ({"tlsClientAuthentication": "false"}, "needs tlsClientAuthentication=true"),
+        ({"tlsProviderFactoryClass": ""}, "BookieAuthZFactory needs TLS, to read client certificates"),
+    ]
+    for change, message in cases:
+        with pytest.raises(InvalidArgument, match=message.replace("(", r"\(").replace(")", r"\)")):
+            BookieConfig.load(overrides={**base, **bookie_settings(pki), **change})
