@@ -135,8 +135,11 @@ class RegisteredBookie:
         """Where its ``/metrics`` is served, None when it does not say: on ``port`` of its host when given; else
         on BookKeeper's HTTP admin API when it publishes that (with it on, a Java bookie's Prometheus provider
         serves there and not on prometheusStatsHttpPort, which BookKeeper never publishes); else on the
-        prometheusStatsHttpPort that ours publish as a property."""
+        prometheusStatsHttpPort that ours publish as a property (first, when ours is a TLS bookie: its HTTP admin API
+        is then HTTPS with client certificates, and prometheusStatsHttpPort is plain HTTP, as in BookKeeper)."""
         host = self.address()[0]
+        if port is None and self.tls and self.info and self.info.properties.get(METRICS_PORT, "").isdigit():
+            port = int(self.info.properties[METRICS_PORT])
         if port is None:
             if (http := self.http_address()) is not None:
                 host, port = http
