@@ -11,6 +11,7 @@ from typing import Any
 from bookie.client.admin_client import BookieAdmin, GcRun, admin_client
 from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
 from bookie.meta.registration import RegisteredBookie
+from bookie.tls import TlsSettings
 
 GC_POLL_INTERVAL = 0.3
 # A run that finished on a bookie reached over BookKeeper's HTTP API, which does not say what a run did.
@@ -42,20 +43,26 @@ class Outcome:
 
 
 def fan_out(
-    bookies: Iterable[RegisteredBookie], operation: str, call: Callable[[BookieAdmin], Any], timeout: float = 10.0
+    bookies: Iterable[RegisteredBookie],
+    operation: str,
+    call: Callable[[BookieAdmin], Any],
+    timeout: float = 10.0,
+    tls: TlsSettings | None = None,
 ) -> list[Outcome]:
-    """``call`` on each bookie's admin client, one after the other."""
+    """``call`` on each bookie's admin client, one after the other (over TLS with a client's ``tls``)."""
     outcomes = []
     for bookie in bookies:
         try:
-            with admin_client(bookie, operation, timeout) as admin:
+            with admin_client(bookie, operation, timeout, tls) as admin:
                 outcomes.append(Outcome(bookie, call(admin)))
         except BKError as exc:
             outcomes.append(Outcome(bookie, error=exc))
     return outcomes
 
 
-def wait_for_gc(triggered: list[Outcome], timeout: float, done: Callable[[], None] = lambda: None) -> list[Outcome]:
+def wait_for_gc(
+    triggered: list[Outcome], timeout: float, done: Callable[[], None] = lambda: None, tls: TlsSettings | None = None
+) -> list[Outcome]:
     """Wait until each triggered run (an Outcome with a GcTrigger) is over: an Outcome per bookie with its GcRun, or
     the error (ServiceUnavailable when it stopped answering, OperationTimeout after ``timeout`` seconds)."""
     waiting = {o.bookie_id: o for o in triggered if o.error is None}
@@ -63,7 +70,7 @@ def wait_for_gc(triggered: list[Outcome], timeout: float, done: Callable[[], Non
     deadline = time.monotonic() + timeout
     while waiting and time.monotonic() < deadline:
         for bookie_id, outcome in list(waiting.items()):
-            (status,) = fan_out([outcome.bookie], "gc status", lambda admin: admin.gc_status())
+            (status,) = fan_out([outcome.bookie], "gc status", lambda admin: admin.gc_status(), tls=tls)
             if status.error is not None:
                 finished[bookie_id] = Outcome(outcome.bookie, error=ServiceUnavailable("bookie stopped answering"))
             elif outcome.result.run_id is None:  # BookKeeper's HTTP API: no run ids, only "a forced run is on"

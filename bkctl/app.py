@@ -36,6 +36,7 @@ class Application:
         self.context_name = context  # from --context or BKCTL_CONTEXT
         self.timeout_flag = timeout  # from --timeout or BKCTL_TIMEOUT
         self.terminal = Terminal(verbosity)
+        self.tls_flags: dict = {}  # --tls-* / BKCTL_TLS_* (the root sets them)
 
     @classmethod
     def of(cls, ctx: click.Context) -> Application:
@@ -205,7 +206,40 @@ class Application:
     def client(self):
         """A BookKeeper client on this command's ZooKeeper session, closed when the command ends."""
         from bookie.client import BookKeeper
+        from bookie.client.config import ClientConfig
 
-        client = BookKeeper(store=self.metadata)
+        client = BookKeeper(store=self.metadata, config=ClientConfig(tls=self.client_tls))
         self.ctx.call_on_close(client.close)
         return client
+
+    @cached_property
+    def client_tls(self):
+        """TLS to the bookies (bookie.tls.TlsSettings, or None): --tls-* / BKCTL_TLS_*, else the TLS of the context
+        that names the cluster, else the tls* keys of -c, else the secure sandbox's when the sandbox is the cluster."""
+        from bookie.tls import TlsSettings, client_settings
+
+        flags = {k: v for k, v in self.tls_flags.items() if v is not None}
+        if flags.get("trust_store") or flags.get("cert") or flags.get("key"):
+            settings, source = client_settings(**flags), "--tls-* options or BKCTL_TLS_* variables"
+        elif self.context is not None and self.context.tls_trust_store:
+            settings, source = self.context.tls_settings(), f"context {self.context.name}"
+        elif self.config:
+            where = f" in {self.conf_path}"
+            settings, source = TlsSettings.from_properties(self.config, "client", where), self.conf_path
+        elif self._sandbox is not None:
+            settings, source = self._sandbox.client_tls(), "the secure sandbox"
+        else:
+            settings = None
+        if settings is not None:
+            self.terminal.info(f"TLS to the bookies (from {source})")
+        return settings
+
+    @cached_property
+    def _sandbox(self):
+        """The running sandbox, when it is the cluster (nothing else names one), else None."""
+        if self._named_by() is not None or self.context is not None:
+            return None
+        from bookie.local.sandbox import Sandbox
+
+        sandbox = Sandbox()
+        return sandbox if sandbox.running() is not None else None

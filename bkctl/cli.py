@@ -134,6 +134,44 @@ def _configure_logging(verbosity: int, log_format: str) -> None:
     help="Give up reaching ZooKeeper after this long, exit 6 [env BKCTL_TIMEOUT; default: zkTimeout of -c or the "
     "context's timeout, else 8].",
 )
+@click.option(
+    "--tls-trust-store",
+    envvar="BKCTL_TLS_TRUST_STORE",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="TLS to the bookies: the CA certificates to trust, PEM or PKCS12 [env BKCTL_TLS_TRUST_STORE; default: the "
+    "context's, -c's tls* keys, or the secure sandbox's].",
+)
+@click.option(
+    "--tls-cert",
+    envvar="BKCTL_TLS_CERT",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="The client certificate chain (PEM) for --tls-key [env BKCTL_TLS_CERT].",
+)
+@click.option(
+    "--tls-key",
+    envvar="BKCTL_TLS_KEY",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="The client's private key, PEM, or a PKCS12 store; readable by its owner only [env BKCTL_TLS_KEY].",
+)
+@click.option(
+    "--tls-key-password-file",
+    envvar="BKCTL_TLS_KEY_PASSWORD_FILE",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="A file holding the key's (or PKCS12 store's) password, readable by its owner only "
+    "[env BKCTL_TLS_KEY_PASSWORD_FILE].",
+)
+@click.option(
+    "--tls-hostname-verification",
+    envvar="BKCTL_TLS_HOSTNAME_VERIFICATION",
+    is_flag=True,
+    default=None,
+    help="Check that each bookie's certificate names its address (tlsHostnameVerificationEnabled) "
+    "[env BKCTL_TLS_HOSTNAME_VERIFICATION].",
+)
 @click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug logs).")
 @log_format_option
 @click.version_option(__version__, prog_name="bkctl")
@@ -144,6 +182,11 @@ def cli(
     conf: str | None,
     context: str | None,
     timeout: float | None,
+    tls_trust_store: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_key_password_file: str | None,
+    tls_hostname_verification: bool | None,
     verbose: int,
     log_format: str,
 ) -> None:
@@ -157,6 +200,13 @@ def cli(
     _terminate_on_sigterm(ctx)
     _configure_logging(verbose, log_format)
     ctx.obj = Application(ctx, service_uri, conf, verbose, timeout, context, log_format)
+    ctx.obj.tls_flags = {
+        "trust_store": tls_trust_store,
+        "cert": tls_cert,
+        "key": tls_key,
+        "key_password_file": tls_key_password_file,
+        "hostname_verification": tls_hostname_verification,
+    }
 
 
 cli.help = f"{inspect.cleandoc(cli.help or '')}\n\nExit codes (bkctl.errors, the one table): {exit_codes_summary()}."

@@ -7,9 +7,15 @@ one of them current. The file::
         service-uri: zk+hierarchical://zk1:2181;zk2:2181/ledgers
         http-port: 8080          # optional: the bookies' HTTP admin port (as --http-port)
         timeout: 5               # optional: seconds to wait for ZooKeeper (as --timeout)
+        tls-trust-store: /etc/bkctl/ca.pem     # optional: TLS to the bookies, as bkctl --tls-trust-store ...
+        tls-cert: /etc/bkctl/admin.pem         # ... --tls-cert
+        tls-key: /etc/bkctl/admin-key.pem      # ... --tls-key
+        tls-key-password-file: /etc/bkctl/pw   # ... --tls-key-password-file
+        tls-hostname-verification: true        # ... --tls-hostname-verification
 
-A context is a mapping of named settings, so more (TLS material, with the security work) are new keys. A key this
-bkctl does not know is refused, not ignored: an older bkctl must not connect without a setting written for it.
+A context is a mapping of named settings. A key this bkctl does not know is refused, not ignored: an older bkctl
+must not connect without a setting written for it (a context with TLS must not reach its bookies in the clear).
+A context names the files of its TLS material, never the secrets themselves.
 
 The file is private (0600, in a 0700 directory) and replaced atomically under a lock, so two commands editing it
 at once both land and a crash leaves the old file or the new one.
@@ -56,11 +62,28 @@ class Context:
     service_uri: str
     http_port: int | None = None
     timeout: float | None = None
+    tls_trust_store: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_key_password_file: str | None = None
+    tls_hostname_verification: bool | None = None
 
     def doc(self) -> dict:
         """The context as its file entry (the keys of the file, unset ones left out)."""
-        doc = {"service-uri": self.service_uri, "http-port": self.http_port, "timeout": self.timeout}
+        doc = {key: getattr(self, key.replace("-", "_")) for key in KEYS}
         return {k: v for k, v in doc.items() if v is not None}
+
+    def tls_settings(self):
+        """The context's TLS to the bookies (bookie.tls.TlsSettings), or None."""
+        from bookie.tls import client_settings
+
+        return client_settings(
+            self.tls_trust_store,
+            self.tls_cert,
+            self.tls_key,
+            self.tls_key_password_file,
+            bool(self.tls_hostname_verification),
+        )
 
 
 def _port(value, where: str) -> int:
@@ -92,8 +115,32 @@ def _service_uri(value, where: str) -> str:
     return value
 
 
+def _path(key: str) -> Callable:
+    def check(value, where: str) -> str:
+        if not isinstance(value, str) or not os.path.isabs(value):
+            raise InvalidArgument(f"{where}: {key} {value!r} is not an absolute path")
+        return value
+
+    return check
+
+
+def _bool(value, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{where}: tls-hostname-verification {value!r} is not true or false")
+    return value
+
+
 # The keys of a context and how each is checked; the dataclass field is the key with '_' for '-'.
-KEYS: dict[str, Callable] = {"service-uri": _service_uri, "http-port": _port, "timeout": _timeout}
+KEYS: dict[str, Callable] = {
+    "service-uri": _service_uri,
+    "http-port": _port,
+    "timeout": _timeout,
+    "tls-trust-store": _path("tls-trust-store"),
+    "tls-cert": _path("tls-cert"),
+    "tls-key": _path("tls-key"),
+    "tls-key-password-file": _path("tls-key-password-file"),
+    "tls-hostname-verification": _bool,
+}
 
 
 def parse_context(name: str, entry, where: str) -> Context:

@@ -21,6 +21,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             "BKCTL_ZK_ENABLE_SECURITY=true BKCTL_ZK_DIGEST_AUTH_FILE=/etc/bkctl/zk-digest bkctl cluster info",
             "a secure cluster: ZooKeeper credentials from a file only its owner reads",
         ),
+        (
+            "bkctl --tls-trust-store ca.pem --tls-cert admin.pem --tls-key admin-key.pem bookie gc --all",
+            "TLS to the bookies with a client certificate (BKCTL_TLS_* variables, contexts and -c's tls* keys too)",
+        ),
     ],
     # autorecovery
     "autorecovery disable": [
@@ -274,6 +278,11 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             "bkctl config set-context prod --http-port 8080 --timeout 5",
             "its bookies' HTTP admin port, and a shorter wait for ZooKeeper",
         ),
+        (
+            "bkctl config set-context prod --tls-trust-store /etc/bkctl/ca.pem --tls-cert /etc/bkctl/admin.pem "
+            "--tls-key /etc/bkctl/admin-key.pem",
+            "TLS to its bookies, with an admin certificate (the files' paths are kept, never their contents)",
+        ),
     ],
     "config use-context": [("bkctl config use-context prod", "commands act on prod from now on")],
     # cookie
@@ -379,6 +388,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (
             "bkctl sandbox start --bookies 5 --autorecovery --set journalSyncData=false",
             "five bookies, with autorecovery, without fsync",
+        ),
+        (
+            "bkctl sandbox start --secure",
+            "TLS required, roles checked, a throw-away CA; bkctl here uses its admin certificate by itself",
         ),
     ],
     "sandbox start-bookie": [

@@ -32,8 +32,11 @@ fi
 packages=()
 java_ok || packages+=(openjdk-17-jre-headless)
 command -v iptables >/dev/null 2>&1 || packages+=(iptables)
+# BouncyCastle for the Java side of the TLS interop tests (BookKeeper's TLSContextFactory loads it at start)
+[ -f /usr/share/java/bcprov.jar ] || packages+=(libbcprov-java)
 if [ "${#packages[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing ${packages[*]} (ZooKeeper and Spark need Java; the fault suite's partitions need iptables)" >&2
+    echo "installing ${packages[*]} (ZooKeeper and Spark need Java; the fault suite's partitions need iptables;" \
+        "Java's TLS needs BouncyCastle)" >&2
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null \
         || echo "could not install ${packages[*]}" >&2
 fi

@@ -18,6 +18,7 @@ from bookie.local.process import free_port, stop_process_group, tail
 from bookie.local.zookeeper import EmbeddedZooKeeper
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+from bookie.tls import ENVIRONMENT as TLS_ENVIRONMENT
 
 from helpers import (
     DIGEST_PASSWORD,
@@ -94,7 +95,14 @@ def _isolated_env(monkeypatch, tmp_path):
     """No test reaches a sandbox, contexts or configuration of the machine it runs on."""
     monkeypatch.setenv("BKCTL_SANDBOX_DIR", str(tmp_path / "sandbox-state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # bkctl's contexts file, in bkctl/config.yaml
-    for name in ("BKCTL_SERVICE_URI", "BKCTL_CONF", "BKCTL_CONTEXT", "BKCTL_LOG_FORMAT", "BKCTL_LEDGER_PASSWORD"):
+    for name in (
+        "BKCTL_SERVICE_URI",
+        "BKCTL_CONF",
+        "BKCTL_CONTEXT",
+        "BKCTL_LOG_FORMAT",
+        "BKCTL_LEDGER_PASSWORD",
+        *TLS_ENVIRONMENT,
+    ):
         monkeypatch.delenv(name, raising=False)
     for name in (
         "BKCTL_ZK_ENABLE_SECURITY",

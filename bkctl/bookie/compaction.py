@@ -26,7 +26,9 @@ def _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended: bool) -
         for bookie in bookies:
             app.terminal.line(f"bookie/{bookie.bookie_id} {kinds} compaction would be {verb} (dry run)")
         return
-    outcomes = fan_out(bookies, "compaction", lambda admin: admin.set_compaction_suspended(suspended, major, minor))
+    outcomes = fan_out(
+        bookies, "compaction", lambda admin: admin.set_compaction_suspended(suspended, major, minor), tls=app.client_tls
+    )
     for outcome in outcomes:
         if outcome.error is not None:
             app.terminal.warn(str(outcome.error))

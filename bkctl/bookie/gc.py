@@ -44,7 +44,7 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
         for bookie in bookies:
             app.terminal.line(f"bookie/{bookie.bookie_id} would run gc with {kind} compaction (dry run)")
         return
-    triggered = fan_out(bookies, "gc", lambda admin: admin.trigger_gc(major, minor))
+    triggered = fan_out(bookies, "gc", lambda admin: admin.trigger_gc(major, minor), tls=app.client_tls)
     for outcome in triggered:
         if outcome.error is not None:
             app.terminal.warn(str(outcome.error))
@@ -69,7 +69,7 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
         return
 
     with app.terminal.progress("garbage collection", total=len(started), unit="bookies") as advance:
-        finished = wait_for_gc(started, timeout, advance)
+        finished = wait_for_gc(started, timeout, advance, tls=app.client_tls)
     docs = [
         {"bookieId": o.bookie_id, **(o.result.doc() if o.error is None else {"error": str(o.error)})} for o in finished
     ]

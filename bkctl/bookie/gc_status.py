@@ -41,7 +41,9 @@ def gc_status(app, bookie_ids, all_bookies):
     from bkctl.errors import exit_for_errors
     from bkctl.terminal import format_bytes
 
-    outcomes = fan_out(target_bookies(app, bookie_ids, all_bookies), "gc status", lambda admin: admin.gc_status())
+    outcomes = fan_out(
+        target_bookies(app, bookie_ids, all_bookies), "gc status", lambda admin: admin.gc_status(), tls=app.client_tls
+    )
     docs, rows = [], []
     for outcome in outcomes:
         if outcome.error is not None:

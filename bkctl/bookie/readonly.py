@@ -33,7 +33,7 @@ def readonly(app, bookie_ids: tuple[str, ...], all_bookies: bool, read_only: boo
             "make every bookie read-only",
             yes,
         )
-    outcomes = fan_out(bookies, "read-only mode", lambda admin: admin.set_read_only(read_only))
+    outcomes = fan_out(bookies, "read-only mode", lambda admin: admin.set_read_only(read_only), tls=app.client_tls)
     for outcome in outcomes:
         if outcome.error is not None:
             app.terminal.warn(str(outcome.error))

@@ -16,6 +16,12 @@ def get_contexts(app):
             "serviceUri": c.service_uri,
             "httpPort": c.http_port,
             "timeout": c.timeout,
+            # TLS to the bookies: file paths (-o json/yaml only; the table stays within 80 columns)
+            "tlsTrustStore": c.tls_trust_store,
+            "tlsCert": c.tls_cert,
+            "tlsKey": c.tls_key,
+            "tlsKeyPasswordFile": c.tls_key_password_file,
+            "tlsHostnameVerification": c.tls_hostname_verification,
         }
         for _, c in sorted(contexts.contexts.items())
     ]

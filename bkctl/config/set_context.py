@@ -26,12 +26,24 @@ from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, f
     metavar="SECONDS",
     help="Give up reaching ZooKeeper after this long, as bkctl --timeout [default: 8].",
 )
+@click.option("--tls-trust-store", type=click.Path(dir_okay=False), metavar="FILE", help="As bkctl --tls-trust-store.")
+@click.option("--tls-cert", type=click.Path(dir_okay=False), metavar="FILE", help="As bkctl --tls-cert.")
+@click.option("--tls-key", type=click.Path(dir_okay=False), metavar="FILE", help="As bkctl --tls-key.")
+@click.option(
+    "--tls-key-password-file", type=click.Path(dir_okay=False), metavar="FILE", help="As bkctl --tls-key-password-file."
+)
+@click.option(
+    "--tls-hostname-verification/--no-tls-hostname-verification",
+    default=None,
+    help="As bkctl --tls-hostname-verification.",
+)
 @dry_run_option
 @click.pass_obj
-def set_context(app, name, service_uri, http_port, timeout, dry_run):
+def set_context(app, name, service_uri, http_port, timeout, dry_run, **tls):
     """Create a context, or change the settings given of an existing one (the others are kept)
 
-    A context is not made current: `bkctl config use-context NAME` does that.
+    A context is not made current: `bkctl config use-context NAME` does that. TLS files are stored as absolute paths
+    (their contents, and passwords, never): the context then reaches its bookies over TLS, as with bkctl --tls-*.
     """
     import dataclasses
 
@@ -40,16 +52,21 @@ def set_context(app, name, service_uri, http_port, timeout, dry_run):
     from bookie.meta.uri import parse_service_uri
 
     contexts.check_name(name)
-    given = {"service_uri": service_uri, "http_port": http_port, "timeout": timeout}
+    import os
+
+    tls = {k: os.path.abspath(v) if isinstance(v, str) else v for k, v in tls.items()}
+    given = {"service_uri": service_uri, "http_port": http_port, "timeout": timeout, **tls}
     given = {key: value for key, value in given.items() if value is not None}
     if not given:
-        raise click.UsageError("nothing to set: give --service-uri, --http-port or --timeout")
+        raise click.UsageError("nothing to set: give --service-uri, --http-port, --timeout or --tls-*")
     if service_uri is not None:
         parse_service_uri(service_uri)
     with contexts.editing(app.terminal.warn, save=not dry_run) as config:
         old = config.contexts.get(name)
         if old is None and service_uri is None:
             raise InvalidArgument(f"context {name} is new: give its --service-uri")
-        config.contexts[name] = dataclasses.replace(old or contexts.Context(name, service_uri), **given)
+        context = dataclasses.replace(old or contexts.Context(name, service_uri), **given)
+        context.tls_settings()  # a trust store with the client's files, each readable (keys: by their owner only)
+        config.contexts[name] = context
     verb = "modified" if old else "created"
     app.terminal.line(f"context/{name} would be {verb} (dry run)" if dry_run else f"context/{name} {verb}")

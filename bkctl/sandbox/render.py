@@ -8,6 +8,7 @@ def show(app, doc: dict) -> None:
                 ("Service URI", doc["serviceUri"]),
                 ("State dir", doc["stateDir"]),
                 ("ZooKeeper", f"{doc['zookeeper']['address']} (pid {doc['zookeeper']['pid']})"),
+                *([("Security", f"TLS and roles, CA in {doc['stateDir']}/tls")] if doc.get("secure") else []),
             ]
         )
         if doc["bookies"]:

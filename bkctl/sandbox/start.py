@@ -8,12 +8,25 @@ from bkctl.options import output_option, sandbox_dir_option, settings_option
 @click.option("--zk-port", type=click.IntRange(1, 65535), help="ZooKeeper's port [default: the last one, or free].")
 @click.option("--no-init", is_flag=True, help="ZooKeeper only, left empty: no cluster, no bookies.")
 @click.option("--autorecovery", is_flag=True, help="Also run `bkctl autorecovery run` (auditor and re-replication).")
+@click.option(
+    "--secure",
+    is_flag=True,
+    help="TLS and roles: a throw-away CA in DIR/tls, TLS required on the bookies, admin operations for bkctl's "
+    "admin certificate only (bkctl here uses it by itself). A sandbox once secure stays so.",
+)
 @settings_option("A bookie configuration key for every bookie, e.g. --set journalSyncData=false (repeatable).")
 @sandbox_dir_option
 @output_option
 @click.pass_obj
 def start(
-    app, bookies: int, zk_port: int | None, no_init: bool, autorecovery: bool, settings: dict, state_dir: str | None
+    app,
+    bookies: int,
+    zk_port: int | None,
+    no_init: bool,
+    autorecovery: bool,
+    secure: bool,
+    settings: dict,
+    state_dir: str | None,
 ):
     """Start the sandbox: ZooKeeper on 127.0.0.1, a cluster in it, and its bookies
 
@@ -31,7 +44,14 @@ def start(
 
     sandbox = Sandbox(state_dir)
     try:
-        sandbox.start(bookies=bookies, zk_port=zk_port, init=not no_init, settings=settings, autorecovery=autorecovery)
+        sandbox.start(
+            bookies=bookies,
+            zk_port=zk_port,
+            init=not no_init,
+            settings=settings,
+            autorecovery=autorecovery,
+            secure=secure,
+        )
     finally:
         for note in sandbox.notes:
             app.terminal.warn(note)

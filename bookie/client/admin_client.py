@@ -16,8 +16,9 @@ from typing import Any, ClassVar, Protocol, Self
 
 from bookie._proto import bookie_admin_pb2 as pb
 from bookie.client.channel import BookieChannel
-from bookie.errors import AdminServiceMissing
+from bookie.errors import AdminServiceMissing, Unauthorized
 from bookie.meta.registration import RegisteredBookie
+from bookie.tls import TlsSettings
 
 
 def _camel(name: str) -> str:
@@ -167,12 +168,18 @@ class BookieAdminClient:
     """One bookie's admin service (a context manager). Errors are the core's: an unreachable bookie is
     ServiceUnavailable, a bookie without the service AdminServiceMissing."""
 
-    def __init__(self, bookie: RegisteredBookie, operation: str, timeout: float = 10.0) -> None:
+    def __init__(
+        self, bookie: RegisteredBookie, operation: str, timeout: float = 10.0, tls: TlsSettings | None = None
+    ) -> None:
         address = bookie.admin_address()
         if address is None:
             raise AdminServiceMissing(bookie.bookie_id, operation)
+        if bookie.tls and tls is None:
+            raise Unauthorized(
+                f"bookie {bookie.bookie_id} serves its admin service over TLS only: connect with TLS (bkctl --tls-*)"
+            )
         self.bookie_id = bookie.bookie_id
-        self._channel = BookieChannel(bookie.bookie_id, address, timeout)
+        self._channel = BookieChannel(bookie.bookie_id, address, timeout, tls)
 
     def __enter__(self) -> BookieAdminClient:
         return self
@@ -203,14 +210,16 @@ class BookieAdminClient:
         return GcStatus.of(self._call("SetCompactionSuspended", request, "compaction"))
 
 
-def admin_client(bookie: RegisteredBookie, operation: str, timeout: float = 10.0) -> BookieAdmin:
+def admin_client(
+    bookie: RegisteredBookie, operation: str, timeout: float = 10.0, tls: TlsSettings | None = None
+) -> BookieAdmin:
     """The bookie's admin client over what it publishes: our gRPC admin service, else BookKeeper's HTTP admin API
-    (:class:`AdminServiceMissing` when neither)."""
+    (:class:`AdminServiceMissing` when neither); over TLS with ``tls``, a client's (HTTPS for the HTTP API)."""
     if bookie.admin_address() is not None:
-        return BookieAdminClient(bookie, operation, timeout)
+        return BookieAdminClient(bookie, operation, timeout, tls)
     address = bookie.http_address()
     if address is None:
         raise AdminServiceMissing(bookie.bookie_id, operation)
     from bookie.client.http_admin_client import HttpBookieAdminClient
 
-    return HttpBookieAdminClient(bookie.bookie_id, address, timeout)
+    return HttpBookieAdminClient(bookie.bookie_id, address, timeout, tls)

@@ -54,6 +54,14 @@ EUA = StatusCode.EUA
 EFENCED = StatusCode.EFENCED
 
 
+def refused_because(secure: bool) -> str:
+    """What an EUA answer means, for the message of the error it becomes: a wrong ledger password, or a bookie that
+    authenticates clients (BookieAuthZFactory) refusing this one."""
+    if secure:
+        return "unauthorized (EUA): wrong password, or this client's certificate role may not do it"
+    return "unauthorized (EUA): wrong password, or the bookie requires TLS with a client certificate (bkctl --tls-*)"
+
+
 def status_name(status: int) -> str:
     """``ENOLEDGER (402)`` for a known status, ``status 999`` for another."""
     try:

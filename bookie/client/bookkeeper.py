@@ -44,6 +44,7 @@ from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 from bookie.meta.registration import BookieRegistry, RegisteredBookie
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+from bookie.tls import Tls
 
 _T = TypeVar("_T")
 Route = tuple[str, tuple[str, int]]  # (transport: "grpc" or "bookkeeper", address)
@@ -155,6 +156,7 @@ class ClientCore:
         self.registry = BookieRegistry(store)
         self._bookies: dict[str, BookieClient] = {}
         self._routes: dict[str, Route] = {}
+        self.tls = Tls(config.tls, "client") if config.tls is not None else None  # read once, shared by bookies
 
     def _route(self, bookie_id: str) -> Route:
         """``(transport, address)`` of a bookie's data operations (ClientConfig.data_transport)."""
@@ -172,7 +174,10 @@ class ClientCore:
 
     def _route_of(self, bookie: RegisteredBookie) -> Route:
         grpc = bookie.admin_address()
-        if self.config.data_transport == "bookkeeper" or grpc is None:
+        # with TLS, BookKeeper's protocol everywhere: START_TLS, and reads authorized per connection by the keys
+        # it showed (bookie/server/auth.py), which gRPC calls cannot carry
+        # (and to a bookie with TLS: its gRPC port is TLS-only, its bookie port says what it requires of plaintext)
+        if self.config.data_transport == "bookkeeper" or grpc is None or self.tls is not None or bookie.tls:
             return "bookkeeper", bookie.address()
         return "grpc", grpc
 
@@ -185,14 +190,14 @@ class ClientCore:
             if transport == "grpc":
                 client = GrpcBookieClient(bookie_id, address)
             else:
-                client = WireBookieClient(bookie_id, address, self.config.use_v2_wire_protocol)
+                client = WireBookieClient(bookie_id, address, self.config.use_v2_wire_protocol, self.tls)
             self._bookies[bookie_id] = client
         return client
 
     async def bookie_info(self, bookie_id: str, timeout: float) -> BookieInfo:
         """GET_BOOKIE_INFO, in BookKeeper's protocol whatever the data transport (every bookie serves it)."""
         address = (await asyncio.to_thread(self.registry.get, bookie_id)).address()
-        client = WireBookieClient(bookie_id, address)
+        client = WireBookieClient(bookie_id, address, tls=self.tls)
         try:
             return await client.bookie_info(timeout)
         finally:

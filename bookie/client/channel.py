@@ -9,8 +9,9 @@ from typing import Any, TypeVar
 import grpc
 
 from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
-from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, error_for_status
+from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, Unauthorized, error_for_status
 from bookie.meta.registration import RegisteredBookie
+from bookie.tls import TlsSettings, read_material
 
 MAX_MESSAGE = 64 * 1024 * 1024
 _Response = TypeVar("_Response")
@@ -25,21 +26,33 @@ def translate_rpc_error(exc: grpc.RpcError, bookie: str, what: str) -> BKError:
         return ServiceUnavailable(f"bookie {bookie} is unreachable ({what})")
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return BKError(f"bookie {bookie} does not support {what}")
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        return Unauthorized(f"{what} on bookie {bookie} refused: {exc.details() if hasattr(exc, 'details') else exc}")
     details = exc.details() if hasattr(exc, "details") else str(exc)
     return BKError(f"{what} on bookie {bookie} failed: {code.name if code else 'error'} {details}")
 
 
+def channel_credentials(tls: TlsSettings) -> grpc.ChannelCredentials:
+    """gRPC's TLS from a client's settings (gRPC always checks that the bookie's certificate names its address)."""
+    material = read_material(tls, "client")
+    return grpc.ssl_channel_credentials(material.trusted, material.key, material.chain)
+
+
 class BookieChannel:
-    def __init__(self, bookie_id: str, address: tuple[str, int], timeout: float = 10.0):
+    def __init__(self, bookie_id: str, address: tuple[str, int], timeout: float = 10.0, tls: TlsSettings | None = None):
         self.bookie_id = bookie_id
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(f"{address[0]}:{address[1]}", options=OPTIONS)
+        target = f"{address[0]}:{address[1]}"
+        if tls is None:
+            self._channel = grpc.insecure_channel(target, options=OPTIONS)
+        else:
+            self._channel = grpc.secure_channel(target, channel_credentials(tls), options=OPTIONS)
         self.bookie = bookkeeper_protocol_pb2_grpc.BookieStub(self._channel)
         self.admin = bookie_admin_pb2_grpc.BookieAdminStub(self._channel)
 
     @classmethod
-    def to(cls, registered: RegisteredBookie, timeout: float = 10.0) -> BookieChannel:
-        return cls(registered.bookie_id, registered.admin_address() or registered.address(), timeout)
+    def to(cls, registered: RegisteredBookie, timeout: float = 10.0, tls: TlsSettings | None = None) -> BookieChannel:
+        return cls(registered.bookie_id, registered.admin_address() or registered.address(), timeout, tls)
 
     def __enter__(self) -> BookieChannel:
         return self

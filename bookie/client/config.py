@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from bookie.codec.digest import DigestType
+from bookie.tls import TlsSettings, client_settings_from_environment
 
 
 @dataclass
@@ -27,3 +28,7 @@ class ClientConfig:
     # batched gRPC path still moves about twice the entries per CPU-second (issue 13's note), so it stays until the
     # BookKeeper-protocol path catches up.
     data_transport: str = field(default_factory=lambda: os.environ.get("BKCTL_DATA_TRANSPORT", "auto"))
+    # TLS to the bookies (bookie/tls.py: BookKeeper's client keys, or bkctl's --tls-* / BKCTL_TLS_*): every bookie is
+    # then reached over BookKeeper's protocol, upgraded by START_TLS as a Java client does, and the admin services
+    # over TLS with the same certificate
+    tls: TlsSettings | None = field(default_factory=client_settings_from_environment)

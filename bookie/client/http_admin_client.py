@@ -13,16 +13,19 @@ import urllib.request
 from typing import Any
 
 from bookie.client.admin_client import BookieState, GcStatus, GcTrigger
-from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
+from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, Unauthorized
+from bookie.tls import TlsSettings, read_material, ssl_context
 
 
 class HttpBookieAdminClient:
     """One bookie's HTTP admin API (a context manager, like BookieAdminClient)."""
 
-    def __init__(self, bookie_id: str, address: tuple[str, int], timeout: float = 10.0):
+    def __init__(self, bookie_id: str, address: tuple[str, int], timeout: float = 10.0, tls: TlsSettings | None = None):
         self.bookie_id = bookie_id
-        self.base = f"http://{address[0]}:{address[1]}"
+        # BookKeeper publishes its HTTP endpoint as "http" with httpServerTlsEnable too: a client with TLS asks https
+        self.base = f"{'https' if tls else 'http'}://{address[0]}:{address[1]}"
         self.timeout = timeout
+        self.context = ssl_context(tls, read_material(tls, "client"), "client") if tls else None
 
     def __enter__(self) -> HttpBookieAdminClient:
         return self
@@ -37,10 +40,12 @@ class HttpBookieAdminClient:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.base + path, data=data, method=method)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
                 text = response.read().decode()
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace").strip() or error.reason
+            if error.code == 403:
+                raise Unauthorized(f"{what} on bookie {self.bookie_id}: HTTP 403: {detail}") from None
             raise BKError(f"{what} on bookie {self.bookie_id}: HTTP {error.code}: {detail}") from None
         except TimeoutError:
             raise OperationTimeout(f"{what} on bookie {self.bookie_id} timed out ({self.base})") from None

@@ -13,12 +13,12 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bookie.client.bookie_client import ENOENTRY, ENOLEDGER, EOK, LacRead, RangeStopped, Stripe
+from bookie.client.bookie_client import ENOENTRY, ENOLEDGER, EOK, EUA, LacRead, RangeStopped, Stripe, refused_because
 from bookie.codec.digest import Digester
 from bookie.codec.entry import Entry, parse_entry
 from bookie.codec.lac import parse_lac
 from bookie.codec.write_set import write_set
-from bookie.errors import BKError, CorruptEntry, NoSuchEntry, NoSuchLedger, ServiceUnavailable
+from bookie.errors import BKError, CorruptEntry, NoSuchEntry, NoSuchLedger, ServiceUnavailable, Unauthorized
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class LedgerReader:
         segment = self.metadata.segment_of(entry_id)
         md = self.metadata
         problems: list[str] = []
-        no_ledger = 0
+        no_ledger = refused = 0
         for index in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
             bookie_id = segment.bookies[index]
             if bookie_id == skip:
@@ -120,6 +120,7 @@ class LedgerReader:
                 continue
             if answer.status != EOK:
                 no_ledger += answer.status == ENOLEDGER
+                refused += answer.status == EUA
                 problems.append(f"bookie {bookie_id}: status {answer.status}")
                 continue
             if (entry := self._parse(answer.body, entry_id, bookie_id)) is not None:
@@ -127,6 +128,11 @@ class LedgerReader:
             problems.append(f"bookie {bookie_id}: corrupt copy")
         if no_ledger:
             await self._check_not_deleted()
+        if refused and refused == len(problems):
+            raise Unauthorized(
+                f"ledger {self.ledger_id} entry {entry_id}: the bookies refused the read: "
+                + refused_because(self.client.tls is not None)
+            )
         raise NoSuchEntry(f"ledger {self.ledger_id} entry {entry_id}: no readable replica ({'; '.join(problems)})")
 
     async def _check_not_deleted(self) -> None:

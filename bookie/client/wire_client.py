@@ -12,6 +12,10 @@ per entry). Failures become the core's exceptions here: an unreachable bookie is
 takes too long OperationTimeout, a lost connection fails its adds with ``CONNECTION_LOST`` (the handle changes
 ensemble) and its reads with ServiceUnavailable, and a peer that does not answer in BookKeeper's protocol is named
 as such.
+
+TLS (``tls``): as the Java client's ``initiateTLS``, a new connection's first frame is a v3 START_TLS (also on a v2
+connection); frames asked meanwhile wait, and leave once the bookie answered EOK and the TLS handshake is done.
+Any other answer, or a failed handshake, fails the connection with a message that says which.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, TypeAlias, cast
 
@@ -37,10 +42,12 @@ from bookie.client.bookie_client import (
     StatusCode,
     Stripe,
     TokenT,
+    status_name,
 )
 from bookie.codec import wire
 from bookie.codec.write_set import wanted_entries
 from bookie.errors import BKError, MalformedFrame, OperationTimeout, ServiceUnavailable
+from bookie.tls import Tls
 
 # The client's status codes are BookKeeper's: checked once, where the generated ones are at hand.
 assert {s.name: int(s) for s in StatusCode if s != CONNECTION_LOST} == dict(pb.StatusCode.items())
@@ -92,13 +99,45 @@ class _Connection(asyncio.Protocol):
         self.by_key: dict[_V2Key, collections.deque[_Waiter]] = {}  # v2: the same key may be asked more than once
         self.lost: BaseException | None = None
         self.connecting: asyncio.Future[None] | None = None  # held: the loop keeps only weak references to tasks
+        self.plain: asyncio.Transport | None = None  # before TLS: the connection, not yet for frames
+        self.tls_answer: asyncio.Future[pb.Response] | None = None  # the START_TLS answer, awaited
 
     # ---- transport ----
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # a stream transport: create_connection's
+        stream = cast(asyncio.Transport, transport)  # a stream transport: create_connection's
+        if self.owner.tls is not None:
+            self.plain = stream  # frames wait for TLS
+            return
+        self.transport = stream
+        self._flush()
+
+    async def start_tls(self, tls: Tls, txn_id: int) -> None:
+        """START_TLS, then the handshake; the frames waiting leave encrypted."""
+        loop = asyncio.get_running_loop()
+        assert self.plain is not None
+        self.tls_answer = loop.create_future()
+        header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.START_TLS, txnId=txn_id)
+        self.plain.write(wire.encode_v3(pb.Request(header=header, startTLSRequest=pb.StartTLSRequest())))
+        answer = await self.tls_answer
+        where = self._where()
+        if answer.status != pb.EOK:
+            raise BKError(
+                f"{where} does not offer TLS (it answered START_TLS with {status_name(answer.status)}): "
+                "connect without TLS, or configure TLS on the bookie (tlsProviderFactoryClass)"
+            )
+        try:
+            secure = await loop.start_tls(self.plain, self, tls.context(), server_hostname=self.owner.address[0])
+        except ssl.SSLError as exc:
+            raise BKError(f"TLS handshake with {where} failed: {_ssl_reason(exc)}") from None
+        if secure is None:
+            raise ServiceUnavailable(f"{where} closed the connection during the TLS handshake")
+        self.transport = secure
         self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if isinstance(exc, ssl.SSLError) and self.transport is None:  # the handshake failed: say so, and why
+            self.fail(BKError(f"TLS handshake with {self._where()} failed: {_ssl_reason(exc)}"))
+            return
         self.fail(
             ServiceUnavailable(f"connection to bookie {self.owner.bookie_id} lost" + (f" ({exc})" if exc else ""))
         )
@@ -108,8 +147,13 @@ class _Connection(asyncio.Protocol):
         if self.lost is not None:
             return
         self.lost = error
-        if self.transport is not None:
-            self.transport.abort()
+        if self.plain is not None and self.transport is None:  # it never got to serve: say why to who asks
+            self.owner.failure = str(error)
+        for transport in (self.transport, self.plain):
+            if transport is not None:
+                transport.abort()
+        if self.tls_answer is not None and not self.tls_answer.done():
+            self.tls_answer.set_exception(error)
         waiters = [*self.by_txn.values(), *(w for queue in self.by_key.values() for w in queue)]
         self.by_txn.clear()
         self.by_key.clear()
@@ -132,6 +176,9 @@ class _Connection(asyncio.Protocol):
     # ---- answers ----
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        if self.tls_answer is not None and not self.tls_answer.done():
+            self._tls_answer()
+            return
         try:
             frames = wire.cut_frames(self.buffer)
             if self.v3:
@@ -147,6 +194,24 @@ class _Connection(asyncio.Protocol):
                     f"does not answer in BookKeeper's protocol ({exc})"
                 )
             )
+
+    def _where(self) -> str:
+        return f"bookie {self.owner.bookie_id} at {self.owner.address[0]}:{self.owner.address[1]}"
+
+    def _tls_answer(self) -> None:
+        """The START_TLS answer, in the clear: v3 even on a v2 connection (BookKeeper's ResponseDecoder with TLS)."""
+        assert self.tls_answer is not None
+        try:
+            frames = wire.cut_frames(self.buffer)
+            if not frames:
+                return
+            if len(frames) > 1 or self.buffer:
+                raise MalformedFrame("more than the START_TLS answer before the TLS handshake")
+            answer = wire.decode_v3_response(frames[0])
+        except MalformedFrame as exc:
+            self.tls_answer.set_exception(BKError(f"bookie {self.owner.bookie_id} answered START_TLS wrongly: {exc}"))
+            return
+        self.tls_answer.set_result(answer)
 
     def _v3(self, response: pb.Response) -> None:
         waiter = self.by_txn.pop(response.header.txnId, None)
@@ -199,6 +264,13 @@ class _Connection(asyncio.Protocol):
                     pass
 
 
+def _ssl_reason(exc: ssl.SSLError) -> str:
+    """OpenSSL's reason in words: ``certificate verify failed: certificate has expired``."""
+    detail = getattr(exc, "verify_message", None)
+    reason = (exc.reason or str(exc)).lower().replace("_", " ")
+    return f"{reason}: {detail}" if detail else reason
+
+
 class _AddWaiter:
     __slots__ = ("index", "target", "token")
 
@@ -225,10 +297,12 @@ def _read_result(answer: _Answer) -> tuple[int, bytes]:
 class WireBookieClient:
     """The data operations on one bookie over BookKeeper's protocol (a BookieClient), and GET_BOOKIE_INFO."""
 
-    def __init__(self, bookie_id: str, address: tuple[str, int], use_v2: bool = False) -> None:
+    def __init__(self, bookie_id: str, address: tuple[str, int], use_v2: bool = False, tls: Tls | None = None) -> None:
         self.bookie_id = bookie_id
         self.address = address
         self.use_v2 = use_v2
+        self.tls = tls
+        self.failure: str | None = None  # why the last TLS connection failed before it served (its handshake)
         self.closed = False
         self._connections: dict[bool, _Connection] = {}  # by v3 or not
         self._txn = 0
@@ -249,9 +323,14 @@ class WireBookieClient:
         host, port = self.address
         try:
             await asyncio.wait_for(loop.create_connection(lambda: conn, host, port), CONNECT_TIMEOUT)
+            if self.tls is not None:
+                self._txn += 1
+                await asyncio.wait_for(conn.start_tls(self.tls, self._txn), CONNECT_TIMEOUT)
         except (TimeoutError, OSError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
             conn.fail(ServiceUnavailable(f"bookie {self.bookie_id} is unreachable at {host}:{port} ({reason})"))
+        except BKError as exc:
+            conn.fail(exc)
 
     def _forget(self, conn: _Connection) -> None:
         if self._connections.get(conn.v3) is conn:

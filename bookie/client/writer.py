@@ -10,7 +10,7 @@ import struct
 from collections import deque
 from typing import TYPE_CHECKING
 
-from bookie.client.bookie_client import CONNECTION_LOST, EBADREQ, EFENCED, EOK, EUA, BookieClient
+from bookie.client.bookie_client import CONNECTION_LOST, EBADREQ, EFENCED, EOK, EUA, BookieClient, refused_because
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester
 from bookie.codec.entry import frame_entry
@@ -98,6 +98,11 @@ class LedgerWriter:
         self._send(add)
         return add.future
 
+    def _why(self) -> str:
+        """Why the bookies that failed did, where their transport knows (a TLS handshake that failed)."""
+        reasons = {getattr(b, "failure", None) for b in self.bookies} - {None}  # the wire transport's
+        return f" ({'; '.join(sorted(str(r) for r in reasons))})" if reasons else ""
+
     def _send(self, add: PendingAdd, only: set[int] | None = None) -> None:
         for w in range(self.WQ):
             index = (add.entry_id + w) % self.E
@@ -120,7 +125,11 @@ class LedgerWriter:
                 error_for_status(
                     status,
                     f"ledger {self.ledger_id}: bookie {bookie.bookie_id} says "
-                    + ("fenced: the ledger was recovered" if status == EFENCED else "wrong password"),
+                    + (
+                        "fenced: the ledger was recovered"
+                        if status == EFENCED
+                        else refused_because(self.client.tls is not None)
+                    ),
                 )
             )
         elif status == EBADREQ:
@@ -203,7 +212,7 @@ class LedgerWriter:
             self._fail(
                 exc
                 if not isinstance(exc, NotEnoughBookies)
-                else NotEnoughBookies(f"ledger {self.ledger_id}: cannot replace a failed bookie: {exc}")
+                else NotEnoughBookies(f"ledger {self.ledger_id}: cannot replace a failed bookie: {exc}{self._why()}")
             )
         finally:
             self._changing = False

@@ -68,6 +68,7 @@ class SandboxState:
     zk_pid: int | None = None
     bookies: list[dict] = field(default_factory=list)  # LocalBookie fields
     autorecovery_pid: int | None = None
+    secure: bool = False  # started with --secure: TLS and roles (its material in <dir>/tls)
 
     @property
     def service_uri(self) -> str:
@@ -108,6 +109,7 @@ class SandboxState:
             )
         return {
             "serviceUri": self.service_uri,
+            "secure": self.secure,
             "stateDir": self.state_dir,
             "zookeeper": {"address": f"127.0.0.1:{self.zk_port}", "pid": self.zk_pid},
             "bookies": bookies,
@@ -128,6 +130,12 @@ def _adopt(recorded: int | None, marker: tuple[str, ...]) -> int | None:
         if pid != keep:
             stop_process_group(pid)
     return keep
+
+
+def _private_if_secure(state: SandboxState, bookie: LocalBookie) -> None:
+    """A secure sandbox's bookie configuration holds its HTTPS key stores' password (httpServerKeyStorePassword)."""
+    if state.secure:
+        os.chmod(bookie.conf_path, 0o600)
 
 
 class Sandbox:
@@ -218,10 +226,12 @@ class Sandbox:
         init: bool = True,
         settings: dict[str, str] | None = None,
         autorecovery: bool = False,
+        secure: bool = False,
     ) -> SandboxState:
         """Start what does not run of ZooKeeper (on the directory's earlier port unless ``zk_port`` is given), the
         cluster unless ``init`` is False, and the bookies (those of an earlier run, plus new ones up to
-        ``bookies``); adopt what still runs. :class:`SandboxRunning` when everything runs already."""
+        ``bookies``); adopt what still runs. :class:`SandboxRunning` when everything runs already. ``secure``:
+        TLS and roles from now on (bookie/local/secure.py); a sandbox once secure stays so."""
         with self.locked():
             state = self.load()
             local = self._reconcile(state) if state else []
@@ -236,6 +246,17 @@ class Sandbox:
             if state.zk_pid and (not init or complete):
                 raise SandboxRunning(f"a sandbox is already running in {self.dir} (ZooKeeper pid {state.zk_pid})")
             fresh = not (state.zk_pid or state.autorecovery_pid or any(b.pid for b in local))
+            if secure and not state.secure:
+                if any(b.pid for b in local):
+                    raise SandboxRunning(
+                        f"the sandbox in {self.dir} runs bookies without TLS: `bkctl sandbox stop`, then start it "
+                        "with --secure"
+                    )
+                state.secure = True
+            if state.secure:
+                from bookie.local.secure import bookie_settings
+
+                settings = {**bookie_settings(self.dir), **(settings or {})}
             try:
                 self._start(state, local, bookies, init, settings or {}, autorecovery)
             except BaseException:
@@ -294,6 +315,7 @@ class Sandbox:
             if settings:
                 bookie.settings.update(settings)
             bookie.write_conf(state.service_uri)  # a running one reads it at its next start
+            _private_if_secure(state, bookie)
         state.bookies = [b.to_dict() for b in local]
         self.save(state)
         for bookie in local:
@@ -346,6 +368,15 @@ class Sandbox:
                 init_cluster(store)
             except ClusterAlreadyInitialised:
                 pass
+
+    def client_tls(self):
+        """The client TLS of bkctl on this sandbox (its admin certificate), or None when it is not secure."""
+        state = self.load()
+        if state is None or not state.secure:
+            return None
+        from bookie.local.secure import client_settings
+
+        return client_settings(self.dir)
 
     def status(self) -> dict:
         from bookie.meta.registration import BookieRegistry
@@ -406,6 +437,7 @@ class Sandbox:
             with MetadataStore(parse_service_uri(state.service_uri)) as store:
                 self._format_if_decommissioned(store, bookie)
                 bookie.write_conf(state.service_uri)  # in this bkctl's keys (listeningInterface was an address)
+                _private_if_secure(state, bookie)
                 bookie.start()
                 self._update(state, bookie)
                 wait_registered(store, [bookie])

@@ -110,6 +110,13 @@ class RegisteredBookie:
         host, _, port = self.bookie_id.rpartition(":")
         return host, int(port)
 
+    @property
+    def tls(self) -> bool:
+        """Whether it serves TLS (its bookie endpoint's "tls" extension, as BookKeeper publishes it); ours then
+        serve their admin port over TLS only."""
+        endpoint = self.info.bookie_endpoint() if self.info else None
+        return endpoint is not None and "tls" in endpoint.extensions
+
     def admin_address(self) -> tuple[str, int] | None:
         """Where to reach its gRPC admin service, or None: a bookie that advertises none (a Java bookie)."""
         endpoint = self.info.endpoint(ADMIN_ENDPOINT) if self.info else None
@@ -128,8 +135,11 @@ class RegisteredBookie:
         """Where its ``/metrics`` is served, None when it does not say: on ``port`` of its host when given; else
         on BookKeeper's HTTP admin API when it publishes that (with it on, a Java bookie's Prometheus provider
         serves there and not on prometheusStatsHttpPort, which BookKeeper never publishes); else on the
-        prometheusStatsHttpPort that ours publish as a property."""
+        prometheusStatsHttpPort that ours publish as a property (first, when ours is a TLS bookie: its HTTP admin API
+        is then HTTPS with client certificates, and prometheusStatsHttpPort is plain HTTP, as in BookKeeper)."""
         host = self.address()[0]
+        if port is None and self.tls and self.info and self.info.properties.get(METRICS_PORT, "").isdigit():
+            port = int(self.info.properties[METRICS_PORT])
         if port is None:
             if (http := self.http_address()) is not None:
                 host, port = http

@@ -141,7 +141,9 @@ class BookieServer:
         self.stats.watch(self.storage)
         self.stats.start(config.prometheusStatsLatencyRolloverSeconds)
 
-        self.server = grpc.aio.server(options=GRPC_OPTIONS)
+        from bookie.server.grpc_auth import RoleInterceptor
+
+        self.server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[RoleInterceptor(config.authorizer)])
         logging.getLogger("grpc._cython.cygrpc").addFilter(ClientGoneFilter())
         handlers = BookieServicer(self)  # the operations, served by the wire protocol and the gRPC data service
         bookkeeper_protocol_pb2_grpc.add_BookieServicer_to_server(handlers, self.server)
@@ -194,7 +196,12 @@ class BookieServer:
     def _bind(self, server: grpc.aio.Server, port: int, key: str, what: str) -> int:
         host = self.network.bind_host
         try:
-            bound = server.add_insecure_port(_host_port(host, port))
+            if self.config.tls is None:
+                bound = server.add_insecure_port(_host_port(host, port))
+            else:  # the admin port is as secure as the bookie port
+                from bookie.server.grpc_auth import server_credentials
+
+                bound = server.add_secure_port(_host_port(host, port), server_credentials(self.config.tls))
         except RuntimeError:
             bound = 0
         if bound == 0:
@@ -215,7 +222,9 @@ class BookieServer:
             props["rack"] = self.config.bookieRack
         address = self.network.address  # BookieService publishes BookieServer.getLocalAddress(): this
         http = (self.config.httpServerHost, self.http_port) if self.http_port else None
-        endpoints = BookieServiceInfo.for_bookie(address.host, address.port, admin_port=self.admin_port, http=http)
+        endpoints = BookieServiceInfo.for_bookie(
+            address.host, address.port, tls=self.config.tls is not None, admin_port=self.admin_port, http=http
+        )
         return replace(endpoints, properties=props)
 
     def _register(self) -> None:

@@ -16,6 +16,7 @@ from bookie.conf import load_properties, metadata_service_uri
 from bookie.errors import InvalidArgument
 from bookie.meta.security import KEYS as ZK_SECURITY_KEYS
 from bookie.meta.security import ZkSecurity
+from bookie.server.auth import BOOKIE_AUTHZ_FACTORY, Authorizer
 from bookie.server.network import check_bookie_id
 from bookie.storage.db import DB_LEDGER_STORAGE
 from bookie.storage.db.kv import RocksDbConfig
@@ -23,6 +24,8 @@ from bookie.storage.db.storage import DbConfig
 from bookie.storage.dirs import DiskThresholds
 from bookie.storage.gc import GcConfig
 from bookie.storage.ledger_storage import StorageConfig
+from bookie.tls import KEYS as TLS_KEYS
+from bookie.tls import TLS_CONTEXT_FACTORY, Tls, TlsSettings
 
 
 def _bool(text: str) -> bool:
@@ -57,10 +60,14 @@ HONOURED_VALUES: dict[str, tuple[frozenset[str], str]] = {
         "this bookie's entry logs are written through the page cache",
     ),
     "entryLogPerLedgerEnabled": (frozenset({"false"}), "this bookie interleaves every ledger in one entry log"),
-    "bookieAuthProviderFactoryClass": (frozenset({""}), "this bookie does not authenticate clients yet"),
+    "bookieAuthProviderFactoryClass": (
+        frozenset({"", BOOKIE_AUTHZ_FACTORY.lower()}),
+        f"this bookie authenticates clients with {BOOKIE_AUTHZ_FACTORY} (certificate roles) only",
+    ),
 }
-# Read from the file by someone else than the fields below (bookie.conf.metadata_service_uri, bookie.meta.security).
-READ_ELSEWHERE = frozenset({"zkServers", "zkLedgersRootPath"}) | ZK_SECURITY_KEYS
+# Read from the file by someone else than the fields below (bookie.conf.metadata_service_uri, bookie.meta.security,
+# bookie.tls).
+READ_ELSEWHERE = frozenset({"zkServers", "zkLedgersRootPath"}) | ZK_SECURITY_KEYS | TLS_KEYS
 
 
 @dataclass
@@ -109,6 +116,16 @@ class BookieConfig:
     httpServerEnabled: bool = False  # BookKeeper's HTTP admin API (bookie/server/http/)
     httpServerPort: int = 8080
     httpServerHost: str = "0.0.0.0"
+    # HTTPS for the HTTP admin API, as BookKeeper's (a client certificate required; key stores PKCS12 here)
+    httpServerTlsEnable: bool = False
+    httpServerKeyStorePath: str = ""
+    httpServerKeyStorePassword: str = ""
+    httpServerTrustStorePath: str = ""
+    httpServerTrustStorePassword: str = ""
+    # who may connect (BookieAuthZFactory and its authorizedRoles) and, ours, who may administer (bookie/server/auth.py)
+    bookieAuthProviderFactoryClass: str = ""
+    authorizedRoles: str = ""
+    bkctlAdminRoles: str = ""
     gcWaitTime: int = 600000
     minorCompactionThreshold: float = 0.2
     minorCompactionInterval: int = 3600
@@ -147,6 +164,8 @@ class BookieConfig:
         self.unused_keys: list[str] = []  # keys of the file and overrides that this bookie does not use
         self.properties: dict[str, str] = {}  # every key of the file and overrides, as written (never changed)
         self.zk_security = ZkSecurity()  # how the bookie authenticates to ZooKeeper (its credentials read at load)
+        self.tls: Tls | None = None  # the bookie port's TLS (and the gRPC admin port's), from the tls* keys
+        self.authorizer = Authorizer()
 
     @classmethod
     def load(cls, path: str | None = None, overrides: dict[str, str] | None = None) -> BookieConfig:
@@ -180,6 +199,23 @@ class BookieConfig:
         config.validate()
         # read now: a missing or readable-by-others credentials file stops the start before anything is claimed
         config.zk_security = ZkSecurity.from_settings(config.properties, where=where)
+        # read now: a missing or readable-by-others key file stops the start before anything is claimed
+        settings = TlsSettings.from_properties(config.properties, "server", where)
+        config.tls = Tls(settings, "server") if settings else None
+        config.authorizer = Authorizer.from_config(
+            config.bookieAuthProviderFactoryClass, config.authorizedRoles, config.bkctlAdminRoles
+        )
+        if config.authorizer.enabled and config.tls is None:
+            # a Java bookie starts, then answers every request EUA (no TLS, so no certificate): refused instead
+            raise InvalidArgument(
+                f"bookieAuthProviderFactoryClass=BookieAuthZFactory{where} needs TLS, to read client certificates: "
+                f"set tlsProviderFactoryClass={TLS_CONTEXT_FACTORY} and its keys"
+            )
+        if config.authorizer.enabled and config.tls is not None and not config.tls.settings.client_authentication:
+            raise InvalidArgument(
+                f"bookieAuthProviderFactoryClass=BookieAuthZFactory{where} needs tlsClientAuthentication=true: "
+                "without it no client presents a certificate, and every request is refused"
+            )
         return config
 
     def validate(self) -> None:

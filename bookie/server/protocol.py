@@ -13,12 +13,22 @@ back-pressure do it by turning off a channel's auto-read: a connection stops rea
 the answers (the transport's write buffer above ``WRITE_BUFFER_HIGH``); it reads again once all are below their
 resume marks. What it does not read stays in the kernel's socket buffer, and TCP pushes back on the client. No queue
 in the bookie grows with what a client sends. (BookKeeper's limits are 0, unbounded, by default; ours are always on.)
+
+TLS, as BookKeeper negotiates it (``BookieRequestProcessor.processStartTLSRequestV3``): a v3 START_TLS request is
+answered EOK in the clear, and the TLS handshake follows on the same connection (``loop.start_tls``); a bookie
+without TLS answers EBADREQ and the connection goes on in the clear. The client sends nothing after START_TLS
+until its answer, so bytes that follow it in the same read are a protocol error (the connection is closed: they
+were neither read in the clear nor lost silently). Authentication and what a principal may read:
+bookie/server/auth.py. With neither configured, the per-frame path is the one without them: the checks are made
+once per pass, or only on the connections that need them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
+import ssl
 import struct
 import time
 
@@ -27,6 +37,7 @@ from bookie.codec import wire
 from bookie.errors import MalformedFrame
 from bookie.server.servicer import status_of
 from bookie.storage.ledger_storage import AddKey
+from bookie.tls import ou_of_subject
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +50,8 @@ V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
 BATCH_READ_OVERHEAD = 24 + 8 + 4  # BatchedReadEntryProcessor: the response's fixed part, counted against maxSize
 FENCE, RECOVERY_ADD, PIGGYBACK = pb.ReadRequest.FENCE_LEDGER, pb.AddRequest.RECOVERY_ADD, pb.ReadRequest.ENTRY_PIGGYBACK
 HIGH_PRIORITY = 100  # what the Java client puts in BKPacketHeader.priority of recovery traffic
+HANDSHAKE_TIMEOUT = 10.0  # seconds: the Java client's startTLSTimeoutSecs
+V2_EUA = wire.v2_status(pb.EUA)
 # the request stats of the v3 operations that run as tasks (RequestStats: *_REQUEST, arrival to answer written)
 REQUEST_STATS = {
     pb.WRITE_LAC: "WRITE_LAC_REQUEST",
@@ -63,6 +76,11 @@ def _reply_header(header: pb.BKPacketHeader) -> pb.BKPacketHeader:
     return pb.BKPacketHeader(version=pb.VERSION_THREE, operation=header.operation, txnId=header.txnId)
 
 
+class _StartTls(Exception):
+    def __init__(self, header: pb.BKPacketHeader) -> None:
+        self.header = header
+
+
 class _Adds:
     """The adds of one pass over the frames: records for one ``add_batch``, and who to answer."""
 
@@ -81,6 +99,8 @@ class WireServer:
 
     def __init__(self, bookie, handlers, max_frame_size: int):
         self.bookie = bookie
+        self.tls = bookie.config.tls  # bookie.tls.Tls, or None: START_TLS is answered EBADREQ
+        self.authorizer = bookie.config.authorizer
         self.handlers = handlers  # BookieServicer: the operations shared with the gRPC data service
         self.storage = bookie.storage
         self.max_frame_size = max_frame_size
@@ -123,6 +143,13 @@ class BookieConnection(asyncio.Protocol):
         self.stats = server.bookie.stats
         self.paused_for: str | None = None  # why it stopped reading: "adds", "reads" or "peer"
         self.paused_at = 0.0
+        self.admitted = not server.authorizer.enabled  # authenticated (AuthHandler.ServerSideHandler)
+        self.secure = False  # TLS done
+        self.principal: str | None = None  # the client certificate's role, with BookieAuthZFactory
+        # with BookieAuthZFactory, for a principal without an admin role: the ledgers whose master key this
+        # connection showed, the only ones it may read (None: it may read any)
+        self.proven: set[int] | None = None
+        self.refusing_logged = False
 
     # ---- connection ----
     def connection_made(self, transport) -> None:
@@ -206,20 +233,31 @@ class BookieConnection(asyncio.Protocol):
         except MalformedFrame as exc:
             self._drop(exc)
             return
+        if not self.admitted:
+            self._unadmitted(frames)
+            return
         out: list[bytes] = []
         self.started = started = time.perf_counter()
         adds = _Adds(started)
         self.read_only = self.bookie.read_only  # once per pass, not per add
         self.reads = reads = [0, 0, 0, 0.0]
-        for body in frames:
-            try:
-                request = self.decoder.decode(body)
-            except MalformedFrame as exc:
-                self._submit(adds)
-                self._write(out)
-                self._drop(exc)
-                return
-            adds = self._v3(request, out, adds) if isinstance(request, pb.Request) else self._v2(request, out, adds)
+        remaining = iter(frames)
+        try:
+            for body in remaining:
+                try:
+                    request = self.decoder.decode(body)
+                except MalformedFrame as exc:
+                    self._submit(adds)
+                    self._write(out)
+                    self._drop(exc)
+                    return
+                handle = self._v3 if isinstance(request, pb.Request) else self._v2
+                adds = handle(request, out, adds)
+        except _StartTls as start:
+            self._submit(adds)
+            self._write(out)
+            self._start_tls(start.header, trailing=next(remaining, None) is not None or bool(self.buffer))
+            return
         self._submit(adds)
         self._write(out)
         if reads[0] or reads[1]:  # answered together: one latency, their arrival to the write
@@ -254,6 +292,8 @@ class BookieConnection(asyncio.Protocol):
             adds = self._add(
                 adds, add.ledgerId, add.entryId, key, add.body, header.txnId, header.priority >= HIGH_PRIORITY
             )
+        elif self.proven is not None and (refused := self._unproven(request)) is not None:
+            out.append(refused)
         elif operation == pb.READ_ENTRY and request.HasField("readRequest"):
             read = request.readRequest
             if read.HasField("previousLAC") or (read.HasField("flag") and read.flag == FENCE):
@@ -272,8 +312,11 @@ class BookieConnection(asyncio.Protocol):
             # request is answered with the disabled plugin's empty token, whatever plugin it names
             message = pb.AuthMessage(authPluginName=wire.AUTH_DISABLED_PLUGIN, payload=b"")
             out.append(wire.encode_v3(pb.Response(header=header, status=pb.EOK, authResponse=message)))
+        elif operation == pb.START_TLS and request.HasField("startTLSRequest") and self.server.tls and not self.secure:
+            raise _StartTls(header)
         elif operation == pb.START_TLS:
-            # BookieRequestProcessor.processStartTLSRequestV3 without TLS configured (until the security issue)
+            # processStartTLSRequestV3 without TLS configured (and ours on a connection already secure: a second
+            # handshake inside the first is no use, and Java clients never ask it)
             out.append(wire.encode_v3(pb.Response(header=_reply_header(header), status=pb.EBADREQ)))
         elif (call := self._v3_operation(request)) is not None:
             self._later(*call)
@@ -313,7 +356,9 @@ class BookieConnection(asyncio.Protocol):
             high = bool(request.flags & wire.FLAG_HIGH_PRIORITY)
             return self._add(adds, request.ledger_id, request.entry_id, key, request.body, None, high)
         if isinstance(request, wire.ReadRequestV2):
-            if request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
+            if self.proven is not None and not self._may_read(request.ledger_id, request.master_key):
+                out.append(wire.V2_RESPONSE.pack(24, V2_READ_HEADER, V2_EUA, request.ledger_id, request.entry_id))
+            elif request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
                 read = pb.ReadRequest(
                     ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE, masterKey=request.master_key
                 )
@@ -333,7 +378,10 @@ class BookieConnection(asyncio.Protocol):
                     + (body or b"")
                 )
         elif isinstance(request, wire.BatchReadRequestV2):
-            if request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
+            if self.proven is not None and not self._may_read(request.ledger_id, request.master_key):
+                refused = wire.BatchReadResponseV2(V2_EUA, request.ledger_id, request.entry_id, request.request_id)
+                out.append(wire.encode_response_v2(refused))
+            elif request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
                 self._later(self._fenced_batch_read(request), None, "raw", read_wait=True)
             else:
                 out.append(self._batch_read(request))
@@ -431,6 +479,8 @@ class BookieConnection(asyncio.Protocol):
         self.adds_in_flight -= len(adds.answers)
         durable = time.perf_counter()
         statuses, failed = self.handlers.add_statuses(adds.answers, error, refused)
+        if self.proven is not None:  # an add the bookie took showed the ledger's master key
+            self.proven.update(a[1] for a, status in zip(adds.answers, statuses, strict=True) if status == pb.EOK)
         self._write(
             [
                 self._add_answer(txn_id, ledger_id, entry_id, status)
@@ -481,3 +531,169 @@ class BookieConnection(asyncio.Protocol):
             self._pace()
 
         task.add_done_callback(done)
+
+    # ---- authentication and TLS (bookie/server/auth.py) ----
+    def _peer(self) -> str:
+        return _address(self.transport.get_extra_info("peername") if self.transport else None)
+
+    def _unadmitted(self, frames: list) -> None:
+        """AuthHandler.ServerSideHandler before authentication: START_TLS goes through; AUTH naming another
+        plugin closes the connection (BookieAuthZFactory never answers its own); v3 requests and v2 adds and
+        reads are answered EUA; anything else closes the connection."""
+        out: list[bytes] = []
+        plugin = self.server.authorizer.plugin
+        remaining = iter(frames)
+        for body in remaining:
+            try:
+                request = self.decoder.decode(body)
+            except MalformedFrame as exc:
+                self._write(out)
+                self._drop(exc)
+                return
+            if isinstance(request, pb.Request):
+                header = request.header
+                if header.operation == pb.START_TLS and request.HasField("startTLSRequest"):
+                    self._write(out)
+                    if self.server.tls is None or self.secure:
+                        self._write([wire.encode_v3(pb.Response(header=_reply_header(header), status=pb.EBADREQ))])
+                        continue
+                    self._start_tls(header, trailing=next(remaining, None) is not None or bool(self.buffer))
+                    return
+                if header.operation == pb.AUTH and request.HasField("authRequest"):
+                    if request.authRequest.authPluginName != plugin:
+                        log.error(
+                            "Received message from incompatible auth plugin. Local = %s, Remote = %s, Channel = %s",
+                            plugin,
+                            request.authRequest.authPluginName,
+                            self._peer(),
+                        )
+                        self._write(out)
+                        self.close()
+                        return
+                    continue
+                out.append(wire.encode_v3(pb.Response(header=header, status=pb.EUA)))
+            elif isinstance(request, wire.AddRequestV2):
+                out.append(wire.V2_RESPONSE.pack(24, V2_ADD_HEADER, V2_EUA, request.ledger_id, request.entry_id))
+            elif isinstance(request, wire.ReadRequestV2):
+                out.append(wire.V2_RESPONSE.pack(24, V2_READ_HEADER, V2_EUA, request.ledger_id, request.entry_id))
+            elif isinstance(request, wire.AuthRequestV2) and request.plugin_name == plugin:
+                continue
+            else:
+                self._write(out)
+                self.close()
+                return
+        if out and not self.refusing_logged:
+            self.refusing_logged = True
+            log.warning(
+                "refusing the requests of %s (EUA): not authenticated; this bookie serves TLS clients whose "
+                "certificate has one of the roles %s",
+                self._peer(),
+                ", ".join(self.server.authorizer.authorized_roles),
+            )
+        self._write(out)
+
+    def _start_tls(self, header: pb.BKPacketHeader, trailing: bool) -> None:
+        """Answer START_TLS in the clear, then hand the connection to the TLS handshake."""
+        if trailing:
+            self._drop(MalformedFrame("bytes sent after START_TLS before its answer"))
+            return
+        if self.adds_in_flight or self.tasks:
+            log.warning("START_TLS from %s with requests in flight: refused (EBADREQ)", self._peer())
+            self._write([wire.encode_v3(pb.Response(header=_reply_header(header), status=pb.EBADREQ))])
+            return
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        answer = pb.Response(header=_reply_header(header), status=pb.EOK, startTLSResponse=pb.StartTLSResponse())
+        transport.write(wire.encode_v3(answer))  # written before the handshake: start_tls keeps the order
+        self.transport = None  # nothing is written in the clear from now on
+        self.tasks.add(asyncio.ensure_future(self._handshake(transport, header)))
+
+    async def _handshake(self, transport, header: pb.BKPacketHeader) -> None:
+        assert self.server.tls is not None
+        peer = _address(transport.get_extra_info("peername"))
+        try:
+            secure = await asyncio.get_running_loop().start_tls(
+                transport,
+                self,
+                self.server.tls.context(),
+                server_side=True,
+                ssl_handshake_timeout=HANDSHAKE_TIMEOUT,
+            )
+        except (ssl.SSLError, OSError, TimeoutError) as exc:
+            log.warning("TLS handshake with %s failed: %s", peer, exc)
+            transport.close()
+            self.connection_lost(None)
+            return
+        finally:
+            self.tasks.discard(asyncio.current_task())  # this task
+        if secure is None:  # the connection went away during the handshake
+            return
+        self.transport, self.secure = secure, True
+        secure.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
+        authorizer = self.server.authorizer
+        if authorizer.enabled:
+            certificate = secure.get_extra_info("peercert")
+            if not certificate:
+                log.error("AuthZ failed: Certificate missing; host: %s", peer)
+            else:
+                self.principal = authorizer.principal(ou_of_subject(certificate.get("subject", ())), peer)
+            if self.principal is None:
+                # processStartTLSRequestV3: "TLS Handshake failed: Could not authenticate."; the connection stays,
+                # and each of its requests gets EUA
+                self._write([wire.encode_v3(pb.Response(header=header, status=pb.EIO))])
+                return
+            self.admitted = True
+            self.proven = None if authorizer.is_admin(self.principal) else set()
+        cipher = secure.get_extra_info("cipher")
+        log.info(
+            "connection from %s protected by %s%s",
+            peer,
+            cipher[0] if cipher else "TLS",
+            f", authenticated as {self.principal}" if self.principal else "",
+        )
+
+    def _may_read(self, ledger_id: int, master_key: bytes | None) -> bool:
+        """Whether this connection may read ``ledger_id`` (called only when ``proven`` is a set): it showed the
+        ledger's master key before, or shows it now."""
+        proven = self.proven
+        if proven is None or ledger_id in proven:
+            return True
+        if master_key is None:
+            return False
+        try:
+            known = self.storage.ledger(ledger_id).master_key
+        except Exception:  # noqa: BLE001 - no such ledger (or no key yet): nothing shown
+            return False
+        if known and hmac.compare_digest(known, master_key):
+            proven.add(ledger_id)
+            return True
+        return False
+
+    def _unproven(self, request: pb.Request) -> bytes | None:
+        """The EUA answer of a v3 request that reads a ledger this connection has not shown the key of, or None."""
+        operation = request.header.operation
+        if operation == pb.READ_ENTRY and request.HasField("readRequest"):
+            read = request.readRequest
+            key = read.masterKey if read.HasField("masterKey") else None
+            if not self._may_read(read.ledgerId, key):
+                return wire.read_response_v3(request.header.txnId, pb.EUA, read.ledgerId, read.entryId, None, None)
+        elif operation == pb.WRITE_LAC and request.HasField("writeLacRequest"):
+            self._may_read(request.writeLacRequest.ledgerId, request.writeLacRequest.masterKey)
+        else:
+            for op, field, answer in (
+                (pb.READ_LAC, "readLacRequest", "readLacResponse"),
+                (
+                    pb.GET_LIST_OF_ENTRIES_OF_LEDGER,
+                    "getListOfEntriesOfLedgerRequest",
+                    "getListOfEntriesOfLedgerResponse",
+                ),
+            ):
+                if operation == op and request.HasField(field):
+                    ledger_id = getattr(request, field).ledgerId
+                    if not self._may_read(ledger_id, None):
+                        message = pb.Response(header=_reply_header(request.header), status=pb.EUA)
+                        getattr(message, answer).status = pb.EUA
+                        getattr(message, answer).ledgerId = ledger_id
+                        return wire.encode_v3(message)
+        return None

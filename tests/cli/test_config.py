@@ -59,6 +59,7 @@ def test_set_use_get_and_delete_contexts(bkctl, config_file):
             "*         prod   zk+hierarchical://zk1:2181;zk2:2181/ledgers   8080        5.0\n"
         ),
     )
+    no_tls = dict.fromkeys(("tlsTrustStore", "tlsCert", "tlsKey", "tlsKeyPasswordFile", "tlsHostnameVerification"))
     assert json.loads(bkctl("config", "get-contexts", "-o", "json").stdout) == [
         {
             "name": "dev",
@@ -66,6 +67,7 @@ def test_set_use_get_and_delete_contexts(bkctl, config_file):
             "serviceUri": "zk://127.0.0.1:2181/ledgers",
             "httpPort": None,
             "timeout": 2.0,
+            **no_tls,
         },
         {
             "name": "prod",
@@ -73,6 +75,7 @@ def test_set_use_get_and_delete_contexts(bkctl, config_file):
             "serviceUri": "zk+hierarchical://zk1:2181;zk2:2181/ledgers",
             "httpPort": 8080,
             "timeout": 5.0,
+            **no_tls,
         },
     ]
     assert yaml.safe_load(config_file.read_text()) == {
@@ -124,7 +127,7 @@ def test_dry_runs_change_nothing(bkctl, config_file):
         (["use-context", "nope"], 5, "no context 'nope' in {file} (`bkctl config get-contexts` lists them)"),
         (["delete-context", "nope"], 5, "no context 'nope' in {file} (`bkctl config get-contexts` lists them)"),
         (["set-context", "new", "--timeout", "3"], 2, "context new is new: give its --service-uri"),
-        (["set-context", "a"], 2, "nothing to set: give --service-uri, --http-port or --timeout"),
+        (["set-context", "a"], 2, "nothing to set: give --service-uri, --http-port, --timeout or --tls-*"),
         (
             ["set-context", "a", "--service-uri", "zk://h:99999/l"],
             2,
@@ -169,7 +172,12 @@ def test_bad_input_is_one_line(bkctl, config_file, args, code, message):
         ("contexts:\n  a: {http-port: 1}\n", "context 'a': no service-uri"),
         (
             "contexts:\n  a: {service-uri: 'zk://h/l', tls: {ca: x}}\n",
-            "context 'a': unknown key 'tls' (this bkctl knows service-uri, http-port, timeout)",
+            "context 'a': unknown key 'tls' (this bkctl knows service-uri, http-port, timeout, tls-trust-store, "
+            "tls-cert, tls-key, tls-key-password-file, tls-hostname-verification)",
+        ),
+        (
+            "contexts:\n  a: {service-uri: 'zk://h/l', tls-key: key.pem}\n",
+            "context 'a': tls-key 'key.pem' is not an absolute path",
         ),
         (
             "contexts:\n  a: {service-uri: 'zk://h/l', http-port: '80'}\n",

@@ -15,9 +15,14 @@ here blocks that loop: ZooKeeper calls run in threads, and the cluster-wide oper
 the bookie's (its own loop thread, on the bookie's ZooKeeper session), as BKHttpServiceProvider keeps a
 BookKeeperAdmin. Long ones (recover, decommission) are started and answered at once, as BookKeeper does.
 
-Security: as in BookKeeper, every endpoint is unauthenticated, and many change the bookie or the cluster
-(read-only, GC, delete a ledger, recover, decommission, autorecovery): they are as open as the address they listen
-on, ``httpServerHost`` (the sandbox binds 127.0.0.1). Bind it to an address only operators reach.
+Security: as in BookKeeper, without ``httpServerTlsEnable`` every endpoint is unauthenticated, and many change the
+bookie or the cluster (read-only, GC, delete a ledger, recover, decommission, autorecovery): they are as open as the
+address they listen on, ``httpServerHost`` (the sandbox binds 127.0.0.1). With it, as BookKeeper's Vert.x server:
+HTTPS, a client certificate signed by the trust store required of every client (``httpServerKeyStorePath``,
+``httpServerKeyStorePassword``, ``httpServerTrustStorePath``, ``httpServerTrustStorePassword``: PKCS12 stores here,
+JKS in BookKeeper). Where we go further: with BookieAuthZFactory on (bookie/server/auth.py), a request that changes
+something (any method but GET and HEAD), reads ledger entries (``ledger/read``) or writes a ledger (``sanity``)
+needs a client certificate with an admin role (403 otherwise) — refused without HTTPS, as no certificate is seen.
 """
 
 from __future__ import annotations
@@ -28,13 +33,16 @@ import logging
 
 from aiohttp import web
 
+from bookie.errors import InvalidArgument
 from bookie.server.http.autorecovery import AutoRecoveryApi
 from bookie.server.http.bookie import BookieApi
 from bookie.server.http.bookies import BookiesApi
 from bookie.server.http.common import Failed, text
 from bookie.server.http.ledger import LedgerApi
+from bookie.tls import Tls, TlsSettings, ou_of_subject
 
 log = logging.getLogger(__name__)
+ADMIN_GETS = frozenset({"/api/v1/ledger/read", "/api/v1/bookie/sanity"})  # reads without a password; writes
 
 
 class HttpAdmin:
@@ -46,7 +54,7 @@ class HttpAdmin:
         self._client = None  # bookie.client.BookKeeper, made on first use
         self._client_lock = asyncio.Lock()
         self._background: set[concurrent.futures.Future] = set()
-        app = web.Application(middlewares=[self._errors])
+        app = web.Application(middlewares=[self._roles, self._errors])
         for group in (BookieApi(self), BookiesApi(self), LedgerApi(self), AutoRecoveryApi(self)):
             for path, handler in group.routes().items():
                 app.router.add_route("*", path, handler)
@@ -56,9 +64,53 @@ class HttpAdmin:
         """Listen; return the port (``port`` 0 picks a free one)."""
         self.runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self.runner.setup()
-        site = web.TCPSite(self.runner, host, port, reuse_address=True)
+        site = web.TCPSite(self.runner, host, port, reuse_address=True, ssl_context=self._ssl_context())
         await site.start()
         return self.runner.addresses[0][1]  # (host, port[, ...]) of the one site
+
+    def _ssl_context(self):
+        """HTTPS with httpServerTlsEnable: a client certificate required (Vert.x's ClientAuth.REQUIRED)."""
+        config = self.bookie.config
+        if not config.httpServerTlsEnable:
+            return None
+        if not config.httpServerKeyStorePath or not config.httpServerTrustStorePath:
+            raise InvalidArgument("httpServerTlsEnable=true needs httpServerKeyStorePath and httpServerTrustStorePath")
+        settings = TlsSettings(
+            key_store_type="PKCS12",
+            key_store=config.httpServerKeyStorePath,
+            key_store_password=config.httpServerKeyStorePassword.encode(),
+            trust_store_type="PKCS12",
+            trust_store=config.httpServerTrustStorePath,
+            trust_store_password=config.httpServerTrustStorePassword.encode(),
+            client_authentication=True,
+            refresh_seconds=(
+                config.properties.get("tlsCertFilesRefreshDurationSeconds", "0").isdigit()
+                and int(config.properties.get("tlsCertFilesRefreshDurationSeconds", "0"))
+            )
+            or 0,
+        )
+        tls = Tls(settings, "server")
+        context = tls.context()
+
+        def reloaded(connection, _server_name, _context) -> None:  # per handshake: the current key and chain
+            connection.context = tls.context()
+
+        context.sni_callback = reloaded
+        return context
+
+    @web.middleware
+    async def _roles(self, request: web.Request, handler):
+        authorizer = self.bookie.config.authorizer
+        if authorizer.enabled and (request.method not in ("GET", "HEAD") or request.path in ADMIN_GETS):
+            certificate = request.transport.get_extra_info("peercert") if request.transport else None
+            who = None
+            if certificate:
+                who = authorizer.principal(ou_of_subject(certificate.get("subject", ())), str(request.remote))
+            refusal = authorizer.admin_refusal(who, "over HTTPS: httpServerTlsEnable=true")
+            if refusal is not None:
+                log.warning("HTTP %s %s from %s refused: %s", request.method, request.path, request.remote, refusal)
+                return text(403, refusal)
+        return await handler(request)
 
     async def close_client(self) -> None:
         """Before the bookie closes its ZooKeeper session: end the client and what runs on it (a recovery)."""

@@ -311,3 +311,39 @@ def test_a_bookie_without_cookie_that_ledgers_name_is_not_formatted(shared_sandb
 def service_uri(directory):
     state = json.loads((directory / "sandbox.json").read_text())
     return f"zk+hierarchical://127.0.0.1:{state['zk_port']}/ledgers"
+
+
+def test_a_secure_sandbox_requires_tls_and_bkctl_uses_its_admin_certificate(sandbox_dir):
+    started = bkctl("sandbox", "start", "--secure", "--bookies", "3", "-o", "json", env_dir=sandbox_dir)
+    assert started.returncode == 0, started.stderr
+    status = json.loads(started.stdout)
+    try:
+        assert status["secure"] is True
+        tls = sandbox_dir / "tls"
+        assert tls.stat().st_mode & 0o777 == 0o700
+        private = {p.name for p in tls.iterdir() if p.stat().st_mode & 0o777 == 0o600}
+        assert {"ca-key.pem", "bookie-key.pem", "bkctl-key.pem", "client-key.pem", "bookie.p12"} <= private
+        assert all(p.stat().st_mode & 0o077 == 0 for p in tls.glob("*key*"))
+        for bookie in status["bookies"]:  # holds the HTTPS stores' password
+            assert Path(bookie["journalDir"]).parent.joinpath("bk_server.conf").stat().st_mode & 0o777 == 0o600
+
+        probe = bkctl("-v", "ledger", "simpletest", "-n", "20", env_dir=sandbox_dir)  # TLS by itself, as an admin
+        assert probe.returncode == 0, probe.stderr
+        assert "TLS to the bookies (from the secure sandbox)" in probe.stderr
+        assert bkctl("bookie", "gc", "--all", env_dir=sandbox_dir).returncode == 0
+
+        uri = status["serviceUri"]
+        plain = bkctl("-u", uri, "ledger", "simpletest", "-n", "5", env_dir=sandbox_dir)
+        assert plain.returncode == 4 and "requires TLS with a client certificate" in plain.stderr
+        application = ["--tls-trust-store", str(tls / "ca.pem"), "--tls-cert", str(tls / "client.pem")]
+        application += ["--tls-key", str(tls / "client-key.pem")]
+        assert bkctl("-u", uri, *application, "ledger", "simpletest", "-n", "5", env_dir=sandbox_dir).returncode == 0
+        refused = bkctl("-u", uri, *application, "bookie", "gc", "--all", env_dir=sandbox_dir)
+        assert refused.returncode == 4 and "role 'client' may not run admin operations" in refused.stderr
+
+        again = bkctl("sandbox", "stop", env_dir=sandbox_dir)
+        assert again.returncode == 0
+        restarted = bkctl("sandbox", "start", "-o", "json", env_dir=sandbox_dir)  # secure it stays
+        assert restarted.returncode == 0 and json.loads(restarted.stdout)["secure"] is True
+    finally:
+        bkctl("sandbox", "stop", env_dir=sandbox_dir)
