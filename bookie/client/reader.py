@@ -133,7 +133,7 @@ class LedgerReader:
         """Replicas say they have no such ledger: if its metadata is gone too, it was deleted (say so, not the
         replicas' statuses)."""
         if not await asyncio.to_thread(self.client.ledgers.exists, self.ledger_id):
-            raise NoSuchLedger(f"ledger {self.ledger_id} was deleted")
+            raise NoSuchLedger(f"ledger {self.ledger_id} was deleted", ledger_id=self.ledger_id)
 
     def _requests(self) -> _InFlight:
         if self._in_flight is None:  # made on the client's loop, where it is used

@@ -351,7 +351,7 @@ class LedgerStorage:
     def ledger(self, ledger_id: int) -> LedgerIndex:
         state = self.cache.get(ledger_id)
         if state is None:
-            raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie")
+            raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie", ledger_id=ledger_id)
         return state
 
     def lac(self, ledger_id: int) -> int:
