@@ -1,8 +1,8 @@
 """Ledger storage: the facade the bookie server calls — adds, reads, fencing, master keys, LACs, list of entries —
 and the checkpoint and restart (replay) logic that make it crash-safe.
 
-An add (spec/bookie-storage.md, order matters): 1. append to the current entry log (buffered), 2. update the index
-in the ledger cache, 3. journal the record, 4. acknowledge once the journal record is durable.
+An add (BookKeeper: bookie/InterleavedLedgerStorage.java, order matters): 1. append to the current entry log (buffered),
+2. update the index in the ledger cache, 3. journal the record, 4. acknowledge once the journal record is durable.
 """
 
 from __future__ import annotations

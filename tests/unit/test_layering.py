@@ -1,4 +1,5 @@
-"""The dependency rules of DESIGN.md, checked on the source: bkctl -> admin -> bookie.client -> bookie.meta/codec."""
+"""The dependency rules (bookie/README.md, admin/README.md), checked on the source: bkctl -> admin -> bookie.client ->
+bookie.meta/codec."""
 
 from __future__ import annotations
 
