@@ -30,7 +30,7 @@ class Application:
         log_format: str = "text",
     ):
         self.ctx = ctx
-        self.log_format = log_format  # --log-format / BKCTL_LOG_FORMAT (bkctl.logs)
+        self.log_format = log_format  # --log-format / BKCTL_LOG_FORMAT (bookie.logs)
         self.service_uri_flag = service_uri  # from -u or BKCTL_SERVICE_URI (click applies that precedence)
         self.conf_path = conf
         self.context_name = context  # from --context or BKCTL_CONTEXT

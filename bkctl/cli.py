@@ -11,8 +11,9 @@ import sys
 import click
 
 from bkctl import __version__, examples
-from bkctl.errors import ExitCode, Terminated, exit_code_for, exit_codes_summary, interruption
+from bkctl.errors import ExitCode, exit_code_for, exit_codes_summary
 from bkctl.options import MAX_TIMEOUT, complete_context_names, finite_seconds, log_format_option
+from bookie.entry import interruption
 from bookie.errors import BKError
 
 COMMANDS = {
@@ -83,16 +84,15 @@ def _terminate_on_sigterm(ctx: click.Context) -> None:
     import signal
     import threading
 
-    def terminated(_signum, _frame):
-        raise Terminated()
+    from bookie.entry import raise_terminated
 
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, terminated)
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
         ctx.call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
 
 
 def _configure_logging(verbosity: int, log_format: str) -> None:
-    from bkctl import logs
+    from bookie import logs
 
     level = {0: logging.ERROR, 1: logging.INFO}.get(verbosity, logging.DEBUG)
     logs.configure(level, log_format)

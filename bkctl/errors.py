@@ -5,19 +5,11 @@ from __future__ import annotations
 import enum
 
 from bookie import errors as bk
+from bookie.entry import Terminated  # SIGTERM, as the core's own processes take it (bookie/entry.py)
 
 
 class CheckFailed(bk.BKError):
     """A check found problems, or an action would be unsafe."""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that the same clean-up paths run."""
-
-
-def interruption(exc: KeyboardInterrupt) -> str:
-    """How an interrupt is reported: its own message if it has one (what was cleaned up), else what it was."""
-    return str(exc) or ("terminated" if isinstance(exc, Terminated) else "interrupted")
 
 
 class ExitCode(enum.IntEnum):

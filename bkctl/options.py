@@ -113,7 +113,7 @@ def quorum_options(command):
 
 
 def log_format_option(command=None, *, default: str | None = "text"):
-    """``--log-format text|json``: how log records go to stderr (bkctl.logs). The root's reads BKCTL_LOG_FORMAT;
+    """``--log-format text|json``: how log records go to stderr (bookie.logs). The root's reads BKCTL_LOG_FORMAT;
     a command's (``default=None``) overrides the root's for that command."""
 
     def decorate(command):

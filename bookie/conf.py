@@ -1,4 +1,5 @@
-"""``bk_server.conf``-style configuration: a Java properties file with BookKeeper's key names (spec/defaults.md)."""
+"""``bk_server.conf``-style configuration: a Java properties file with BookKeeper's key names (BookKeeper:
+conf/AbstractConfiguration.java)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,11 @@ class BadRequest(BKError):
 
 @_status(402)
 class NoSuchLedger(BKError):
-    """The ledger does not exist (in the metadata store, or on a bookie)."""
+    """The ledger does not exist (in the metadata store, or on a bookie); ``ledger_id`` names it when one does."""
+
+    def __init__(self, message: str = "", *, ledger_id: int | None = None):
+        super().__init__(message)
+        self.ledger_id = ledger_id
 
 
 @_status(403)
@@ -98,6 +102,7 @@ class AdminServiceMissing(BKError):
     """A bookie publishes neither bkctl's admin service nor BookKeeper's HTTP admin API."""
 
     def __init__(self, bookie_id: str, operation: str):
+        self.bookie_id, self.operation = bookie_id, operation
         super().__init__(
             f"bookie {bookie_id} publishes no admin service for {operation}: neither bkctl's (bkctlAdminPort) nor "
             "BookKeeper's HTTP admin API; enable that on the bookie (httpServerEnabled=true) or, if it is on, "
@@ -109,6 +114,7 @@ class MetricsAddressMissing(AdminServiceMissing):
     """A bookie publishes no address for its /metrics (a Java bookie without its HTTP admin server)."""
 
     def __init__(self, bookie_id: str):
+        self.bookie_id, self.operation = bookie_id, "metrics"
         BKError.__init__(
             self,
             f"bookie {bookie_id} publishes no address for its metrics: pass the port it serves /metrics on "
@@ -138,7 +144,12 @@ class CorruptEntry(BKError):
 
 
 class CorruptData(BKError):
-    """A stored structure (file record, znode) that cannot be parsed; the message names where."""
+    """A stored structure (file record, znode) that cannot be parsed; the message names where. ``ledger_id``: the
+    ledger, when the structure is a ledger's metadata (the ledger manager sets it)."""
+
+    def __init__(self, message: str = "", *, ledger_id: int | None = None):
+        super().__init__(message)
+        self.ledger_id = ledger_id
 
 
 class MalformedFrame(BKError):

@@ -1,1 +1,1 @@
-"""The cluster metadata checker (BP-34) and the impact check (spec/audit-and-recovery.md)."""
+"""The cluster metadata checker (BP-34) and the impact check (BookKeeper: replication/Auditor.java)."""

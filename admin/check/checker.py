@@ -1,4 +1,4 @@
-"""The cluster metadata checker (BP-34; spec/audit-and-recovery.md). It reports; it never repairs.
+"""The cluster metadata checker (BP-34; BookKeeper: replication/Auditor.java). It reports; it never repairs.
 
 Per closed ledger: placement of every segment; and the durability contract — what each bookie must hold by the
 write-set rule against what it says it holds (GET_LIST_OF_ENTRIES_OF_LEDGER, answered from its index, asked for

@@ -228,8 +228,8 @@ def plan_export(
     else:
         in_ranges = [lid for lid in all_ids if selection.covers(lid)] if selection.ranges else []
         candidates = sorted(set(selection.ids) | set(in_ranges))
-    corrupt: list[CorruptData] = []
-    found = dict(manager.iter_ledgers(candidates, on_corrupt=corrupt.append))
+    corrupt: dict[int | None, CorruptData] = {}
+    found = dict(manager.iter_ledgers(candidates, on_corrupt=lambda exc: corrupt.setdefault(exc.ledger_id, exc)))
     skipped: dict[int | str, str] = {}
     # A range is sparse by nature (ids are not dense), so it takes what exists; but a range with no ledger at all
     # is as missing as a named ledger that does not exist: most likely a typo, never silently nothing.
@@ -240,12 +240,12 @@ def plan_export(
                 raise NoSuchLedger(reason)
             skipped[f"{low}-{high}"] = reason
     for lid in (lid for lid in candidates if lid not in found):
-        problem = next((str(exc) for exc in corrupt if manager.path(lid) in str(exc)), None)
+        problem = corrupt.get(lid)
         if problem is None and (selection is None or lid not in selection.ids):
             continue  # deleted while we listed: it is simply not there any more
         reason = f"ledger {lid} does not exist" if problem is None else f"ledger {lid} cannot be read: {problem}"
         if not skip_missing:
-            raise NoSuchLedger(reason)
+            raise NoSuchLedger(reason, ledger_id=lid)
         skipped[lid] = reason
     wanted = {
         lid: _readable(md)

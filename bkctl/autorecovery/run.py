@@ -21,41 +21,9 @@ def run(app, open_ledger_grace, poll):
     configuration has (bookieId, advertisedAddress, listeningInterface, bookiePort...; BookKeeper's defaults
     without -c), so that run beside a bookie, with its bk_server.conf, it is named after that bookie.
     """
-    import asyncio
-    import logging
-    import signal
+    from bookie.autorecovery.main import auditor_id, run_autorecovery
+    from bookie.logs import configure_server
 
-    from admin.autorecovery import AutoRecovery
-    from bkctl import logs
-
-    logs.configure(logging.INFO, app.log_format)
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
-    name = _auditor_id(app.config)
-    client = app.client
-    stop = asyncio.Event()
-
-    def request_stop(*_):
-        client.loop.call_soon_threadsafe(stop.set)
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    client.run(AutoRecovery(client.core, name, poll=poll, open_grace=open_ledger_grace).run(stop))
-
-
-def _auditor_id(properties: dict[str, str]) -> str:
-    """AutoRecoveryMain's BookieImpl.getBookieId(conf). A loopback address is allowed: this process listens on
-    nothing, and the id only names it (BookKeeper's refusal would stop autorecovery on a host named 127.0.x.x)."""
-    from bookie.server.config import BookieConfig
-    from bookie.server.network import BookieNetwork
-
-    keys = (
-        "bookieId",
-        "advertisedAddress",
-        "listeningInterface",
-        "useHostNameAsBookieID",
-        "useShortHostName",
-        "bookiePort",
-    )
-    config = BookieConfig.load(overrides={k: v for k, v in properties.items() if k in keys})
-    config.allowLoopback = True
-    return BookieNetwork.of(config).bookie_id
+    configure_server(app.log_format, debug=app.terminal.verbosity > 1)
+    name = auditor_id(app.config)
+    run_autorecovery(app.client, name, poll=poll, open_grace=open_ledger_grace)

@@ -64,11 +64,12 @@ def run(
     --print-systemd-unit and --print-dockerfile print a service definition made from the same options: readiness on
     /api/v1/bookie/is_ready, SIGTERM for a clean stop, a non-root user, private state directories.
     """
-    import logging
     import os
 
-    from bookie.errors import BKError, InvalidArgument
+    from bookie.errors import InvalidArgument
+    from bookie.logs import configure_server
     from bookie.server.config import BookieConfig
+    from bookie.server.main import run_bookie
 
     overrides = dict(settings)
     if app.service_uri_flag:
@@ -87,29 +88,8 @@ def run(
         _print_service(app, conf_file and os.path.abspath(conf_file), overrides, log_format, print_unit)
         return
     config = BookieConfig.load(conf_file, overrides)
-    _configure_logging(app, log_format)
-    for key in config.unused_keys:  # a Java bookie's bk_server.conf: say what it sets that this bookie ignores
-        logging.getLogger("bookie.server.config").warning("%s is not used by this bookie: ignored", key)
-
-    from bookie.server.bookie import run as run_bookie
-    from bookie.server.claim import StartRefused
-    from bookie.server.network import BookieNetwork
-
-    network = BookieNetwork.of(config)  # before anything is claimed or written (InvalidArgument: exit 2)
-    try:
-        run_bookie(config, network)
-    except (OSError, StartRefused) as exc:
-        raise BKError(f"bookie {network.bookie_id} cannot start: {exc}") from None
-
-
-def _configure_logging(app, log_format: str | None) -> None:
-    import logging
-
-    from bkctl import logs
-
-    logs.configure(logging.DEBUG if app.terminal.verbosity > 1 else logging.INFO, log_format or app.log_format)
-    # ZooKeeper connection losses matter to a bookie's operator; kazoo's routine chatter does not
-    logging.getLogger("kazoo").setLevel(logging.DEBUG if app.terminal.verbosity > 1 else logging.WARNING)
+    configure_server(log_format or app.log_format, debug=app.terminal.verbosity > 1)
+    run_bookie(config)
 
 
 def _print_service(app, conf_file: str | None, overrides: dict[str, str], log_format: str | None, unit: bool):
@@ -117,7 +97,7 @@ def _print_service(app, conf_file: str | None, overrides: dict[str, str], log_fo
     import os
 
     from bkctl import __version__
-    from bookie.local.service import BookieService
+    from bkctl.bookie.service import BookieService
     from bookie.server.config import BookieConfig
 
     args = ["-u", app.service_uri_flag] if app.service_uri_flag else []

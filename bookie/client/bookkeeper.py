@@ -119,7 +119,7 @@ class _Feed(Generic[_T]):
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
     try:
-        import uvloop  # ~20% less CPU per gRPC message (DESIGN.md)
+        import uvloop  # ~20% less CPU per gRPC message than asyncio's own loop
 
         return uvloop.new_event_loop()
     except ImportError:

@@ -1,4 +1,4 @@
-"""Client configuration, with BookKeeper's defaults (spec/defaults.md)."""
+"""Client configuration, with BookKeeper's defaults (BookKeeper: conf/ClientConfiguration.java)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ connection to one bookie, shared by every ledger handle.
 
 Adds: one long-lived ``AddEntries`` stream. Adds queued during one turn of the event loop (or until ~1 MB) go out
 as one ``AddBatch`` message, and each answer acknowledges a whole batch — a Python gRPC message costs about the same
-whatever its size (DESIGN.md). A broken stream fails every add in flight with ``CONNECTION_LOST``, which the handle
+whatever its size. A broken stream fails every add in flight with ``CONNECTION_LOST``, which the handle
 treats like any bookie failure (an ensemble change).
 
 Reads: unary ``ReadEntry`` (plain, fence, long poll), ``ReadLac``, and streamed ``ReadEntries``. grpc's stubs are

@@ -1,5 +1,5 @@
-"""Rack-aware ensemble placement (spec/client-protocol.md): spread an ensemble over as many racks as possible;
-bookies that publish no rack share the default rack."""
+"""Rack-aware ensemble placement (BookKeeper: client/RackawareEnsemblePlacementPolicyImpl.java): spread an ensemble over
+as many racks as possible; bookies that publish no rack share the default rack."""
 
 from __future__ import annotations
 

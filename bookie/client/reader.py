@@ -1,9 +1,9 @@
-"""Reading a ledger (spec/client-protocol.md): from one replica of each entry's write set, falling back to the
-next on an error status, any transport error (unreachable, timed out, cancelled) or a bad digest (a bad digest is
-reported as corruption: ledger, entry, bookie). A read fails only when no replica of some entry gives it.
-Sequential ranges are read from every bookie of the ensemble at once, each streaming its own stripe; what a stripe
-lacks is streamed from the next replica of the same entries, and what is still missing then is read one entry at a
-time, at most MAX_ENTRY_READS at once.
+"""Reading a ledger (BookKeeper: client/PendingReadOp.java): from one replica of each entry's write set, falling back to
+the next on an error status, any transport error (unreachable, timed out, cancelled) or a bad digest (a bad digest is
+reported as corruption: ledger, entry, bookie). A read fails only when no replica of some entry gives it. Sequential
+ranges are read from every bookie of the ensemble at once, each streaming its own stripe; what a stripe lacks is
+streamed from the next replica of the same entries, and what is still missing then is read one entry at a time, at most
+MAX_ENTRY_READS at once.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class LedgerReader:
         """Replicas say they have no such ledger: if its metadata is gone too, it was deleted (say so, not the
         replicas' statuses)."""
         if not await asyncio.to_thread(self.client.ledgers.exists, self.ledger_id):
-            raise NoSuchLedger(f"ledger {self.ledger_id} was deleted")
+            raise NoSuchLedger(f"ledger {self.ledger_id} was deleted", ledger_id=self.ledger_id)
 
     def _requests(self) -> _InFlight:
         if self._in_flight is None:  # made on the client's loop, where it is used

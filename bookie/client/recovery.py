@@ -1,4 +1,4 @@
-"""Ledger recovery (spec/client-protocol.md, "Open with recovery"): what makes a ledger whose writer died safe to
+"""Ledger recovery (BookKeeper: client/LedgerRecoveryOp.java): what makes a ledger whose writer died safe to
 read, and closes it.
 
 1. CAS the metadata OPEN -> IN_RECOVERY.

@@ -1,6 +1,6 @@
-"""Re-replication of lost bookies' ledgers (spec/audit-and-recovery.md): what `bookie recover`, `bookie
-decommission`, the autorecovery workers and the bookies' HTTP admin API (/api/v1/autorecovery/bookie and
-/decommission) run.
+"""Re-replication of lost bookies' ledgers (BookKeeper: client/BookKeeperAdmin.java, LedgerFragmentReplicator.java):
+what `bookie recover`, `bookie decommission`, the autorecovery workers and the bookies' HTTP admin API
+(/api/v1/autorecovery/bookie and /decommission) run.
 
 For every ledger with the bookie in a segment: an OPEN ledger whose last segment holds it is recovered (fenced and
 closed) first; then, for each segment holding it, the entries it had to hold (write-set rule) are read from the

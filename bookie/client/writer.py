@@ -1,5 +1,5 @@
-"""Writing a ledger (spec/client-protocol.md): striping over the ensemble, acks counted per entry, completions in
-entry-id order, LAC piggy-back, ensemble change on a bookie failure or timeout, and close.
+"""Writing a ledger (BookKeeper: client/LedgerHandle.java, PendingAddOp.java): striping over the ensemble, acks counted
+per entry, completions in entry-id order, LAC piggy-back, ensemble change on a bookie failure or timeout, and close.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""BP-34 "list of entries of a ledger" encoding (spec/availability-encoding.md).
+"""BP-34 "list of entries of a ledger" encoding (BookKeeper: util/AvailabilityOfEntriesOfLedger.java).
 
 Byte layout::
 

@@ -1,4 +1,5 @@
-"""Digest types, the master key, and the per-ledger digester (spec/entries-and-digests.md).
+"""Digest types, the master key, and the per-ledger digester (BookKeeper: proto/checksum/DigestManager.java,
+MacDigestManager.java).
 
 | type   | bytes | how                                                       |
 |--------|-------|-----------------------------------------------------------|

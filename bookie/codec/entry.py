@@ -1,4 +1,4 @@
-"""Entry framing (spec/entries-and-digests.md).
+"""Entry framing (BookKeeper: proto/checksum/DigestManager.java).
 
 The bytes a client sends in an add, that the bookie journals and stores, and that a read returns::
 

@@ -1,5 +1,5 @@
-"""Round-robin striping (spec/client-protocol.md): entry ``e`` goes to ensemble indexes ``(e + w) % E``,
-``w = 0 .. WQ-1``. Equivalently, the bookie at index ``i`` holds ``e`` when ``(i - e) mod E < WQ``.
+"""Round-robin striping (BookKeeper: client/RoundRobinDistributionSchedule.java): entry ``e`` goes to ensemble indexes
+``(e + w) % E``, ``w = 0 .. WQ-1``. Equivalently, the bookie at index ``i`` holds ``e`` when ``(i - e) mod E < WQ``.
 """
 
 from __future__ import annotations

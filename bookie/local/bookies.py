@@ -1,7 +1,8 @@
 """Local bookie processes: the harness under the sandbox, the tests and the benchmarks.
 
-Each bookie is a real ``bkctl bookie run`` process in its own process group, with its own directories, ports and
-``bk_server.conf``; it can be stopped (SIGTERM, graceful), killed (SIGKILL), and started again on the same disks.
+Each bookie is a real bookie process (``python -m bookie.server``) in its own process group, with its own
+directories, ports and ``bk_server.conf``; it can be stopped (SIGTERM, graceful), killed (SIGKILL), and started
+again on the same disks.
 """
 
 from __future__ import annotations
@@ -73,10 +74,12 @@ class LocalBookie:
         return [d.strip() for d in self.settings.get(key, "").split(",") if d.strip()]
 
     @property
-    def marker(self) -> tuple[str, ...]:
+    def markers(self) -> tuple[tuple[str, ...], ...]:
         """What names this bookie in its command line (see :func:`bookie.local.process.running`): its configuration,
-        in a ``bookie run`` (not, say, an editor open on the file)."""
-        return ("bookie", "run", "--conf", str(self.conf_path))
+        in the bookie process that :meth:`start` runs, or in a ``bookie run`` of the CLI on the same configuration
+        (an operator's, a test's, or one an earlier sandbox started) — not, say, an editor open on the file."""
+        conf = str(self.conf_path)
+        return (("bookie.server", "--conf", conf), ("bookie", "run", "--conf", conf))
 
     @property
     def data_dirs(self) -> list[str]:
@@ -123,11 +126,11 @@ class LocalBookie:
         write_private(self.conf_path, "".join(f"{k}={v}\n" for k, v in conf.items()).encode())
 
     def start(self) -> int:
-        self.pid = spawn([sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(self.conf_path)], self.log_path)
+        self.pid = spawn([sys.executable, "-m", "bookie.server", "--conf", str(self.conf_path)], self.log_path)
         return self.pid
 
     def running(self) -> bool:
-        return running(self.pid, self.marker)
+        return running(self.pid, *self.markers)
 
     def stop(self, kill: bool = False) -> None:
         if self.pid is not None and self.running():

@@ -80,9 +80,14 @@ def _start_time(pid: int) -> int:
         return 0
 
 
-def running(pid: int | None, marker: tuple[str, ...]) -> bool:
-    """Whether ``pid`` is alive and is the process we started: its command line holds every string of ``marker``
-    (a path under the sandbox's directory), so a reused pid or a zombie is not taken for it."""
+def _names(args: list[str], markers: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether a command line holds every string of one of ``markers``."""
+    return any(all(m in args for m in marker) for marker in markers)
+
+
+def running(pid: int | None, *markers: tuple[str, ...]) -> bool:
+    """Whether ``pid`` is alive and is the process we started: its command line holds every string of one of
+    ``markers`` (a path under the sandbox's directory, say), so a reused pid or a zombie is not taken for it."""
     if not pid or not pid_alive(pid):
         return False
     args = command_line(pid)
@@ -93,11 +98,11 @@ def running(pid: int | None, marker: tuple[str, ...]) -> bool:
     while not args and time.monotonic() < deadline and pid_alive(pid):
         time.sleep(0.01)
         args = command_line(pid)
-    return all(m in args for m in marker)
+    return _names(args, markers)
 
 
-def find(marker: tuple[str, ...]) -> list[int]:
-    """The live processes of this user whose command line holds every string of ``marker``, oldest first: what
+def find(*markers: tuple[str, ...]) -> list[int]:
+    """The live processes of this user whose command line holds every string of one of ``markers``, oldest first: what
     still runs of ours, whatever the state file says (it may be stale, or a start may have died before writing
     it)."""
     uid, me = os.getuid(), os.getpid()
@@ -112,7 +117,7 @@ def find(marker: tuple[str, ...]) -> list[int]:
         except OSError:
             continue
         args = command_line(pid)
-        if args and all(m in args for m in marker) and pid_alive(pid):
+        if args and _names(args, markers) and pid_alive(pid):
             found.append(pid)
     return sorted(found, key=_start_time)
 

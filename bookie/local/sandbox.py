@@ -80,7 +80,8 @@ class SandboxState:
 
     @property
     def autorecovery_marker(self) -> tuple[str, ...]:
-        return (self.service_uri, "autorecovery", "run")
+        """The arguments of the sandbox's autorecovery (after ``python -m``), which name it in its command line."""
+        return ("bookie.autorecovery", "--service-uri", self.service_uri)
 
     def zk_running(self) -> bool:
         return process.running(self.zk_pid, self.zookeeper.marker)
@@ -121,10 +122,10 @@ class SandboxState:
         }
 
 
-def _adopt(recorded: int | None, marker: tuple[str, ...]) -> int | None:
-    """The live process of ours named by ``marker``: the recorded pid if it still is that process, else one found
-    by its command line (its pid was lost). Duplicates are stopped: two processes never serve the same data."""
-    found = process.find(marker)
+def _adopt(recorded: int | None, *markers: tuple[str, ...]) -> int | None:
+    """The live process of ours named by one of ``markers``: the recorded pid if it still is that process, else one
+    found by its command line (its pid was lost). Duplicates are stopped: two processes never serve the same data."""
+    found = process.find(*markers)
     keep = recorded if recorded in found else (found[0] if found else None)
     for pid in found:
         if pid != keep:
@@ -213,7 +214,7 @@ class Sandbox:
         state.zk_pid = _adopt(state.zk_pid, state.zookeeper.marker)
         bookies = state.local_bookies()
         for bookie in bookies:
-            bookie.pid = _adopt(bookie.pid, bookie.marker)
+            bookie.pid = _adopt(bookie.pid, *bookie.markers)
         state.bookies = [b.to_dict() for b in bookies]
         state.autorecovery_pid = _adopt(state.autorecovery_pid, state.autorecovery_marker)
         self.save(state)
@@ -289,9 +290,9 @@ class Sandbox:
             self._start_bookies(store, state, local, count, settings)
         if autorecovery and not process.running(state.autorecovery_pid, state.autorecovery_marker):
             # with a bookie's configuration, as BookKeeper's autorecovery runs in or beside a bookie: named after it
-            conf = ["-c", str(local[0].conf_path)] if local else []
+            conf = ["--conf", str(local[0].conf_path)] if local else []
             state.autorecovery_pid = spawn(
-                [sys.executable, "-m", "bkctl", "-u", state.service_uri, *conf, "autorecovery", "run"],
+                [sys.executable, "-m", *state.autorecovery_marker, *conf],
                 self.dir / "autorecovery.log",
             )
             self.save(state)

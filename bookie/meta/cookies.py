@@ -1,4 +1,4 @@
-"""Cookies: which cluster and directories a bookie's disks belong to (spec/zookeeper-layout.md).
+"""Cookies: which cluster and directories a bookie's disks belong to (BookKeeper: bookie/Cookie.java).
 
 Stored in ``<root>/cookies/<bookieId>`` and ``current/VERSION`` of every journal, ledger and index directory as
 ``5\\n`` followed by the protobuf TextFormat of ``CookieFormat``: ``journalDir`` the journal directories joined by

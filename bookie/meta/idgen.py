@@ -1,4 +1,4 @@
-"""Ledger id generation (spec/zookeeper-layout.md).
+"""Ledger id generation (BookKeeper: meta/ZkLedgerIdGenerator.java, LongZkLedgerIdGenerator.java).
 
 Short generator: create EPHEMERAL_SEQUENTIAL ``<root>/idgen/ID-``; the id is the 10-digit suffix; delete the node.
 Valid while ``id < 2^31 - 1``. Long generator (after that, or when ``<root>/idgen-long`` exists): under

@@ -1,4 +1,5 @@
-"""The cluster's root znodes: initialisation (``initnewcluster``), LAYOUT and INSTANCEID (spec/zookeeper-layout.md).
+"""The cluster's root znodes: initialisation (``initnewcluster``), LAYOUT and INSTANCEID (BookKeeper:
+meta/LedgerLayout.java).
 
 LAYOUT is text, no trailing newline::
 

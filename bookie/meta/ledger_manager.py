@@ -48,8 +48,8 @@ class LedgerManager:
         try:
             data, stat = self.store.get(path)
         except NotFound:
-            raise NoSuchLedger(f"ledger {ledger_id} does not exist") from None
-        return ledger_metadata.parse(data, path, stat.ctime), stat.version
+            raise NoSuchLedger(f"ledger {ledger_id} does not exist", ledger_id=ledger_id) from None
+        return _parse(ledger_id, data, path, stat.ctime), stat.version
 
     def write(self, ledger_id: int, md: LedgerMetadata, version: int) -> int:
         """Compare-and-set: replace the metadata if the znode is still at ``version``; return the new version.
@@ -61,7 +61,7 @@ class LedgerManager:
             with zk_errors(f"update ledger {ledger_id}"):
                 return self.store.zk.set(path, ledger_metadata.serialize(md), version=version).version
         except NotFound:
-            raise NoSuchLedger(f"ledger {ledger_id} does not exist") from None
+            raise NoSuchLedger(f"ledger {ledger_id} does not exist", ledger_id=ledger_id) from None
 
     def delete(self, ledger_id: int, version: int = -1) -> None:
         """Delete the ledger (at ``version``, or any with -1), then the parent folders it left empty."""
@@ -70,7 +70,7 @@ class LedgerManager:
             with zk_errors(f"delete ledger {ledger_id}"):
                 self.store.zk.delete(path, version=version)
         except NotFound:
-            raise NoSuchLedger(f"ledger {ledger_id} does not exist") from None
+            raise NoSuchLedger(f"ledger {ledger_id} does not exist", ledger_id=ledger_id) from None
         self.store.delete_empty_parents(path, self.root)
 
     def exists(self, ledger_id: int) -> bool:
@@ -100,8 +100,8 @@ class LedgerManager:
     ) -> Iterator[tuple[int, LedgerMetadata]]:
         """``(ledgerId, metadata)`` for every ledger (or those given), reading up to ``PIPELINE`` at once.
 
-        Ledgers deleted while iterating are skipped. Unreadable metadata raises :class:`CorruptData`, or, with
-        ``on_corrupt``, is handed to it and skipped so the iteration goes on.
+        Ledgers deleted while iterating are skipped. Unreadable metadata raises :class:`CorruptData` (naming the
+        ledger in its ``ledger_id``), or, with ``on_corrupt``, is handed to it and skipped so the iteration goes on.
         """
         zk = self.store.zk
         pending: deque[tuple[int, str, ZkResult[tuple[bytes, ZnodeStat]]]] = deque()
@@ -114,7 +114,7 @@ class LedgerManager:
             except (NotFound, NoNodeError):
                 return None
             try:
-                return ledger_id, ledger_metadata.parse(data, path, stat.ctime)
+                return ledger_id, _parse(ledger_id, data, path, stat.ctime)
             except CorruptData as exc:
                 if on_corrupt is None:
                     raise
@@ -129,3 +129,12 @@ class LedgerManager:
         while pending:
             if item := drain_one():
                 yield item
+
+
+def _parse(ledger_id: int, data: bytes, path: str, ctime: int) -> LedgerMetadata:
+    """The ledger's metadata from its znode; a :class:`CorruptData` says which ledger's it is."""
+    try:
+        return ledger_metadata.parse(data, path, ctime)
+    except CorruptData as exc:
+        exc.ledger_id = ledger_id
+        raise

@@ -1,4 +1,4 @@
-"""Ledger metadata and its serialized forms (spec/ledger-metadata.md).
+"""Ledger metadata and its serialized forms (BookKeeper: meta/LedgerMetadataSerDe.java).
 
 Every form starts with the ASCII header ``BookieMetadataFormatVersion\\t<N>\\n``. After it:
 

@@ -1,4 +1,5 @@
-"""Ledger znode paths of the hierarchical ledger managers (spec/zookeeper-layout.md).
+"""Ledger znode paths of the hierarchical ledger managers (BookKeeper: meta/HierarchicalLedgerManager.java,
+LongHierarchicalLedgerManager.java).
 
 - short form, ids below 2^31 - 1: ``s = "%010d" % id`` → ``<root>/<s[0:2]>/<s[2:6]>/L<s[6:10]>``
 - long form, otherwise:          ``s = "%019d" % id`` → ``<root>/<s[0:3]>/<s[3:7]>/<s[7:11]>/<s[11:15]>/L<s[15:19]>``

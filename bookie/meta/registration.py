@@ -1,4 +1,4 @@
-"""Bookie registration (spec/zookeeper-layout.md).
+"""Bookie registration (BookKeeper: discover/ZKRegistrationManager.java).
 
 A writable bookie owns the EPHEMERAL ``<root>/available/<bookieId>``; a read-only one
 ``<root>/available/readonly/<bookieId>``. The data is a binary ``BookieServiceInfoFormat`` (endpoints and a

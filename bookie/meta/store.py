@@ -25,6 +25,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
+from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
 from bookie.errors import BKError, MetadataVersionConflict, NotFound, ServiceUnavailable, Unauthorized
@@ -232,6 +233,24 @@ class MetadataStore:
         """This session's id (the ``ephemeralOwner`` of the znodes it creates); None while disconnected."""
         client_id = self.zk.client_id
         return client_id[0] if client_id is not None else None
+
+    @property
+    def connected(self) -> bool:
+        """Whether the session is connected now (while it is not, its ephemeral znodes may be gone with it)."""
+        return self.zk.connected
+
+    def on_session(self, lost: Callable[[], object], connected: Callable[[], object]) -> None:
+        """Call ``lost`` when the session expires (its ephemeral znodes are gone), and ``connected`` each time the
+        connection is up again — after an expiry, on the new session kazoo opened. Both run on kazoo's thread, which
+        they must not block: no ZooKeeper call in them."""
+
+        def listener(state: str) -> None:
+            if state == KazooState.LOST:
+                lost()
+            elif state == KazooState.CONNECTED:
+                connected()
+
+        self.zk.add_listener(listener)
 
     def path(self, *parts: str) -> str:
         return "/".join((self.root, *parts))

@@ -1,4 +1,4 @@
-"""Under-replication markers and re-replication locks (spec/zookeeper-layout.md).
+"""Under-replication markers and re-replication locks (BookKeeper: meta/ZkLedgerUnderreplicationManager.java).
 
 Marker of ledger ``id``: ``<root>/underreplication/ledgers/%04x/%04x/%04x/%04x/urL%010d`` (the four 16-bit groups of
 the id, high bits first), holding TextFormat ``UnderreplicatedLedgerFormat`` (missing replicas, mark time in ms).

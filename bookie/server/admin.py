@@ -1,5 +1,5 @@
 """The BookieAdmin gRPC service: operator controls — read-only mode, forced garbage collection and compaction,
-their status, and suspending compaction (spec/gc-compaction.md)."""
+their status, and suspending compaction (BookKeeper: bookie/GarbageCollectorThread.java)."""
 
 from __future__ import annotations
 

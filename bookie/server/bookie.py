@@ -1,9 +1,9 @@
 """The bookie process: cookie check, journal replay, gRPC service, registration, read-only mode, shutdown.
 
-Start-up order (spec/bookie-storage.md): lock the directories and check the ports are free (claim.py), check cookies,
-replay the journal and flush, serve, write a new bookie's cookie, then register — so a bookie is visible to clients
-only once everything it acknowledged before a crash is back in place, and a start that fails leaves nothing behind
-that would refuse the next one.
+Start-up order (BookKeeper: bookie/BookieImpl.java): lock the directories and check the ports are free (claim.py), check
+cookies, replay the journal and flush, serve, write a new bookie's cookie, then register — so a bookie is visible to
+clients only once everything it acknowledged before a crash is back in place, and a start that fails leaves nothing
+behind that would refuse the next one.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
 import grpc
-from kazoo.protocol.states import KazooState
 
 from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
 from bookie.meta.ledger_manager import LedgerManager
@@ -162,7 +161,7 @@ class BookieServer:
         await asyncio.to_thread(write_cookies, self.store, cookies)  # last: see cookie_check
         await asyncio.to_thread(self._register)
         self.running = True
-        self.store.zk.add_listener(self._on_session_state)
+        self.store.on_session(lost=self._session_lost, connected=self._session_connected)
         # Start-up objects never die: keep them out of every later collection. Fewer, larger young collections
         # (most per-batch objects die by reference counting anyway): max add latency at 10k entries/s fell from
         # 66-74 ms to 39-41 ms in alternating runs.
@@ -234,11 +233,12 @@ class BookieServer:
             self._registered_state = state
             log.info("bookie %s registered as %s", self.bookie_id, state)
 
-    def _on_session_state(self, state) -> None:
+    def _session_lost(self) -> None:
+        self._registered_state = None  # the registration was ephemeral: gone with the session
+
+    def _session_connected(self) -> None:
         """After a session expiry kazoo reconnects with a new session: register again (off kazoo's thread)."""
-        if state == KazooState.LOST:
-            self._registered_state = None
-        elif state == KazooState.CONNECTED and self._registered_state is None and not self.shutting_down:
+        if self._registered_state is None and not self.shutting_down:
             threading.Thread(target=self._reregister, name="reregister", daemon=True).start()
 
     def _reregister(self) -> None:
@@ -298,7 +298,7 @@ class BookieServer:
         self.shutting_down = True
         if self.collector is not None:  # first: its ledger GC uses the metadata store
             await asyncio.to_thread(self.collector.stop)
-        if self.store is not None and self.store.zk.connected:  # else the node goes with the session
+        if self.store is not None and self.store.connected:  # else the node goes with the session
             try:
                 BookieRegistry(self.store).unregister(self.bookie_id)
             except Exception:
@@ -346,7 +346,7 @@ async def serve(config: BookieConfig, network: BookieNetwork) -> None:
 def run(config: BookieConfig, network: BookieNetwork) -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     try:
-        import uvloop  # ~20% less CPU per message (DESIGN.md)
+        import uvloop  # ~20% less CPU per message than asyncio's own loop
     except ImportError:  # only the import: an ImportError raised by the bookie itself must not start it twice
         asyncio.run(serve(config, network))
     else:

@@ -1,8 +1,8 @@
 """Bookie configuration: a ``bk_server.conf`` properties file with Apache BookKeeper's key names and defaults
-(spec/defaults.md), overridden by flags. One file serves both kinds of bookie: a key this bookie does not use is
-listed in ``BookieConfig.unused_keys`` (the bookie warns once per key at start), and a key whose value asks for
-something this bookie cannot do (``HONOURED_VALUES``) is refused, in one line, rather than run with a configuration
-other than the one written."""
+(BookKeeper: conf/ServerConfiguration.java), overridden by flags. One file serves both kinds of bookie: a key this
+bookie does not use is listed in ``BookieConfig.unused_keys`` (the bookie warns once per key at start), and a key whose
+value asks for something this bookie cannot do (``HONOURED_VALUES``) is refused, in one line, rather than run with a
+configuration other than the one written."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The cookie check at start-up (spec/zookeeper-layout.md): a bookie serves only its own cluster's data.
+"""The cookie check at start-up (BookKeeper: bookie/LegacyCookieValidation.java): a bookie serves only its own cluster's
+data.
 
 The check only reads. The cookie of every directory and the one in ZooKeeper must match what this configuration and
 cluster expect, compared as BookKeeper's LegacyCookieValidation compares them (Cookie.verify); any difference refuses

@@ -1,4 +1,4 @@
-"""The Bookie gRPC service: thin translation between protocol messages and ledger storage (spec/wire-protocol.md).
+"""The Bookie gRPC service: thin translation between protocol messages and ledger storage (proto/README.md).
 
 Adds arrive in batches on a long-lived stream; each batch is stored, journaled, and answered once durable, while
 the stream keeps reading the next batches (answers go out in order). Reads, fence reads and LAC long polls are

@@ -1,4 +1,5 @@
-"""lastMark (spec/bookie-storage.md): ``<ledgerDir>/current/lastMark``, 16 bytes ``int64 journalId | int64 offset``.
+"""lastMark (BookKeeper: bookie/Journal.java's LastLogMark): ``<ledgerDir>/current/lastMark``, 16 bytes
+``int64 journalId | int64 offset``.
 
 Every entry before that journal position is persisted in entry logs and index files, so a restart replays the
 journal from there. As in BookKeeper (Journal.LastLogMark): with several journal directories each journal has its

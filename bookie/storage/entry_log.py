@@ -1,4 +1,5 @@
-"""Entry logs (spec/bookie-storage.md): ``<ledgerDir>/current/<hex log id>.log``, interleaving all ledgers' entries.
+"""Entry logs (BookKeeper: bookie/DefaultEntryLogger.java): ``<ledgerDir>/current/<hex log id>.log``, interleaving all
+ledgers' entries.
 
 Byte layout::
 

@@ -1,4 +1,4 @@
-"""Garbage collection and compaction (spec/gc-compaction.md).
+"""Garbage collection and compaction (BookKeeper: bookie/GarbageCollectorThread.java).
 
 Each run: 1. ledger GC — forget the local ledgers the metadata store no longer has (drop their index files);
 2. entry log metadata — ``{totalSize, remainingSize, ledgerId -> bytes}`` of every sealed log, from its ledgers map

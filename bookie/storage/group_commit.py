@@ -1,4 +1,4 @@
-"""The journal thread: group commit (spec/bookie-storage.md).
+"""The journal thread: group commit (BookKeeper: bookie/Journal.java).
 
 Callers enqueue records with a callback. The thread takes everything pending, waiting at most
 ``journalMaxGroupWaitMSec`` after the oldest record or until ``journalBufferedWritesThreshold`` bytes are

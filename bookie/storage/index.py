@@ -1,4 +1,4 @@
-"""Index files (spec/bookie-storage.md): one per ledger,
+"""Index files (BookKeeper: bookie/FileInfo.java): one per ledger,
 ``<indexDir>/current/<hex((id & 0xff00) >> 8)>/<hex(id & 0xff)>/<hex(id)>.idx``.
 
 Byte layout::

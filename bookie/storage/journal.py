@@ -1,4 +1,4 @@
-"""Journal files (spec/bookie-storage.md): ``<journalDir>/current/<hex id>.txn``.
+"""Journal files (BookKeeper: bookie/Journal.java, JournalChannel.java): ``<journalDir>/current/<hex id>.txn``.
 
 Byte layout::
 

@@ -1,8 +1,8 @@
 """Ledger storage: the facade the bookie server calls — adds, reads, fencing, master keys, LACs, list of entries —
 and the checkpoint and restart (replay) logic that make it crash-safe.
 
-An add (spec/bookie-storage.md, order matters): 1. append to the current entry log (buffered), 2. update the index
-in the ledger cache, 3. journal the record, 4. acknowledge once the journal record is durable.
+An add (BookKeeper: bookie/InterleavedLedgerStorage.java, order matters): 1. append to the current entry log (buffered),
+2. update the index in the ledger cache, 3. journal the record, 4. acknowledge once the journal record is durable.
 
 Directories, as BookKeeper's InterleavedLedgerStorage and BookieImpl spread them: entry logs over the ledger
 directories and index files over the index directories (bookie.storage.dirs), and one journal per journal directory,
@@ -502,7 +502,7 @@ class LedgerStorage(JournalledStorage):
     def ledger(self, ledger_id: int) -> LedgerIndex:
         state = self.cache.get(ledger_id)
         if state is None:
-            raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie")
+            raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie", ledger_id=ledger_id)
         return state
 
     def lac(self, ledger_id: int) -> int:

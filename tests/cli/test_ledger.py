@@ -13,7 +13,7 @@ V2 = (
     b'digestType: CRC32\npassword: "passwd"\nackQuorumSize: 2\nctime: 1700000000000\n'
 )
 ENSEMBLE = [b"192.0.2.1:3181", b"192.0.2.2:3181", b"192.0.2.3:3181"]
-V3 = (  # spec/ledger-metadata.md's example, plus one custom metadata entry (field 11) before cToken
+V3 = (  # test_ledger_metadata.py's v3 example, plus one custom metadata entry (field 11) before cToken
     b"BookieMetadataFormatVersion\t3\n"
     + bytes([0x60 + 12])
     + bytes.fromhex("0802 1003 1800 20ffffffffffffffffff01 2801 3232")

@@ -1,4 +1,5 @@
-"""The dependency rules of DESIGN.md, checked on the source: bkctl -> admin -> bookie.client -> bookie.meta/codec."""
+"""The dependency rules (bookie/README.md, admin/README.md), checked on the source: bkctl -> admin -> bookie.client ->
+bookie.meta/codec."""
 
 from __future__ import annotations
 
@@ -37,3 +38,15 @@ def test_dependencies_point_one_way():
             assert not any(n.startswith(("bookie.server", "bookie.storage")) for n in names), path
     for path, names in _imports("admin").items():
         assert not any(n.startswith(("bkctl", "bookie.server")) for n in names), path
+
+
+def test_the_core_starts_no_cli_and_only_its_metadata_store_imports_kazoo():
+    """bookie/ starts its processes through its own entry points (python -m bookie.server, bookie.autorecovery),
+    never `python -m bkctl` or admin/; kazoo stays behind bookie.meta, whose errors are bookie.errors."""
+    spawns_cli = re.compile(r"""["']-m["'],\s*["'](bkctl|admin)\b""")
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "bookie").rglob("*.py") if spawns_cli.search(p.read_text())]
+    for package in ("bookie", "admin", "bkctl"):
+        for path, names in _imports(package).items():
+            if any(n.split(".")[0] == "kazoo" for n in names) and path.parts[:2] != ("bookie", "meta"):
+                offenders.append(str(path))
+    assert offenders == []

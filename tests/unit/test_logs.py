@@ -1,9 +1,9 @@
-"""Log records: one line each, as text or JSON (bkctl.logs), and gRPC's 'client gone' traceback made one line."""
+"""Log records: one line each, as text or JSON (bookie.logs), and gRPC's 'client gone' traceback made one line."""
 
 import json
 import logging
 
-from bkctl.logs import JsonFormatter, TextFormatter
+from bookie.logs import JsonFormatter, TextFormatter
 from bookie.server.servicer import ClientGoneFilter
 
 

@@ -1,4 +1,4 @@
-"""cluster check and check-impact against real bookies (spec/audit-and-recovery.md)."""
+"""cluster check and check-impact against real bookies (BookKeeper: replication/Auditor.java)."""
 
 import json
 import os

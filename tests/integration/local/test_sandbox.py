@@ -176,7 +176,7 @@ def assert_running_once(directory, bookies):
     assert zookeepers == [state["zk_pid"]]
     by_conf = {}
     for pid, args in running.items():
-        if "bookie" in args and "run" in args:
+        if "bookie.server" in args:  # the core's bookie process, as the sandbox starts it
             by_conf.setdefault(args[args.index("--conf") + 1], []).append(pid)
     assert by_conf == {str(Path(b["directory"]) / "bk_server.conf"): [b["pid"]] for b in state["bookies"]}
     assert len(by_conf) == bookies and len(running) == bookies + 1

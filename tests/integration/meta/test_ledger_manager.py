@@ -3,7 +3,7 @@ import threading
 import pytest
 
 from bookie.codec.digest import DigestType
-from bookie.errors import LedgerExists, MetadataVersionConflict, NoSuchLedger
+from bookie.errors import CorruptData, LedgerExists, MetadataVersionConflict, NoSuchLedger
 from bookie.meta.idgen import generate_ledger_id
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment, serialize
@@ -117,3 +117,20 @@ def test_long_hierarchical_manager_uses_long_paths_for_small_ids(cluster):
     ledgers.create(1, open_metadata())
     assert cluster.zk.exists(f"{cluster.root}/000/0000/0000/0000/L0001")
     assert list(ledgers.iter_ledger_ids()) == [1]
+
+
+def test_errors_name_their_ledger_by_its_id(cluster):
+    """Callers tell ledgers apart by the error's ledger_id, never by matching a path in its text."""
+    ledgers = LedgerManager(cluster)
+    for ledger_id in (1, 10, 100):
+        ledgers.create(ledger_id, open_metadata())
+    cluster.zk.set(ledgers.path(10), b"BookieMetadataFormatVersion\t3\ngarbage")
+    corrupt: list[CorruptData] = []
+    assert [lid for lid, _ in ledgers.iter_ledgers(on_corrupt=corrupt.append)] == [1, 100]
+    assert [exc.ledger_id for exc in corrupt] == [10] and ledgers.path(10) in str(corrupt[0])
+    with pytest.raises(CorruptData) as unreadable:
+        ledgers.read(10)
+    assert unreadable.value.ledger_id == 10
+    with pytest.raises(NoSuchLedger) as missing:
+        ledgers.read(99)
+    assert missing.value.ledger_id == 99

@@ -6,16 +6,22 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.meta.cookies import CookieStore
 from bookie.meta.registration import BookieRegistry
 
 from helpers import records, wait_for
 
+# the CLI's bookie, and the core's own process that the harness and the sandbox start: one bookie, the same refusals
+CLI = ("bkctl", "bookie", "run")
+CORE = ("bookie.server",)
 
-def run_bookie(conf):
+
+def run_bookie(conf, command=CLI):
     return subprocess.run(
-        [sys.executable, "-m", "bkctl", "bookie", "run", "--conf", str(conf)],
+        [sys.executable, "-m", *command, "--conf", str(conf)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -29,12 +35,13 @@ def test_cookie_written_on_first_start(harness, cluster):
     assert cookie.instance_id == cluster.zk.get(f"{cluster.root}/INSTANCEID")[0].decode()
 
 
-def test_new_ledger_directory_is_refused(harness, tmp_path):
+@pytest.mark.parametrize("command", [CLI, CORE])
+def test_new_ledger_directory_is_refused(harness, tmp_path, command):
     (bookie,) = harness.start(1)
     bookie.stop()
     bookie.settings["ledgerDirectories"] = str(tmp_path / "other-disk")
     bookie.write_conf(harness.service_uri)
-    result = run_bookie(bookie.conf_path)
+    result = run_bookie(bookie.conf_path, command)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"error: bookie {bookie.bookie_id}: cookie in ZooKeeper does not match: ledger directories "
@@ -56,6 +63,16 @@ def test_another_clusters_disks_are_refused(harness, zookeeper):
     result = run_bookie(bookie.conf_path)
     assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
     assert "has a cookie but ZooKeeper has none" in result.stderr
+
+
+@pytest.mark.parametrize("command", [CLI, CORE])
+def test_a_setting_it_cannot_honour_is_refused_with_exit_2(tmp_path, command):
+    conf = tmp_path / "bk_server.conf"
+    conf.write_text(f"listeningInterface=no-such-interface0\njournalDirectories={tmp_path / 'journal'}\n")
+    result = run_bookie(conf, command)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "no-such-interface0" in result.stderr
+    assert not (tmp_path / "journal").exists()
 
 
 def test_full_disks_make_the_bookie_read_only(harness, cluster):

@@ -1,4 +1,4 @@
-"""The wire protocol's semantics at a real bookie (spec/wire-protocol.md)."""
+"""The wire protocol's semantics at a real bookie (proto/README.md)."""
 
 import threading
 import time

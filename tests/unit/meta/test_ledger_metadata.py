@@ -7,7 +7,7 @@ from bookie.errors import CorruptData
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment, parse, serialize
 
 ENSEMBLE = ("192.0.2.1:3181", "192.0.2.2:3181", "192.0.2.3:3181")
-# spec/ledger-metadata.md's example, field by field
+# a v3 ledger metadata as a Java client writes it, field by field
 SPEC_V3 = (
     b"BookieMetadataFormatVersion\t3\n"
     + bytes.fromhex("60 0802 1003 1800 20ffffffffffffffffff01 2801 3232")

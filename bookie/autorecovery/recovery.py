@@ -1,6 +1,6 @@
-"""Autorecovery (spec/audit-and-recovery.md): an auditor that marks a lost bookie's ledgers under-replicated, and
-replication workers that re-replicate marked ledgers — every `autorecovery run` process is a worker and stands in
-the auditor election (the lowest vote audits).
+"""Autorecovery (BookKeeper: replication/Auditor.java, ReplicationWorker.java): an auditor that marks a lost bookie's
+ledgers under-replicated, and replication workers that re-replicate marked ledgers — every `autorecovery run` process is
+a worker and stands in the auditor election (the lowest vote audits).
 
 Auditor: a bookie named in ledger metadata but no longer registered is lost. Once lost for
 ``lostBookieRecoveryDelay`` seconds (at once when several are lost together), every ledger naming it is marked

@@ -76,3 +76,10 @@ def configure(level: int, log_format: str = "text") -> None:
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     handler.setLevel(level)
     root.setLevel(level)
+
+
+def configure_server(log_format: str, debug: bool = False) -> None:
+    """A long-running process's logging (a bookie, autorecovery): INFO (DEBUG with ``debug``) in ``log_format``.
+    ZooKeeper connection losses matter to its operator; kazoo's routine chatter does not (shown with ``debug``)."""
+    configure(logging.DEBUG if debug else logging.INFO, log_format)
+    logging.getLogger("kazoo").setLevel(logging.DEBUG if debug else logging.WARNING)

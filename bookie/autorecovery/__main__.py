@@ -1,0 +1,3 @@
+from bookie.autorecovery.main import main
+
+main()

@@ -1,0 +1,72 @@
+"""What the core's own processes share — ``python -m bookie.server`` and ``python -m bookie.autorecovery``, which the
+local harness and the sandbox start (bookie.local), so that the core never runs the CLI: their common option, how
+SIGTERM reaches them, and how they end.
+
+``bkctl bookie run`` and ``bkctl autorecovery run`` run the same functions, and exit with the codes of bkctl's one
+table (bkctl/errors.py). These processes use a subset of those codes, each meaning what it means there
+(tests/unit/test_entry.py holds them together): 0 stopped cleanly, 1 failed, 2 a configuration or argument refused,
+130 Ctrl-C, 143 SIGTERM before the process took that signal for its clean stop; an error is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import NoReturn
+
+from bookie.errors import BKError, InvalidArgument
+from bookie.logs import ENV, FORMATS
+
+OK, FAILED, USAGE, INTERRUPTED, TERMINATED = 0, 1, 2, 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that the same clean-up paths run."""
+
+
+def raise_terminated(_signum: int, _frame: FrameType | None) -> None:
+    """A SIGTERM handler: :class:`Terminated` in the main thread."""
+    raise Terminated()
+
+
+def interruption(exc: KeyboardInterrupt) -> str:
+    """How an interrupt is reported: its own message if it has one (what was cleaned up), else what it was."""
+    return str(exc) or ("terminated" if isinstance(exc, Terminated) else "interrupted")
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """An argument parser with the option every core process takes (``--log-format``); usage errors exit 2."""
+    parsed = argparse.ArgumentParser(prog=prog, description=description)
+    parsed.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        default=os.environ.get(ENV, "text"),
+        help=f"log records on stderr: one line of text each, or one JSON object per line [env {ENV}; default: text]",
+    )
+    return parsed
+
+
+def parse(parsed: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    args = parsed.parse_args(argv)
+    if args.log_format not in FORMATS:  # argparse does not check a default against the choices
+        parsed.error(f"{ENV}={args.log_format!r} is not one of {', '.join(FORMATS)}")
+    return args
+
+
+def run(main: Callable[[], None]) -> NoReturn:
+    """Run ``main`` as the process's whole life, then exit with its status. Until ``main`` takes SIGTERM for its own
+    clean stop (a bookie's event loop does), SIGTERM raises :class:`Terminated`, as Ctrl-C raises KeyboardInterrupt."""
+    signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        main()
+    except BKError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(USAGE if isinstance(exc, InvalidArgument) else FAILED)
+    except KeyboardInterrupt as exc:
+        print(f"error: {interruption(exc)}", file=sys.stderr)
+        sys.exit(TERMINATED if isinstance(exc, Terminated) else INTERRUPTED)
+    sys.exit(OK)

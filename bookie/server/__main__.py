@@ -1,0 +1,3 @@
+from bookie.server.main import main
+
+main()
