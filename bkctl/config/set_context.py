@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, finite_seconds
+from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, finite_seconds, output_option
 
 
 @click.command("set-context")
@@ -27,6 +27,7 @@ from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, f
     help="Give up reaching ZooKeeper after this long, as bkctl --timeout [default: 8].",
 )
 @dry_run_option
+@output_option
 @click.pass_obj
 def set_context(app, name, service_uri, http_port, timeout, dry_run):
     """Create a context, or change the settings given of an existing one (the others are kept)
@@ -50,6 +51,17 @@ def set_context(app, name, service_uri, http_port, timeout, dry_run):
         old = config.contexts.get(name)
         if old is None and service_uri is None:
             raise InvalidArgument(f"context {name} is new: give its --service-uri")
-        config.contexts[name] = dataclasses.replace(old or contexts.Context(name, service_uri), **given)
+        context = config.contexts[name] = dataclasses.replace(old or contexts.Context(name, service_uri), **given)
     verb = "modified" if old else "created"
-    app.terminal.line(f"context/{name} would be {verb} (dry run)" if dry_run else f"context/{name} {verb}")
+    doc = {
+        "name": name,
+        "serviceUri": context.service_uri,
+        "httpPort": context.http_port,
+        "timeout": context.timeout,
+        "created": old is None,
+        "dryRun": dry_run,
+    }
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.line(f"context/{name} would be {verb} (dry run)" if dry_run else f"context/{name} {verb}"),
+    )
