@@ -30,7 +30,12 @@ def test_create_from_stdin_and_read_back_in_every_format(bkctl, uri):
     assert read("--format", "hex", "--from", "1", "--to", "1").stdout == "74776f\n"
     assert read("--format", "base64", "--to", "0").stdout == "b25l\n"
     entries = json.loads(read("-o", "json").stdout)  # one document: an array
-    assert entries[2] == {"ledgerId": int(lid), "entryId": 2, "length": 5, "payload": base64.b64encode(b"three").decode()}
+    assert entries[2] == {
+        "ledgerId": int(lid),
+        "entryId": 2,
+        "length": 5,
+        "payload": base64.b64encode(b"three").decode(),
+    }
     assert yaml.safe_load(read("-o", "yaml", "--from", "1").stdout) == entries[1:]
     assert read("-o", "json", "--from", "3").exit_code == 2 and read("-o", "json", "--from", "3").stdout == ""
     meta = json.loads(bkctl("-u", uri, "ledger", "metadata", lid, "-o", "json").stdout)
