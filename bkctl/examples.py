@@ -52,7 +52,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
     "autorecovery status": [("bkctl autorecovery status", "enabled or not, the delay, the auditor, the backlog")],
-    "autorecovery trigger-audit": [("bkctl autorecovery trigger-audit", "mark lost bookies' ledgers now")],
+    "autorecovery trigger-audit": [
+        ("bkctl autorecovery trigger-audit", "mark lost bookies' ledgers now"),
+        ("bkctl autorecovery trigger-audit -o json", "the auditor that was told, for a script"),
+    ],
     "autorecovery who-is-auditor": [("bkctl autorecovery who-is-auditor -o json", "the elected auditor")],
     # bench
     "bench bookie": [
@@ -185,6 +188,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (f"bkctl bookie readonly {BOOKIE} --on", "out of the write path (reads still served)"),
         (f"bkctl bookie readonly {BOOKIE} --off --dry-run", "what --off would do"),
         ("bkctl bookie readonly --all --on --yes", "every bookie out of the write path"),
+        ("bkctl bookie readonly --all --off -o json", "each bookie's state afterwards, for a script"),
     ],
     "bookie rebuild-index": [
         (
@@ -246,6 +250,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "cluster info": [("bkctl cluster info", "instance id, layout, bookies, under-replicated ledgers")],
     "cluster init": [
         ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init --dry-run", "what would be created"),
+        (
+            "bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init -o json",
+            "its instance id, and the layout as cluster info shows it",
+        ),
         ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init", "create a new cluster's znodes"),
         (
             "bkctl -c /etc/bookkeeper/client.conf cluster init",
@@ -323,6 +331,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ledger delete": [
         ("bkctl ledger delete 42 --dry-run", "what would be deleted"),
         ("bkctl ledger delete 42 43 --yes", "delete without asking"),
+        ("bkctl ledger delete 42 43 --yes -o json", "the ledgers deleted, for a script (a missing one: exit 5)"),
     ],
     "ledger export": [
         ("bkctl ledger export 40-49 --to /data/out --verify", "ten ledgers to Parquet, read back and checked"),
@@ -340,14 +349,17 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ledger metadata": [
         ("bkctl ledger metadata 42", "ensembles, quorums, state, custom metadata"),
         ("bkctl ledger metadata 42 -o yaml", "the same, as YAML"),
+        ("bkctl ledger metadata 42 -o json | jq -r .ctimeIso", "when it was created, in ISO-8601 (UTC)"),
     ],
     "ledger read": [
         ("bkctl ledger read 42 --from 0 --to 9", "the first ten entries"),
         ("bkctl ledger read 42 --password-file /etc/bkctl/pw --follow", "tail an open ledger"),
         ("bkctl ledger read 42 --format raw > ledger-42.bin", "the payloads, back to back"),
+        ("bkctl ledger read 42 -o json | jq -r '.[].payload | @base64d'", "one JSON array; payloads in base64"),
     ],
     "ledger recover": [
         ("bkctl ledger recover 42 --dry-run", "what recovery would close it at"),
+        ("bkctl ledger recover 42 --dry-run -o json", "its state, and wouldRecover: whether it is still open"),
         ("BKCTL_LEDGER_PASSWORD=secret bkctl ledger recover 42", "fence and close it (no password in ps)"),
     ],
     "ledger update": [
@@ -398,7 +410,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl sandbox start-bookie 2", "bring bookie 2 back (journal replay, then it registers)")
     ],
     "sandbox status": [("bkctl sandbox status -o json", "the service URI, ZooKeeper and bookies")],
-    "sandbox stop": [("bkctl sandbox stop", "stop everything; the data is kept")],
+    "sandbox stop": [
+        ("bkctl sandbox stop", "stop everything; the data is kept"),
+        ("bkctl sandbox stop -o json", "stopped is false when nothing was running"),
+    ],
     "sandbox stop-bookie": [("bkctl sandbox stop-bookie 2 --kill", "crash bookie 2 (SIGKILL), for a fault drill")],
 }
 

@@ -2,6 +2,7 @@
 
 Formats: ``table`` (kubectl-style columns, name first, ``<none>`` for missing values), ``wide`` (more columns),
 ``json`` and ``yaml``. Long lists stream: rows are printed as they come, JSON arrays are written element by element.
+With json or yaml, stdout holds one document (or nothing): sentences for people go through ``table`` renderers only.
 """
 
 from __future__ import annotations
@@ -26,6 +27,28 @@ def format_bytes(n: int) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} B"
+
+
+def iso_time(millis: int | None) -> str | None:
+    """Milliseconds since the epoch as ISO-8601 in UTC, ``2026-11-25T12:00:00.000Z``; None when there is no time
+    (None, or 0: BookKeeper's "never", e.g. a compaction that has not run)."""
+    import datetime
+
+    if not millis or millis < 0:
+        return None
+    moment = datetime.datetime.fromtimestamp(millis / 1000, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z"
+
+
+def with_iso_times(doc: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """``doc`` with ``<field>Iso`` (:func:`iso_time`) right after each epoch-milliseconds ``field`` it has: the one
+    rule for times in json/yaml output. The raw field stays, for the scripts that read it."""
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        out[key] = value
+        if key in fields:
+            out[f"{key}Iso"] = iso_time(value)
+    return out
 
 
 def _cell(value: Any) -> str:
@@ -58,6 +81,13 @@ class Terminal:
     def line(self, text: str = "") -> None:
         click.echo(text)
 
+    def payloads(self, chunks: Iterable[bytes]) -> None:
+        """Bytes as they are, flushed at the end (``ledger read``: a batch of entries' payloads)."""
+        out = sys.stdout.buffer
+        for chunk in chunks:
+            out.write(chunk)
+        out.flush()
+
     def document(self, obj: Any, table: Callable[[], None]) -> None:
         """One object: ``table()`` renders it for people; json/yaml dump ``obj``."""
         if self.output == "json":
@@ -83,19 +113,12 @@ class Terminal:
         for name, value in pairs:
             click.echo(f"{name + ':':<{width}} {_cell(value)}")
 
-    def stream(
-        self, items: Iterable[Any], headers: list[str], row: Callable[[Any], list], doc: Callable, empty: str
-    ) -> int:
-        """Print a possibly huge list as it is produced; return how many items were printed."""
+    def documents(self, items: Iterable[Any], doc: Callable[[Any], Any], lines: bool = False) -> int:
+        """``doc(item)`` of each item as it comes, as one JSON array (yaml: one list); with ``lines``, json gives one
+        object per line instead (a ``--follow`` that may never end, as ``kubectl get -w -o json``). Returns how many
+        items were printed."""
         count = 0
-        if self.output == "json":
-            out = sys.stdout
-            out.write("[")
-            for count, item in enumerate(items, 1):
-                out.write(("\n  " if count == 1 else ",\n  ") + json.dumps(doc(item)))
-            out.write("\n]\n" if count else "]\n")
-            out.flush()
-        elif self.output == "yaml":
+        if self.output == "yaml":
             import yaml
 
             for item in items:
@@ -103,20 +126,52 @@ class Terminal:
                 click.echo(yaml.safe_dump([doc(item)], sort_keys=False).rstrip())
             if not count:
                 click.echo("[]")
-        else:
-            iterator = iter(items)
-            sample = [row(item) for item in itertools.islice(iterator, WIDTH_SAMPLE)]
-            if not sample:
-                click.echo(empty, err=True)
-                return 0
-            widths = [max([len(h), *(len(_cell(r[i])) for r in sample)]) for i, h in enumerate(headers)]
-            rows = itertools.chain(sample, (row(item) for item in iterator))
-            lines = format_rows(headers, rows, widths)
-            click.echo(next(lines))  # the header
-            for text in lines:
+            return count
+        out, iterator = sys.stdout, iter(items)
+        head = list(itertools.islice(iterator, 1))  # before "[": an error on the way to the first item prints nothing
+        if lines:
+            for item in itertools.chain(head, iterator):
                 count += 1
-                click.echo(text)
+                out.write(json.dumps(doc(item)) + "\n")
+                out.flush()
+            return count
+        out.write("[")
+        for count, item in enumerate(itertools.chain(head, iterator), 1):
+            out.write(("\n  " if count == 1 else ",\n  ") + json.dumps(doc(item)))
+        out.write("\n]\n" if count else "]\n")
+        out.flush()
         return count
+
+    def stream(
+        self, items: Iterable[Any], headers: list[str], row: Callable[[Any], list], doc: Callable, empty: str
+    ) -> int:
+        """Print a possibly huge list as it is produced; return how many items were printed."""
+        if self.output in ("json", "yaml"):
+            return self.documents(items, doc)
+        count = 0
+        iterator = iter(items)
+        sample = [row(item) for item in itertools.islice(iterator, WIDTH_SAMPLE)]
+        if not sample:
+            click.echo(empty, err=True)
+            return 0
+        widths = [max([len(h), *(len(_cell(r[i])) for r in sample)]) for i, h in enumerate(headers)]
+        rows = itertools.chain(sample, (row(item) for item in iterator))
+        lines = format_rows(headers, rows, widths)
+        click.echo(next(lines))  # the header
+        for text in lines:
+            count += 1
+            click.echo(text)
+        return count
+
+    def outcomes(self, items: Iterable[Any], doc: Callable[[Any], Any], text: Callable[[Any], str]) -> None:
+        """What an action did to each of its targets, printed as each is done: a line ``text(item)`` for people
+        (``ledger/3 deleted``), or ``doc(item)`` in one JSON array or YAML list. A target it failed on is not an
+        item: the failure is said on stderr."""
+        if self.output in ("json", "yaml"):
+            self.documents(items, doc)
+            return
+        for item in items:
+            click.echo(text(item))
 
     # ---- progress (stderr, only on a terminal) ----
     @contextlib.contextmanager

@@ -11,6 +11,8 @@ import time
 import uuid
 from pathlib import Path
 
+import click
+
 from bookie.client import BookKeeper
 from bookie.client.channel import BookieChannel
 from bookie.codec.digest import Digester, DigestType, master_key
@@ -18,6 +20,24 @@ from bookie.codec.entry import frame_entry, parse_entry
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.meta.store import MetadataStore
 from bookie.storage.ledger_storage import AddKey, LedgerStorage
+
+
+def command_tree() -> dict[tuple[str, ...], click.Command]:
+    """Every group and command under `bkctl` by its argument path, loading lazy groups as a user's call would."""
+    from bkctl.cli import cli
+
+    commands = {}
+
+    def walk(command: click.Command, path: tuple[str, ...], ctx: click.Context) -> None:
+        commands[path] = command
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None
+                walk(sub, (*path, name), click.Context(sub, info_name=name, parent=ctx))
+
+    walk(cli, (), click.Context(cli, info_name="bkctl"))
+    return commands
 
 
 def expire_session(store: MetadataStore) -> None:

@@ -18,6 +18,7 @@ def who_is_auditor(app):
 
 
 @click.command("trigger-audit")
+@output_option
 @click.pass_obj
 def trigger_audit(app):
     """Make the auditor look for lost bookies now and mark their ledgers without waiting for the delay
@@ -27,4 +28,4 @@ def trigger_audit(app):
     from bookie.meta.underreplication import UnderReplicationManager
 
     auditor = UnderReplicationManager(app.metadata).trigger_audit()
-    app.terminal.line(f"audit triggered (auditor {auditor})")
+    app.terminal.document({"auditor": auditor}, lambda: app.terminal.line(f"audit triggered (auditor {auditor})"))

@@ -35,15 +35,17 @@ def _toggle(app, enabled: bool, dry_run: bool) -> None:
     from bookie.meta.underreplication import UnderReplicationManager
 
     word = "enabled" if enabled else "disabled"
-    if dry_run:
-        app.terminal.line(f"autorecovery would be {word} (dry run)")
-        return
-    UnderReplicationManager(app.metadata).set_enabled(enabled)
-    app.terminal.line(f"autorecovery {word}")
+    if not dry_run:
+        UnderReplicationManager(app.metadata).set_enabled(enabled)
+    app.terminal.document(
+        {"enabled": enabled, "dryRun": dry_run},
+        lambda: app.terminal.line(f"autorecovery would be {word} (dry run)" if dry_run else f"autorecovery {word}"),
+    )
 
 
 @click.command()
 @dry_run_option
+@output_option
 @click.pass_obj
 def enable(app, dry_run):
     """Let the replication workers re-replicate marked ledgers"""
@@ -52,6 +54,7 @@ def enable(app, dry_run):
 
 @click.command()
 @dry_run_option
+@output_option
 @click.pass_obj
 def disable(app, dry_run):
     """Pause the replication workers (ledgers are still marked)"""

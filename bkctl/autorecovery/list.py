@@ -15,6 +15,7 @@ from bkctl.options import complete_bookie_ids, output_option
 @click.pass_obj
 def list_under_replicated(app, count, missing_replica):
     """List the ledgers marked under-replicated, with their missing replicas and when they were marked"""
+    from bkctl.terminal import iso_time
     from bookie.meta.underreplication import UnderReplicationManager
 
     markers = [
@@ -25,7 +26,10 @@ def list_under_replicated(app, count, missing_replica):
     if count:
         app.terminal.document({"count": len(markers)}, lambda: app.terminal.line(str(len(markers))))
         return
-    docs = [{"ledgerId": m.ledger_id, "missingReplicas": list(m.replicas), "ctime": m.ctime} for m in markers]
+    docs = [
+        {"ledgerId": m.ledger_id, "missingReplicas": list(m.replicas), "ctime": m.ctime, "ctimeIso": iso_time(m.ctime)}
+        for m in markers
+    ]
     app.terminal.document(
         docs,
         lambda: app.terminal.table(

@@ -1,7 +1,7 @@
 import click
 
 from bkctl.bookie.targets import bookies_argument
-from bkctl.options import dry_run_option
+from bkctl.options import dry_run_option, output_option
 
 
 @click.group()
@@ -15,25 +15,31 @@ def _kinds_options(command):
 
 
 def _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended: bool) -> None:
-    from admin.bookie_admin import fan_out
-    from bkctl.bookie.targets import target_bookies
+    from admin.bookie_admin import Outcome, fan_out
+    from bkctl.bookie.targets import outcome_docs, target_bookies
     from bkctl.errors import exit_for_errors
 
     bookies = target_bookies(app, bookie_ids, all_bookies)
     kinds = " and ".join(k for k, asked in (("major", major), ("minor", minor)) if asked) or "major and minor"
     verb = "suspended" if suspended else "resumed"
-    if dry_run:
-        for bookie in bookies:
-            app.terminal.line(f"bookie/{bookie.bookie_id} {kinds} compaction would be {verb} (dry run)")
-        return
-    outcomes = fan_out(
-        bookies, "compaction", lambda admin: admin.set_compaction_suspended(suspended, major, minor), tls=app.client_tls
+    both = not (major or minor)
+    done = {"major": major or both, "minor": minor or both, "suspended": suspended, "dryRun": dry_run}
+    outcomes = (
+        [Outcome(b) for b in bookies]
+        if dry_run
+        else fan_out(
+            bookies,
+            "compaction",
+            lambda admin: admin.set_compaction_suspended(suspended, major, minor),
+            tls=app.client_tls,
+        )
     )
-    for outcome in outcomes:
-        if outcome.error is not None:
-            app.terminal.warn(str(outcome.error))
-        else:
-            app.terminal.line(f"bookie/{outcome.bookie_id} {kinds} compaction {verb}")
+    after = f"would be {verb} (dry run)" if dry_run else verb
+    app.terminal.outcomes(
+        outcome_docs(app, outcomes, lambda _: done),
+        lambda doc: doc,
+        lambda doc: f"bookie/{doc['bookieId']} {kinds} compaction {after}",
+    )
     exit_for_errors(o.error for o in outcomes)
 
 
@@ -41,6 +47,7 @@ def _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended: bool) -
 @bookies_argument
 @_kinds_options
 @dry_run_option
+@output_option
 @click.pass_obj
 def suspend(app, bookie_ids, all_bookies, major, minor, dry_run):
     """Stop bookies from starting major and/or minor compactions (scheduled or forced) until resumed
@@ -55,6 +62,7 @@ def suspend(app, bookie_ids, all_bookies, major, minor, dry_run):
 @bookies_argument
 @_kinds_options
 @dry_run_option
+@output_option
 @click.pass_obj
 def resume(app, bookie_ids, all_bookies, major, minor, dry_run):
     """Let bookies run major and/or minor compactions again

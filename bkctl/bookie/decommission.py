@@ -24,7 +24,7 @@ def decommission(app, bookie_id, timeout, yes, dry_run):
     what is left. --dry-run lists the ledgers that would be re-replicated, and changes nothing.
     """
 
-    from bkctl.bookie.recover import list_affected, show
+    from bkctl.bookie.recover import list_affected, show_report
     from bkctl.bookie.targets import require_known_bookies
     from bookie.client.rereplication import decommission as rereplicate
     from bookie.client.rereplication import delete_cookies, require_stopped
@@ -43,9 +43,17 @@ def decommission(app, bookie_id, timeout, yes, dry_run):
                 advance(n)
 
         reports = app.client.run(rereplicate(app.client.core, bookie_id, timeout, progress))
-    for report in reports:
-        show(app, report)
-    if reports and reports[-1].failed:
+    failed = bool(reports) and reports[-1].failed
+    if not failed:
+        delete_cookies(app.metadata, [bookie_id])
+    doc = {"bookieId": bookie_id, "decommissioned": not failed, "rounds": [r.doc() for r in reports]}
+
+    def table():
+        for report in reports:
+            show_report(app, report)
+        if not failed:
+            app.terminal.line(f"bookie/{bookie_id} decommissioned: no ledger names it, cookie removed")
+
+    app.terminal.document(doc, table)
+    if failed:
         raise BKError(f"{len(reports[-1].failed)} ledgers could not be re-replicated; bookie {bookie_id} kept")
-    delete_cookies(app.metadata, [bookie_id])
-    app.terminal.line(f"bookie/{bookie_id} decommissioned: no ledger names it, cookie removed")

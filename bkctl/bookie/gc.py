@@ -35,14 +35,17 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     from admin.bookie_admin import fan_out, wait_for_gc
     from bkctl.bookie.targets import target_bookies
     from bkctl.errors import exit_for_errors
-    from bkctl.terminal import format_bytes
+    from bkctl.terminal import format_bytes, with_iso_times
     from bookie.errors import BKError
 
     bookies = target_bookies(app, bookie_ids, all_bookies)
     kind = " and ".join(k for k, asked in (("major", major), ("minor", minor)) if asked) or "no"
     if dry_run:
-        for bookie in bookies:
-            app.terminal.line(f"bookie/{bookie.bookie_id} would run gc with {kind} compaction (dry run)")
+        app.terminal.outcomes(
+            [{"bookieId": b.bookie_id, "major": major, "minor": minor, "dryRun": True} for b in bookies],
+            lambda doc: doc,
+            lambda doc: f"bookie/{doc['bookieId']} would run gc with {kind} compaction (dry run)",
+        )
         return
     triggered = fan_out(bookies, "gc", lambda admin: admin.trigger_gc(major, minor), tls=app.client_tls)
     for outcome in triggered:
@@ -71,7 +74,11 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     with app.terminal.progress("garbage collection", total=len(started), unit="bookies") as advance:
         finished = wait_for_gc(started, timeout, advance, tls=app.client_tls)
     docs = [
-        {"bookieId": o.bookie_id, **(o.result.doc() if o.error is None else {"error": str(o.error)})} for o in finished
+        {
+            "bookieId": o.bookie_id,
+            **(with_iso_times(o.result.doc(), "startTime") if o.error is None else {"error": str(o.error)}),
+        }
+        for o in finished
     ]
     rows = [
         [

@@ -2,6 +2,7 @@ import click
 
 from bkctl.bookie.targets import bookies_argument
 from bkctl.options import output_option
+from bkctl.terminal import with_iso_times
 
 
 def _kind_state(status, kind: str) -> str:
@@ -20,6 +21,14 @@ def _dirs(dirs) -> str | None:
     return " ".join(
         f"{sum(d.writable for d in kind)}/{len(kind)}{' index' if kind[0].index else ''}" for kind in kinds if kind
     )
+
+
+def _status_doc(status) -> dict:
+    """The status, with its times (ms since the epoch) also in ISO-8601."""
+    doc = with_iso_times(status.doc(), "lastMajorCompactionTime", "lastMinorCompactionTime")
+    if doc["lastRun"] is not None:
+        doc["lastRun"] = with_iso_times(doc["lastRun"], "startTime")
+    return doc
 
 
 @click.command("gc-status")
@@ -50,7 +59,7 @@ def gc_status(app, bookie_ids, all_bookies):
             app.terminal.warn(str(outcome.error))
             continue
         status = outcome.result
-        docs.append({"bookieId": outcome.bookie_id, **status.doc()})
+        docs.append({"bookieId": outcome.bookie_id, **_status_doc(status)})
         logs = status.entry_logs  # None over BookKeeper's HTTP API, which does not list them
         total = sum(u.total_size for u in logs or ())
         remaining = sum(u.remaining_size for u in logs or ())

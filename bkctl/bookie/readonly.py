@@ -1,7 +1,7 @@
 import click
 
 from bkctl.bookie.targets import bookies_argument
-from bkctl.options import dry_run_option
+from bkctl.options import dry_run_option, output_option
 
 
 @click.command()
@@ -9,6 +9,7 @@ from bkctl.options import dry_run_option
 @click.option("--on/--off", "read_only", required=True, help="Make the bookies read-only, or writable again.")
 @dry_run_option
 @click.option("--yes", is_flag=True, help="Do not ask before making every bookie read-only (--all --on).")
+@output_option
 @click.pass_obj
 def readonly(app, bookie_ids: tuple[str, ...], all_bookies: bool, read_only: bool, dry_run: bool, yes: bool):
     """Put bookies in read-only mode (they refuse new adds, still serve reads), or take them out
@@ -18,14 +19,18 @@ def readonly(app, bookie_ids: tuple[str, ...], all_bookies: bool, read_only: boo
     does not answer, 7 when it publishes no admin service.
     """
     from admin.bookie_admin import fan_out
-    from bkctl.bookie.targets import target_bookies
+    from bkctl.bookie.targets import outcome_docs, target_bookies
     from bkctl.errors import exit_for_errors
 
     bookies = target_bookies(app, bookie_ids, all_bookies)
     wanted = "read-only" if read_only else "writable"
     if dry_run:
-        for bookie in bookies:
-            app.terminal.line(f"bookie/{bookie.bookie_id} would be made {wanted} (now {bookie.state}; dry run)")
+        docs = [{"bookieId": b.bookie_id, "state": b.state, "readOnly": read_only, "dryRun": True} for b in bookies]
+        app.terminal.outcomes(
+            docs,
+            lambda d: d,
+            lambda d: f"bookie/{d['bookieId']} would be made {wanted} (now {d['state']}; dry run)",
+        )
         return
     if all_bookies and read_only:
         app.terminal.confirm(
@@ -34,11 +39,12 @@ def readonly(app, bookie_ids: tuple[str, ...], all_bookies: bool, read_only: boo
             yes,
         )
     outcomes = fan_out(bookies, "read-only mode", lambda admin: admin.set_read_only(read_only), tls=app.client_tls)
-    for outcome in outcomes:
-        if outcome.error is not None:
-            app.terminal.warn(str(outcome.error))
-        elif read_only or not outcome.result.read_only:
-            app.terminal.line(f"bookie/{outcome.bookie_id} {wanted}")
-        else:
-            app.terminal.line(f"bookie/{outcome.bookie_id} stays read-only: its disks are over the usage threshold")
+
+    def line(doc):
+        if read_only or not doc["readOnly"]:
+            return f"bookie/{doc['bookieId']} {wanted}"
+        return f"bookie/{doc['bookieId']} stays read-only: its disks are over the usage threshold"
+
+    docs = outcome_docs(app, outcomes, lambda state: {**state.doc(), "dryRun": False})
+    app.terminal.outcomes(docs, lambda d: d, line)
     exit_for_errors(o.error for o in outcomes)

@@ -16,26 +16,26 @@ def run_recovery(app, lost: set[str], ledger_ids, skip_open: bool, rate: float |
 
 
 def show(app, report) -> None:
-    doc = report.doc()
+    app.terminal.document(report.doc(), lambda: show_report(app, report))
 
-    def table():
-        app.terminal.fields(
-            [
-                ("Ledgers", f"{len(report.recovered)} of {len(report.ledgers)} re-replicated"),
-                ("Fragments", report.fragments),
-                (
-                    "Copied",
-                    f"{report.entries} entries, {format_bytes(report.bytes)} in {report.seconds:.1f} s "
-                    f"({doc['mbPerSec']} MB/s)",
-                ),
-            ]
-        )
-        if report.skipped_open:
-            app.terminal.line(f"skipped (open): {', '.join(map(str, report.skipped_open))}")
-        for ledger_id, reason in report.failed.items():
-            app.terminal.line(f"ledger/{ledger_id} FAILED: {reason}")
 
-    app.terminal.document(doc, table)
+def show_report(app, report) -> None:
+    """A recovery's report, for people."""
+    app.terminal.fields(
+        [
+            ("Ledgers", f"{len(report.recovered)} of {len(report.ledgers)} re-replicated"),
+            ("Fragments", report.fragments),
+            (
+                "Copied",
+                f"{report.entries} entries, {format_bytes(report.bytes)} in {report.seconds:.1f} s "
+                f"({report.doc()['mbPerSec']} MB/s)",
+            ),
+        ]
+    )
+    if report.skipped_open:
+        app.terminal.line(f"skipped (open): {', '.join(map(str, report.skipped_open))}")
+    for ledger_id, reason in report.failed.items():
+        app.terminal.line(f"ledger/{ledger_id} FAILED: {reason}")
 
 
 def list_affected(app, lost: set[str], ledger_ids=(), dry_run_verb: str | None = None) -> None:

@@ -85,3 +85,15 @@ def require_known_bookies(app, bookie_ids) -> None:
     if unknown:
         names = ", ".join(sorted(unknown))
         raise NotFound(f"no bookie {names}: not registered, no cookie, and no ledger names it")
+
+
+def outcome_docs(app, outcomes, doc) -> list[dict]:
+    """The bookies that answered, each as ``doc(result)`` with its bookieId; each that did not is a warning on
+    stderr (and in the exit code: :func:`bkctl.errors.exit_for_errors`), never a row."""
+    docs = []
+    for outcome in outcomes:
+        if outcome.error is not None:
+            app.terminal.warn(str(outcome.error))
+        else:
+            docs.append({"bookieId": outcome.bookie_id, **doc(outcome.result)})
+    return docs

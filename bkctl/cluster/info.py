@@ -3,6 +3,16 @@ import click
 from bkctl.options import output_option
 
 
+def layout_doc(layout) -> dict:
+    """The LAYOUT znode as ``cluster info`` and ``cluster init`` show it."""
+    return {
+        "formatVersion": layout.format_version,
+        "manager": layout.manager,
+        "managerFactory": layout.factory_class,
+        "managerVersion": layout.manager_version,
+    }
+
+
 @click.command()
 @output_option
 @click.pass_obj
@@ -19,12 +29,7 @@ def info(app):
     doc = {
         "serviceUri": str(store.uri),
         "instanceId": read_instance_id(store),
-        "layout": {
-            "formatVersion": layout.format_version,
-            "manager": layout.manager,
-            "managerFactory": layout.factory_class,
-            "managerVersion": layout.manager_version,
-        },
+        "layout": layout_doc(layout),
         "bookies": {"writable": writable, "readonly": readonly},
         "underReplicatedLedgers": UnderReplicationManager(store).count(),
     }

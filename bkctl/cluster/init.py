@@ -13,6 +13,7 @@ def init(app, dry_run: bool):
     Refuses, exit 1, when the cluster already exists; nothing is changed then. The ledger manager is the one the
     service URI names (zk+hierarchical:// by default).
     """
+    from bkctl.cluster.info import layout_doc
     from bookie.meta.layout import Layout, init_cluster, init_plan
 
     store = app.session  # the one command for a root without a cluster
@@ -23,7 +24,7 @@ def init(app, dry_run: bool):
     doc = {
         "serviceUri": str(store.uri),
         "instanceId": instance_id,
-        "layout": layout.encode().decode(),
+        "layout": layout_doc(layout),
         "created": planned,
         "dryRun": dry_run,
     }

@@ -1,7 +1,10 @@
 import click
 
+from bkctl.options import output_option
+
 
 @click.command("current-context")
+@output_option
 @click.pass_obj
 def current_context(app):
     """Print the name of the current context (exit 5 when none is set)"""
@@ -10,4 +13,4 @@ def current_context(app):
     contexts = app.contexts
     if contexts.current is None:
         raise NotFound(f"no current context in {contexts.path} (`bkctl config use-context NAME` sets one)")
-    app.terminal.line(contexts.current)
+    app.terminal.document({"name": contexts.current}, lambda: app.terminal.line(contexts.current))

@@ -1,11 +1,12 @@
 import click
 
-from bkctl.options import complete_context_names, dry_run_option
+from bkctl.options import complete_context_names, dry_run_option, output_option
 
 
 @click.command("delete-context")
 @click.argument("name", shell_complete=complete_context_names)
 @dry_run_option
+@output_option
 @click.pass_obj
 def delete_context(app, name, dry_run):
     """Delete a context; when it was the current one, no context is current afterwards
@@ -20,9 +21,11 @@ def delete_context(app, name, dry_run):
         was_current = config.current == name
         if was_current:
             config.current = None
-    if dry_run:
-        app.terminal.line(f"context/{name} would be deleted (dry run)")
-        return
-    app.terminal.line(f"context/{name} deleted")
-    if was_current:
+    app.terminal.document(
+        {"name": name, "deleted": not dry_run, "wasCurrent": was_current, "dryRun": dry_run},
+        lambda: app.terminal.line(
+            f"context/{name} would be deleted (dry run)" if dry_run else f"context/{name} deleted"
+        ),
+    )
+    if was_current and not dry_run:
         app.terminal.warn(f"{name} was the current context: none is now (`bkctl config use-context NAME`)")

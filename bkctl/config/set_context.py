@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, finite_seconds
+from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, finite_seconds, output_option
 
 
 @click.command("set-context")
@@ -38,6 +38,7 @@ from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, f
     help="As bkctl --tls-hostname-verification.",
 )
 @dry_run_option
+@output_option
 @click.pass_obj
 def set_context(app, name, service_uri, http_port, timeout, dry_run, **tls):
     """Create a context, or change the settings given of an existing one (the others are kept)
@@ -69,4 +70,15 @@ def set_context(app, name, service_uri, http_port, timeout, dry_run, **tls):
         context.tls_settings()  # a trust store with the client's files, each readable (keys: by their owner only)
         config.contexts[name] = context
     verb = "modified" if old else "created"
-    app.terminal.line(f"context/{name} would be {verb} (dry run)" if dry_run else f"context/{name} {verb}")
+    doc = {
+        "name": name,
+        "serviceUri": context.service_uri,
+        "httpPort": context.http_port,
+        "timeout": context.timeout,
+        "created": old is None,
+        "dryRun": dry_run,
+    }
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.line(f"context/{name} would be {verb} (dry run)" if dry_run else f"context/{name} {verb}"),
+    )

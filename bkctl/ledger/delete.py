@@ -1,18 +1,19 @@
 import click
 
-from bkctl.options import complete_ledger_ids, dry_run_option, yes_option
+from bkctl.options import complete_ledger_ids, dry_run_option, output_option, yes_option
 
 
 @click.command()
 @click.argument("ledger_ids", metavar="ID...", nargs=-1, required=True, shell_complete=complete_ledger_ids)
 @yes_option
 @dry_run_option
+@output_option
 @click.pass_obj
 def delete(app, ledger_ids, yes, dry_run):
     """Delete ledgers (their metadata; bookies reclaim the space by garbage collection)
 
     Asks for confirmation unless --yes. An unknown id is reported, the others are still deleted, and the exit
-    code is 5.
+    code is 5. -o json: one object per ledger deleted (ledgerId, deleted, dryRun).
     """
     from bkctl.errors import ExitCode
     from bookie.errors import NoSuchLedger
@@ -23,17 +24,21 @@ def delete(app, ledger_ids, yes, dry_run):
     present = [i for i in ids if i not in missing]
     for lid in missing:
         app.terminal.error(f"ledger {lid} does not exist")
-    if dry_run:
-        for lid in present:
-            app.terminal.line(f"ledger/{lid} would be deleted (dry run)")
-    elif present:
+    if present and not dry_run:
         app.terminal.confirm(f"Delete {len(present)} ledger(s): {', '.join(map(str, present))}?", "delete", yes)
+
+    def deletions():
         for lid in present:
             try:
-                app.client.delete_ledger(lid)
-                app.terminal.line(f"ledger/{lid} deleted")
-            except NoSuchLedger:
+                if not dry_run:
+                    app.client.delete_ledger(lid)
+            except NoSuchLedger:  # deleted meanwhile, by someone else
                 app.terminal.error(f"ledger {lid} does not exist")
                 missing.append(lid)
+            else:
+                yield {"ledgerId": lid, "deleted": not dry_run, "dryRun": dry_run}
+
+    done = "would be deleted (dry run)" if dry_run else "deleted"
+    app.terminal.outcomes(deletions(), lambda doc: doc, lambda doc: f"ledger/{doc['ledgerId']} {done}")
     if missing:
         raise click.exceptions.Exit(ExitCode.NOT_FOUND)

@@ -30,53 +30,51 @@ def _render(payload: bytes, fmt: str) -> str:
 @output_option
 @click.pass_obj
 def read(app, ledger_id, first, last, fmt, follow, password, password_file):
-    """Print a ledger's entries, one per line (-o json: one JSON object per line)
+    """Print a ledger's entries, one per line (-o json: a JSON array of objects; with --follow, one object a line)
 
     Never fences: an open ledger is read up to its LAC, and its writer keeps going. A corrupt replica is reported
-    on stderr and the entry read from another one.
+    on stderr and the entry read from another one. -o json and yaml give each entry's ledgerId, entryId, length
+    and payload (base64).
     """
     import base64
-    import json
-    import sys
 
     from bkctl.ledger.entry_range import entry_range
     from bookie.meta.paths import parse_ledger_id
 
     lid = parse_ledger_id(ledger_id)
     handle = app.client.open_ledger(lid, read_password(password, password_file), recovery=False)
-    out = sys.stdout.buffer
-    seen = 0
+    end = entry_range(lid, first, last, handle.last_add_confirmed, follow)
 
-    def emit(entries):
-        nonlocal seen
-        for entry in entries:
-            if app.terminal.output == "json":
-                doc = {
-                    "ledgerId": lid,
-                    "entryId": entry.entry_id,
-                    "length": len(entry.payload),
-                    "payload": base64.b64encode(entry.payload).decode(),
-                }
-                out.write(json.dumps(doc).encode() + b"\n")
-            elif fmt == "raw":
-                out.write(entry.payload)
-            else:
-                out.write(_render(entry.payload, fmt).encode() + b"\n")
-        out.flush()
+    def batches():
+        """The entries, as read: up to ``end``, then (--follow) as the LAC moves on."""
+        yield handle.iter_entries(first, end)
+        position = max(end, first - 1)
+        while follow and (last is None or position < last):
+            lac = handle.wait_for_lac(position, timeout=10)
+            if lac > position:
+                stop = lac if last is None else min(lac, last)
+                yield handle.iter_entries(position + 1, stop)
+                position = stop
+            elif app.client.ledger_metadata(lid).is_closed and handle.read_lac() <= position:
+                return  # closed and fully read
+
+    def checked(batch):
+        """A batch, then the corrupt replicas met while reading it (on stderr)."""
+        seen = len(handle.corruptions)
+        yield from batch
         for message in handle.corruptions[seen:]:
             app.terminal.warn(message)
-        seen = len(handle.corruptions)
 
-    end = entry_range(lid, first, last, handle.last_add_confirmed, follow)
-    emit(handle.iter_entries(first, end))
-    if not follow:
+    if app.terminal.output in ("json", "yaml"):
+
+        def entry_doc(entry):
+            payload = base64.b64encode(entry.payload).decode()
+            return {"ledgerId": lid, "entryId": entry.entry_id, "length": len(entry.payload), "payload": payload}
+
+        entries = (entry for batch in batches() for entry in checked(batch))
+        app.terminal.documents(entries, entry_doc, lines=follow)
         return
-    position = max(end, first - 1)
-    while last is None or position < last:
-        lac = handle.wait_for_lac(position, timeout=10)
-        if lac > position:
-            stop = lac if last is None else min(lac, last)
-            emit(handle.iter_entries(position + 1, stop))
-            position = stop
-        elif app.client.ledger_metadata(lid).is_closed and handle.read_lac() <= position:
-            return  # closed and fully read
+    for batch in batches():
+        app.terminal.payloads(
+            e.payload if fmt == "raw" else _render(e.payload, fmt).encode() + b"\n" for e in checked(batch)
+        )

@@ -22,7 +22,8 @@ def recover(app, ledger_id, password, password_file, dry_run):
     app.client.core.check_password(lid, md, secret)
     if dry_run:
         action = "nothing to do: already closed" if md.is_closed else "would fence its bookies and close it"
-        app.terminal.line(f"ledger/{lid} is {md.state.name}: {action} (dry run)")
+        doc = {"ledgerId": lid, "state": md.state.name, "wouldRecover": not md.is_closed, "dryRun": True}
+        app.terminal.document(doc, lambda: app.terminal.line(f"ledger/{lid} is {md.state.name}: {action} (dry run)"))
         return
     md = app.client.open_ledger(lid, secret, recovery=True).metadata
     doc = {"ledgerId": lid, "state": md.state.name, "lastEntryId": md.last_entry_id, "length": md.length}

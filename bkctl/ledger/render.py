@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from bkctl.terminal import iso_time
 from bookie.meta.ledger_metadata import LedgerMetadata
 
 HEADERS = ["LEDGER", "STATE", "E/WQ/AQ", "LAST-ENTRY", "LENGTH", "DIGEST", "SEGMENTS"]
@@ -19,7 +20,7 @@ def _text(value: bytes) -> str:
 
 def metadata_doc(ledger_id: int, md: LedgerMetadata) -> dict:
     """The ``ledger metadata -o json`` document. lastEntryId and length are null unless the ledger is CLOSED;
-    the password is never shown, only whether one is set."""
+    the password is never shown, only whether one is set; ctime (ms since the epoch) also as ctimeIso."""
     return {
         "ledgerId": ledger_id,
         "formatVersion": md.format_version,
@@ -32,6 +33,7 @@ def metadata_doc(ledger_id: int, md: LedgerMetadata) -> dict:
         "digestType": md.digest_type.name if md.digest_type else None,
         "passwordSet": bool(md.password),
         "ctime": md.ctime,
+        "ctimeIso": iso_time(md.ctime),
         "segments": [{"firstEntryId": s.first_entry_id, "ensemble": list(s.bookies)} for s in md.segments],
         "customMetadata": {k: _text(v) for k, v in md.custom_metadata.items()},
     }

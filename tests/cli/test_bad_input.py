@@ -11,7 +11,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import click
 import pytest
 from click.testing import CliRunner
 
@@ -19,7 +18,7 @@ from bkctl.cli import cli
 from bkctl.errors import ExitCode
 from bookie.client import BookKeeper
 
-from helpers import shared_cluster
+from helpers import command_tree, shared_cluster
 
 FAILED, USAGE, PROBLEMS, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
     ExitCode.FAILED,
@@ -32,18 +31,8 @@ FAILED, USAGE, PROBLEMS, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
 
 
 def command_paths() -> list[tuple[str, ...]]:
-    """Every group and command under `bkctl`, as argument paths, loading lazy groups as a user's call would."""
-    paths = []
-
-    def walk(command: click.Command, path: tuple[str, ...], ctx: click.Context) -> None:
-        paths.append(path)
-        if isinstance(command, click.Group):
-            for name in command.list_commands(ctx):
-                sub = command.get_command(ctx, name)
-                walk(sub, (*path, name), click.Context(sub, info_name=name, parent=ctx))
-
-    walk(cli, (), click.Context(cli, info_name="bkctl"))
-    return paths
+    """Every group and command under `bkctl`, as argument paths."""
+    return list(command_tree())
 
 
 def invoke(*args: str, input: str | None = None):

@@ -66,6 +66,15 @@ def test_init_dry_run_creates_nothing(bkctl, service_uri, store):
         f"  {root}/LAYOUT",
     ]
     assert not store.zk.exists(root)
+    planned = json.loads(bkctl("-u", service_uri, "cluster", "init", "--dry-run", "-o", "json").stdout)
+    assert planned["dryRun"] is True and planned["instanceId"] is None and planned["created"][-1] == f"{root}/LAYOUT"
+    assert planned["layout"] == {  # the object cluster info gives
+        "formatVersion": 2,
+        "manager": "hierarchical",
+        "managerFactory": "org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory",
+        "managerVersion": 1,
+    }
+    assert not store.zk.exists(root)
 
 
 def test_info_of_a_missing_cluster_exits_5(bkctl, service_uri, store):

@@ -80,6 +80,7 @@ def test_metadata_v2_closed_two_segments(bkctl, service_uri, placed):
         "digestType": "CRC32",
         "passwordSet": True,
         "ctime": 1700000000000,
+        "ctimeIso": "2023-11-14T22:13:20.000Z",
         "segments": [
             {"firstEntryId": 0, "ensemble": ["192.0.2.1:1234", "192.0.2.2:1234", "192.0.2.3:1234"]},
             {"firstEntryId": 10, "ensemble": ["192.0.2.1:1234", "192.0.2.4:1234", "192.0.2.3:1234"]},

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 
 @pytest.fixture
@@ -28,8 +29,15 @@ def test_create_from_stdin_and_read_back_in_every_format(bkctl, uri):
     assert read().stdout == "one\ntwo\nthree\n"
     assert read("--format", "hex", "--from", "1", "--to", "1").stdout == "74776f\n"
     assert read("--format", "base64", "--to", "0").stdout == "b25l\n"
-    lines = [json.loads(line) for line in read("-o", "json").stdout.splitlines()]
-    assert lines[2] == {"ledgerId": int(lid), "entryId": 2, "length": 5, "payload": base64.b64encode(b"three").decode()}
+    entries = json.loads(read("-o", "json").stdout)  # one document: an array
+    assert entries[2] == {
+        "ledgerId": int(lid),
+        "entryId": 2,
+        "length": 5,
+        "payload": base64.b64encode(b"three").decode(),
+    }
+    assert yaml.safe_load(read("-o", "yaml", "--from", "1").stdout) == entries[1:]
+    assert read("-o", "json", "--from", "3").exit_code == 2 and read("-o", "json", "--from", "3").stdout == ""
     meta = json.loads(bkctl("-u", uri, "ledger", "metadata", lid, "-o", "json").stdout)
     assert meta["customMetadata"] == {"owner": "sre"} and meta["lastEntryId"] == 2 and meta["passwordSet"]
 
@@ -89,17 +97,21 @@ def test_follow_tails_an_open_ledger_until_it_closes(bkctl, uri):
     with BookKeeper(uri) as bk:
         writer = bk.create_ledger(3, 2, 2)
         writer.add_entry(b"first")
-        tail = subprocess.Popen(
-            [sys.executable, "-m", "bkctl", "-u", uri, "ledger", "read", str(writer.ledger_id), "--follow"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        follow = [sys.executable, "-m", "bkctl", "-u", uri, "ledger", "read", str(writer.ledger_id), "--follow"]
+        tail = subprocess.Popen(follow, stdout=subprocess.PIPE, text=True)
+        tail_json = subprocess.Popen([*follow, "-o", "json"], stdout=subprocess.PIPE, text=True)
         for i in range(5):
             writer.add_entry(b"more-%d" % i)
         writer.close()
         out, _ = tail.communicate(timeout=60)
-    assert tail.returncode == 0
+        out_json, _ = tail_json.communicate(timeout=60)
+    assert tail.returncode == 0 and tail_json.returncode == 0
     assert out.splitlines() == ["first"] + [f"more-{i}" for i in range(5)]
+    # a tail may never end: one JSON object per line, as each entry comes (as kubectl get -w -o json)
+    assert [base64.b64decode(json.loads(line)["payload"]) for line in out_json.splitlines()] == [
+        b"first",
+        *(b"more-%d" % i for i in range(5)),
+    ]
 
 
 def test_simpletest(bkctl, uri):

@@ -3,7 +3,9 @@
 import io
 import sys
 
-from bkctl.terminal import Terminal
+import pytest
+
+from bkctl.terminal import Terminal, iso_time, with_iso_times
 
 
 class TerminalStream(io.StringIO):
@@ -24,3 +26,28 @@ def test_no_progress_when_stderr_is_not_a_terminal(monkeypatch, capsys):
     with Terminal().progress("export", total=10, total_bytes=100) as advance:
         advance(5, 50)
     assert capsys.readouterr() == ("", "")
+
+
+def test_times_in_milliseconds_get_an_iso_8601_twin():
+    assert iso_time(1_795_608_000_123) == "2026-11-25T12:00:00.123Z"
+    assert iso_time(0) is None and iso_time(None) is None  # 0: BookKeeper's "never"
+    doc = with_iso_times({"ledgerId": 3, "ctime": 1_795_608_000_000, "length": 9}, "ctime")
+    assert list(doc.items()) == [
+        ("ledgerId", 3),
+        ("ctime", 1_795_608_000_000),
+        ("ctimeIso", "2026-11-25T12:00:00.000Z"),
+        ("length", 9),
+    ]
+
+
+def test_a_streamed_json_array_prints_nothing_when_the_first_item_fails(capsys):
+    def failing():
+        raise OSError("ZooKeeper went away")
+        yield  # a generator
+
+    terminal = Terminal(output="json")
+    with pytest.raises(OSError):
+        terminal.documents(failing(), lambda item: item)
+    assert capsys.readouterr().out == ""
+    assert terminal.documents(iter([1, 2]), lambda i: {"n": i}) == 2
+    assert capsys.readouterr().out == '[\n  {"n": 1},\n  {"n": 2}\n]\n'

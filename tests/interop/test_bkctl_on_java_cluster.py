@@ -60,7 +60,7 @@ def test_bkctl_reads_what_the_java_client_wrote(java, cli, monkeypatch, v2):
     assert read.exit_code == 0, read.stderr
     assert read.stdout.splitlines() == entries(500)
     tail = cli("ledger", "read", str(ledger_id), "--from", "498", "--password", PASSWORD, "-o", "json")
-    assert [json.loads(line)["entryId"] for line in tail.stdout.splitlines()] == [498, 499]
+    assert [entry["entryId"] for entry in json.loads(tail.stdout)] == [498, 499]
 
 
 def test_the_java_client_reads_what_bkctl_wrote(java, cli):

@@ -55,9 +55,9 @@ def test_an_open_ledger_on_a_dead_bookie_is_fenced_and_closed_first(harness, bkc
 
 
 def test_decommission_a_dead_bookie(harness, bkctl, cluster):
-    bookies = harness.start(4)
+    bookies = harness.start(5)
     write_ledgers(harness.service_uri, 4, quorum=(3, 2, 2), entries=40)
-    victim = next(b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id))
+    victim, second = [b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id)][:2]
     refused = bkctl("-u", harness.service_uri, "bookie", "decommission", victim.bookie_id, "--yes")
     assert refused.exit_code == 2 and "still registered" in refused.stderr
     victim.stop()  # a clean stop unregisters at once
@@ -69,3 +69,11 @@ def test_decommission_a_dead_bookie(harness, bkctl, cluster):
     assert ledgers_naming(bkctl, harness.service_uri, victim.bookie_id) == []
     assert victim.bookie_id not in CookieStore(cluster).list()
     assert check(bkctl, harness.service_uri)[0] == 0
+
+    second.stop()  # -o json: one document, whatever the rounds it took
+    result = bkctl("-u", harness.service_uri, "bookie", "decommission", second.bookie_id, "--yes", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["bookieId"], doc["decommissioned"]) == (second.bookie_id, True)
+    assert doc["rounds"] and all(not r["failed"] for r in doc["rounds"])
+    assert ledgers_naming(bkctl, harness.service_uri, second.bookie_id) == []
