@@ -79,6 +79,18 @@ def settings_option(help_text: str):
     return click.option("--set", "settings", multiple=True, callback=key_values(), metavar="KEY=VALUE", help=help_text)
 
 
+def ledgers_option(help_text: str):
+    """``--ledger ID`` (repeatable): only these ledgers, collected as ``ledger_ids``."""
+    return click.option(
+        "--ledger",
+        "ledger_ids",
+        type=click.IntRange(0),
+        multiple=True,
+        shell_complete=complete_ledger_ids,
+        help=help_text,
+    )
+
+
 def password_options(command):
     """``--password P`` / ``--password-file F``: the ledger's password (empty by default)."""
     command = click.option(

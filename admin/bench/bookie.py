@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import struct
 import tempfile
 import time
 from collections.abc import Coroutine, Iterator
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from admin.bench.stats import latency_ms, throughput
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry
+from bookie.codec.records import pack_record
 from bookie.errors import BKError, ServiceUnavailable, error_for_status
 
 if TYPE_CHECKING:
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 BENCH_PASSWORD = b"bkctl-bench"
-SIZE = struct.Struct(">i")
 
 
 class _Add:
@@ -67,7 +66,7 @@ class BookieBench:
             framed = frame_entry(
                 digester, base + ledger, entry_id, entry_id - 1, (entry_id + 1) * self.entry_size, payload
             )
-            records.append((base + ledger, entry_id, SIZE.pack(len(framed)) + framed))
+            records.append((base + ledger, entry_id, pack_record(framed)))
         return records
 
     async def _drive(self, records: list) -> tuple[float, list[float]]:
@@ -194,7 +193,7 @@ def scratch_bookie(store: MetadataStore, service_uri: str, storage: str, directo
 def raw_group_commit(directory: Path, entry_size: int, entries: int, group_bytes: int = 512 * 1024) -> dict:
     """Append ``int32 length | entry`` records in groups of ``group_bytes`` to a zero-preallocated file and fsync
     each group: the best a Python journal can do on this disk."""
-    record = SIZE.pack(entry_size + 52) + os.urandom(entry_size + 52)  # a framed 1 KiB entry is size + 52 bytes
+    record = pack_record(os.urandom(entry_size + 52))  # a framed 1 KiB entry is size + 52 bytes
     per_group = max(1, group_bytes // len(record))
     group = record * per_group
     directory.mkdir(parents=True, exist_ok=True)

@@ -10,19 +10,16 @@ the head names that ledger and entry — BookKeeper's four checks — and, ours,
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bookie.codec.records import MIN_STORED
 from bookie.storage.dirs import LedgerDirs
-from bookie.storage.entry_log import log_path, split_location
+from bookie.storage.entry_log import log_path, record_head, split_location
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, index_name
 from bookie.storage.ledger_cache import LedgerCache
 from bookie.storage.ledger_storage import StorageConfig
-
-HEAD = struct.Struct(">iqq")  # size | ledgerId | entryId
-MIN_SANE_ENTRY_SIZE = 16  # DefaultEntryLogger.MIN_SANE_ENTRY_SIZE
 
 
 @dataclass(frozen=True)
@@ -91,11 +88,11 @@ def _check(logs: _Logs, ledger_id: int, entry_id: int, location: int) -> Inconsi
     if opened is None:
         return problem("missing-log", f"entry log {log_id:x}.log is in no ledger directory")
     fd, size = opened
-    head = os.pread(fd, HEAD.size, pos - 4) if pos >= 4 else b""
-    if len(head) < HEAD.size:
+    head = record_head(fd, pos)
+    if head is None:
         return problem("past-end", f"pos {pos} is past the end of entry log {log_id:x}.log ({size} bytes)")
-    length, found_ledger, found_entry = HEAD.unpack(head)
-    if length < MIN_SANE_ENTRY_SIZE:
+    length, found_ledger, found_entry = head
+    if length < MIN_STORED:
         return problem("bad-length", f"entry length {length} at pos {pos} of entry log {log_id:x}.log")
     if (found_ledger, found_entry) != (ledger_id, entry_id):
         return problem(

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import complete_bookie_ids, complete_ledger_ids, dry_run_option, output_option, yes_option
+from bkctl.options import complete_bookie_ids, dry_run_option, ledgers_option, output_option, yes_option
 from bkctl.terminal import format_bytes
 
 
@@ -67,14 +67,7 @@ def list_affected(app, lost: set[str], ledger_ids=(), dry_run_verb: str | None =
 @click.command()
 @click.argument("bookies", metavar="BOOKIE[,BOOKIE...]", shell_complete=complete_bookie_ids)
 @click.option("--query", is_flag=True, help="Only list the ledgers that name these bookies.")
-@click.option(
-    "--ledger",
-    "ledger_ids",
-    type=click.IntRange(0),
-    multiple=True,
-    shell_complete=complete_ledger_ids,
-    help="Only this ledger (repeatable).",
-)
+@ledgers_option("Only this ledger (repeatable).")
 @click.option("--skip-open", is_flag=True, help="Leave open ledgers alone (default: fence and close them first).")
 @click.option("--skip-unrecoverable", is_flag=True, help="Exit 0 even if some ledgers could not be recovered.")
 @click.option("--rate", type=click.FloatRange(1), metavar="BYTES_PER_S", help="Limit the copy rate.")

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import complete_ledger_ids, output_option
+from bkctl.options import ledgers_option, output_option
 
 
 @click.command()
@@ -12,14 +12,7 @@ from bkctl.options import complete_ledger_ids, output_option
     metavar="SECONDS",
     help="Report ledgers marked under-replicated for longer than this [default: only skip them].",
 )
-@click.option(
-    "--ledger",
-    "ledger_ids",
-    type=click.IntRange(0),
-    multiple=True,
-    shell_complete=complete_ledger_ids,
-    help="Only these ledgers (repeatable).",
-)
+@ledgers_option("Only these ledgers (repeatable).")
 @click.option(
     "--concurrency",
     type=click.IntRange(1),

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -40,11 +39,10 @@ from bookie.client.bookie_client import (
 )
 from bookie.client.channel import OPTIONS, translate_rpc_error
 from bookie.client.wire_client import entry_read, lac_poll, lac_read
+from bookie.codec.records import PREFIX, records_in
 
 log = logging.getLogger(__name__)
 MAX_BATCH_BYTES = 1 << 20
-SIZE = struct.Struct(">i")
-ENTRY_ID = struct.Struct(">q")
 RECOVERY_PRIORITY = 100
 
 # One add waiting for its batch's answer: (target, token, ensemble index, ledger id). The target's own token type.
@@ -209,20 +207,13 @@ class GrpcBookieClient:
                 request.alsoHeldByIndex = stripe.also_held_by
         if high_priority:
             request.priority = RECOVERY_PRIORITY
-        unpack_size, unpack_id = SIZE.unpack_from, ENTRY_ID.unpack_from
         try:
             async for chunk in self.stub.ReadEntries(request, timeout=timeout):
                 if chunk.status != EOK:
                     yield RangeStopped(chunk.firstEntryId, chunk.status)
                     return
                 data: bytes = chunk.entries
-                offset, end, entries = 0, len(data), []
-                while offset < end:
-                    size = unpack_size(data, offset)[0]
-                    body = data[offset + 4 : offset + 4 + size]
-                    entries.append((unpack_id(body, 8)[0], body))
-                    offset += 4 + size
-                yield entries
+                yield [(entry_id, data[at + PREFIX : at + PREFIX + size]) for at, size, _, entry_id in records_in(data)]
         except grpc.aio.AioRpcError as exc:
             raise translate_rpc_error(exc, self.bookie_id, f"range read of ledger {ledger_id}") from None
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from typing import TYPE_CHECKING
 
 from bookie.client.bookie_client import ENOENTRY, ENOLEDGER, EOK, EUA, BookieClient, EntryRead, EntryToken
 from bookie.client.placement import replacement
 from bookie.client.reader import LedgerReader, covered
 from bookie.codec.entry import Entry, frame_entry
+from bookie.codec.records import pack_record
 from bookie.codec.write_set import write_set
 from bookie.errors import BKError, LedgerClosed, MetadataVersionConflict, ServiceUnavailable, error_for_status
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
-SIZE = struct.Struct(">i")
 
 
 class _RecoveryTarget:
@@ -178,7 +177,7 @@ async def _recovery_add(
     segment = md.segment_of(entry.entry_id)
     indexes = write_set(entry.entry_id, md.ensemble_size, md.write_quorum_size)
     target = _RecoveryTarget(len(indexes))
-    record = SIZE.pack(len(body)) + body
+    record = pack_record(body)
     for index in indexes:
         client.bookie(segment.bookies[index]).add(
             ledger_id, key, True, record, target, EntryToken(entry.entry_id), index

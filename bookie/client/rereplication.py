@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from bookie.client.bookie_client import EOK, BookieClient, EntryToken, RangeStop
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester, master_key
 from bookie.codec.entry import parse_entry
+from bookie.codec.records import pack_record
 from bookie.codec.write_set import entries_of_bookie, write_set
 from bookie.errors import (
     BKError,
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
-SIZE = struct.Struct(">i")
 IN_FLIGHT_BYTES = 4 << 20  # recovery adds outstanding to one target, per fragment
 LEDGERS_AT_ONCE = 8  # one ledger at a time re-replicated 22.8 MB/s; ledgers are independent
 WRITABLE_TTL = 5.0  # seconds
@@ -219,7 +218,7 @@ class BookieRecovery:
             while acks.outstanding * len(body) > IN_FLIGHT_BYTES:
                 await asyncio.sleep(0.001)
             acks.sent()
-            destination.add(ledger_id, key, True, SIZE.pack(len(body)) + body, acks, EntryToken(entry_id), position)
+            destination.add(ledger_id, key, True, pack_record(body), acks, EntryToken(entry_id), position)
             report.entries += 1
             report.bytes += len(body)
             self.progress("bytes", len(body))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -14,6 +13,7 @@ from bookie.client.bookie_client import CONNECTION_LOST, EBADREQ, EFENCED, EOK, 
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester
 from bookie.codec.entry import frame_entry
+from bookie.codec.records import pack_record
 from bookie.errors import (
     BKError,
     EntryTooLarge,
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
-SIZE = struct.Struct(">i")
 
 
 class PendingAdd:
@@ -91,9 +90,7 @@ class LedgerWriter:
         entry_id = self.last_add_pushed = self.last_add_pushed + 1
         self.length += len(data)
         framed = frame_entry(self.digester, self.ledger_id, entry_id, self.lac, self.length, data)
-        add = PendingAdd(
-            entry_id, SIZE.pack(len(framed)) + framed, self.length, self._loop.create_future(), self._loop.time()
-        )
+        add = PendingAdd(entry_id, pack_record(framed), self.length, self._loop.create_future(), self._loop.time())
         self.pending.append(add)
         self._send(add)
         return add.future

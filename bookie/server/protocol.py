@@ -29,11 +29,11 @@ import asyncio
 import hmac
 import logging
 import ssl
-import struct
 import time
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
+from bookie.codec.records import size_prefix
 from bookie.errors import MalformedFrame
 from bookie.server.servicer import status_of
 from bookie.storage.ledger_storage import AddKey
@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 MAX_ADDS_IN_PROGRESS = 10_000  # per connection: ~10 MB of 1 KiB entries waiting for the journal
 MAX_READS_IN_PROGRESS = 10_000  # per connection: fence reads and LAC long polls waiting
 WRITE_BUFFER_HIGH = 4 << 20  # answers the peer has not taken yet
-SIZE = struct.Struct(">i")
 V2_ADD_HEADER = wire.packet_header(wire.V2_VERSION, wire.ADDENTRY, 0)
 V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
 BATCH_READ_OVERHEAD = 24 + 8 + 4  # BatchedReadEntryProcessor: the response's fixed part, counted against maxSize
@@ -457,7 +456,7 @@ class BookieConnection(asyncio.Protocol):
             self._submit(adds)  # one key per ledger and batch: the next adds start a new batch
             adds = _Adds(adds.started)
         adds.keys[ledger_id] = key
-        adds.records.append(SIZE.pack(len(body)))
+        adds.records.append(size_prefix(body))
         adds.records.append(body)
         adds.answers.append((txn_id, ledger_id, entry_id))
         return adds

@@ -11,18 +11,17 @@ import asyncio
 import functools
 import inspect
 import logging
-import struct
 import time
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie._proto import bookkeeper_protocol_pb2_grpc as pb_grpc
 from bookie.codec.availability import AvailabilityOfEntries
+from bookie.codec.records import PREFIX, pack_record, records_in
 from bookie.codec.write_set import range_read_entries
 from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, Unauthorized
 from bookie.storage.ledger_storage import AddKey
 
 log = logging.getLogger(__name__)
-SIZE = struct.Struct(">i")
 GONE_QUIET = 5.0  # seconds
 # RequestStats: an operation's processing stats -> its request stats (by default the name with _REQUEST)
 REQUEST_STATS = {
@@ -152,8 +151,7 @@ class BookieServicer(pb_grpc.BookieServicer):
     # ---- adds ----
     @cancellation_logged
     async def AddEntry(self, request, context):
-        record = SIZE.pack(len(request.body)) + request.body
-        batch = pb.AddBatch(batchId=0, entries=record)
+        batch = pb.AddBatch(batchId=0, entries=pack_record(request.body))
         key = batch.keys.add(ledgerId=request.ledgerId, masterKey=request.masterKey, writeFlags=request.writeFlags)
         if request.HasField("flag"):
             key.flag = request.flag
@@ -204,7 +202,7 @@ class BookieServicer(pb_grpc.BookieServicer):
         return (response, records, *self.store_adds(keys, records), started)
 
     def store_adds(self, keys: dict[int, AddKey], records: bytes):
-        """Store and journal add records (``int32 size | framed entry`` each) now: ``(future, added, refused)``, the
+        """Store and journal add records (bookie/codec/records.py) now: ``(future, added, refused)``, the
         future resolving to None once they are durable, or to the error that failed them all."""
         try:
             future, callback = self._durable()
@@ -241,11 +239,8 @@ class BookieServicer(pb_grpc.BookieServicer):
         return await self._answer(*self._submit(batch))
 
     def _fail_all(self, response, records: bytes, status: int, started: float) -> pb.AddBatchResponse:
-        offset = 0
-        while offset + 20 <= len(records):
-            size, ledger_id, entry_id = struct.unpack_from(">iqq", records, offset)
+        for _, _, ledger_id, entry_id in records_in(records):  # as far as they parse: a bad batch fails too
             response.failed.add(status=status, ledgerId=ledger_id, entryId=entry_id)
-            offset += 4 + max(size, 16)
         response.count = len(response.failed)
         seconds = time.perf_counter() - started
         if status == pb.EREADONLY:  # refused before storage
@@ -362,41 +357,10 @@ class BookieServicer(pb_grpc.BookieServicer):
 
         def counted(failed: int = 0) -> None:
             seconds = time.perf_counter() - started
-            self.stats.reads_answered(count, failed, len(chunk) - 4 * count, seconds, seconds)
+            self.stats.reads_answered(count, failed, len(chunk) - PREFIX * count, seconds, seconds)
 
-        for entry_id in wanted:
-            try:
-                body = self.storage.read_entry(ledger_id, entry_id)
-            except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
-                counted(1)
-                if count:
-                    yield pb.ReadRangeChunk(
-                        status=pb.EOK,
-                        ledgerId=ledger_id,
-                        firstEntryId=chunk_first,
-                        count=count,
-                        entries=bytes(chunk),
-                        maxLAC=max_lac,
-                    )
-                yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=entry_id)
-                return
-            chunk_first = entry_id if chunk_first is None else chunk_first
-            chunk += SIZE.pack(len(body)) + body
-            count += 1
-            if len(chunk) >= limit:
-                counted()
-                yield pb.ReadRangeChunk(
-                    status=pb.EOK,
-                    ledgerId=ledger_id,
-                    firstEntryId=chunk_first,
-                    count=count,
-                    entries=bytes(chunk),
-                    maxLAC=max_lac,
-                )
-                chunk, chunk_first, count, started = bytearray(), None, 0, time.perf_counter()
-        if count:
-            counted()
-            yield pb.ReadRangeChunk(
+        def entries() -> pb.ReadRangeChunk:
+            return pb.ReadRangeChunk(
                 status=pb.EOK,
                 ledgerId=ledger_id,
                 firstEntryId=chunk_first,
@@ -404,6 +368,26 @@ class BookieServicer(pb_grpc.BookieServicer):
                 entries=bytes(chunk),
                 maxLAC=max_lac,
             )
+
+        for entry_id in wanted:
+            try:
+                body = self.storage.read_entry(ledger_id, entry_id)
+            except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
+                counted(1)
+                if count:
+                    yield entries()
+                yield pb.ReadRangeChunk(status=status_of(exc), ledgerId=ledger_id, firstEntryId=entry_id)
+                return
+            chunk_first = entry_id if chunk_first is None else chunk_first
+            chunk += pack_record(body)
+            count += 1
+            if len(chunk) >= limit:
+                counted()
+                yield entries()
+                chunk, chunk_first, count, started = bytearray(), None, 0, time.perf_counter()
+        if count:
+            counted()
+            yield entries()
 
     # ---- LAC, force, info ----
     @cancellation_logged

@@ -5,7 +5,7 @@ Byte layout::
 
     offset 0      1024-byte header: b"BKLO" | int32 version (1) | int64 ledgersMapOffset (at 8) |
                   int32 ledgersCount (at 16) | zeros
-    offset 1024   entries, each: int32 size | framed entry (ledgerId, entryId, ...)
+    offset 1024   entries, each an add record (bookie/codec/records.py): int32 size | framed entry
                   an entry's location is (logId << 32) | pos, pos = offset of the framed entry (after the size)
     ledgersMap    appended when the log is sealed, in batches of <= 10,000 ledgers, each:
                   int32 (batchLength - 4) | int64 -1 | int64 -2 | int32 count | count x (int64 ledgerId, int64 bytes)
@@ -26,6 +26,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from bookie.codec.entry import IDS, entry_ids
+from bookie.codec.records import MIN_STORED, PREFIX, RECORD_IDS, SIZE, records_in
 from bookie.errors import CorruptData
 from bookie.files import open_private, private_dirs, write_private
 from bookie.storage.dirs import DirEvent, LedgerDirs, NoWritableLedgerDir
@@ -38,8 +40,6 @@ VERSION = 1
 HEADER_SIZE = 1024
 HEADER = struct.Struct(">4siqi")
 assert HEADER.size == 20
-SIZE = struct.Struct(">i")
-IDS = struct.Struct(">qq")
 MAP_BATCH_HEADER = struct.Struct(">iqqi")
 MAP_ENTRY = struct.Struct(">qq")
 MAP_BATCH = 10_000
@@ -117,38 +117,45 @@ def iter_records(path: Path, chunk: int = 4 << 20) -> Iterator[tuple[int, int, i
             raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
         end = map_offset or os.fstat(f.fileno()).st_size
         data, base, position = b"", HEADER_SIZE, HEADER_SIZE  # data holds the file from offset base
-        while position + 4 <= end:
+        while position + PREFIX <= end:
             start = position - base
-            if start + 4 + IDS.size > len(data):
+            if start + PREFIX + IDS.size > len(data):
                 data = data[start:] + os.pread(f.fileno(), chunk, base + len(data))
                 base, start = position, 0
-            if start + 4 > len(data):
+            if start + PREFIX > len(data):
                 return  # cut short
             (size,) = SIZE.unpack_from(data, start)
             if size == 0:
                 return  # unwritten tail
-            if size < IDS.size or position + 4 + size > end:
+            if size < MIN_STORED or position + PREFIX + size > end:
                 raise CorruptData(f"{path}: bad entry size {size} at offset {position}")
-            if start + 4 + size > len(data):
-                data = data[start:] + os.pread(f.fileno(), max(chunk, 4 + size), base + len(data))
+            if start + PREFIX + size > len(data):
+                data = data[start:] + os.pread(f.fileno(), max(chunk, PREFIX + size), base + len(data))
                 base, start = position, 0
-                if 4 + size > len(data):
+                if PREFIX + size > len(data):
                     raise CorruptData(f"{path}: entry at offset {position} cut short")
-            ledger_id, entry_id = IDS.unpack_from(data, start + 4)
-            yield position + 4, ledger_id, entry_id, memoryview(data)[start : start + 4 + size]
-            position += 4 + size
+            ledger_id, entry_id = IDS.unpack_from(data, start + PREFIX)
+            yield position + PREFIX, ledger_id, entry_id, memoryview(data)[start : start + PREFIX + size]
+            position += PREFIX + size
+
+
+def record_head(fd: int, pos: int) -> tuple[int, int, int] | None:
+    """``(size, ledgerId, entryId)`` of the record whose framed entry is at ``pos`` (a location's offset) in an open
+    entry log; None when the file ends before them."""
+    head = os.pread(fd, RECORD_IDS.size, pos - PREFIX) if pos >= PREFIX else b""
+    return RECORD_IDS.unpack(head) if len(head) == RECORD_IDS.size else None
 
 
 def scan_log(path: Path) -> Iterator[tuple[int, int, int, int]]:
     """``(pos, size, ledgerId, entryId)`` of every entry, up to the ledgers map or the end of the data."""
     for pos, ledger_id, entry_id, record in iter_records(path):
-        yield pos, len(record) - 4, ledger_id, entry_id
+        yield pos, len(record) - PREFIX, ledger_id, entry_id
 
 
 def rebuild_ledgers_map(path: Path) -> dict[int, int]:
     sizes: dict[int, int] = defaultdict(int)
     for _, size, ledger_id, _ in scan_log(path):
-        sizes[ledger_id] += 4 + size
+        sizes[ledger_id] += PREFIX + size
     return dict(sizes)
 
 
@@ -358,9 +365,9 @@ class EntryLogger:
         log_id, pos = split_location(loc)
         with self.lock:
             if log_id == self.current_id:
-                return pos + IDS.size <= self.position
+                return pos + MIN_STORED <= self.position
         try:
-            return pos + IDS.size <= os.stat(self.log_path(log_id)).st_size
+            return pos + MIN_STORED <= os.stat(self.log_path(log_id)).st_size
         except FileNotFoundError:
             return False
 
@@ -386,19 +393,13 @@ class EntryLogger:
             fd = self._reader(log_id)
         except CorruptData:
             return []
-        window = min(size, READ_AHEAD_WINDOW) if end is None else min(size, READ_AHEAD_WINDOW, end - pos + 4)
-        data = os.pread(fd, max(window, 0), pos - 4) if window > 4 else b""
+        window = min(size, READ_AHEAD_WINDOW) if end is None else min(size, READ_AHEAD_WINDOW, end - pos + PREFIX)
+        data = os.pread(fd, max(window, 0), pos - PREFIX) if window > PREFIX else b""
         found: list[tuple[int, bytes]] = []
-        offset = 0
-        while len(found) < count and offset + 4 + IDS.size <= len(data):
-            (length,) = SIZE.unpack_from(data, offset)
-            if not IDS.size <= length <= MAX_ENTRY_SIZE or offset + 4 + length > len(data):
+        for offset, length, found_ledger, found_entry in records_in(data):
+            if len(found) == count or length > MAX_ENTRY_SIZE or found_ledger != ledger_id:
                 break
-            found_ledger, found_entry = IDS.unpack_from(data, offset + 4)
-            if found_ledger != ledger_id:
-                break
-            found.append((found_entry, data[offset + 4 : offset + 4 + length]))
-            offset += 4 + length
+            found.append((found_entry, data[offset + PREFIX : offset + PREFIX + length]))
         return found
 
     def read(self, loc: int, ledger_id: int, entry_id: int) -> bytes:
@@ -407,30 +408,30 @@ class EntryLogger:
         size: int
         data: bytes | None = None
         with self.lock:
-            if log_id == self.current_id and pos - 4 >= self._flushed:
-                start = pos - 4 - self._flushed
-                head = bytes(self._buffer[start : start + 4])
-                size = SIZE.unpack(head)[0] if len(head) == 4 else -1
-                data = bytes(self._buffer[start + 4 : start + 4 + size]) if size > 0 else b""
+            if log_id == self.current_id and pos - PREFIX >= self._flushed:
+                start = pos - PREFIX - self._flushed
+                head = bytes(self._buffer[start : start + PREFIX])
+                size = SIZE.unpack(head)[0] if len(head) == PREFIX else -1
+                data = bytes(self._buffer[start + PREFIX : start + PREFIX + size]) if size > 0 else b""
         if data is None:
             fd = self._reader(log_id)
-            head = os.pread(fd, 4 + 4096, pos - 4)
-            size = SIZE.unpack_from(head)[0] if len(head) >= 4 else -1
-            if IDS.size <= size <= MAX_ENTRY_SIZE:
-                data = head[4 : 4 + size]
+            head = os.pread(fd, PREFIX + 4096, pos - PREFIX)
+            size = SIZE.unpack_from(head)[0] if len(head) >= PREFIX else -1
+            if MIN_STORED <= size <= MAX_ENTRY_SIZE:
+                data = head[PREFIX : PREFIX + size]
                 if len(data) < size:
                     data += os.pread(fd, size - len(data), pos + len(data))
             else:
                 data = b""  # refused below
         path = self._log_dirs.get(log_id, self.current_dir) / "current" / f"{log_id:x}.log"
-        if not IDS.size <= size <= MAX_ENTRY_SIZE or len(data) != size:
+        if not MIN_STORED <= size <= MAX_ENTRY_SIZE or len(data) != size:
             raise CorruptData(
-                f"{path}: bad entry size {size} at offset {pos - 4} (ledger {ledger_id} entry {entry_id})"
+                f"{path}: bad entry size {size} at offset {pos - PREFIX} (ledger {ledger_id} entry {entry_id})"
             )
-        found = IDS.unpack_from(data)
+        found = entry_ids(data)
         if found != (ledger_id, entry_id):
             raise CorruptData(
-                f"{path}: offset {pos - 4} holds ledger {found[0]} entry {found[1]}, "
+                f"{path}: offset {pos - PREFIX} holds ledger {found[0]} entry {found[1]}, "
                 f"the index says ledger {ledger_id} entry {entry_id}"
             )
         return data

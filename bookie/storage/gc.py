@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from bookie.codec.records import PREFIX
 from bookie.errors import BKError
 from bookie.storage.entry_log import (
     EntryLogger,
@@ -410,7 +411,7 @@ class GarbageCollector:
                 base = logger.append(bytes(batch), sizes)
                 log_id = logger.current_id
             moved.extend(
-                (ledger_id, entry_id, old, location(log_id, base + offset + 4))
+                (ledger_id, entry_id, old, location(log_id, base + offset + PREFIX))
                 for ledger_id, entry_id, old, offset in pending
             )
             batch.clear()

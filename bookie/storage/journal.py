@@ -4,7 +4,8 @@ Byte layout::
 
     offset 0     512-byte header: b"BKLG" | int32 format version (6) | zeros
     offset 512   records, each: int32 length | that many bytes
-                   - an entry record is the framed entry (ledgerId, entryId >= 0, ...)
+                   - an entry record is an add record (bookie/codec/records.py): the framed entry (ledgerId,
+                     entryId >= 0, lastAddConfirmed, ...)
                    - metadata records start int64 ledgerId | int64 marker:
                        MASTER_KEY   -0x1000  then int32 keyLen | key
                        FENCE        -0x2000  (nothing more)
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final, Literal, NamedTuple
 
+from bookie.codec.records import MIN_ADD
 from bookie.errors import CorruptData
 from bookie.files import open_private, private_dirs
 from bookie.storage.files import fsync_dir, hex_ids
@@ -91,8 +93,6 @@ class Skipped(NamedTuple):
     resume: int  # where valid data resumes (the file's size when nothing valid follows)
     reason: str
 
-
-ENTRY_MIN = 24  # ledgerId, entryId, lastAddConfirmed: what replay reads of an entry record
 
 # What _read finds at a position, told by the first item: where the records stop (_END: a torn write may end
 # there; _BAD: no crash writes that), a padding record, or a record.
@@ -225,7 +225,7 @@ def _record(offset: int, data: bytes) -> Record | str:
     if ledger_id < 0:
         return f"ledger id {ledger_id}"
     if marker >= 0:
-        if len(data) < ENTRY_MIN:
+        if len(data) < MIN_ADD:  # replay reads its ids and LAC
             return f"entry of {len(data)} bytes, too short"
         return Record(offset, "entry", ledger_id, marker, data)
     if marker == FENCE:

@@ -13,7 +13,6 @@ replaying the journals one after the other keeps each ledger's order. Each journ
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
 from collections import defaultdict
@@ -21,6 +20,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bookie.codec.records import PREFIX, Walked, entry_lac, pack_record, record_ledger_id, walk_add_batch_records
 from bookie.errors import BadRequest, BookieIOError, CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
 from bookie.storage import journal as jf
 from bookie.storage.checkpoint import highest_mark, mark_file, write_last_marks
@@ -33,11 +33,6 @@ from bookie.storage.stats import StorageStats
 
 log = logging.getLogger(__name__)
 WRITEBACK_INTERVAL = 1.0  # seconds
-RECORD = struct.Struct(">iqqq")  # size | ledgerId | entryId | lastAddConfirmed
-LAC_IN_ENTRY = struct.Struct(">q")
-LEDGER_OF_RECORD = struct.Struct(">iq")  # size | ledgerId: how every journal record starts
-# An add record of a batch that will be stored: (offset in the batch, size, ledgerId, entryId, lastAddConfirmed)
-_Stored = tuple[int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -87,21 +82,15 @@ class StorageConfig:
 
 def walk_add_batch(
     records: bytes, known: Container[int], refused: dict[int, Exception], limit: int
-) -> tuple[list[_Stored], list[tuple[int, int, Exception]], dict[int, int]]:
-    """The records of a batch to store (``int32 size | framed entry`` each; those of ``known`` ledgers, not
-    ``refused``, at most ``limit`` bytes), ``(ledgerId, entryId, error)`` of those refused, and the bytes to store
-    per ledger; :class:`BadRequest` when the batch does not parse."""
-    entries: list[_Stored] = []
+) -> tuple[list[Walked], list[tuple[int, int, Exception]], dict[int, int]]:
+    """The records of a batch to store (bookie/codec/records.py; those of ``known`` ledgers, not ``refused``, at most
+    ``limit`` bytes), ``(ledgerId, entryId, error)`` of those refused, and the bytes to store per ledger;
+    :class:`BadRequest` when the batch does not parse."""
+    entries: list[Walked] = []
     failures: list[tuple[int, int, Exception]] = []
     sizes: defaultdict[int, int] = defaultdict(int)
-    offset, end = 0, len(records)
-    unpack = RECORD.unpack_from
-    while offset < end:
-        if offset + RECORD.size > end:
-            raise BadRequest(f"add batch cut short at byte {offset}")
-        size, ledger_id, entry_id, lac = unpack(records, offset)
-        if size < RECORD.size - 4 or offset + 4 + size > end:
-            raise BadRequest(f"bad add record size {size} at byte {offset}")
+    for walked in walk_add_batch_records(records):
+        _, size, ledger_id, entry_id, _ = walked
         if ledger_id in refused:
             failures.append((ledger_id, entry_id, refused[ledger_id]))
         elif ledger_id not in known:
@@ -109,10 +98,14 @@ def walk_add_batch(
         elif size > limit or entry_id < 0:
             failures.append((ledger_id, entry_id, BadRequest(f"entry of {size} bytes over the {limit}-byte limit")))
         else:
-            entries.append((offset, size, ledger_id, entry_id, lac))
-            sizes[ledger_id] += 4 + size
-        offset += 4 + size
+            entries.append(walked)
+            sizes[ledger_id] += PREFIX + size
     return entries, failures, sizes
+
+
+def records_of(records: bytes, walked: list[Walked]) -> bytes:
+    """The ``walked`` records of a batch, joined."""
+    return b"".join(records[start : start + PREFIX + size] for start, size, *_ in walked)
 
 
 class JournalledStorage:
@@ -157,7 +150,7 @@ class JournalledStorage:
         self,
         key_records: list[bytes],
         records: bytes,
-        stored: list[_Stored],
+        stored: list[Walked],
         whole: bool,
         callback: Callback,
         synced: bool,
@@ -169,20 +162,27 @@ class JournalledStorage:
             callback(None)
             return
         if len(self.journals) == 1:
-            body = records if whole else b"".join(records[start : start + 4 + size] for start, size, *_ in stored)
+            body = records if whole else records_of(records, stored)
             count = len(key_records) + len(stored)
             self.journals[0].log(
                 b"".join(key_records) + (body if stored else b""), callback, synced=synced, records=count
             )
             return
         parts: defaultdict[int, list[bytes]] = defaultdict(list)
-        for record in key_records:  # master key records: int32 length | int64 ledgerId | ...
-            parts[sign_safe_mod(LEDGER_OF_RECORD.unpack_from(record)[1], len(self.journals))].append(record)
+        for record in key_records:
+            parts[sign_safe_mod(record_ledger_id(record), len(self.journals))].append(record)
         for start, size, ledger_id, _, _ in stored:
-            parts[sign_safe_mod(ledger_id, len(self.journals))].append(records[start : start + 4 + size])
+            parts[sign_safe_mod(ledger_id, len(self.journals))].append(records[start : start + PREFIX + size])
         done = _AllDone(len(parts), callback)
         for index, chunks in parts.items():
             self.journals[index].log(b"".join(chunks), done, synced=synced, records=len(chunks))
+
+    def _journal_ledger_record(
+        self, ledger_id: int, key_records: list[bytes], record: bytes, callback: Callback
+    ) -> None:
+        """Journal a ledger's fence or explicit LAC ``record`` after the master key records it needed first;
+        ``callback`` once durable."""
+        self.journal_for(ledger_id).log(b"".join(key_records) + record, callback, records=len(key_records) + 1)
 
     # ---- lifecycle ----
     def start(self) -> int:
@@ -388,11 +388,9 @@ class LedgerStorage(JournalledStorage):
                 state.header_dirty = True
             else:
                 data = record.data
-                offset = self.entry_logger.append(
-                    struct.pack(">i", len(data)) + data, {record.ledger_id: 4 + len(data)}
-                )
-                self.cache.set_location(state, record.entry_id, location(self.entry_logger.current_id, offset + 4))
-                lacs[record.ledger_id] = max(lacs.get(record.ledger_id, -1), LAC_IN_ENTRY.unpack_from(data, 16)[0])
+                offset = self.entry_logger.append(pack_record(data), {record.ledger_id: PREFIX + len(data)})
+                self.cache.set_location(state, record.entry_id, location(self.entry_logger.current_id, offset + PREFIX))
+                lacs[record.ledger_id] = max(lacs.get(record.ledger_id, -1), entry_lac(data))
 
     # ---- adds ----
     def _ledger_for_add(self, ledger_id: int, key: AddKey, journal: list[bytes]) -> LedgerIndex:
@@ -427,7 +425,7 @@ class LedgerStorage(JournalledStorage):
         limit = self.config.max_entry_size
         entries, failures, sizes = walk_add_batch(records, states, refused, limit)
         if failures:
-            records = b"".join(records[start : start + 4 + size] for start, size, _, _, _ in entries)
+            records = records_of(records, entries)
             entries, _, sizes = walk_add_batch(records, states, {}, limit)
         if entries:
             cache, logger = self.cache, self.entry_logger
@@ -437,7 +435,7 @@ class LedgerStorage(JournalledStorage):
                     log_id = logger.current_id
                 for start, _, ledger_id, entry_id, lac in entries:
                     state = states[ledger_id]
-                    cache.set_location(state, entry_id, location(log_id, base + start + 4))
+                    cache.set_location(state, entry_id, location(log_id, base + start + PREFIX))
                     if state.lac is None or lac > state.lac:
                         self._raise_lac(state, lac)
         self._journal_batch(journal, records, entries, True, callback, not deferred(keys))
@@ -447,7 +445,7 @@ class LedgerStorage(JournalledStorage):
                 len(entries),
                 len(failures),
                 recovery,
-                sum(sizes.values()) - 4 * len(entries),
+                sum(sizes.values()) - PREFIX * len(entries),
                 time.perf_counter() - started,
             )
         return len(entries), failures
@@ -468,9 +466,7 @@ class LedgerStorage(JournalledStorage):
         with self.cache.lock:
             state.header.fenced = True
             state.header_dirty = True
-        self.journal_for(ledger_id).log(
-            b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1
-        )
+        self._journal_ledger_record(ledger_id, journal, jf.fence_record(ledger_id), callback)
 
     def write_explicit_lac(
         self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback: Callback
@@ -481,9 +477,7 @@ class LedgerStorage(JournalledStorage):
             state.header.explicit_lac = buffer
             state.header_dirty = True
             self._raise_lac(state, lac)
-        self.journal_for(ledger_id).log(
-            b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback, records=len(journal) + 1
-        )
+        self._journal_ledger_record(ledger_id, journal, jf.explicit_lac_record(ledger_id, buffer), callback)
 
     def _lac_on_disk(self, state: LedgerIndex) -> int:
         """After a restart: the piggy-backed LAC of the last entry stored."""
@@ -496,8 +490,7 @@ class LedgerStorage(JournalledStorage):
         except CorruptData as exc:  # e.g. an entry never acknowledged whose data a power loss took
             log.error("ledger %d: cannot read its last entry for the LAC: %s", state.ledger_id, exc)
             return -1
-        lac: int = LAC_IN_ENTRY.unpack_from(entry, 16)[0]
-        return lac
+        return entry_lac(entry)
 
     def ledger(self, ledger_id: int) -> LedgerIndex:
         state = self.cache.get(ledger_id)

@@ -17,12 +17,11 @@ from bookie._proto.db_ledger_storage_pb2 import LedgerData
 from bookie.storage import journal as jf
 from bookie.storage.db.indexes import LOCATION_KEY, LONG, EntryLocationIndex, LedgerMetadataIndex
 from bookie.storage.db.kv import LEDGERS, LOCATIONS, KeyValueStorage
-from bookie.storage.entry_log import iter_records, list_log_ids, log_path, scan_log, split_location
+from bookie.storage.entry_log import iter_records, list_log_ids, log_path, record_head, scan_log, split_location
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader
 from bookie.storage.ledger_cache import LedgerCache
 
 BATCH = 10_000  # records per RocksDB batch (BookKeeper's BATCH_COMMIT_SIZE)
-HEADER = 4 + LOCATION_KEY.size  # int32 size | ledgerId | entryId
 
 
 def _timestamp() -> str:
@@ -101,8 +100,8 @@ def check_index(ledger_dir: Path, index_dir: Path, verify_entries: bool = False)
             elif verify_entries:
                 if log_id not in fds:
                     fds[log_id] = os.open(log_path(ledger_dir, log_id), os.O_RDONLY)
-                head = os.pread(fds[log_id], HEADER, pos - 4)
-                found = LOCATION_KEY.unpack_from(head, 4) if len(head) == HEADER else None
+                head = record_head(fds[log_id], pos)
+                found = head[1:] if head else None
                 if found != (ledger_id, entry_id):
                     result.problems.append(
                         f"ledger {ledger_id} entry {entry_id}: {log_path(ledger_dir, log_id)} offset {pos - 4} holds "

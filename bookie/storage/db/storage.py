@@ -26,21 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie._proto.db_ledger_storage_pb2 import LedgerData
+from bookie.codec.records import PREFIX, entry_lac, size_prefix
 from bookie.errors import CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, TooManyRequests, Unauthorized
 from bookie.storage import journal as jf
 from bookie.storage.db.caches import ReadCache, WriteCache
 from bookie.storage.db.indexes import EntryLocationIndex, LedgerMetadataIndex, ledger_data
 from bookie.storage.db.kv import MB, RocksDbConfig
-from bookie.storage.entry_log import SIZE, EntryLogger, location
+from bookie.storage.entry_log import EntryLogger, location
 from bookie.storage.group_commit import Callback
-from bookie.storage.ledger_storage import (
-    LAC_IN_ENTRY,
-    AddKey,
-    JournalledStorage,
-    StorageConfig,
-    deferred,
-    walk_add_batch,
-)
+from bookie.storage.ledger_storage import AddKey, JournalledStorage, StorageConfig, deferred, walk_add_batch
 from bookie.storage.stats import StorageStats
 
 log = logging.getLogger(__name__)
@@ -146,7 +140,7 @@ class SingleDirectoryStorage:
                 with logger.lock:
                     base = logger.append(b"".join(chunk), sizes)
                     log_id = logger.current_id
-                locations.extend((lid, eid, location(log_id, base + at + 4)) for lid, eid, at in chunk_ids)
+                locations.extend((lid, eid, location(log_id, base + at + PREFIX)) for lid, eid, at in chunk_ids)
                 chunk.clear()
                 chunk_ids.clear()
                 sizes.clear()
@@ -154,10 +148,10 @@ class SingleDirectoryStorage:
 
             for ledger_id, entry_id, entry in flushing.sorted_entries():
                 chunk_ids.append((ledger_id, entry_id, chunk_size))
-                chunk.append(SIZE.pack(len(entry)))
+                chunk.append(size_prefix(entry))
                 chunk.append(entry)
-                sizes[ledger_id] += 4 + len(entry)
-                chunk_size += 4 + len(entry)
+                sizes[ledger_id] += PREFIX + len(entry)
+                chunk_size += PREFIX + len(entry)
                 if chunk_size >= FLUSH_CHUNK:
                     append()
             if chunk:
@@ -197,7 +191,7 @@ class SingleDirectoryStorage:
                 raise
             loc = moved  # compaction moved it while we read
             entry = self.entry_logger.read(loc, ledger_id, entry_id)
-        self._read_ahead(ledger_id, loc + len(entry) + 4, len(entry))
+        self._read_ahead(ledger_id, loc + len(entry) + PREFIX, len(entry))
         return entry
 
     def _read_ahead(self, ledger_id: int, following: int, size: int) -> None:
@@ -205,7 +199,7 @@ class SingleDirectoryStorage:
         dbStorage_readAheadCacheBatchSize entries of this one's size, within the batch's byte bound)."""
         if self.read_ahead_count <= 0 or self.read_ahead_bytes <= 0:
             return
-        wanted = min(self.read_ahead_bytes, max(64 << 10, 2 * self.read_ahead_count * (size + 4)))
+        wanted = min(self.read_ahead_bytes, max(64 << 10, 2 * self.read_ahead_count * (size + PREFIX)))
         for entry_id, entry in self.entry_logger.read_following(following, ledger_id, self.read_ahead_count, wanted):
             self.read_cache.put(ledger_id, entry_id, entry)
 
@@ -312,7 +306,7 @@ class DbLedgerStorage(JournalledStorage):
             self._change(single, ledger_id, explicitLac=record.data)
         else:
             single.put([(ledger_id, record.entry_id, record.data)], wait=False)
-            lacs[ledger_id] = max(lacs.get(ledger_id, -1), LAC_IN_ENTRY.unpack_from(record.data, 16)[0])
+            lacs[ledger_id] = max(lacs.get(ledger_id, -1), entry_lac(record.data))
 
     def _replayed(self, lacs: dict[int, int]) -> None:
         for ledger_id, lac in lacs.items():
@@ -368,7 +362,7 @@ class DbLedgerStorage(JournalledStorage):
         by_dir: defaultdict[int, list[tuple[int, int, bytes]]] = defaultdict(list)
         lacs: dict[int, int] = {}
         for start, size, ledger_id, entry_id, lac in entries:
-            by_dir[ledger_id % dirs].append((ledger_id, entry_id, records[start + 4 : start + 4 + size]))
+            by_dir[ledger_id % dirs].append((ledger_id, entry_id, records[start + PREFIX : start + PREFIX + size]))
             if lac > lacs.get(ledger_id, -1):
                 lacs[ledger_id] = lac
         stored = len(entries)
@@ -386,7 +380,7 @@ class DbLedgerStorage(JournalledStorage):
         self._journal_batch(journal, records, kept, not failures, callback, not deferred(keys))
         if self.stats is not None:
             recovery = sum(keys[e[2]].recovery for e in entries) if any(k.recovery for k in keys.values()) else 0
-            size = sum(n for lid, n in sizes.items() if lid % dirs not in rejected) - 4 * stored
+            size = sum(n for lid, n in sizes.items() if lid % dirs not in rejected) - PREFIX * stored
             self.stats.adds_stored(stored, len(failures), recovery, size, time.perf_counter() - started)
         return stored, failures
 
@@ -404,9 +398,7 @@ class DbLedgerStorage(JournalledStorage):
         journal: list[bytes] = []
         self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
         self._change(self.storage_of(ledger_id), ledger_id, fenced=True)
-        self.journal_for(ledger_id).log(
-            b"".join(journal) + jf.fence_record(ledger_id), callback, records=len(journal) + 1
-        )
+        self._journal_ledger_record(ledger_id, journal, jf.fence_record(ledger_id), callback)
 
     def write_explicit_lac(
         self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback: Callback
@@ -415,9 +407,7 @@ class DbLedgerStorage(JournalledStorage):
         self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
         self._change(self.storage_of(ledger_id), ledger_id, explicitLac=buffer)
         self._raise_lac(ledger_id, lac)
-        self.journal_for(ledger_id).log(
-            b"".join(journal) + jf.explicit_lac_record(ledger_id, buffer), callback, records=len(journal) + 1
-        )
+        self._journal_ledger_record(ledger_id, journal, jf.explicit_lac_record(ledger_id, buffer), callback)
 
     def _lac_on_disk(self, ledger_id: int) -> int:
         """The piggy-backed LAC of the last entry stored."""
@@ -428,8 +418,7 @@ class DbLedgerStorage(JournalledStorage):
         except CorruptData as exc:
             log.error("ledger %d: cannot read its last entry for the LAC: %s", ledger_id, exc)
             return -1
-        lac: int = LAC_IN_ENTRY.unpack_from(entry, 16)[0]
-        return lac
+        return entry_lac(entry)
 
     def ledger(self, ledger_id: int) -> LedgerData:
         data = self.storage_of(ledger_id).ledgers.get(ledger_id)
