@@ -13,8 +13,6 @@ import pytest
 
 from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_manager import LedgerManager
-from bookie.meta.store import MetadataStore
-from bookie.meta.uri import parse_service_uri
 
 from helpers import wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_started, free_ports, require_oracle, run
@@ -31,12 +29,6 @@ def java(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def store(java):
-    with MetadataStore(parse_service_uri(java.service_uri)) as s:
-        yield s
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from bookie.local.process import free_port, spawn, stop_process_group
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
-from bookie.meta.uri import parse_service_uri
 from bookie.storage.db.indexes import LOCATION_KEY, LONG
 
 from helpers import wait_for
@@ -51,12 +50,6 @@ def java(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def store(java):
-    with MetadataStore(parse_service_uri(java.service_uri)) as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

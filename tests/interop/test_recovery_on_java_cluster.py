@@ -12,9 +12,7 @@ import pytest
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_manager import LedgerManager
-from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager
-from bookie.meta.uri import parse_service_uri
 
 from helpers import ledgers_naming, wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle
@@ -31,12 +29,6 @@ def java(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def store(java):
-    with MetadataStore(parse_service_uri(java.service_uri)) as s:
-        yield s
 
 
 def naming(bkctl, java, bookie_id: str) -> list[int]:
