@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def start() -> None:
         from bookie.client import BookKeeper
+        from bookie.client.config import ClientConfig
         from bookie.logs import configure_server
         from bookie.meta.store import MetadataStore
         from bookie.meta.uri import parse_service_uri
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         configure_server(args.log_format)
         timeout = config.zkTimeout / 1000
         with MetadataStore(parse_service_uri(config.metadataServiceUri), timeout, timeout, config.zk_security) as store:
-            client = BookKeeper(store=store)
+            client = BookKeeper(store=store, config=ClientConfig(tls=config.client_tls()))
             try:
                 run_autorecovery(client, auditor_id(config.properties))
             finally:

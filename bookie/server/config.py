@@ -25,7 +25,7 @@ from bookie.storage.dirs import DiskThresholds
 from bookie.storage.gc import GcConfig
 from bookie.storage.ledger_storage import StorageConfig
 from bookie.tls import KEYS as TLS_KEYS
-from bookie.tls import TLS_CONTEXT_FACTORY, Tls, TlsSettings
+from bookie.tls import TLS_CONTEXT_FACTORY, Tls, TlsSettings, client_settings_from_environment
 
 
 def _bool(text: str) -> bool:
@@ -333,6 +333,16 @@ class BookieConfig:
         if self.bkctlAdminPort < 0:
             return None
         return self.bkctlAdminPort or self.bookiePort + 1
+
+    def client_tls(self) -> TlsSettings | None:
+        """The TLS of the bookie's own client (the HTTP admin API's recover and decommission, autorecovery run with this
+        file): this configuration read as a client's, as BookKeeper builds their ClientConfiguration from the bookie's
+        (its client* keys first, then tls*), so other bookies see this bookie's certificate and role. A bookie with
+        TLS but no trust store serves plaintext clients (BookieAuthZFactory needs one), so its client goes as bkctl's
+        library default does (BKCTL_TLS_*)."""
+        if self.tls is None or not self.tls.settings.trust_store:
+            return client_settings_from_environment()
+        return TlsSettings.from_properties(self.properties, "client", " (the bookie's own client)")
 
     def storage(self) -> StorageConfig:
         return StorageConfig(

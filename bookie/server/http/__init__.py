@@ -142,8 +142,10 @@ class HttpAdmin:
                 if self.bookie.shutting_down:
                     raise Failed("the bookie is shutting down")
                 from bookie.client import BookKeeper
+                from bookie.client.config import ClientConfig
 
-                self._client = await asyncio.to_thread(BookKeeper, store=self.bookie.store)
+                config = ClientConfig(tls=self.bookie.config.client_tls())  # its certificate, to TLS-only bookies
+                self._client = await asyncio.to_thread(BookKeeper, store=self.bookie.store, config=config)
         return self._client
 
     async def run(self, operation, *args):

@@ -347,3 +347,45 @@ def test_a_secure_sandbox_requires_tls_and_bkctl_uses_its_admin_certificate(sand
         assert restarted.returncode == 0 and json.loads(restarted.stdout)["secure"] is True
     finally:
         bkctl("sandbox", "stop", env_dir=sandbox_dir)
+
+
+def test_a_secure_sandbox_bookie_recovers_over_https_with_its_own_certificate(sandbox_dir):
+    """The HTTP admin API's recover runs on the bookie's own client, which must reach the TLS-only bookies with the
+    bookie's certificate (role bookie, an admin role of the sandbox): in the clear, every read is refused."""
+    import ssl
+    import urllib.request
+
+    started = bkctl("sandbox", "start", "--secure", "--bookies", "4", "-o", "json", env_dir=sandbox_dir)
+    assert started.returncode == 0, started.stderr
+    try:
+        created = subprocess.run(
+            [sys.executable, "-m", "bkctl", "ledger", "create", "-e", "3", "-w", "3", "-a", "3", "--input", "-"],
+            input="a\nb\n", capture_output=True, text=True, timeout=120,
+            env={**os.environ, "BKCTL_SANDBOX_DIR": str(sandbox_dir)},
+        )  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        ledger = created.stdout.strip()
+
+        def ensemble() -> list[str]:
+            shown = bkctl("ledger", "metadata", ledger, "-o", "json", env_dir=sandbox_dir)
+            return json.loads(shown.stdout)["segments"][-1]["ensemble"]
+
+        bookies = json.loads(started.stdout)["bookies"]
+        lost = ensemble()[0]
+        number = next(n for n, b in enumerate(bookies, 1) if b["bookieId"] == lost)
+        assert bkctl("sandbox", "stop-bookie", str(number), env_dir=sandbox_dir).returncode == 0
+        spare = next(b for b in bookies if b["bookieId"] not in ensemble())
+        tls = sandbox_dir / "tls"
+        context = ssl.create_default_context(cafile=str(tls / "ca.pem"))
+        context.check_hostname = False
+        context.load_cert_chain(str(tls / "bkctl.pem"), str(tls / "bkctl-key.pem"))
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{spare['httpPort']}/api/v1/autorecovery/bookie",
+            data=json.dumps({"bookie_src": [lost], "delete_cookie": False}).encode(),
+            method="PUT",
+        )
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+            assert answer.status == 200
+        wait_for(lambda: lost not in ensemble(), f"ledger {ledger} re-replicated off {lost}", timeout=30)
+    finally:
+        bkctl("sandbox", "stop", env_dir=sandbox_dir)
