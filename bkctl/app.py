@@ -163,10 +163,46 @@ class Application:
     @cached_property
     def zk_security(self):
         """ZooKeeper authentication and ACLs (bookie.meta.security): zkEnableSecurity, zkDigestAuthFile and
-        java.security.auth.login.config of -c, else their BKCTL_ZK_* variables."""
+        java.security.auth.login.config of -c, else their BKCTL_ZK_* variables, else the secure sandbox's login
+        when the sandbox is the cluster."""
         from bookie.meta.security import ZkSecurity
 
-        return ZkSecurity.from_settings(self.config, where=f" in {self.conf_path}" if self.config else "")
+        security = ZkSecurity.from_settings(self.config, where=f" in {self.conf_path}" if self.config else "")
+        if security == ZkSecurity() and self._sandbox is not None:
+            return self._sandbox.zk_security() or security
+        return security
+
+    def worker_environment(self) -> dict[str, str]:
+        """The BKCTL_ZK_* and BKCTL_TLS_* variables that give a process this command starts (Spark's Python workers,
+        which build clients of their own) the ZooKeeper login and TLS this command uses: paths to files, never a
+        secret. A client certificate in a PKCS12 store cannot be named so: refused."""
+        from bookie.errors import InvalidArgument
+        from bookie.meta.security import DIGEST_AUTH_FILE, ENABLE_SECURITY, ENVIRONMENT, ZkSecurity
+
+        env: dict[str, str] = {}
+        if self.zk_security != ZkSecurity():
+            configured = {k: self.config[k] for k in ENVIRONMENT if self.config.get(k, "").strip()}
+            if not configured and self._sandbox is not None:  # the secure sandbox's own login
+                from bookie.local.secure import zk_digest_file
+
+                configured = {ENABLE_SECURITY: "true", DIGEST_AUTH_FILE: str(zk_digest_file(self._sandbox.dir))}
+            env |= {ENVIRONMENT[k]: v for k, v in configured.items()}
+        tls = self.client_tls
+        if tls is not None:
+            if tls.key_store_type.upper() != "PEM" or tls.trust_store_type.upper() != "PEM":
+                raise InvalidArgument(
+                    "Spark's workers take TLS from BKCTL_TLS_* variables, which name PEM files: give PEM key and "
+                    "trust stores (--tls-trust-store, --tls-cert, --tls-key)"
+                )
+            named = {
+                "BKCTL_TLS_TRUST_STORE": tls.trust_store,
+                "BKCTL_TLS_CERT": tls.certificate_path,
+                "BKCTL_TLS_KEY": tls.key_store,
+                "BKCTL_TLS_KEY_PASSWORD_FILE": tls.key_store_password_path,
+                "BKCTL_TLS_HOSTNAME_VERIFICATION": "true" if tls.hostname_verification else None,
+            }
+            env |= {k: v for k, v in named.items() if v}
+        return env
 
     def open_store(self, connect_timeout: float, session_timeout: float):
         """A new ZooKeeper session on this command's cluster, authenticated as its configuration says."""

@@ -90,6 +90,7 @@ def export(
     ledger, a range with no ledger, or an entry no bookie can give, fails the export naming it (exit 5); --verify
     exits 3 when the files do not match. Seconds and MB/s count the Spark job, not Spark's start.
     """
+    import os
     import shutil
     import tempfile
     from pathlib import Path
@@ -127,6 +128,10 @@ def export(
         return
     from admin.export.job import run_export
     from admin.export.session import spark_session
+
+    # Spark's Python workers build clients of their own: the same ZooKeeper login and TLS, by the files' paths (the
+    # JVM that starts them is started from here, with this environment)
+    os.environ.update(app.worker_environment())
 
     work = Path(tempfile.mkdtemp(prefix="bkctl-export-"))  # Spark's log
     log, keep_log = work / "spark.log", False

@@ -275,8 +275,6 @@ class Sandbox:
         settings: dict[str, str],
         autorecovery: bool,
     ) -> None:
-        from bookie.meta.store import MetadataStore
-        from bookie.meta.uri import parse_service_uri
 
         if not state.zk_pid:
             # Bookies and autorecovery that outlived ZooKeeper are adopted: they reconnect by themselves
@@ -286,7 +284,7 @@ class Sandbox:
         if not init:
             return
         self._init_cluster(state)
-        with MetadataStore(parse_service_uri(state.service_uri)) as store:
+        with self._store(state) as store:
             self._start_bookies(store, state, local, count, settings)
         if autorecovery and not process.running(state.autorecovery_pid, state.autorecovery_marker):
             # with a bookie's configuration, as BookKeeper's autorecovery runs in or beside a bookie: named after it
@@ -358,13 +356,28 @@ class Sandbox:
             f"its directories were formatted and it starts as a new bookie"
         )
 
-    @staticmethod
-    def _init_cluster(state: SandboxState) -> None:
-        from bookie.meta.layout import init_cluster
+    def _store(self, state: SandboxState):
+        """A session on the sandbox's cluster, logged in as its one ZooKeeper user when it is secure."""
         from bookie.meta.store import MetadataStore
         from bookie.meta.uri import parse_service_uri
 
-        with MetadataStore(parse_service_uri(state.service_uri)) as store:
+        return MetadataStore(parse_service_uri(state.service_uri), security=self._zk_security(state))
+
+    def _zk_security(self, state: SandboxState | None):
+        if state is None or not state.secure:
+            return None
+        from bookie.local.secure import zk_security
+
+        return zk_security(self.dir)
+
+    def zk_security(self):
+        """The ZooKeeper login of bkctl on this sandbox, or None when it is not secure."""
+        return self._zk_security(self.load())
+
+    def _init_cluster(self, state: SandboxState) -> None:
+        from bookie.meta.layout import init_cluster
+
+        with self._store(state) as store:
             try:
                 init_cluster(store)
             except ClusterAlreadyInitialised:
@@ -381,11 +394,9 @@ class Sandbox:
 
     def status(self) -> dict:
         from bookie.meta.registration import BookieRegistry
-        from bookie.meta.store import MetadataStore
-        from bookie.meta.uri import parse_service_uri
 
         state = self.require_running()
-        with MetadataStore(parse_service_uri(state.service_uri)) as store:
+        with self._store(state) as store:
             registered = {b.bookie_id: b.state for b in BookieRegistry(store).list(writable=True, readonly=True)}
         return state.to_status(registered)
 
@@ -427,15 +438,13 @@ class Sandbox:
 
     def start_bookie(self, name: str) -> LocalBookie:
         """Start one stopped bookie again, on its disks, and wait until it is registered."""
-        from bookie.meta.store import MetadataStore
-        from bookie.meta.uri import parse_service_uri
 
         with self.locked():
             state = self._reconciled(zookeeper=True)
             bookie = self._find(state, name)
             if bookie.pid:
                 raise SandboxRunning(f"sandbox bookie {bookie.bookie_id} is already running (pid {bookie.pid})")
-            with MetadataStore(parse_service_uri(state.service_uri)) as store:
+            with self._store(state) as store:
                 self._format_if_decommissioned(store, bookie)
                 bookie.write_conf(state.service_uri)  # in this bkctl's keys (listeningInterface was an address)
                 _private_if_secure(state, bookie)

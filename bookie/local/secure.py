@@ -7,8 +7,10 @@ bkctl need to use it, in BookKeeper's keys.
   HTTP admin API over HTTPS (PKCS12 stores, as BookKeeper's Vert.x server wants key stores).
 - bkctl: ``bkctl.pem`` with the role ``admin``, used by itself when the sandbox is the cluster; ``client.pem``
   (role ``client``, no admin rights) for trying what an application may do.
-- ZooKeeper ACLs: not set here yet — the sandbox's ZooKeeper security comes with zkEnableSecurity (issue 16's
-  ZooKeeper part): its keys belong in ``bookie_settings`` and the sandbox's client, next to these.
+- ZooKeeper: ``zkEnableSecurity`` (every znode CREATOR_ALL_ACL), every session logged in with ZooKeeper's digest
+  scheme as the sandbox's one user, from ``<dir>/zk-digest`` (``sandbox:<random password>``, 0600): the bookies
+  (``zkDigestAuthFile``), autorecovery (a bookie's configuration), the sandbox itself and bkctl when the sandbox is
+  its cluster. A session without that login can read and change nothing of the cluster.
 
 Keys and PKCS12 stores are 0600 in a 0700 directory; the stores' password is in the bookies' configurations, as
 BookKeeper's httpServerKeyStorePassword is, which are 0600 too.
@@ -21,6 +23,7 @@ import secrets
 from pathlib import Path
 
 from bookie.local import certs
+from bookie.meta.security import Credentials, ZkSecurity, read_digest_file
 from bookie.tls import TLS_CONTEXT_FACTORY, TlsSettings
 from bookie.tls import client_settings as _client_settings
 
@@ -58,11 +61,27 @@ def _encryption(password: bytes):
     return serialization.BestAvailableEncryption(password)
 
 
+def zk_digest_file(directory: Path) -> Path:
+    """``<dir>/zk-digest``: the ZooKeeper login (``user:password``, 0600) of everything on the sandbox, made once."""
+    path = directory / "zk-digest"
+    if not path.exists():
+        certs.write_secret(path, b"sandbox:" + secrets.token_urlsafe(18).encode())
+    return path
+
+
+def zk_security(directory: Path) -> ZkSecurity:
+    """How a session on a secure sandbox's ZooKeeper logs in, and the ACL of what it creates."""
+    login: Credentials = read_digest_file(str(zk_digest_file(directory)))
+    return ZkSecurity(enable_security=True, digest=login)
+
+
 def bookie_settings(directory: Path) -> dict[str, str]:
     """The keys of every bookie of a secure sandbox."""
     tls = _material(directory)
     password = (tls / "store-password").read_text()
     return {
+        "zkEnableSecurity": "true",
+        "zkDigestAuthFile": str(zk_digest_file(directory)),
         "tlsProviderFactoryClass": TLS_CONTEXT_FACTORY,
         "tlsKeyStoreType": "PEM",
         "tlsKeyStore": str(tls / "bookie-key.pem"),

@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from kazoo.exceptions import NoAuthError
 
 from bookie.local.process import pid_alive
 from bookie.meta.cookies import CookieStore, read_local_cookie
+from bookie.meta.security import ZkSecurity
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
@@ -20,13 +22,15 @@ from helpers import wait_for
 SPEC_LAYOUT = b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
 
 
-def bkctl(*args, env_dir):
+def bkctl(*args, env_dir, env=None, input=None, timeout=120):
+    """bkctl on the sandbox of ``env_dir`` (``env``: more environment variables)."""
     return subprocess.run(
         [sys.executable, "-m", "bkctl", *args],
+        input=input,
         capture_output=True,
         text=True,
-        timeout=120,
-        env={**__import__("os").environ, "BKCTL_SANDBOX_DIR": str(env_dir)},
+        timeout=timeout,
+        env={**os.environ, "BKCTL_SANDBOX_DIR": str(env_dir), **(env or {})},
     )
 
 
@@ -331,14 +335,38 @@ def test_a_secure_sandbox_requires_tls_and_bkctl_uses_its_admin_certificate(sand
         assert probe.returncode == 0, probe.stderr
         assert "TLS to the bookies (from the secure sandbox)" in probe.stderr
         assert bkctl("bookie", "gc", "--all", env_dir=sandbox_dir).returncode == 0
+        # Spark's workers build clients of their own: with the sandbox's ZooKeeper login and admin certificate
+        created = bkctl("ledger", "create", "-e", "2", "-w", "2", "-a", "2", "--input", "-", input="a\nb\nc\n",
+                        env_dir=sandbox_dir)  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        out = sandbox_dir.parent / "export"
+        exported = bkctl("ledger", "export", created.stdout.strip(), "--to", str(out), "-o", "json",
+                         env_dir=sandbox_dir, timeout=600)  # fmt: skip
+        assert exported.returncode == 0, exported.stderr
+        assert json.loads(exported.stdout)["entries"] == 3
 
+        # ZooKeeper: every znode is the sandbox user's alone; a session without its login reads nothing
         uri = status["serviceUri"]
-        plain = bkctl("-u", uri, "ledger", "simpletest", "-n", "5", env_dir=sandbox_dir)
+        digest = sandbox_dir / "zk-digest"
+        assert digest.stat().st_mode & 0o777 == 0o600 and digest.read_text().startswith("sandbox:")
+        with MetadataStore(parse_service_uri(uri), security=ZkSecurity()) as anonymous:
+            with pytest.raises(NoAuthError):
+                anonymous.zk.get_children(f"{anonymous.root}/available")
+            with pytest.raises(NoAuthError):
+                anonymous.zk.create(f"{anonymous.root}/squatted", b"")
+        outsider = bkctl("-u", uri, "bookies", "list", env_dir=sandbox_dir)
+        assert outsider.returncode == 4 and "ZooKeeper" in outsider.stderr, outsider.stderr
+        assert digest.read_text().split(":", 1)[1] not in outsider.stderr + probe.stderr
+
+        # logged in to ZooKeeper, but no certificate, or an application's: TLS and roles decide
+        login = {"BKCTL_ZK_ENABLE_SECURITY": "true", "BKCTL_ZK_DIGEST_AUTH_FILE": str(digest)}
+        plain = bkctl("-u", uri, "ledger", "simpletest", "-n", "5", env_dir=sandbox_dir, env=login)
         assert plain.returncode == 4 and "requires TLS with a client certificate" in plain.stderr
         application = ["--tls-trust-store", str(tls / "ca.pem"), "--tls-cert", str(tls / "client.pem")]
         application += ["--tls-key", str(tls / "client-key.pem")]
-        assert bkctl("-u", uri, *application, "ledger", "simpletest", "-n", "5", env_dir=sandbox_dir).returncode == 0
-        refused = bkctl("-u", uri, *application, "bookie", "gc", "--all", env_dir=sandbox_dir)
+        written = bkctl("-u", uri, *application, "ledger", "simpletest", "-n", "5", env_dir=sandbox_dir, env=login)
+        assert written.returncode == 0, written.stderr
+        refused = bkctl("-u", uri, *application, "bookie", "gc", "--all", env_dir=sandbox_dir, env=login)
         assert refused.returncode == 4 and "role 'client' may not run admin operations" in refused.stderr
 
         again = bkctl("sandbox", "stop", env_dir=sandbox_dir)
