@@ -3,6 +3,7 @@ connections a command opens (closed when the command ends)."""
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
 
 import click
@@ -182,7 +183,8 @@ class Application:
         env: dict[str, str] = {}
         if self.zk_security != ZkSecurity():
             configured = {k: self.config[k] for k in ENVIRONMENT if self.config.get(k, "").strip()}
-            if not configured and self._sandbox is not None:  # the secure sandbox's own login
+            inherited = any(os.environ.get(name, "").strip() for name in ENVIRONMENT.values())
+            if not configured and not inherited and self._sandbox is not None:  # the secure sandbox's own login
                 from bookie.local.secure import zk_digest_file
 
                 configured = {ENABLE_SECURITY: "true", DIGEST_AUTH_FILE: str(zk_digest_file(self._sandbox.dir))}
