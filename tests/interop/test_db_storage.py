@@ -89,7 +89,10 @@ def test_rocksdbjni_and_rocksdict_open_each_others_databases(rocksdb_tool, tmp_p
 
 
 def test_bkctl_reads_a_stopped_java_bookies_files_as_the_bookkeeper_shell_does(java, bkctl):
-    ledger_id = bk_write(java.zk, "--n", "500", "--text", "db", "--suffix-index")
+    # on every bookie (an E3 ensemble of the four left bookie 1 out one time in four: the shell then has nothing to
+    # list, "Entry -1 not found"), acknowledged by all, so that bookie 1's index holds every entry once it stops
+    quorums = ["--ensemble", str(BOOKIES), "--write-quorum", str(BOOKIES), "--ack-quorum", str(BOOKIES)]
+    ledger_id = bk_write(java.zk, "--n", "500", "--text", "db", "--suffix-index", *quorums)
     java.stop_bookie(1)
     try:
         conf, ledger_dir = str(java.conf(1)), java.root / "b1" / "ledgers"
