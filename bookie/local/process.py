@@ -38,10 +38,19 @@ def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cw
     return proc.pid
 
 
+def _state(stat: Path) -> str:
+    # /proc/.../stat: "pid (comm) S ..."; comm may hold spaces and parentheses, the state follows the last ")"
+    return stat.read_text().rpartition(")")[2].split()[0]
+
+
 def _zombie(pid: int) -> bool:
-    try:  # /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses, the state follows the last ")"
-        return (PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()[0] in ("Z", "X")
-    except (OSError, IndexError):
+    """Whether every thread of ``pid`` has exited. The main thread's state alone does not say it: killed, a
+    process's threads exit one by one, and its main thread shows "Z" while others are still exiting and its files
+    (a listening socket) are still open. A bookie taken for gone in that moment still accepted a connection, then
+    reset it."""
+    try:
+        return all(_state(task / "stat") in ("Z", "X") for task in (PROC / str(pid) / "task").iterdir())
+    except (OSError, IndexError):  # a thread gone between the listing and its stat: look again next time
         return False
 
 

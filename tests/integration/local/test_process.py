@@ -1,8 +1,11 @@
 """Processes we start, as the sandbox and the test harnesses see them."""
 
 import sys
+from pathlib import Path
 
-from bookie.local.process import running, spawn, stop_process_group
+from bookie.local.process import pid_alive, running, spawn, stop_process_group
+
+from helpers import wait_for
 
 
 def test_a_process_is_running_from_the_moment_it_is_spawned(tmp_path):
@@ -18,3 +21,23 @@ def test_a_process_is_running_from_the_moment_it_is_spawned(tmp_path):
         finally:
             stop_process_group(pid, kill=True)
     assert misses == 0
+
+
+def test_a_process_whose_main_thread_exited_is_alive_while_another_thread_runs(tmp_path):
+    """Killed, a process's threads exit one by one: its main thread shows "Z" while the others still run and its
+    sockets are still open. A bookie taken for gone in that moment still accepted a connection and reset it (`bookie
+    info` of a just-killed bookie: "connection reset" instead of "unreachable"). Here the main thread exits for good
+    while another serves."""
+    script = (
+        "import ctypes, threading, time\n"
+        "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+        "ctypes.CDLL(None).pthread_exit(None)\n"
+    )
+    pid = spawn([sys.executable, "-c", script], tmp_path / "out.log")
+    try:
+        main_thread = Path(f"/proc/{pid}/stat")
+        wait_for(lambda: main_thread.read_text().rpartition(")")[2].split()[0] == "Z", "its main thread to exit", 10)
+        assert pid_alive(pid)
+    finally:
+        stop_process_group(pid, kill=True)
+    assert not pid_alive(pid)
