@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookie.codec import wire
+from bookie.server.auth import Authorizer
 from bookie.server.metrics import BookieStats
 from bookie.server.protocol import BookieConnection, WireServer
 
@@ -60,8 +61,14 @@ class _Handlers:
         return [0] * len(answers), 0
 
 
+class _Config:
+    tls = None  # plaintext, no authentication: the cost of the protocol alone
+    authorizer = Authorizer()
+
+
 class _Bookie:
     read_only = read_only_by_disk = False
+    config = _Config()
     storage = _Storage()
     stats = BookieStats()  # what the connection records per pass
 
