@@ -1,7 +1,8 @@
 """Pulsar's ledgers as Pulsar's own client creates them: the Java BookKeeper client of ../shared/bk-oracle
 (tests/interop/java/InteropClient.java, mode create) writes ledgers with a broker's custom metadata into our
-cluster; bkctl's Pulsar audit reads them next to Pulsar's metadata (tests/pulsar_broker.py). The Java client
-stores no ctime (storeSystemtimeAsLedgerCreationTime is off by default): ages come from the znodes."""
+cluster (data, cursor, schema and compacted-topic ledgers); bkctl's Pulsar audit reads them next to Pulsar's
+metadata (tests/pulsar_broker.py). The Java client stores no ctime (storeSystemtimeAsLedgerCreationTime is off by
+default): ages come from the znodes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pulsar_broker import Broker, managed_ledger_metadata, schema_metadata
+from pulsar_broker import Broker, compacted_metadata, managed_ledger_metadata, schema_metadata
 
 from admin.pulsar.orphans import PulsarAudit
 from bookie.client import BookKeeper
@@ -26,6 +27,11 @@ require_oracle()
 
 TOPIC = "public/default/persistent/java-topic"
 SCHEMA = "public/default/java-topic"
+# a compacted ledger's metadata but its binary pulsar/compactedTo (a MessageIdData, which bkctl does not read): the
+# Java tool takes text lines
+COMPACTED = {
+    k: v for k, v in compacted_metadata("persistent://public/default/java-topic").items() if k != "pulsar/compactedTo"
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +73,19 @@ def test_orphans_among_the_java_clients_pulsar_ledgers(classes, zookeeper, tmp_p
                 (managed_ledger_metadata(TOPIC, "sub"), 1, False),  # the one it switched from, leaked
                 (schema_metadata(SCHEMA), 1, True),
                 (schema_metadata(SCHEMA), 1, True),  # a version the locator never got
+                (COMPACTED, 2, True),  # superseded by the next compaction, left behind
+                (COMPACTED, 2, True),  # the one the compaction cursor names
+                (COMPACTED, 2, True),  # the newest: a compaction may be acknowledging it
             ],
         )
-        dropped, data, current, cursor, leaked, schema, lost_schema = ids
+        dropped, data, current, cursor, leaked, schema, lost_schema, superseded, compacted, newest = ids
         with MetadataStore(uri) as store, BookKeeper(cluster.service_uri) as bk:
             broker = Broker(store, root, bk)
             broker.managed_ledger(TOPIC, [data, current])
             broker.cursor(TOPIC, "sub", cursor)
             broker.schema(SCHEMA, [schema])
+            # closed cleanly: no cursor ledger (-1), the compacted ledger in its znode's properties
+            broker.cursor(TOPIC, "__compaction", -1, {"CompactedTopicLedger": compacted})
             time.sleep(3)  # the Java ledgers are 3 s older than the next one
             young = broker.data_ledger(TOPIC)  # ours, unreferenced: a broker may be adding it now
             now = LedgerManager(store).read(young)[0].ctime / 1000 + 1
@@ -84,8 +95,13 @@ def test_orphans_among_the_java_clients_pulsar_ledgers(classes, zookeeper, tmp_p
             )
             report = audit.run(now=now)
             status = {v.ledger.ledger_id: v for v in report.verdicts}
-            assert {lid for lid, v in status.items() if v.status == "orphaned"} == {dropped, leaked, lost_schema}
-            assert {lid for lid, v in status.items() if v.status == "referenced"} == {data, current, cursor, schema}
+            orphans = {dropped, leaked, lost_schema, superseded}
+            assert {lid for lid, v in status.items() if v.status == "orphaned"} == orphans
+            referenced = {data, current, cursor, schema, compacted}
+            assert {lid for lid, v in status.items() if v.status == "referenced"} == referenced
+            assert status[newest].status == "protected"
+            owner = status[superseded].ledger.owner
+            assert (owner.kind.value, owner.topic) == ("compacted", "persistent://public/default/java-topic")
             assert status[young].status == "young" and status[young].ledger.age_source == "metadata"
             for lid in ids:
                 assert status[lid].ledger.age_source == "znode"  # the Java client wrote no ctime
@@ -93,7 +109,7 @@ def test_orphans_among_the_java_clients_pulsar_ledgers(classes, zookeeper, tmp_p
             assert status[dropped].ledger.length == 5 * len(b"pulsar-entry-0")
 
             deleted = [d for d in audit.delete(report.orphans) if d.outcome == "deleted"]
-            assert sorted(d.ledger_id for d in deleted) == sorted([dropped, leaked, lost_schema])
+            assert sorted(d.ledger_id for d in deleted) == sorted(orphans)
             left = set(LedgerManager(store).iter_ledger_ids())
-            assert left == {data, current, cursor, schema, young}
+            assert left == {*referenced, newest, young}
             assert audit.run(now=now).orphans == []  # a second run finds nothing
