@@ -10,21 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 
-from common import temporary_sandbox
+from common import bkctl_json, temporary_sandbox
 
 
 def bench(env: dict, rate: int, seconds: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "bkctl", "bench", "write", "--time", str(seconds), "--rate", str(rate), "-o", "json"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(out)
+    return bkctl_json(env, "bench", "write", "--time", str(seconds), "--rate", str(rate))
 
 
 def main() -> None:

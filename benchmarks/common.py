@@ -1,10 +1,13 @@
-"""What the benchmark scripts share: a throw-away sandbox cluster, stopped by the code that started it."""
+"""What the benchmark scripts share: a throw-away sandbox cluster, stopped by the code that started it, and a
+`bkctl` run whose JSON output is the result."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,3 +29,12 @@ def temporary_sandbox(bookies: int, settings: dict[str, str] | None = None):
             yield sandbox, state, {**os.environ, "BKCTL_SANDBOX_DIR": state_dir}
         finally:
             sandbox.stop()
+
+
+def bkctl_json(env: dict[str, str] | None, *args: str):
+    """Run ``bkctl ARGS -o json`` (in ``env``; None: this process's) as a user would, and parse what it prints.
+    A failed command raises CalledProcessError."""
+    out = subprocess.run(
+        [sys.executable, "-m", "bkctl", *args, "-o", "json"], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(out)

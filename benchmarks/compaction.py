@@ -20,14 +20,7 @@ import sys
 
 from bookie.client import BookKeeper
 
-from common import temporary_sandbox
-
-
-def bkctl(env, *args) -> dict | list:
-    out = subprocess.run(
-        [sys.executable, "-m", "bkctl", *args, "-o", "json"], capture_output=True, env=env, check=True, text=True
-    ).stdout
-    return json.loads(out)
+from common import bkctl_json, temporary_sandbox
 
 
 def bench(env, seconds: float):
@@ -80,12 +73,12 @@ def main() -> None:
     settings = {"compactionRate": "0", "logSizeLimit": str(16 << 20)}
     with temporary_sandbox(3, settings) as (_, state, env):
         write_half_garbage(state.service_uri, args.entries)
-        alone = [bkctl(env, "bookie", "gc", "--major", b.bookie_id, "--wait")[0] for b in state.local_bookies()]
+        alone = [bkctl_json(env, "bookie", "gc", "--major", b.bookie_id, "--wait")[0] for b in state.local_bookies()]
         write_half_garbage(state.service_uri, args.entries)
         idle = json.loads(bench(env, args.seconds).communicate()[0])
-        bkctl(env, "bookie", "gc", "--major", "--all")
+        bkctl_json(env, "bookie", "gc", "--major", "--all")
         busy = json.loads(bench(env, args.seconds).communicate()[0])
-        during = bkctl(env, "bookie", "gc", "--major", "--all", "--wait")  # reports the runs already going
+        during = bkctl_json(env, "bookie", "gc", "--major", "--all", "--wait")  # reports the runs already going
 
     def rate(run):
         return round(run["bytesCopied"] / max(run["durationMs"], 1) / 1e3, 1)

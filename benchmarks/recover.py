@@ -11,13 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 
 from bookie.client import BookKeeper
 
-from common import temporary_sandbox
+from common import bkctl_json, temporary_sandbox
 
 
 def main() -> None:
@@ -36,14 +34,8 @@ def main() -> None:
                 ledger.close()
         victim = sandbox.stop_bookie("1")
         started = time.perf_counter()
-        out = subprocess.run(
-            [sys.executable, "-m", "bkctl", "bookie", "recover", victim.bookie_id, "--yes", "-o", "json"],
-            capture_output=True,
-            env=env,
-            check=True,
-        ).stdout
+        report = bkctl_json(env, "bookie", "recover", victim.bookie_id, "--yes")
         seconds = time.perf_counter() - started
-    report = json.loads(out)
     result = {
         "ledgers": report["ledgers"],
         "entries": report["entries"],

@@ -10,10 +10,8 @@ hits each alike. Each run drives one bookie with pipelined adds over 8 ledgers (
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,19 +25,16 @@ from bookie.meta.layout import init_cluster
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
+from common import bkctl_json
+
 LAYOUTS = {"1 journal, 1 ledger dir": (1, 1), "1 journal, 3 ledger dirs": (1, 3), "2 journals, 1 ledger dir": (2, 1)}
 LAYOUTS["2 journals, 3 ledger dirs"] = (2, 3)
 
 
 def bench(uri: str, bookie: LocalBookie, entries: int) -> dict:
-    command = ["bkctl", "-u", uri, "bench", "bookie", "--bookie", bookie.bookie_id, "--entries", str(entries)]
-    out = subprocess.run(
-        [sys.executable, "-m", *command, "--ledgers", "8", "-o", "json"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(out)
+    return bkctl_json(
+        None, "-u", uri, "bench", "bookie", "--bookie", bookie.bookie_id, "--entries", str(entries), "--ledgers", "8"
+    )
 
 
 def main() -> None:

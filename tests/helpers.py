@@ -19,6 +19,7 @@ from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry, parse_entry
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.meta.store import MetadataStore
+from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.ledger_storage import AddKey, LedgerStorage
 
 
@@ -149,6 +150,15 @@ def crash(storage: LedgerStorage) -> None:
     """What kill -9 leaves: whatever reached the OS; no checkpoint, no shutdown."""
     for journal in storage.journals:
         journal.stop()  # the journal threads die with the process; nothing more is written
+
+
+def crash_db(storage: DbLedgerStorage) -> None:
+    """What kill -9 leaves of a DbLedgerStorage: the journal, what checkpoints wrote, nothing of the write cache."""
+    for journal in storage.journals:
+        journal.stop()
+    for single in storage.dirs:
+        single.locations.close()
+        single.ledgers.close()
 
 
 # ---- bookie processes ----

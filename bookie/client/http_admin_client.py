@@ -13,6 +13,7 @@ import urllib.request
 from typing import Any
 
 from bookie.client.admin_client import BookieState, GcStatus, GcTrigger
+from bookie.client.http_request import Unreachable, read_body
 from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, Unauthorized
 from bookie.tls import TlsSettings, read_material, ssl_context
 
@@ -40,8 +41,7 @@ class HttpBookieAdminClient:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.base + path, data=data, method=method)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
-                text = response.read().decode()
+            text = read_body(request, self.timeout, self.context).decode()
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace").strip() or error.reason
             if error.code == 403:
@@ -49,11 +49,9 @@ class HttpBookieAdminClient:
             raise BKError(f"{what} on bookie {self.bookie_id}: HTTP {error.code}: {detail}") from None
         except TimeoutError:
             raise OperationTimeout(f"{what} on bookie {self.bookie_id} timed out ({self.base})") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except Unreachable as exc:
             raise ServiceUnavailable(
-                f"bookie {self.bookie_id}'s HTTP admin API is unreachable at {self.base} "
-                f"({getattr(reason, 'strerror', None) or reason})"
+                f"bookie {self.bookie_id}'s HTTP admin API is unreachable at {self.base} ({exc})"
             ) from None
         try:
             return json.loads(text)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 import urllib.error
-import urllib.request
 from dataclasses import dataclass
 
+from bookie.client.http_request import Unreachable, read_body
 from bookie.errors import BKError, ServiceUnavailable
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?\s*$")
@@ -82,15 +82,11 @@ def parse(text: str) -> Metrics:
 def scrape(bookie_id: str, url: str, timeout: float = 10.0) -> Metrics:
     """GET ``url`` (a bookie's /metrics) and parse it; a bookie that does not answer is ServiceUnavailable."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            text = response.read().decode("utf-8", errors="replace")
+        text = read_body(url, timeout).decode("utf-8", errors="replace")
     except urllib.error.HTTPError as error:
         raise BKError(f"metrics of bookie {bookie_id}: HTTP {error.code} from {url}") from None
     except TimeoutError:
         raise ServiceUnavailable(f"metrics of bookie {bookie_id}: no answer from {url} in {timeout:g} s") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ServiceUnavailable(
-            f"metrics of bookie {bookie_id} are unreachable at {url} ({getattr(reason, 'strerror', None) or reason})"
-        ) from None
+    except Unreachable as exc:
+        raise ServiceUnavailable(f"metrics of bookie {bookie_id} are unreachable at {url} ({exc})") from None
     return parse(text)

@@ -1,8 +1,14 @@
-"""Fixtures of the single-process tests: a ledger storage on a temporary directory, opened and stopped here."""
+"""Fixtures of the single-process tests: a ledger storage or a DbLedgerStorage on a temporary directory, opened and
+stopped here."""
+
+import contextlib
 
 import pytest
 
+from bookie.storage.db.storage import DbConfig, DbLedgerStorage
 from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
+
+from helpers import crash_db
 
 
 @pytest.fixture
@@ -30,3 +36,27 @@ def open_storage(config):
                 journal.stop()  # again, after a test's crash(): a no-op
             except OSError:  # a journal file a test damaged or closed under it
                 pass
+
+
+@pytest.fixture
+def open_db(config):
+    opened = []
+
+    def make(db: DbConfig | None = None, **changes):
+        for key, value in changes.items():
+            setattr(config, key, value)
+        storage = DbLedgerStorage(config, db)
+        storage.start()
+        opened.append(storage)
+        return storage
+
+    yield make
+    for storage in opened:
+        with contextlib.suppress(Exception):  # already shut down, or crashed by the test
+            crash_db(storage)
+
+
+@pytest.fixture(params=["open_storage", "open_db"], ids=["LedgerStorage", "DbLedgerStorage"])
+def open_each_storage(request):
+    """``open_storage``, then ``open_db``: for what both storages promise alike."""
+    return request.getfixturevalue(request.param)

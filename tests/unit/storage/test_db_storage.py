@@ -1,62 +1,21 @@
 """DbLedgerStorage in one process: adds through the write cache, checkpoints into entry logs and RocksDB, replay
-after a crash, read-ahead, a full write cache, deletion and compaction."""
+after a crash, read-ahead, a full write cache, deletion and compaction. What it promises alike with the ledger storage
+(add, read, LAC, list) is tested over both in test_ledger_storage.py (the ``open_each_storage`` fixture)."""
 
-import contextlib
 import dataclasses
 import threading
 
 import pytest
 
-from bookie.codec.entry import parse_entry
-from bookie.errors import LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
+from bookie.errors import LedgerFenced, Unauthorized
 from bookie.storage.checkpoint import read_last_mark
 from bookie.storage.db.kv import MB
 from bookie.storage.db.storage import DbConfig, DbLedgerStorage
 from bookie.storage.entry_log import list_log_ids, split_location
 from bookie.storage.gc import GarbageCollector, GcConfig
 
-from helpers import DIGESTER, KEY, add, payload
+from helpers import KEY, add, crash_db, payload
 from helpers import stored_entry as entry
-
-
-@pytest.fixture
-def open_db(config):
-    opened = []
-
-    def make(db: DbConfig | None = None, **changes):
-        for key, value in changes.items():
-            setattr(config, key, value)
-        storage = DbLedgerStorage(config, db)
-        storage.start()
-        opened.append(storage)
-        return storage
-
-    yield make
-    for storage in opened:
-        with contextlib.suppress(Exception):  # already shut down, or crashed by the test
-            crash(storage)
-
-
-def crash(storage: DbLedgerStorage) -> None:
-    """What kill -9 leaves: the journal, what checkpoints wrote, nothing of the write cache."""
-    for journal in storage.journals:
-        journal.stop()
-    for single in storage.dirs:
-        single.locations.close()
-        single.ledgers.close()
-
-
-def test_add_read_last_and_list(open_db):
-    storage = open_db()
-    assert add(storage, 3, 0, 50) == []
-    assert entry(storage, 3, 17).payload == payload(3, 17)
-    assert parse_entry(DIGESTER, storage.read_entry(3, -1)).entry_id == 49
-    assert storage.lac(3) == 48
-    assert storage.entry_ids(3) == list(range(50))
-    with pytest.raises(NoSuchEntry):
-        storage.read_entry(3, 50)
-    with pytest.raises(NoSuchLedger):
-        storage.read_entry(4, 0)
 
 
 def test_fence_master_key_and_explicit_lac_survive_a_restart(open_db):
@@ -102,7 +61,7 @@ def test_a_crash_loses_no_acknowledged_add(open_db, checkpointed):
     done = threading.Event()
     storage.fence(1, KEY, lambda e: done.set())
     assert done.wait(5)
-    crash(storage)
+    crash_db(storage)
     again = open_db()
     assert again.entry_ids(1) == list(range(300))
     assert all(entry(again, 1, e).payload == payload(1, e) for e in (0, 199, 200, 299))

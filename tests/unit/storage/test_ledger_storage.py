@@ -17,8 +17,8 @@ from helpers import DIGESTER, KEY, add, crash, payload, wait_for
 from helpers import stored_entry as entry
 
 
-def test_add_read_last_and_list(open_storage):
-    storage = open_storage()
+def test_add_read_last_and_list(open_each_storage):  # and DbLedgerStorage's: the same promise
+    storage = open_each_storage()
     assert add(storage, 3, 0, 50) == []
     assert entry(storage, 3, 17).payload == payload(3, 17)
     assert parse_entry(DIGESTER, storage.read_entry(3, -1)).entry_id == 49
