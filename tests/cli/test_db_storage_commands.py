@@ -200,3 +200,22 @@ def test_rebuilt_ledgers_index_has_each_ledger_in_its_own_directory(bkctl, tmp_p
     finally:
         storage.shutdown()
 
+
+def test_check_local_checks_the_locations_index_and_rebuild_index_refuses(bkctl, bookie_dir):
+    """A DbLedgerStorage bookie has no index files: check-local said "ok: 0 entries", rebuild-index went ahead."""
+    ok = bkctl("bookie", "check-local", *dirs(bookie_dir))
+    assert (ok.exit_code, ok.stdout) == (0, "ok: 400 entries of 2 ledgers point at their entries\n")
+    first = list_log_ids(bookie_dir / "ledgers")[0]
+    data = bytearray(log_path(bookie_dir / "ledgers", first).read_bytes())
+    data[1024 + 12 : 1024 + 20] = (1000).to_bytes(8, "big")  # the first entry (ledger 1's 0) now claims to be 1000
+    log_path(bookie_dir / "ledgers", first).write_bytes(bytes(data))
+    damaged = bkctl("bookie", "check-local", *dirs(bookie_dir), "-o", "json")
+    assert damaged.exit_code == ExitCode.PROBLEMS
+    report = json.loads(damaged.stdout)
+    assert (report["storage"], report["ledgers"], report["entries"]) == ("db", 2, 400)
+    assert [(i["ledgerId"], i["entryId"], i["problem"]) for i in report["inconsistencies"]] == [(1, 0, "wrong-entry")]
+    refused = bkctl("bookie", "rebuild-index", "1", "--password", "pw", *dirs(bookie_dir))
+    assert refused.exit_code == ExitCode.USAGE
+    assert refused.stderr == (
+        "error: a DbLedgerStorage bookie has no index files to rebuild: use bkctl bookie rebuild-db-index locations\n"
+    )
