@@ -9,8 +9,9 @@ with kxxHash checksums (``dbStorage_rocksDB_checksum_type``); the locations data
 (``dbStorage_rocksDB_lz4CompressionEnabled``), with a full bloom filter, the ledgers database with RocksDB's
 default (Snappy). Every other option is tuning, and is BookKeeper's too. Batches are written with ``sync``.
 
-The binding is rocksdict (RocksDB 10.4 compiled into a manylinux wheel, with LZ4 and Snappy); BookKeeper's
-rocksdbjni is 9.x. Both read and write these databases both ways (tests/interop/test_db_storage_files.py).
+The binding is rocksdict: a maintained binding that installs as a wheel (RocksDB 10.4 compiled in, with LZ4 and
+Snappy; no compiler needed), and that opens databases rocksdbjni (BookKeeper's, 9.x) wrote, and writes ones rocksdbjni
+opens (tested both ways: tests/interop/test_db_storage.py::test_rocksdbjni_and_rocksdict_open_each_others_databases).
 rocksdict leaves a ``rocksdict-config.json`` of its own in the database directory; RocksDB ignores it.
 """
 
