@@ -5,6 +5,12 @@ For each ledger with an index file (in any index directory), each non-zero slot:
 some ledger directory, holds at least the entry's 20-byte head at that position, the size there is sane (>= 16),
 the head names that ledger and entry — BookKeeper's four checks — and, ours, the whole entry lies inside the file
 (so a read of it would not come back short).
+
+On a DbLedgerStorage bookie (a ``current/locations`` RocksDB database in an index directory) the same checks go
+through its locations index instead, each directory's locations against that ledger directory's entry logs only (a
+DbLedgerStorage directory reads no other's: log ids repeat across them). BookKeeper's localconsistencycheck asks the
+ledger storage, and DbLedgerStorage answers with nothing checked; its ``check-db-ledgers-index`` (``bkctl bookie
+check-db-index``) checks the ledgers index.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie.codec.records import MIN_STORED
+from bookie.storage.db.indexes import EntryLocationIndex
+from bookie.storage.db.kv import LOCATIONS
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.entry_log import log_path, record_head, split_location
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, index_name
@@ -45,12 +53,14 @@ class Inconsistency:
 @dataclass
 class ConsistencyReport:
     ledgers: int = 0
-    pages: int = 0
+    pages: int = 0  # index pages read (none on a DbLedgerStorage bookie)
     entries: int = 0
     inconsistencies: list[Inconsistency] = field(default_factory=list)
+    storage: str = "interleaved"  # or "db": what was read, index files or the locations databases
 
     def doc(self) -> dict[str, object]:
         return {
+            "storage": self.storage,
             "ledgers": self.ledgers,
             "pages": self.pages,
             "entries": self.entries,
@@ -103,8 +113,16 @@ def _check(logs: _Logs, ledger_id: int, entry_id: int, location: int) -> Inconsi
     return None
 
 
+def is_db_storage(config: StorageConfig) -> bool:
+    """Whether the directories are a DbLedgerStorage bookie's (a locations database in an index directory)."""
+    return any((Path(d) / "current" / LOCATIONS / "CURRENT").exists() for d in config.index_dirs)
+
+
 def check_local(config: StorageConfig, progress: Callable[[int], None] = lambda n: None) -> ConsistencyReport:
-    """Check every index slot of every ledger; ``progress(ledgers)`` after each ledger."""
+    """Check every index slot of every ledger (every location, on a DbLedgerStorage bookie); ``progress(ledgers)``
+    after each ledger."""
+    if is_db_storage(config):
+        return _check_db(config, progress)
     report = ConsistencyReport()
     logs = _Logs(config.ledger_dirs)
     index_dirs = LedgerDirs(list(dict.fromkeys(config.index_dirs)))
@@ -132,4 +150,31 @@ def check_local(config: StorageConfig, progress: Callable[[int], None] = lambda 
             progress(1)
     finally:
         logs.close()
+    return report
+
+
+def _check_db(config: StorageConfig, progress: Callable[[int], None]) -> ConsistencyReport:
+    report = ConsistencyReport(storage="db")
+    for ledger_dir, index_dir in zip(config.ledger_dirs, config.index_dirs, strict=True):
+        if not (Path(index_dir) / "current" / LOCATIONS / "CURRENT").exists():
+            continue
+        logs = _Logs((ledger_dir,))
+        index = EntryLocationIndex(index_dir, read_only=True)
+        last = None
+        try:
+            for ledger_id, entry_id, location in index.all():  # in key order: ledger by ledger
+                if ledger_id != last:
+                    if last is not None:
+                        progress(1)
+                    report.ledgers += 1
+                    last = ledger_id
+                report.entries += 1
+                found = _check(logs, ledger_id, entry_id, location)
+                if found is not None:
+                    report.inconsistencies.append(found)
+            if last is not None:
+                progress(1)
+        finally:
+            index.close()
+            logs.close()
     return report

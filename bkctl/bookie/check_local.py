@@ -12,7 +12,9 @@ def check_local(app, journal_dirs, ledger_dirs, index_dirs):
     """Check that every index entry of a stopped bookie points at that entry in its entry logs (localconsistencycheck)
 
     Reads every index file in the index directories and, for each entry, the head of the entry log record it points
-    at: the log must exist, the record must be there, whole, with a sane size, and be that ledger's entry. Exit 3
+    at: the log must exist, the record must be there, whole, with a sane size, and be that ledger's entry. On a
+    DbLedgerStorage bookie, every location of its locations indexes instead, each against its own ledger
+    directory's entry logs (check-db-index checks the ledgers index too). Exit 3
     with one row per inconsistency (LEDGER, ENTRY, PROBLEM: missing-log, past-end, bad-length, wrong-entry,
     cut-short) when any is found. Refused while a bookie of ours runs on the directories (exit 3).
     """
@@ -29,7 +31,8 @@ def check_local(app, journal_dirs, ledger_dirs, index_dirs):
     def table():
         if rows:
             app.terminal.table(["LEDGER", "ENTRY", "PROBLEM", "DETAIL"], rows)
-        app.terminal.info(f"{report.ledgers} ledgers, {report.pages} index pages, {report.entries} entries checked")
+        read = "the DbLedgerStorage locations index" if report.storage == "db" else f"{report.pages} index pages"
+        app.terminal.info(f"{report.ledgers} ledgers, {read}, {report.entries} entries checked")
 
     app.terminal.document(report.doc(), table)
     if report.inconsistencies:

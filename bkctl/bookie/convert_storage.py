@@ -32,9 +32,12 @@ def convert_storage(
     """Convert a stopped bookie's index between InterleavedLedgerStorage and DbLedgerStorage
 
     --to db (convert-to-db-storage): each ledger's index file into the RocksDB indexes, then the index files are
-    removed. --to interleaved (convert-to-interleaved-storage): an index file per ledger, then the databases are
-    kept as current/ledgers.backup and current/locations.backup. The entry logs are shared and stay. Afterwards set
-    ledgerStorageClass in the bookie's configuration to the new storage. Refuses a running bookie.
+    removed; with several ledger directories a ledger goes to the one DbLedgerStorage reads it from (ledger id mod
+    their number), and its entries in other directories' entry logs are copied into that one's. --to interleaved
+    (convert-to-interleaved-storage): an index file per ledger, then the databases are kept as
+    current/ledgers.backup and current/locations.backup; an entry log whose id an earlier directory also has is
+    renamed. The entry logs stay. Afterwards set ledgerStorageClass in the bookie's configuration to the new
+    storage. Refuses a running bookie.
     """
     from bookie.storage.db.offline import convert_to_db, convert_to_interleaved
 
@@ -46,14 +49,14 @@ def convert_storage(
     convert = convert_to_db if target == "db" else convert_to_interleaved
     docs: list[dict[str, Any]] = []
     with stopped(config, f"convert its index to {target}"):
-        for ledger, index in pairs:
-            done = convert(ledger, index, dry_run)
+        for (_, index), done in zip(pairs, convert(pairs, dry_run), strict=True):
             docs.append(
                 {
                     "indexDir": str(index),
                     "to": target,
                     "ledgers": done.ledgers,
                     "entries": done.entries,
+                    "entriesCopied": done.copied,
                     "dryRun": dry_run,
                 }
             )
@@ -61,6 +64,9 @@ def convert_storage(
     def table() -> None:
         verb = "would be converted (dry run)" if dry_run else "converted"
         for d in docs:
-            app.terminal.line(f"{d['indexDir']}: {d['ledgers']} ledgers, {d['entries']} entries {verb} to {target}")
+            copied = f" ({d['entriesCopied']} copied from other ledger directories)" if d["entriesCopied"] else ""
+            app.terminal.line(
+                f"{d['indexDir']}: {d['ledgers']} ledgers, {d['entries']} entries{copied} {verb} to {target}"
+            )
 
     app.terminal.document(docs, table)

@@ -30,7 +30,8 @@ def rebuild_db_index(
     locations (rebuild-db-ledger-locations-index): the locations of the ledgers index's ledgers, from a scan of
     every entry log; the old index is kept as current/locations.BACKUP-<time>. ledgers
     (rebuild-db-ledgers-index): every ledger of the journals and entry logs, fenced, without master key (the next
-    writer's is taken); the old index is kept as current/ledgers.PREV-<time>. Refuses a running bookie.
+    writer's is taken), each in the directory DbLedgerStorage reads it from (ledger id mod their number); the old
+    index is kept as current/ledgers.PREV-<time>. Refuses a running bookie.
     """
     from bookie.storage.db.offline import rebuild_ledgers, rebuild_locations
 
@@ -38,11 +39,11 @@ def rebuild_db_index(
     pairs = dir_pairs(config)
     docs: list[dict[str, Any]] = []
     with stopped(config, f"rebuild its {which} index"):
-        for ledger, index in pairs:
+        for rank, (ledger, index) in enumerate(pairs):
             if which == "locations":
                 done = rebuild_locations(ledger, index, dry_run)
             else:
-                done = rebuild_ledgers(list(config.journal_dirs), ledger, index, dry_run)
+                done = rebuild_ledgers(list(config.journal_dirs), ledger, index, dry_run, rank, len(pairs))
             docs.append(
                 {
                     "indexDir": str(index),

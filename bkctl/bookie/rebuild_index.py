@@ -19,12 +19,14 @@ def rebuild_index(
 
     Scans every entry log and points each entry of the ledgers named at its last copy. A ledger without an index
     file gets one, fenced, with the master key of the password (the ledger's, as in its metadata); an existing one
-    keeps its header. Refused while a bookie of ours runs on the directories (exit 3); --dry-run scans and writes
+    keeps its header. Refused while a bookie of ours runs on the directories (exit 3), and on a DbLedgerStorage
+    bookie's, which have no index files (exit 2: rebuild-db-index rebuilds theirs); --dry-run scans and writes
     nothing.
     """
     import base64
     import binascii
 
+    from admin.offline.consistency import is_db_storage
     from admin.offline.rebuild import rebuild_index as rebuild
     from bkctl.bookie.offline import bookie_config, require_ledger_dirs, stopped
     from bkctl.options import read_password
@@ -44,6 +46,10 @@ def rebuild_index(
         secret = read_password(password, password_file)
     config = bookie_config(app, journal_dirs, ledger_dirs, index_dirs)
     require_ledger_dirs(config)
+    if is_db_storage(config.storage()):
+        raise InvalidArgument(
+            "a DbLedgerStorage bookie has no index files to rebuild: use bkctl bookie rebuild-db-index locations"
+        )
     with stopped(config, "rebuild its index"), app.terminal.progress("scanning", unit="entry logs") as advance:
         rebuilt = rebuild(config.storage(), set(ledger_ids), master_key(secret), dry_run, advance)
     docs = [{**r.doc(), "dryRun": dry_run} for r in rebuilt]

@@ -11,7 +11,7 @@ from bkctl.errors import ExitCode
 from bookie.server.claim import DirectoryLocks
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.entry_log import list_log_ids, log_path
-from bookie.storage.ledger_storage import StorageConfig
+from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
 
 from helpers import KEY, add, payload
 from helpers import stored_entry as entry
@@ -130,3 +130,92 @@ def test_changes_are_refused_while_the_bookie_runs_and_a_lost_index_is_rebuilt(b
     rebuilt = bkctl("bookie", "rebuild-db-index", "locations", *dirs(bookie_dir))
     assert rebuilt.exit_code == 0 and "the old one" not in rebuilt.output
     assert bkctl("bookie", "check-db-index", *dirs(bookie_dir), "--verify-entries").exit_code == 0
+
+
+def three_dirs(root):
+    """A storage configuration of ``root`` with three ledger directories (the index files with the entry logs)."""
+    ledgers = tuple(root / f"ledgers{i}" for i in range(3))
+    return StorageConfig((root / "journal",), ledgers, ledgers, entry_log_size_limit=20_000)
+
+
+def three_dir_args(root):
+    return ["--journal-dir", str(root / "journal")] + [f"--ledger-dir={d}" for d in three_dirs(root).ledger_dirs]
+
+
+def test_conversion_puts_each_ledger_where_db_storage_reads_it_with_three_ledger_dirs(bkctl, tmp_path):
+    """An interleaved bookie spreads index files and entry logs over its directories at random; DbLedgerStorage
+    reads ledger L from directory L mod 3 only, from that directory's own entry logs."""
+    config = three_dirs(tmp_path)
+    interleaved = LedgerStorage(config)
+    interleaved.start()
+    for ledger_id in range(1, 7):
+        add(interleaved, ledger_id, 0, 60, size=1000)  # 20 kB logs, each in a directory picked at random: ~18
+    interleaved.shutdown()
+    assert sum(bool(list_log_ids(d)) for d in config.ledger_dirs) >= 2
+    done = bkctl("bookie", "convert-storage", "--to", "db", *three_dir_args(tmp_path), "--yes", "-o", "json")
+    assert done.exit_code == 0, done.output
+    converted = json.loads(done.output)
+    assert [d["ledgers"] for d in converted] == [2, 2, 2] and sum(d["entriesCopied"] for d in converted) > 0
+    db = DbLedgerStorage(config)
+    db.start()
+    try:
+        assert db.ledger_ids() == list(range(1, 7))
+        for ledger_id in range(1, 7):
+            assert [entry(db, ledger_id, e).payload for e in range(60)] == [
+                payload(ledger_id, e, 1000) for e in range(60)
+            ]
+        add(db, 7, 0, 60, size=1000)  # each directory now numbers its own logs: their ids collide across them
+        db.checkpoint()
+    finally:
+        db.shutdown()
+    ids = [set(list_log_ids(d)) for d in config.ledger_dirs]
+    assert ids[0] & ids[1] & ids[2]
+    done = bkctl("bookie", "convert-storage", "--to", "interleaved", *three_dir_args(tmp_path), "--yes")
+    assert done.exit_code == 0, done.output
+    interleaved = LedgerStorage(config)
+    interleaved.start()
+    try:
+        for ledger_id in range(1, 8):
+            assert [entry(interleaved, ledger_id, e).payload for e in range(60)] == [
+                payload(ledger_id, e, 1000) for e in range(60)
+            ]
+    finally:
+        interleaved.shutdown()
+
+
+def test_rebuilt_ledgers_index_has_each_ledger_in_its_own_directory(bkctl, tmp_path):
+    config = three_dirs(tmp_path)
+    storage = DbLedgerStorage(config)
+    storage.start()
+    for ledger_id in range(1, 4):
+        add(storage, ledger_id, 0, 10)
+    storage.shutdown()
+    done = bkctl("bookie", "rebuild-db-index", "ledgers", *three_dir_args(tmp_path), "-o", "json")
+    assert [d["ledgers"] for d in json.loads(done.output)] == [1, 1, 1]  # the journal has all three
+    storage = DbLedgerStorage(config)
+    storage.start()
+    try:
+        assert storage.ledger_ids() == [1, 2, 3]
+        assert entry(storage, 2, 9).payload == payload(2, 9)
+    finally:
+        storage.shutdown()
+
+
+def test_check_local_checks_the_locations_index_and_rebuild_index_refuses(bkctl, bookie_dir):
+    """A DbLedgerStorage bookie has no index files: check-local said "ok: 0 entries", rebuild-index went ahead."""
+    ok = bkctl("bookie", "check-local", *dirs(bookie_dir))
+    assert (ok.exit_code, ok.stdout) == (0, "ok: 400 entries of 2 ledgers point at their entries\n")
+    first = list_log_ids(bookie_dir / "ledgers")[0]
+    data = bytearray(log_path(bookie_dir / "ledgers", first).read_bytes())
+    data[1024 + 12 : 1024 + 20] = (1000).to_bytes(8, "big")  # the first entry (ledger 1's 0) now claims to be 1000
+    log_path(bookie_dir / "ledgers", first).write_bytes(bytes(data))
+    damaged = bkctl("bookie", "check-local", *dirs(bookie_dir), "-o", "json")
+    assert damaged.exit_code == ExitCode.PROBLEMS
+    report = json.loads(damaged.stdout)
+    assert (report["storage"], report["ledgers"], report["entries"]) == ("db", 2, 400)
+    assert [(i["ledgerId"], i["entryId"], i["problem"]) for i in report["inconsistencies"]] == [(1, 0, "wrong-entry")]
+    refused = bkctl("bookie", "rebuild-index", "1", "--password", "pw", *dirs(bookie_dir))
+    assert refused.exit_code == ExitCode.USAGE
+    assert refused.stderr == (
+        "error: a DbLedgerStorage bookie has no index files to rebuild: use bkctl bookie rebuild-db-index locations\n"
+    )

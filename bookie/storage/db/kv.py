@@ -9,14 +9,16 @@ with kxxHash checksums (``dbStorage_rocksDB_checksum_type``); the locations data
 (``dbStorage_rocksDB_lz4CompressionEnabled``), with a full bloom filter, the ledgers database with RocksDB's
 default (Snappy). Every other option is tuning, and is BookKeeper's too. Batches are written with ``sync``.
 
-The binding is rocksdict (RocksDB 10.4 compiled into a manylinux wheel, with LZ4 and Snappy); BookKeeper's
-rocksdbjni is 9.x. Both read and write these databases both ways (tests/interop/test_db_storage_files.py).
+The binding is rocksdict: a maintained binding that installs as a wheel (RocksDB 10.4 compiled in, with LZ4 and
+Snappy; no compiler needed), and that opens databases rocksdbjni (BookKeeper's, 9.x) wrote, and writes ones rocksdbjni
+opens (tested both ways: tests/interop/test_db_storage.py::test_rocksdbjni_and_rocksdict_open_each_others_databases).
 rocksdict leaves a ``rocksdict-config.json`` of its own in the database directory; RocksDB ignores it.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from bookie.errors import BKError, NotFound
+from bookie.files import PRIVATE_DIR, PRIVATE_FILE, private_dirs
 
 if TYPE_CHECKING:
     from rocksdict import Options, Rdict
@@ -104,6 +107,53 @@ def _options(kind: str, config: RocksDbConfig) -> Options:
     return options
 
 
+class _PrivateUmask:
+    """Umask 077 added to the process's while any database is open (and the one before restored after the last).
+
+    RocksDB creates its files itself (SSTs, which hold the ledgers' master keys, the write-ahead log, MANIFEST,
+    LOG, OPTIONS), from its background threads as well as at open, always with mode 0644 less the umask: neither
+    RocksDB nor rocksdict has an option for the mode, so the umask is the only way to make them 0600 (bookie/files.py
+    does it by mode and chmod for the files we create). Only bits are added, never taken away, so no other file of
+    the process becomes less private. A bookie started by bkctl's sandbox already runs under 077
+    (bookie/local/process.py) and so does the systemd unit of ``bkctl bookie service``; ``bkctl bookie run`` from a
+    shell, and the offline commands, run under the user's."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open = 0
+        self.before = 0
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.open == 0:
+                self.before = os.umask(0o077)
+                os.umask(self.before | 0o077)
+            self.open += 1
+
+    def release(self) -> None:
+        with self.lock:
+            self.open -= 1
+            if self.open == 0:
+                os.umask(self.before)
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:  # the database did not open
+            self.release()
+
+
+_umask = _PrivateUmask()
+
+
+def _make_private(path: Path) -> None:
+    """A database made before (by a bookie under a laxer umask, or a Java one) made 0700 and its files 0600."""
+    private_dirs(path)
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False) and (entry.stat().st_mode & 0o777) != PRIVATE_FILE:
+            os.chmod(entry.path, PRIVATE_FILE)
+        elif entry.is_dir(follow_symlinks=False) and (entry.stat().st_mode & 0o777) != PRIVATE_DIR:
+            os.chmod(entry.path, PRIVATE_DIR)
+
+
 class KeyValueStorage:
     """One RocksDB database: ``<indexDir>/current/<kind>``. ``read_only`` for offline tools (nothing is written,
     not even the recovery of the write-ahead log)."""
@@ -113,14 +163,17 @@ class KeyValueStorage:
         self.path = Path(index_dir) / "current" / kind
         if read_only and not (self.path / "CURRENT").exists():
             raise NotFound(f"{self.path}: no RocksDB database there (not a DbLedgerStorage directory?)")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not read_only:
+            _make_private(self.path)  # and its parents, when missing
         access = rd.AccessType.read_only(False) if read_only else rd.AccessType.read_write()
         try:
-            self.db: Rdict = rd.Rdict(str(self.path), _options(kind, config or RocksDbConfig()), access_type=access)
+            with _umask:
+                self.db: Rdict = rd.Rdict(str(self.path), _options(kind, config or RocksDbConfig()), access_type=access)
         except Exception as exc:  # noqa: BLE001 (rocksdict raises a bare Exception with RocksDB's message)
             if "LOCK" in str(exc):
                 raise BKError(f"{self.path} is open in another process (a running bookie?): {exc}") from None
             raise BKError(f"cannot open RocksDB database {self.path}: {exc}") from None
+        self._closed = False
         self._sync = rd.WriteOptions()
         self._sync.sync = True
 
@@ -178,4 +231,7 @@ class KeyValueStorage:
         self.db.compact_range(None, None)
 
     def close(self) -> None:
-        self.db.close()
+        if not self._closed:
+            self._closed = True
+            self.db.close()
+            _umask.release()

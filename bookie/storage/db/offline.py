@@ -1,8 +1,10 @@
 """Offline operations on a stopped bookie's DbLedgerStorage files, as BookKeeper 4.17.4's shell does them
 (``bookkeeper-server/src/main/java/org/apache/bookkeeper/bookie/storage/ldb/{LedgersIndexCheckOp,
 LocationsIndexRebuildOp,LedgersIndexRebuildOp}.java``, ``tools/cli/commands/bookie/ConvertTo{DB,Interleaved}
-StorageCommand.java``). One ledger directory and its index directory at a time (the caller goes through a bookie's
-directories in order). Nothing here knows whether the bookie runs: the caller locks its directories first.
+StorageCommand.java``). Checks and rebuilds take one ledger directory and its index directory at a time (the caller
+goes through a bookie's directories in order); conversions take them all, since a ledger's index may have to change
+directory (DbLedgerStorage keeps ledger ``L`` in directory ``L mod N``). Nothing here knows whether the bookie
+runs: the caller locks its directories first.
 """
 
 from __future__ import annotations
@@ -14,10 +16,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie._proto.db_ledger_storage_pb2 import LedgerData
+from bookie.codec.entry import entry_ids
+from bookie.codec.records import PREFIX, SIZE
+from bookie.errors import CorruptData
+from bookie.files import write_private
 from bookie.storage import journal as jf
 from bookie.storage.db.indexes import LOCATION_KEY, LONG, EntryLocationIndex, LedgerMetadataIndex
 from bookie.storage.db.kv import LEDGERS, LOCATIONS, KeyValueStorage
-from bookie.storage.entry_log import iter_records, list_log_ids, log_path, record_head, scan_log, split_location
+from bookie.storage.entry_log import (
+    EntryLogger,
+    iter_records,
+    last_log_id,
+    list_log_ids,
+    location,
+    log_path,
+    record_head,
+    scan_log,
+    split_location,
+)
+from bookie.storage.files import fsync_dir
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader
 from bookie.storage.ledger_cache import LedgerCache
 
@@ -128,6 +145,7 @@ class Rebuilt:
     ledgers: int = 0
     entries: int = 0
     sources: int = 0  # entry logs (and journals) scanned, or index files converted
+    copied: int = 0  # entries copied into this ledger directory's entry logs (convert_to_db)
     backup: Path | None = None  # where the index it replaced went
 
 
@@ -163,10 +181,16 @@ def rebuild_locations(ledger_dir: Path, index_dir: Path, dry_run: bool = False) 
     return result
 
 
-def rebuild_ledgers(journal_dirs: list[Path], ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> Rebuilt:
+def rebuild_ledgers(
+    journal_dirs: list[Path], ledger_dir: Path, index_dir: Path, dry_run: bool = False, rank: int = 0, dirs: int = 1
+) -> Rebuilt:
     """BookKeeper's rebuild-db-ledgers-index: every ledger of the journals and entry logs, fenced, with no master
     key (the next writer's key is taken, as for a ledger first seen by a fence); the old index is kept as
-    ``ledgers.PREV-<time>``. Keys are 8 bytes, as the bookie writes them (BookKeeper's rebuild writes 16)."""
+    ``ledgers.PREV-<time>``. Keys are 8 bytes, as the bookie writes them (BookKeeper's rebuild writes 16).
+
+    The directory is the ``rank``-th of ``dirs``: only ledgers with ``ledgerId mod dirs == rank`` belong in it (those
+    DbLedgerStorage looks for there). BookKeeper's rebuild puts every ledger of the journals into every directory:
+    the others' would then be listed, and kept from garbage collection, by directories that never read them."""
     found: set[int] = set()
     result = Rebuilt()
     for journal_dir in journal_dirs:
@@ -178,6 +202,7 @@ def rebuild_ledgers(journal_dirs: list[Path], ledger_dir: Path, index_dir: Path,
     for log_id in list_log_ids(ledger_dir):
         result.sources += 1
         found.update(ledger_id for _, _, ledger_id, _ in scan_log(log_path(ledger_dir, log_id)))
+    found = {ledger_id for ledger_id in found if ledger_id % dirs == rank}
     result.ledgers = len(found)
     if dry_run:
         return result
@@ -197,17 +222,30 @@ def rebuild_ledgers(journal_dirs: list[Path], ledger_dir: Path, index_dir: Path,
     return result
 
 
-def convert_to_db(ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> Rebuilt:
+def convert_to_db(pairs: list[tuple[Path, Path]], dry_run: bool = False) -> list[Rebuilt]:
     """BookKeeper's convert-to-db-storage: each ledger's index file (master key, fence, explicit LAC, locations)
-    into the two databases, then the index files are removed. The entry logs stay as they are."""
-    cache = LedgerCache(index_dir)
-    result = Rebuilt()
-    db_ledgers = None if dry_run else LedgerMetadataIndex(index_dir)
-    db_locations = None if dry_run else EntryLocationIndex(index_dir)
-    converted: list[IndexFile] = []
+    into the two databases of the directory pair ``ledgerId mod N`` of ``pairs`` (where DbLedgerStorage looks for
+    it: storage.py's ``storage_of``, BookKeeper's ``getLedgerStorage``), whichever index directory held its file;
+    then the index files are removed. One :class:`Rebuilt` per pair.
+
+    An interleaved bookie spreads its entry logs over all its ledger directories, but each directory of a
+    DbLedgerStorage reads only its own logs (their ids are unique per directory only): an entry in a log of another
+    directory is copied into a new entry log of the ledger's (``copied``). The logs it came from keep it until
+    garbage collection, which finds its ledger in no ledgers index of theirs. (BookKeeper's command routes the
+    index the same way but copies nothing: with several directories its locations can point into a log the
+    ledger's directory does not have.)"""
+    results = [Rebuilt() for _ in pairs]
+    log_dirs = {log_id: ledger_dir for ledger_dir, _ in reversed(pairs) for log_id in list_log_ids(ledger_dir)}
+    files: dict[int, IndexFile] = {}
+    for _, index_dir in pairs:
+        for ledger_id in LedgerCache(index_dir).ledger_ids():
+            files.setdefault(ledger_id, IndexFile(index_dir, ledger_id))
+    copier: dict[int, _Copier] = {}
+    db: dict[int, tuple[LedgerMetadataIndex, EntryLocationIndex]] = {}  # by rank, opened when first written
     try:
-        for ledger_id in cache.ledger_ids():
-            file = IndexFile(index_dir, ledger_id)
+        for ledger_id, file in sorted(files.items()):
+            rank = ledger_id % len(pairs)
+            result, (ledger_dir, index_dir) = results[rank], pairs[rank]
             header = file.read_header()
             entries = [
                 (ledger_id, page_no * ENTRIES_PER_PAGE + slot, loc)
@@ -215,35 +253,115 @@ def convert_to_db(ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> R
                 for slot, loc in enumerate(_page_locations(file.read_page(page_no)))
                 if loc
             ]
+            file.close()
+            foreign = [e for e in entries if log_dirs.get(split_location(e[2])[0], ledger_dir) != ledger_dir]
             result.ledgers += 1
             result.sources += 1
             result.entries += len(entries)
-            if db_ledgers is not None and db_locations is not None:
-                data = LedgerData(exists=True, fenced=header.fenced, masterKey=header.master_key)
-                if header.explicit_lac is not None:
-                    data.explicitLac = header.explicit_lac
-                db_ledgers.set(ledger_id, data)
-                db_locations.write(entries)
-            converted.append(file)
-        if db_ledgers is not None:
-            db_ledgers.flush()
+            result.copied += len(foreign)
+            if dry_run:
+                continue
+            if foreign:
+                if rank not in copier:
+                    copier[rank] = _Copier(ledger_dir)
+                moved = dict(copier[rank].copy(foreign, log_dirs))
+                copier[rank].logger.flush()  # the copies are on disk before any location points at them
+                entries = [(lid, eid, moved.get(eid, loc)) for lid, eid, loc in entries]
+            if rank not in db:
+                db[rank] = (LedgerMetadataIndex(index_dir), EntryLocationIndex(index_dir))
+            ledgers_db, locations_db = db[rank]
+            data = LedgerData(exists=True, fenced=header.fenced, masterKey=header.master_key)
+            if header.explicit_lac is not None:
+                data.explicitLac = header.explicit_lac
+            ledgers_db.set(ledger_id, data)
+            locations_db.write(entries)
+        for ledgers_db, _ in db.values():
+            ledgers_db.flush()
     finally:
-        for index in (db_ledgers, db_locations):
-            if index is not None:
-                index.close()
+        for each in copier.values():
+            each.close()
+        for ledgers_db, locations_db in db.values():
+            ledgers_db.close()
+            locations_db.close()
     if not dry_run:
-        for file in converted:  # only once the databases hold everything (synced)
+        for file in files.values():  # only once the databases hold everything (synced)
             file.delete()
-    return result
+    return results
+
+
+class _Copier:
+    """Appends entries of logs in other ledger directories to the entry logs of one (convert_to_db)."""
+
+    def __init__(self, ledger_dir: Path):
+        self.logger = EntryLogger(ledger_dir)
+        self.fds: dict[Path, int] = {}
+
+    def copy(self, entries: list[tuple[int, int, int]], log_dirs: dict[int, Path]) -> Iterator[tuple[int, int]]:
+        """``(entryId, new location)`` of each ``(ledgerId, entryId, location)`` copied."""
+        for ledger_id, entry_id, loc in entries:
+            log_id, pos = split_location(loc)
+            path = log_path(log_dirs[log_id], log_id)
+            if path not in self.fds:
+                self.fds[path] = os.open(path, os.O_RDONLY)
+            (size,) = SIZE.unpack(os.pread(self.fds[path], PREFIX, pos - PREFIX))
+            record = os.pread(self.fds[path], PREFIX + size, pos - PREFIX)
+            if len(record) != PREFIX + size or entry_ids(record[PREFIX:]) != (ledger_id, entry_id):
+                raise CorruptData(f"{path}: offset {pos - PREFIX} does not hold ledger {ledger_id} entry {entry_id}")
+            with self.logger.lock:  # the log the record went to: append may roll over to a new one
+                base = self.logger.append(record, {ledger_id: len(record)})
+                moved = location(self.logger.current_id, base + PREFIX)
+            yield entry_id, moved
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+        self.logger.close()
 
 
 def _page_locations(page: bytes | bytearray) -> list[int]:
     return [LOCATION.unpack_from(page, slot * 8)[0] for slot in range(ENTRIES_PER_PAGE)]
 
 
-def convert_to_interleaved(ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> Rebuilt:
-    """BookKeeper's convert-to-interleaved-storage: an index file per ledger of the ledgers index (master key,
-    fence, explicit LAC, locations); the databases are then kept as ``ledgers.backup`` and ``locations.backup``."""
+def convert_to_interleaved(pairs: list[tuple[Path, Path]], dry_run: bool = False) -> list[Rebuilt]:
+    """BookKeeper's convert-to-interleaved-storage: an index file per ledger of each pair's ledgers index (master
+    key, fence, explicit LAC, locations), in that pair's index directory; the databases are then kept as
+    ``ledgers.backup`` and ``locations.backup``. One :class:`Rebuilt` per pair.
+
+    Each directory of a DbLedgerStorage numbers its entry logs from its own ``lastId``, so two directories may
+    both hold a ``0.log``; InterleavedLedgerStorage reads a log from whichever directory has its id, so a log whose
+    id an earlier directory already has is renamed past every id in use, and the locations into it say so."""
+    renamed: dict[Path, dict[int, int]] = {}
+    used: set[int] = set()
+    next_id = max(last_log_id(ledger_dir) for ledger_dir, _ in pairs) + 1
+    for ledger_dir, _ in pairs:
+        renamed[ledger_dir] = {}
+        for log_id in list_log_ids(ledger_dir):
+            if log_id in used:
+                renamed[ledger_dir][log_id], next_id = next_id, next_id + 1
+            used.add(renamed[ledger_dir].get(log_id, log_id))
+    results = [_to_index_files(ledger_dir, index_dir, renamed[ledger_dir], dry_run) for ledger_dir, index_dir in pairs]
+    if dry_run:
+        return results
+    # after the index files are written, before the databases move away: until then the bookie is still a
+    # DbLedgerStorage one, whose directories do not care about each other's ids
+    for ledger_dir, ids in renamed.items():
+        for old, new in ids.items():
+            os.rename(log_path(ledger_dir, old), log_path(ledger_dir, new))
+        if ids:
+            fsync_dir(ledger_dir / "current")
+    if any(renamed.values()):
+        for ledger_dir, _ in pairs:  # every directory knows the highest id handed out, as InterleavedLedgerStorage
+            write_private(ledger_dir / "current" / "lastId", f"{next_id - 1:x}\n".encode(), sync=True)
+    for (_, index_dir), result in zip(pairs, results, strict=True):
+        current = Path(index_dir) / "current"
+        for name in (LEDGERS, LOCATIONS):
+            os.rename(current / name, current / f"{name}.backup")
+        result.backup = current / f"{LEDGERS}.backup"
+    return results
+
+
+def _to_index_files(ledger_dir: Path, index_dir: Path, renamed: dict[int, int], dry_run: bool) -> Rebuilt:
     result = Rebuilt()
     db_ledgers = LedgerMetadataIndex(index_dir, read_only=True)
     db_locations = EntryLocationIndex(index_dir, read_only=True)
@@ -262,16 +380,12 @@ def convert_to_interleaved(ledger_dir: Path, index_dir: Path, dry_run: bool = Fa
                 bytes(data.explicitLac) if data.HasField("explicitLac") else None,
             )
             for entry_id, loc in entries:
-                cache.set_location(state, entry_id, loc)
+                log_id, pos = split_location(loc)
+                cache.set_location(state, entry_id, location(renamed.get(log_id, log_id), pos))
         if not dry_run:
             cache.flush()
     finally:
         cache.close()
         db_ledgers.close()
         db_locations.close()
-    if not dry_run:
-        current = Path(index_dir) / "current"
-        for name in (LEDGERS, LOCATIONS):
-            os.rename(current / name, current / f"{name}.backup")
-        result.backup = current / f"{LEDGERS}.backup"
     return result

@@ -84,3 +84,31 @@ def test_a_bookie_makes_the_directories_it_is_given_private(tmp_path, lax_umask,
     finally:
         bookie.stop()
     assert modes(tmp_path / "bookie") == {"dirs": [], "files": []}
+
+
+def test_db_ledger_storage_keeps_its_rocksdb_databases_private(tmp_path, lax_umask):
+    """RocksDB creates its files itself (SSTs, which hold master keys, write-ahead logs, MANIFEST, LOG), with no
+    option for their mode: under umask 022 they were 0644 in 0755 directories. Three ledger directories, as Pulsar
+    runs them."""
+    from bookie.storage.db.storage import DbLedgerStorage
+    from bookie.storage.ledger_storage import StorageConfig
+
+    from helpers import add
+
+    ledgers = tuple(tmp_path / f"ledgers{i}" for i in range(3))
+    storage = DbLedgerStorage(StorageConfig((tmp_path / "journal",), ledgers, ledgers))
+    storage.start()
+    try:
+        for ledger_id in range(3):
+            add(storage, ledger_id, 0, 10)
+        storage.checkpoint()
+        for single in storage.dirs:  # memtables into SST files, as RocksDB's own flushes would later
+            single.locations.db.compact()
+            single.ledgers.db.compact()
+    finally:
+        storage.shutdown()
+    for directory in ledgers:
+        for kind in ("locations", "ledgers"):
+            assert list((directory / "current" / kind).glob("*.sst")), f"no SST file in {directory}/current/{kind}"
+    assert modes(tmp_path) == {"dirs": [], "files": []}
+    assert os.umask(0o022) == 0o022  # the process's umask is back as it was once the databases are closed
