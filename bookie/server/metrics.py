@@ -216,9 +216,11 @@ class BookieStats:
         cache.read_page_stats = self.ledger_cache_read_page
 
     def _watch_db_dir(self, single: SingleDirectoryStorage) -> None:
-        """DbLedgerStorageStats and its indexes' stats, per directory (``bookie_*{ledgerDir=...,indexDir=...}``)."""
-        stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir)).scope_label(
-            "indexDir", str(single.index_dir)
+        """DbLedgerStorageStats and its indexes' stats, per directory (``bookie_*{ledgerDir=...,indexDir=...}``). The
+        labels are the directories' ``current/``, as SingleDirectoryDbLedgerStorage names them (it is given the
+        LedgerDirsManager's current directories)."""
+        stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir / "current")).scope_label(
+            "indexDir", str(single.index_dir / "current")
         )
         read_cache = single.read_cache
         stats.counter("write-cache-hits", lambda: single.write_cache_hits)
