@@ -4,8 +4,9 @@ Java class it mirrors and under which scope BookKeeper creates it (``EmbeddedSer
 for the bookie and its storage, ``bookkeeper_server`` for the request processor).
 
 BookKeeper's metrics for things this bookie does not have are not exported (tests/interop/test_metric_names.py
-lists them with the reason): thread pools and their queues, DbLedgerStorage, the scrubber, the journal's memory
-limit, FileInfo caches, the ZooKeeper client's operation timers. Metrics of our own carry ``bkctl_``.
+lists them with the reason): thread pools and their queues, the scrubber, the journal's memory limit, FileInfo
+caches, the ZooKeeper client's operation timers, and DbLedgerStorage's timers (flush, read-ahead batches, throttled
+writes, index lookups; its gauges and cache counters are). Metrics of our own carry ``bkctl_``.
 
 Hot paths record a batch at once (one call for the adds of one journal write, the reads of one pass over a
 connection's frames): the events of a batch share its latency, and values (bytes) their mean.
@@ -215,9 +216,11 @@ class BookieStats:
         cache.read_page_stats = self.ledger_cache_read_page
 
     def _watch_db_dir(self, single: SingleDirectoryStorage) -> None:
-        """DbLedgerStorageStats and its indexes' stats, per directory (``bookie_*{ledgerDir=...,indexDir=...}``)."""
-        stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir)).scope_label(
-            "indexDir", str(single.index_dir)
+        """DbLedgerStorageStats and its indexes' stats, per directory (``bookie_*{ledgerDir=...,indexDir=...}``). The
+        labels are the directories' ``current/``, as SingleDirectoryDbLedgerStorage names them (it is given the
+        LedgerDirsManager's current directories)."""
+        stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir / "current")).scope_label(
+            "indexDir", str(single.index_dir / "current")
         )
         read_cache = single.read_cache
         stats.counter("write-cache-hits", lambda: single.write_cache_hits)

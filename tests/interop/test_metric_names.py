@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import metrics, shared_cluster, wait_for
+from bookie.storage.db import DB_LEDGER_STORAGE
+
+from helpers import metrics, shared_cluster, wait_for, write_ledgers
 from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle
 
 require_oracle()
@@ -57,7 +59,9 @@ NOT_OURS = {
     r"bookie_journal_(callback_time|journal_thread_time|force_write_thread_time)|bookie_sync_thread_time": (
         "CPU time of Java threads (thread-scoped counters)"
     ),
-    r"bookie_gc_ENTRY_LOCATION_COMPACTION_TOTAL": "DbLedgerStorage's entry location index",
+    r"bookie_gc_ENTRY_LOCATION_COMPACTION_TOTAL": (
+        "entryLocationCompactionInterval, a timed RocksDB compaction of DbLedgerStorage's locations: ours has none"
+    ),
     r"bookie_bookie_zk_.*|bookie_bookie_watcher_state_.*": (
         "BookKeeper's ZooKeeperClient wrapper: our metadata store is kazoo's client, not instrumented"
     ),
@@ -100,15 +104,21 @@ DASHBOARD = {
         {"journalIndex"},
     ),
 }
-# Queried by the dashboard, and not exported by ours: why (the Java bookie is checked to agree where it can tell).
+# Queried by the dashboard, and served only by a bookie running DbLedgerStorage: gauges registered per ledger
+# directory under scopeLabel("ledgerDir", ...).scopeLabel("indexDir", ...), both the directory's current/
+# (SingleDirectoryDbLedgerStorage), by DbLedgerStorageStats (the caches), LedgerMetadataIndexStats (ledgers-count) and
+# EntryLocationIndexStats (entries-count); the Prometheus provider writes "-" as "_". The Java bookie above runs
+# BookKeeper's default storage, so these come from that source (bookie/storage/ldb/ at release-4.17.4).
+DASHBOARD_DB = {
+    name: (name, "gauge", {"ledgerDir", "indexDir"})
+    for name in ("bookie_ledgers_count", "bookie_entries_count", "bookie_write_cache_size", "bookie_read_cache_size")
+}
+# Queried by the dashboard, and not exported by ours: why (the Java bookie is checked to agree).
 DASHBOARD_ABSENT = {
-    "bookie_ledgers_count": "DbLedgerStorage's (DbLedgerStorageStats), until ours has that storage",
-    "bookie_entries_count": "DbLedgerStorage's (DbLedgerStorageStats), until ours has that storage",
-    "bookie_write_cache_size": "DbLedgerStorage's write cache (DbLedgerStorageStats), until ours has that storage",
-    "bookie_read_cache_size": "DbLedgerStorage's read-ahead cache (DbLedgerStorageStats), until ours has it",
     "bookie_journal_JOURNAL_CB_QUEUE_SIZE": "gone from BookKeeper (4.17.4's Java bookie has none either)",
     "bookie_DELETED_LEDGER_COUNT": "renamed bookie_gc_DELETED_LEDGER_TOTAL by BookKeeper (4.17.4 exports that)",
 }
+DB_ENTRIES = 10
 
 
 def prometheus_name(codahale: str) -> tuple[str, dict[str, str]]:
@@ -199,6 +209,17 @@ def bookies(zookeeper, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def db_bookie(zookeeper, tmp_path_factory):
+    """One of our bookies running DbLedgerStorage, in a cluster of its own, with a ledger of DB_ENTRIES written by
+    our client: the bookie, and its /metrics."""
+    with shared_cluster(
+        zookeeper, tmp_path_factory.mktemp("ours-db"), bookies=1, ledgerStorageClass=DB_LEDGER_STORAGE
+    ) as harness:
+        write_ledgers(harness.service_uri, 1, quorum=(1, 1, 1), entries=DB_ENTRIES)
+        yield harness.bookies[0], metrics(harness.bookies[0])
+
+
+@pytest.fixture(scope="module")
 def java(bookies):
     return bookies[0]
 
@@ -256,7 +277,23 @@ def test_the_dashboards_metrics_are_ours_with_their_types_and_labels(java, ours)
         assert samples, f"{name}: not exported"
         assert ours.types[family] == kind and all({k for k, _ in s.labels} == labels for s in samples), name
         assert java[family][0] == kind, f"{name}: not a {kind} on the Java bookie"
-    assert len(DASHBOARD) + len(DASHBOARD_ABSENT) == 22
+    assert len(DASHBOARD) + len(DASHBOARD_DB) + len(DASHBOARD_ABSENT) == 22
     for name in DASHBOARD_ABSENT:
         assert not ours.find(name) and name not in java, name
     assert "bookie_gc_DELETED_LEDGER_TOTAL" in java and ours.find("bookie_gc_DELETED_LEDGER_TOTAL")
+
+
+def test_the_dashboards_db_ledger_storage_metrics_are_served_by_a_db_ledger_storage_bookie(java, ours, db_bookie):
+    bookie, got = db_bookie
+    current = f"{bookie.ledger_dir}/current"
+    for name, (family, kind, labels) in DASHBOARD_DB.items():
+        samples = got.find(name)
+        assert samples, f"{name}: not exported by a DbLedgerStorage bookie"
+        assert got.types[family] == kind and [dict(s.labels) for s in samples] == [dict.fromkeys(labels, current)], (
+            name,
+            samples,
+        )
+        # a bookie without that storage has no such event: nothing exported (nor by the Java bookie's)
+        assert not ours.find(name) and name not in java, name
+    assert got.sum("bookie_ledgers_count") == 1  # the ledger written
+    assert got.sum("bookie_write_cache_size") + got.sum("bookie_entries_count") > 0  # in the cache, or flushed

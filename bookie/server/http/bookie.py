@@ -29,6 +29,8 @@ from bookie.storage.gc import MAJOR, MINOR
 from bookie.storage.group_commit import LogMark
 
 log = logging.getLogger(__name__)
+# server_config hides the values of these keys (tlsKeyStorePasswordPath, httpServerKeyStorePassword, ...). BookKeeper's
+# ConfigurationService shows every value raw (conf.asJson()); ours hides them anyway: no secret in any output.
 SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)
 GC_STATUS_FIELDS = (
     "forceCompacting",

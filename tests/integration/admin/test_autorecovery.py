@@ -1,8 +1,10 @@
 """Autorecovery with real processes: a bookie killed for good is re-replicated without operator action."""
 
 import json
+import re
 import sys
 
+from bookie.autorecovery.main import auditor_id
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.underreplication import UnderReplicationManager
 
@@ -34,6 +36,8 @@ def test_a_lost_bookie_is_re_replicated_without_operator_action(harness, bkctl, 
         )
         status = json.loads(bkctl("-u", harness.service_uri, "autorecovery", "status", "-o", "json").stdout)
         assert status["enabled"] is True and status["auditor"] is not None
+        # without -c: the id a bookie with BookKeeper's defaults has, its address and bookiePort 3181 (not host:pid)
+        assert re.fullmatch(r"[^:]+:3181", status["auditor"]) and status["auditor"] == auditor_id({}), status
         victim = next(b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id))
         victim.stop(kill=True)  # for good: its session expires, its registration goes
         wait_for(
@@ -76,11 +80,14 @@ def test_the_delay_holds_marking_back_until_an_audit_is_triggered(harness, bkctl
     write_ledgers(harness.service_uri, 3, quorum=(3, 2, 2), entries=10)
     bkctl("-u", harness.service_uri, "autorecovery", "lost-bookie-recovery-delay", "--set", "600")
     log = tmp_path / "autorecovery.log"
-    pid = spawn([sys.executable, "-m", "bkctl", "-u", harness.service_uri, "autorecovery", "run", "--poll", "0.3"], log)
+    # run beside bookie 1 with its bk_server.conf (as the sandbox runs it): named after that bookie
+    conf = str(bookies[0].conf_path)
+    pid = spawn([sys.executable, "-m", "bkctl", "-c", conf, "autorecovery", "run", "--poll", "0.3"], log)
     try:
         wait_for(
             lambda: bkctl("-u", harness.service_uri, "autorecovery", "who-is-auditor").exit_code == 0, "an auditor"
         )
+        assert bkctl("-u", harness.service_uri, "autorecovery", "who-is-auditor").stdout == bookies[0].bookie_id + "\n"
         victim = next(b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id))
         named = ledgers_naming(bkctl, harness.service_uri, victim.bookie_id)
         victim.stop()  # a clean stop: unregistered at once

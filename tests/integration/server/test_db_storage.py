@@ -12,7 +12,8 @@ def test_a_db_storage_bookie_serves_its_entries_after_a_restart_and_counts_its_c
     writer.start()
     writer.join(60)
     assert writer.error is None and len(writer.acked) == 1000
-    labels = {"ledgerDir": bookie.ledger_dir, "indexDir": bookie.ledger_dir}
+    current = f"{bookie.ledger_dir}/current"  # BookKeeper's label: the directory's current/ (no indexDirectories)
+    labels = {"ledgerDir": current, "indexDir": current}
     assert metric(bookie, "bookie_ledgers_count", **labels) == 1
     assert metric(bookie, "bookie_write_cache_count", **labels) == 1000  # no checkpoint yet (flushInterval 10 s)
 

@@ -64,3 +64,14 @@ def test_a_grpc_client_gone_with_calls_in_flight_is_one_info_line_in_json(harnes
     assert [(r["level"], r["logger"]) for r in gone] == [("INFO", "bookie.server.servicer")]
     assert gone[0]["message"].startswith("client ipv4:127.0.0.1:")
     assert {"bookie.server.bookie", "bookie.storage.group_commit"} <= {r["logger"] for r in logged}
+
+
+def test_a_key_this_bookie_does_not_use_is_one_warning_line_naming_it(harness):
+    """A Java bookie's bk_server.conf: what it sets that ours ignores is said once, at start, and nothing else the
+    configuration holds (the harness writes BookKeeper's keys) is warned about."""
+    (bookie,) = harness.start(1, numAddWorkerThreads=4, journalSyncData="true")
+    lines = bookie.log_path.read_text().splitlines()
+    warned = [line for line in lines if " WARNING " in line and "numAddWorkerThreads" in line]
+    assert len(warned) == 1, lines
+    assert warned[0].endswith(" WARNING bookie.server.config: numAddWorkerThreads is not used by this bookie: ignored")
+    assert [line for line in lines if "is not used by this bookie" in line] == warned

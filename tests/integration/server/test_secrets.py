@@ -1,6 +1,8 @@
-"""Secrets never leak: the ledger password and the ZooKeeper credentials (digest and SASL) of a secure cluster appear
-in no log (bkctl's at -vv, the bookies' at -vv, ZooKeeper's), no metric, no HTTP admin answer, no `-o json`, no error
-message, and no command line (`ps`, /proc/PID/cmdline) of a bookie, ZooKeeper or a sandbox's processes."""
+"""Secrets never leak: the ledger password, the ZooKeeper credentials (digest and SASL) of a secure cluster, and a TLS
+bookie's key store passwords (tlsKeyStorePasswordPath's content, httpServerKeyStorePassword,
+httpServerTrustStorePassword) and bkctl's key password appear in no log (bkctl's at -vv, the bookies' at -vv,
+ZooKeeper's), no metric, no HTTP admin answer, no `-o json`, no error message, and no command line (`ps`,
+/proc/PID/cmdline) of a bookie, ZooKeeper or a sandbox's processes."""
 
 from __future__ import annotations
 
@@ -13,17 +15,28 @@ from pathlib import Path
 
 import pytest
 
+from bookie.local import certs
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.local.process import command_line, find, spawn
 from bookie.meta.security import ZkSecurity
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
+from bookie.server.auth import BOOKIE_AUTHZ_FACTORY
+from bookie.tls import TLS_CONTEXT_FACTORY
 
 from helpers import DIGEST_PASSWORD, LEDGER_PASSWORD, SECRETS, http_call, private_file
 
+# A TLS bookie's: its key store's (in the file tlsKeyStorePasswordPath names), its HTTPS key and trust stores' (in
+# bk_server.conf, BookKeeper's keys), and bkctl's key store's (in the file --tls-key-password-file names)
+KEY_STORE_PASSWORD = "keystore-Pw-3c9d"
+HTTP_KEY_STORE_PASSWORD = "https-Pw-81f4"
+HTTP_TRUST_STORE_PASSWORD = "https-trust-Pw-2b77"
+CLIENT_KEY_PASSWORD = "client-Pw-6e05"
+TLS_SECRETS = (KEY_STORE_PASSWORD, HTTP_KEY_STORE_PASSWORD, HTTP_TRUST_STORE_PASSWORD, CLIENT_KEY_PASSWORD)
+
 
 def leaked(text: str) -> list[str]:
-    return [secret for secret in SECRETS if secret in text]
+    return [secret for secret in (*SECRETS, *TLS_SECRETS) if secret in text]
 
 
 def run_bkctl(*args: str, env: dict[str, str] | None = None, stdin: str | None = None):
@@ -165,3 +178,111 @@ def test_a_sandbox_started_with_zookeeper_credentials_puts_none_on_a_command_lin
         assert len(logs) == 3 and not any(leaked(log.read_text()) for log in logs)
     finally:
         run_bkctl("sandbox", "stop", env=env)
+
+
+@pytest.fixture
+def tls_bookie(cluster, service_uri, tmp_path):
+    """A bookie with TLS (a PKCS12 key store whose password is in a file), roles, and the HTTP admin API over HTTPS
+    (its stores' passwords in bk_server.conf, as BookKeeper reads them), logging at -vv; and the PKI directory:
+    ``ca.pem``, ``admin.p12`` (bkctl's, OU 0:admin) with its password file, ``admin.pem``/``admin-key.pem``."""
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    ca = certs.new_ca("leak test CA")
+    certs.write_pair(pki, "ca", ca)
+    bookie_cert = certs.issue(ca, "bookie", "0:bookie")
+    certs.write_secret(pki / "bookie.p12", bookie_cert.pkcs12(KEY_STORE_PASSWORD.encode(), ca))
+    certs.write_secret(pki / "bookie-http.p12", bookie_cert.pkcs12(HTTP_KEY_STORE_PASSWORD.encode(), ca))
+    certs.write_secret(pki / "ca.p12", ca.pkcs12(HTTP_TRUST_STORE_PASSWORD.encode()))
+    admin = certs.issue(ca, "admin", "0:admin")
+    certs.write_pair(pki, "admin", admin)
+    certs.write_secret(pki / "admin.p12", admin.pkcs12(CLIENT_KEY_PASSWORD.encode(), ca))
+    private_file(pki / "admin.pw", CLIENT_KEY_PASSWORD + "\n")
+    settings = {
+        "tlsProviderFactoryClass": TLS_CONTEXT_FACTORY,
+        "tlsKeyStoreType": "PKCS12",
+        "tlsKeyStore": str(pki / "bookie.p12"),
+        "tlsKeyStorePasswordPath": str(private_file(pki / "bookie.pw", KEY_STORE_PASSWORD + "\n")),
+        "tlsTrustStoreType": "PEM",
+        "tlsTrustStore": str(pki / "ca.pem"),
+        "tlsClientAuthentication": "true",
+        "bookieAuthProviderFactoryClass": BOOKIE_AUTHZ_FACTORY,
+        "authorizedRoles": "admin",
+        "bkctlAdminRoles": "admin",
+        "httpServerTlsEnable": "true",
+        "httpServerKeyStorePath": str(pki / "bookie-http.p12"),
+        "httpServerKeyStorePassword": HTTP_KEY_STORE_PASSWORD,
+        "httpServerTrustStorePath": str(pki / "ca.p12"),
+        "httpServerTrustStorePassword": HTTP_TRUST_STORE_PASSWORD,
+    }
+    bookie = LocalBookie.create(1, tmp_path / "bookie-1", service_uri, settings, http=True)
+    bookie.pid = spawn(
+        [sys.executable, "-m", "bkctl", "-vv", "bookie", "run", "--conf", str(bookie.conf_path)], bookie.log_path
+    )
+    try:
+        wait_registered(cluster, [bookie])
+        yield bookie, pki
+    finally:
+        bookie.stop()
+
+
+def https_get(bookie, pki: Path, path: str) -> str:
+    """GET on the bookie's HTTPS admin API with the admin certificate."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(str(pki / "ca.pem"))
+    context.load_cert_chain(str(pki / "admin.pem"), str(pki / "admin-key.pem"))
+    url = f"https://127.0.0.1:{bookie.http_port}{path}"
+    with urllib.request.urlopen(url, context=context, timeout=30) as answer:
+        assert answer.status == 200, path
+        return answer.read().decode()
+
+
+def test_no_tls_password_in_logs_metrics_server_config_json_errors_or_command_lines(tls_bookie, service_uri):
+    bookie, pki = tls_bookie
+    tls = ["--tls-trust-store", str(pki / "ca.pem"), "--tls-key", str(pki / "admin.p12")]
+    tls += ["--tls-key-password-file", str(pki / "admin.pw")]
+    outputs = []
+
+    def bkctl(*args: str, expect: int = 0, stdin: str | None = None) -> str:
+        done, output = run_bkctl("-vv", *args, stdin=stdin)
+        assert done.returncode == expect, output
+        outputs.append(output)
+        return done.stdout
+
+    # over TLS, as an admin: the bookie protocol (a ledger), the gRPC admin service, the HTTPS admin API
+    uri = ["-u", service_uri, *tls]
+    ledger_id = bkctl(*uri, "ledger", "create", "-e", "1", "-w", "1", "-a", "1", "--input", "-", stdin="x\n").strip()
+    assert bkctl(*uri, "ledger", "read", ledger_id) == "x\n"
+    assert json.loads(bkctl(*uri, "bookie", "info", "--all", "-o", "json"))[0]["bookieId"] == bookie.bookie_id
+    bkctl(*uri, "bookie", "gc", bookie.bookie_id, "--wait", "-o", "json")
+    bkctl(*uri, "bookie", "gc-status", bookie.bookie_id, "--http-port", str(bookie.http_port), "-o", "json")
+    bkctl(*uri, "bookies", "list", "-o", "json")
+    # a context keeps the files' paths, never what they hold
+    bkctl("config", "set-context", "leak", "--service-uri", service_uri, *tls, "-o", "json")
+    assert json.loads(bkctl("config", "get-contexts", "-o", "json"))[0]["tlsKeyPasswordFile"] == str(pki / "admin.pw")
+    bkctl("--context", "leak", "bookie", "gc-status", "--all", "-o", "json")
+    # a wrong key password: refused, and neither password is in the message
+    private_file(pki / "wrong.pw", "wrong-" + CLIENT_KEY_PASSWORD + "\n")
+    wrong = [*tls[:-1], str(pki / "wrong.pw")]
+    bkctl("-u", service_uri, *wrong, "bookie", "info", "--all", "-o", "json", expect=2)
+    assert "wrong-" not in outputs[-1] and "cannot be read (wrong password?)" in outputs[-1], outputs[-1]
+    for output in outputs:
+        assert not leaked(output), output
+
+    # the bookie: what it serves, what it logged, how it was started
+    config = json.loads(https_get(bookie, pki, "/api/v1/config/server_config"))
+    for key in ("tlsKeyStorePasswordPath", "httpServerKeyStorePassword", "httpServerTrustStorePassword"):
+        assert config[key] == "******", key
+    assert config["httpServerKeyStorePath"] == str(pki / "bookie-http.p12")  # paths of stores are shown
+    for path in ("/metrics", "/api/v1/bookie/info", "/api/v1/bookie/state", "/api/v1/ledger/list?print_metadata=true"):
+        assert not leaked(https_get(bookie, pki, path)), path
+    with urllib.request.urlopen(f"http://127.0.0.1:{bookie.metrics_port}/metrics", timeout=30) as response:
+        assert not leaked(response.read().decode())
+    args = command_line(bookie.pid)
+    assert args and not leaked(" ".join(args)), args
+    ps = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True, check=True).stdout
+    assert str(bookie.conf_path) in ps and not leaked(ps)
+    log = Path(bookie.log_path).read_text()
+    assert "DEBUG" in log and "authenticated as admin" in log  # the -vv bookie logged, and saw TLS clients
+    assert not leaked(log)
