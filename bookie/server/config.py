@@ -142,16 +142,17 @@ class BookieConfig:
     dbStorage_readAheadCacheBatchBytesSize: int = -1
     dbStorage_maxThrottleTimeMs: int = 10000
     dbStorage_rocksDB_blockCacheSize: int = -1
-    dbStorage_rocksDB_writeBufferSizeMB: int = 64
-    dbStorage_rocksDB_sstSizeInMB: int = 64
-    dbStorage_rocksDB_blockSize: int = 65536
-    dbStorage_rocksDB_bloomFilterBitsPerKey: int = 10
-    dbStorage_rocksDB_numLevels: int = -1
-    dbStorage_rocksDB_numFilesInLevel0: int = 4
-    dbStorage_rocksDB_maxSizeInLevel1MB: int = 256
-    dbStorage_rocksDB_lz4CompressionEnabled: bool = True
-    dbStorage_rocksDB_format_version: int = 5
-    dbStorage_rocksDB_checksum_type: str = "kxxHash"
+    # the others' defaults are RocksDbConfig's (BookKeeper's), which the storage also uses without a bookie
+    dbStorage_rocksDB_writeBufferSizeMB: int = RocksDbConfig.write_buffer_size_mb
+    dbStorage_rocksDB_sstSizeInMB: int = RocksDbConfig.sst_size_mb
+    dbStorage_rocksDB_blockSize: int = RocksDbConfig.block_size
+    dbStorage_rocksDB_bloomFilterBitsPerKey: int = RocksDbConfig.bloom_filter_bits_per_key
+    dbStorage_rocksDB_numLevels: int = RocksDbConfig.num_levels
+    dbStorage_rocksDB_numFilesInLevel0: int = RocksDbConfig.num_files_in_level0
+    dbStorage_rocksDB_maxSizeInLevel1MB: int = RocksDbConfig.max_size_in_level1_mb
+    dbStorage_rocksDB_lz4CompressionEnabled: bool = RocksDbConfig.lz4_compression
+    dbStorage_rocksDB_format_version: int = RocksDbConfig.format_version
+    dbStorage_rocksDB_checksum_type: str = RocksDbConfig.checksum_type
 
     ALIASES: ClassVar[dict[str, str]] = {
         "entryLogSizeLimit": "logSizeLimit",
