@@ -191,3 +191,24 @@ def test_readme_help_and_man_page_give_the_exit_codes_of_the_one_table(bkctl):
     assert list(EXIT_CODE_MEANINGS) == list(ExitCode)
     help_text = " ".join(bkctl("--help").stdout.split())
     assert all(f"{code.value} {code.name.lower().replace('_', ' ')}" in help_text for code in ExitCode)
+
+
+def test_every_exit_code_a_command_help_names_is_one_of_the_table():
+    """Commands say in their help which codes they exit with in their own cases ("Exit 6 when a bookie does not
+    answer"): each must be a code of bkctl.errors' table, where the error that leads to it is mapped."""
+    import re
+
+    import click
+
+    from bkctl.errors import ExitCode
+
+    from helpers import command_tree
+
+    named = {}
+    for path, command in command_tree().items():
+        texts = [command.help or ""] + [p.help or "" for p in command.params if isinstance(p, click.Option)]
+        for text in texts:
+            for code in re.findall(r"\bexits? (\d+)", text, flags=re.IGNORECASE):
+                named.setdefault(int(code), []).append(" ".join(path))
+    assert len(named) >= 5  # the pattern finds them: Exit 2, 3, 5, 6, 7 at least
+    assert {code: where for code, where in named.items() if code not in set(ExitCode)} == {}
