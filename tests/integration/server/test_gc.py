@@ -286,3 +286,13 @@ def test_gc_status_of_a_db_bookie_covers_every_directory(harness, bkctl, tmp_pat
     types = {"boolean": bool, "integer": int}
     for d in details:  # BookKeeper's fields, in its order, of its types
         assert [(k, type(v)) for k, v in d.items()] == [(k, types[t]) for k, t in GC_STATUS.items()]
+
+    # bkctl over that API (the bookie without our gRPC admin port, as a Java bookie): one status for all directories
+    bookie.stop()
+    bookie.settings.update(bkctlAdminPort="-1")
+    bookie.write_conf(harness.service_uri)
+    harness.restart(bookie)
+    gc(bkctl, harness.service_uri, "--major", bookie.bookie_id, "--wait")  # until no directory is in a forced run
+    result = bkctl("-u", harness.service_uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json")
+    (status,) = json.loads(result.stdout)
+    assert (status["entryLogs"], status["majorCompactionCounter"]) == (None, 3)
