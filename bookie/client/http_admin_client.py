@@ -72,16 +72,18 @@ class HttpBookieAdminClient:
         return GcTrigger(started=None, run_id=None)
 
     def gc_status(self) -> GcStatus:
-        (details, *_) = self._call("GET", "/api/v1/bookie/gc_details", "gc status")
+        """One status for the bookie: gc_details has one per collector (DbLedgerStorage: per ledger directory), merged
+        as our gRPC service merges them (in force or compacting if any is, the latest times, counters summed)."""
+        details = self._call("GET", "/api/v1/bookie/gc_details", "gc status")
         suspended = self._call("GET", "/api/v1/bookie/gc/suspend_compaction", "gc status")
         return GcStatus(
-            is_in_force=details["forceCompacting"],
-            major_compacting=details["majorCompacting"],
-            minor_compacting=details["minorCompacting"],
-            last_major_compaction_time=details["lastMajorCompactionTime"],
-            last_minor_compaction_time=details["lastMinorCompactionTime"],
-            major_compaction_counter=details["majorCompactionCounter"],
-            minor_compaction_counter=details["minorCompactionCounter"],
+            is_in_force=any(d["forceCompacting"] for d in details),
+            major_compacting=any(d["majorCompacting"] for d in details),
+            minor_compacting=any(d["minorCompacting"] for d in details),
+            last_major_compaction_time=max(d["lastMajorCompactionTime"] for d in details),
+            last_minor_compaction_time=max(d["lastMinorCompactionTime"] for d in details),
+            major_compaction_counter=sum(d["majorCompactionCounter"] for d in details),
+            minor_compaction_counter=sum(d["minorCompactionCounter"] for d in details),
             major_suspended=suspended["isMajorGcSuspended"] == "true",
             minor_suspended=suspended["isMinorGcSuspended"] == "true",
             bytes_reclaimed=None,

@@ -48,14 +48,13 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
     # ---- garbage collection ----
     async def TriggerGc(self, request, context):
         """Runs even when the bookie is read-only for full disks: that is when operators need the space back."""
-        started, run_id = self.bookie.collector.trigger(request.forceMajor, request.forceMinor)
+        started, run_id = self.bookie.collectors.trigger(request.forceMajor, request.forceMinor)
         return pb.TriggerGcResponse(started=started, runId=run_id)
 
     async def _gc_status(self) -> pb.GcStatusResponse:
-        gc = self.bookie.collector
+        gc = self.bookie.collectors  # DbLedgerStorage's, one per directory: merged
         state, config = gc.state, gc.config
-        logger = self.bookie.storage.entry_logger
-        usage = [(m, logger.directory_of(m.log_id) or "") for m in await asyncio.to_thread(gc.usage)]
+        usage = await asyncio.to_thread(gc.usage)
         response = pb.GcStatusResponse(
             isInForce=state.running and state.forced,
             running=state.running,
@@ -74,7 +73,10 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
             runs=state.runs,
             entryLogs=[
                 pb.EntryLogUsage(
-                    logId=m.log_id, totalSize=m.total_size, remainingSize=m.remaining_size, directory=str(directory)
+                    logId=m.log_id,
+                    totalSize=m.total_size,
+                    remainingSize=m.remaining_size,
+                    directory=str(directory or ""),
                 )
                 for m, directory in usage
             ],
@@ -98,5 +100,5 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
 
     async def SetCompactionSuspended(self, request, context):
         kinds = [kind for kind, asked in ((MAJOR, request.major), (MINOR, request.minor)) if asked]
-        self.bookie.collector.suspend(kinds or [MAJOR, MINOR], request.suspended)
+        self.bookie.collectors.suspend(kinds or [MAJOR, MINOR], request.suspended)
         return await self._gc_status()

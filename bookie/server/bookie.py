@@ -37,6 +37,7 @@ from bookie.server.servicer import BookieServicer, ClientGoneFilter
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.gc import GarbageCollector
+from bookie.storage.gc_group import GarbageCollectors
 from bookie.storage.ledger_storage import LedgerStorage
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class BookieServer:
         self.stats = BookieStats(len(config.journal_dirs))
         self.store: MetadataStore | None = None
         self.storage: LedgerStorage | DbLedgerStorage | None = None
-        self.collector: GarbageCollector | None = None
+        self.collectors: GarbageCollectors | None = None
         self.server: grpc.aio.Server | None = None
         self.read_only_by_operator = False
         self.read_only_by_disk = False
@@ -132,11 +133,19 @@ class BookieServer:
         replayed = await asyncio.to_thread(storage.start)
         self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
-        # one ledger directory today (config.validate): DbLedgerStorage's single directory is what GC compacts
-        compactable = storage.dirs[0] if isinstance(storage, DbLedgerStorage) else storage
-        self.collector = GarbageCollector(compactable, config.gc(), self._live_ledgers)
-        self.stats.watch_gc(self.collector)
-        self.collector.start()
+        # DbLedgerStorage: one collector per ledger directory, as each SingleDirectoryDbLedgerStorage has its own
+        # GarbageCollectorThread (a ledger and its entry logs live in one directory only)
+        db_dirs = storage.dirs if isinstance(storage, DbLedgerStorage) else None
+        if isinstance(storage, DbLedgerStorage):
+            collectors = [
+                GarbageCollector(single, config.gc(), self._live_ledgers, str(single.ledger_dir))
+                for single in storage.dirs
+            ]
+        else:
+            collectors = [GarbageCollector(storage, config.gc(), self._live_ledgers)]
+        self.collectors = GarbageCollectors(collectors)
+        self.stats.watch_gc(self.collectors, db_dirs)
+        self.collectors.start()
         self.stats.watch(self.storage)
         self.stats.start(config.prometheusStatsLatencyRolloverSeconds)
 
@@ -296,8 +305,8 @@ class BookieServer:
         if self.shutting_down:
             return
         self.shutting_down = True
-        if self.collector is not None:  # first: its ledger GC uses the metadata store
-            await asyncio.to_thread(self.collector.stop)
+        if self.collectors is not None:  # first: their ledger GC uses the metadata store
+            await asyncio.to_thread(self.collectors.stop)
         if self.store is not None and self.store.connected:  # else the node goes with the session
             try:
                 BookieRegistry(self.store).unregister(self.bookie_id)

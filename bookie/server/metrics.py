@@ -25,6 +25,8 @@ from bookie.storage.dirs import LedgerDirs
 
 if TYPE_CHECKING:
     from bookie.storage.db.storage import SingleDirectoryStorage
+    from bookie.storage.gc import GcRun, GcState
+    from bookie.storage.gc_group import GarbageCollectors
 
 SERVER_SCOPE, BOOKIE_SCOPE = "bookkeeper_server", "bookie"
 
@@ -57,6 +59,25 @@ class JournalStats:
         self._stats.counter("JOURNAL_QUEUE_SIZE", queue_size)
 
 
+class GarbageCollectorStats:
+    """``GarbageCollectorStats`` of one collector, read from its state; told of each of its runs."""
+
+    def __init__(self, stats: StatsLogger, state: GcState):
+        self.runtime = stats.op_stats("THREAD_RUNTIME")
+        stats.counter("MINOR_COMPACTION_TOTAL", lambda: state.counters["minor"])
+        stats.counter("MAJOR_COMPACTION_TOTAL", lambda: state.counters["major"])
+        stats.counter("RECLAIMED_COMPACTION_SPACE_BYTES", lambda: state.reclaimed_by_compaction)
+        stats.counter("RECLAIMED_DELETION_SPACE_BYTES", lambda: state.reclaimed_by_deletion)
+        stats.counter("RECLAIM_FAILED_TO_DELETE", lambda: state.reclaim_failed)
+        stats.counter("DELETED_LEDGER_TOTAL", lambda: state.ledgers_deleted)
+        stats.gauge("ACTIVE_ENTRY_LOG_TOTAL", lambda: state.active_entry_logs)
+        stats.gauge("ACTIVE_ENTRY_LOG_SPACE_BYTES", lambda: state.active_entry_log_bytes)
+        stats.gauge("ACTIVE_LEDGER_TOTAL", lambda: state.active_ledgers)
+
+    def gc_run(self, run: GcRun) -> None:
+        self.runtime.event(run.seconds, not run.error)
+
+
 class BookieStats:
     """All of a bookie's metrics, with the calls its hot paths make to record a batch of events at once."""
 
@@ -68,7 +89,6 @@ class BookieStats:
         self._journals = {
             i: JournalStats(bookie.scope("journal").scope_label("journalIndex", str(i))) for i in range(journal_dirs)
         }
-        self.gc = bookie.scope("gc")
 
         # ---- RequestStats: *_REQUEST from a request's arrival to its answer written, the others its processing ----
         ops = {
@@ -118,9 +138,6 @@ class BookieStats:
         self.read_bytes_stats = bookie.op_stats("BOOKIE_READ_ENTRY_BYTES")
         bookie.gauge("JOURNAL_DIRS", lambda: journal_dirs)
         self.ledger_cache_read_page = bookie.op_stats("LEDGER_CACHE_READ_PAGE")  # IndexInMemPageMgr: a miss's read
-
-        # ---- GarbageCollectorStats ----
-        self.gc_runtime = self.gc.op_stats("THREAD_RUNTIME")
 
         # ---- ours ----
         # Only with skipReplayJournalInvalidRecord: what replay stepped over. Non-zero means acknowledged entries
@@ -195,10 +212,6 @@ class BookieStats:
         self.journal_skipped_records.value += records
         self.journal_skipped_bytes.value += size
 
-    def gc_run(self, run) -> None:
-        """After each GC run (bookie.storage.gc.GcRun)."""
-        self.gc_runtime.event(run.seconds, not run.error)
-
     # ---- gauges and counters read at scrape time ----
     def watch(self, storage) -> None:
         """The storage engine's: journal queues, and its ledger cache (IndexInMemPageMgr) or DbLedgerStorage's
@@ -215,13 +228,17 @@ class BookieStats:
         self.bookie.gauge("NUM_INDEX_PAGES", lambda: cache.page_count)
         cache.read_page_stats = self.ledger_cache_read_page
 
-    def _watch_db_dir(self, single: SingleDirectoryStorage) -> None:
-        """DbLedgerStorageStats and its indexes' stats, per directory (``bookie_*{ledgerDir=...,indexDir=...}``). The
-        labels are the directories' ``current/``, as SingleDirectoryDbLedgerStorage names them (it is given the
+    def _db_dir_scope(self, single: SingleDirectoryStorage) -> StatsLogger:
+        """SingleDirectoryDbLedgerStorage's ``ledgerIndexDirStatsLogger``: ``bookie_*{ledgerDir=...,indexDir=...}``.
+        The labels are the directories' ``current/``, as SingleDirectoryDbLedgerStorage names them (it is given the
         LedgerDirsManager's current directories)."""
-        stats = self.bookie.scope_label("ledgerDir", str(single.ledger_dir / "current")).scope_label(
+        return self.bookie.scope_label("ledgerDir", str(single.ledger_dir / "current")).scope_label(
             "indexDir", str(single.index_dir / "current")
         )
+
+    def _watch_db_dir(self, single: SingleDirectoryStorage) -> None:
+        """DbLedgerStorageStats and its indexes' stats, per directory."""
+        stats = self._db_dir_scope(single)
         read_cache = single.read_cache
         stats.counter("write-cache-hits", lambda: single.write_cache_hits)
         stats.counter("write-cache-misses", lambda: single.write_cache_misses)
@@ -234,22 +251,17 @@ class BookieStats:
         stats.gauge("ledgers-count", lambda: len(single.ledgers.ledgers))  # LedgerMetadataIndexStats
         stats.gauge("entries-count", single.locations.db.count)  # EntryLocationIndexStats: RocksDB's estimate
 
-    def watch_gc(self, collector) -> None:
-        """GarbageCollectorStats (``bookie_gc_*``), and whether a compaction runs (ours)."""
-        state, gc = collector.state, self.gc
-        collector.stats = self
-        gc.counter("MINOR_COMPACTION_TOTAL", lambda: state.counters["minor"])
-        gc.counter("MAJOR_COMPACTION_TOTAL", lambda: state.counters["major"])
-        gc.counter("RECLAIMED_COMPACTION_SPACE_BYTES", lambda: state.reclaimed_by_compaction)
-        gc.counter("RECLAIMED_DELETION_SPACE_BYTES", lambda: state.reclaimed_by_deletion)
-        gc.counter("RECLAIM_FAILED_TO_DELETE", lambda: state.reclaim_failed)
-        gc.counter("DELETED_LEDGER_TOTAL", lambda: state.ledgers_deleted)
-        gc.gauge("ACTIVE_ENTRY_LOG_TOTAL", lambda: state.active_entry_logs)
-        gc.gauge("ACTIVE_ENTRY_LOG_SPACE_BYTES", lambda: state.active_entry_log_bytes)
-        gc.gauge("ACTIVE_LEDGER_TOTAL", lambda: state.active_ledgers)
+    def watch_gc(self, collectors: GarbageCollectors, db_dirs: list[SingleDirectoryStorage] | None = None) -> None:
+        """GarbageCollectorStats of each collector: InterleavedLedgerStorage's one as ``bookie_gc_*``, DbLedgerStorage's
+        (one per directory, ``db_dirs``, in their order) in their directory's scope, as BookKeeper's: there each
+        SingleDirectoryDbLedgerStorage hands its GarbageCollectorThread its ``ledgerIndexDirStatsLogger``, without
+        ``gc``. And how many collectors are compacting each kind (ours)."""
+        scopes = [self._db_dir_scope(single) for single in db_dirs] if db_dirs else [self.bookie.scope("gc")]
+        for collector, scope in zip(collectors.collectors, scopes, strict=True):
+            collector.stats = GarbageCollectorStats(scope, collector.state)
 
         def compacting(kind: str) -> Callable[[], int]:
-            return lambda: int(state.compacting == kind)
+            return lambda: sum(c.state.compacting == kind for c in collectors.collectors)
 
         for kind in ("major", "minor"):
             self.provider.logger().scope_label("kind", kind).gauge("bkctl_gc_compacting", compacting(kind))

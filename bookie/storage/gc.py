@@ -204,16 +204,22 @@ class GcState:
 
 
 class GarbageCollector:
-    """The GC thread of one bookie. ``live_ledgers(ids)`` answers which of the given ledger ids still exist in the
+    """A GC thread over one ledger storage: InterleavedLedgerStorage's, or one directory of DbLedgerStorage's
+    (``where`` names it in the log). ``live_ledgers(ids)`` answers which of the given ledger ids still exist in the
     metadata store (None: no metadata store, no ledger GC)."""
 
     def __init__(
-        self, storage: Compactable, config: GcConfig, live_ledgers: Callable[[list[int]], set[int]] | None = None
+        self,
+        storage: Compactable,
+        config: GcConfig,
+        live_ledgers: Callable[[list[int]], set[int]] | None = None,
+        where: str = "",
     ):
         self.storage = storage
+        self.where = where
         self.config = config
         self.live_ledgers = live_ledgers
-        self.stats: GcStats | None = None  # told of each run (the bookie's BookieStats)
+        self.stats: GcStats | None = None  # told of each run (its GarbageCollectorStats, bookie/server/metrics.py)
         self.state = GcState()
         self.logs: dict[int, EntryLogMetadata] = {}
         now = time.time()  # intervals count from start-up, as BookKeeper's
@@ -225,7 +231,7 @@ class GarbageCollector:
 
     # ---- control ----
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="gc", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=f"gc {self.where}".rstrip(), daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -313,10 +319,10 @@ class GarbageCollector:
             if result.kind:
                 self._compact_logs(result.kind, result)
         except BKError as exc:  # expected (ZooKeeper unreachable...): reported, retried at the next run
-            log.warning("gc run %d failed: %s", run_id, exc)
+            log.warning("gc run %d failed%s: %s", run_id, self._in(), exc)
             result.error = str(exc)
         except Exception as exc:  # a bug: its traceback
-            log.exception("gc run %d failed", run_id)
+            log.exception("gc run %d failed%s", run_id, self._in())
             result.error = str(exc)
         result.seconds = time.monotonic() - began
         self.state.bytes_reclaimed += result.bytes_reclaimed
@@ -326,8 +332,11 @@ class GarbageCollector:
         if self.stats is not None:
             self.stats.gc_run(result)
         if result.ledgers_deleted or result.logs_deleted or result.logs_compacted:
-            log.info("%s", result)
+            log.info("%s%s", result, self._in())
         return result
+
+    def _in(self) -> str:
+        return f" in {self.where}" if self.where else ""
 
     def _collect_ledgers(self) -> int:
         local = self.storage.ledger_ids()

@@ -25,7 +25,7 @@ from bookie.server.http.common import NOT_STARTED, Failed, jackson, json_body, p
 from bookie.server.stats import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE  # MetricsService's
 from bookie.storage.checkpoint import highest_mark, mark_file
 from bookie.storage.files import files_by_age
-from bookie.storage.gc import MAJOR, MINOR
+from bookie.storage.gc import MAJOR, MINOR, GarbageCollector
 from bookie.storage.group_commit import LogMark
 
 log = logging.getLogger(__name__)
@@ -184,10 +184,10 @@ class BookieApi:
     async def gc(self, request: web.Request) -> web.Response:
         """TriggerGCService. PUT: force a GC run; the body may say forceMajor/forceMinor (default: each unless it
         is suspended). GET: whether a forced run is in progress."""
-        collector = self.bookie.collector
+        collectors = self.bookie.collectors
         if request.method == "PUT":
             asked_text = await request.text()
-            suspended = collector.state.suspended
+            suspended = collectors.state.suspended
             force = {"forceMajor": MAJOR not in suspended, "forceMinor": MINOR not in suspended}
             if asked_text.strip():
                 try:
@@ -197,33 +197,23 @@ class BookieApi:
                 for key in force:
                     if key in asked:
                         force[key] = str(asked[key]).lower() == "true"  # Boolean.parseBoolean(x.toString())
-            collector.trigger(force["forceMajor"], force["forceMinor"])
+            collectors.trigger(force["forceMajor"], force["forceMinor"])
             return jackson(f"Triggered GC on BookieServer: {self.bookie.bookie_id}")
         if request.method == "GET":
-            return jackson({"is_in_force_gc": str(collector.forcing).lower()})
+            return jackson({"is_in_force_gc": str(collectors.forcing).lower()})
         return text(405, "Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state.")
 
     @started
     async def gc_details(self, request: web.Request) -> web.Response:
+        """GCDetailsService: the ledger storage's getGarbageCollectionStatus, a GarbageCollectionStatus per collector
+        (InterleavedLedgerStorage's one; DbLedgerStorage's one per ledger directory, in their order)."""
         if request.method != "GET":
             return text(
                 404,
                 "Only support GET method to retrieve GC details. If you want to trigger gc, send a "
                 "POST to gc endpoint.",
             )
-        state = self.bookie.collector.state
-        values = (
-            self.bookie.collector.forcing,
-            state.compacting == MAJOR,
-            state.compacting == MINOR,
-            int(state.last_compaction.get(MAJOR, 0) * 1000),
-            int(state.last_compaction.get(MINOR, 0) * 1000),
-            0,
-            state.counters[MAJOR],
-            state.counters[MINOR],
-            0,
-        )
-        return jackson([dict(zip(GC_STATUS_FIELDS, values, strict=True))])  # one ledger directory: one status
+        return jackson([_gc_status(collector) for collector in self.bookie.collectors.collectors])
 
     def _server_name(self) -> str:
         """BookieServer.toString(), which the compaction answers quote."""
@@ -241,13 +231,13 @@ class BookieApi:
             output, name = "", self._server_name()
             if major:
                 output = f"{verb.capitalize()} majorGC on BookieServer: {name}"
-                self.bookie.collector.suspend([MAJOR], verb == "suspend")
+                self.bookie.collectors.suspend([MAJOR], verb == "suspend")
             if minor:
                 output += f", {verb.capitalize()} minorGC on BookieServer: {name}"
-                self.bookie.collector.suspend([MINOR], verb == "suspend")
+                self.bookie.collectors.suspend([MINOR], verb == "suspend")
             return jackson(output)
         if request.method == "GET" and verb == "suspend":
-            suspended = self.bookie.collector.state.suspended
+            suspended = self.bookie.collectors.state.suspended
             return jackson(
                 hash_map(
                     [
@@ -291,6 +281,23 @@ class BookieApi:
         finally:
             self._sanity.release()
         return jackson({"passed": passed, "readOnly": False})
+
+
+def _gc_status(collector: GarbageCollector) -> dict:
+    """GarbageCollectorThread.getGarbageCollectionStatus (ours has no entry location compaction: 0)."""
+    state = collector.state
+    values = (
+        collector.forcing,
+        state.compacting == MAJOR,
+        state.compacting == MINOR,
+        int(state.last_compaction.get(MAJOR, 0) * 1000),
+        int(state.last_compaction.get(MINOR, 0) * 1000),
+        0,
+        state.counters[MAJOR],
+        state.counters[MINOR],
+        0,
+    )
+    return dict(zip(GC_STATUS_FIELDS, values, strict=True))
 
 
 async def sanity_test(core, bookie_id: str) -> bool:

@@ -9,10 +9,20 @@ import pytest
 
 from bookie.client import BookKeeper
 from bookie.meta.registration import BookieRegistry
+from bookie.storage.db import DB_LEDGER_STORAGE
 
-from helpers import metrics, wait_for
+from helpers import http_call, metrics, wait_for
 
 SMALL_LOGS = {"logSizeLimit": 256 * 1024}
+HTTP_API = json.loads(Path(__file__).with_name("bookkeeper_http_api.json").read_text())
+# BookKeeper's GarbageCollectionStatus, as GCDetailsService answers a list of them
+(GC_STATUS,) = next(
+    case["shape"]
+    for endpoint in HTTP_API["endpoints"]
+    if endpoint["path"] == "/api/v1/bookie/gc_details"
+    for case in endpoint["cases"]
+    if case["method"] == "GET"
+)
 
 
 def payload(name: bytes, i: int) -> bytes:
@@ -191,3 +201,98 @@ def test_gc_commands_name_what_is_wrong(harness, bkctl):
     bookie.stop(kill=True)  # still registered until its session expires, but not answering
     dead = bkctl("-u", uri, "bookie", "gc", bookie.bookie_id, "--wait")
     assert dead.exit_code == 6 and bookie.bookie_id in dead.stderr and "Traceback" not in dead.stderr
+
+
+def start_db_bookie(harness, tmp_path, deleted_entries: int, kept_entries: int):
+    """A DbLedgerStorage bookie over three ledger directories (ledger L in directory L mod 3) with, in each, a ledger
+    to delete and, after it, one to keep, written and then checkpointed by a restart (so every log but the one the
+    restart opened is sealed). Returns the bookie, its directories, and the ledgers to delete and to keep, by
+    directory."""
+    dirs = [str(tmp_path / f"disk{i}" / "ledgers") for i in range(3)]
+    settings = {"ledgerStorageClass": DB_LEDGER_STORAGE, "ledgerDirectories": ",".join(dirs), **SMALL_LOGS}
+    (bookie,) = harness.start(1, http=True, **settings)
+    deleted: dict[int, int] = {}  # ledgerId mod 3 -> ledger
+    kept: dict[int, int] = {}
+    with BookKeeper(harness.service_uri) as bk:
+        while len(kept) < 3:
+            ledger = bk.create_ledger(1, 1, 1)
+            residue = ledger.ledger_id % 3
+            role = kept if residue in deleted else deleted
+            role.setdefault(residue, ledger.ledger_id)
+            count = deleted_entries if role is deleted else kept_entries
+            futures = [ledger.add_entry_async(payload(b"L%d" % ledger.ledger_id, i)) for i in range(count)]
+            for future in futures:
+                future.result(30)
+            ledger.close()
+    bookie.stop()  # the shutdown checkpoint writes every directory's write cache into its entry logs
+    harness.restart(bookie)
+    return bookie, dirs, deleted, kept
+
+
+def sealed_logs(directory: str) -> set[Path]:
+    """A DB bookie directory's entry logs but the newest (the current one, which GC leaves alone)."""
+    return set(sorted(Path(directory, "current").glob("*.log"), key=lambda p: int(p.stem, 16))[:-1])
+
+
+def test_gc_on_a_db_bookie_reclaims_deleted_ledgers_in_every_directory(harness, bkctl, tmp_path):
+    """Each directory has its own collector. The deleted ledgers come first in their directory's checkpoint (sorted
+    by ledger id) and take more than one 1 MiB chunk, so each directory has a log of theirs alone (reclaimed by
+    deletion) and one shared with the kept ledger (compacted)."""
+    bookie, dirs, deleted, kept = start_db_bookie(harness, tmp_path, deleted_entries=1200, kept_entries=100)
+    uri = harness.service_uri
+    logs = {d: sealed_logs(d) for d in dirs}
+    assert all(len(logs[d]) >= 2 for d in dirs), logs
+    with BookKeeper(uri) as bk:
+        for ledger_id in deleted.values():
+            bk.delete_ledger(ledger_id)
+    run = gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")[bookie.bookie_id]
+    assert (run["kind"], run["ledgersDeleted"], run["error"]) == ("major", 3, "")
+    assert run["logsDeleted"] >= 3 and run["logsCompacted"] >= 3
+    for d in dirs:  # every log that held a deleted ledger is gone, in every directory
+        assert not logs[d] & set(Path(d, "current").glob("*.log")), d
+    with BookKeeper(uri) as bk:
+        for ledger_id in kept.values():
+            with bk.open_ledger(ledger_id, recovery=False) as reader:
+                got = [e.payload for e in reader.iter_entries(0, 99)]
+                assert got == [payload(b"L%d" % ledger_id, i) for i in range(100)]
+    status = json.loads(bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json").stdout)[0]
+    assert status["majorCompactionCounter"] == 3 and status["lastRun"]["ledgersDeleted"] == 3  # summed
+    got = metrics(bookie)  # BookKeeper's GarbageCollectorStats, in each directory's DbLedgerStorage scope
+    for d in dirs:
+        labels = {"ledgerDir": f"{d}/current", "indexDir": f"{d}/current"}  # as SingleDirectoryDbLedgerStorage's
+        assert got.sum("bookie_MAJOR_COMPACTION_TOTAL", **labels) == 1
+        assert got.sum("bookie_DELETED_LEDGER_TOTAL", **labels) == 1
+        assert got.sum("bookie_ACTIVE_LEDGER_TOTAL", **labels) == 1
+        assert got.sum("bookie_THREAD_RUNTIME_count", success="true", **labels) >= 1
+    assert not got.matching("bookie_gc_.*")
+    _, _, text = http_call(bookie, "GET", "/api/v1/bookie/gc_details")
+    assert [d["majorCompactionCounter"] for d in json.loads(text)] == [1, 1, 1]
+
+
+def test_gc_status_of_a_db_bookie_covers_every_directory(harness, bkctl, tmp_path):
+    """gc-status lists the sealed entry logs of every directory, each with its directory (log ids repeat across
+    them); BookKeeper's HTTP gc_details a GarbageCollectionStatus per directory (GCDetailsService)."""
+    bookie, dirs, _, _ = start_db_bookie(harness, tmp_path, deleted_entries=300, kept_entries=10)
+    result = bkctl("-u", harness.service_uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    (status,) = json.loads(result.stdout)
+    listed = {(log["directory"], log["logId"]) for log in status["entryLogs"]}
+    assert listed == {(d, int(p.stem, 16)) for d in dirs for p in sealed_logs(d)}
+    assert {d for d, _ in listed} == set(dirs)
+
+    code, _, text = http_call(bookie, "GET", "/api/v1/bookie/gc_details")
+    details = json.loads(text)
+    assert code == 200 and len(details) == 3
+    types = {"boolean": bool, "integer": int}
+    for d in details:  # BookKeeper's fields, in its order, of its types
+        assert [(k, type(v)) for k, v in d.items()] == [(k, types[t]) for k, t in GC_STATUS.items()]
+
+    # bkctl over that API (the bookie without our gRPC admin port, as a Java bookie): one status for all directories
+    bookie.stop()
+    bookie.settings.update(bkctlAdminPort="-1")
+    bookie.write_conf(harness.service_uri)
+    harness.restart(bookie)
+    gc(bkctl, harness.service_uri, "--major", bookie.bookie_id, "--wait")  # until no directory is in a forced run
+    result = bkctl("-u", harness.service_uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json")
+    (status,) = json.loads(result.stdout)
+    assert (status["entryLogs"], status["majorCompactionCounter"]) == (None, 3)
