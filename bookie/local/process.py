@@ -7,16 +7,18 @@ pid is never taken for the process we started.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Container
 from pathlib import Path
 
-from bookie.files import append_private
+from bookie.files import append_private, private_dirs
 
 PROC = Path("/proc")
 
@@ -153,6 +155,38 @@ def stop_process_group(pid: int, timeout: float = 10.0, kill: bool = False) -> N
 
 
 _handed_out: set[int] = set()
+# Ports handed out by any process of this user (tests, sandboxes, benchmarks) and not reused for this long: between
+# free_port's probe and the server's bind, another process probing the same port found it free too, and one of the
+# two servers failed with "address already in use" (seen with two test runs at once). A file per port, made with
+# O_EXCL, is the machine-wide claim.
+RESERVATIONS = Path(tempfile.gettempdir()) / f"bkctl-ports-{os.getuid()}"
+RESERVATION_SECONDS = 600.0
+
+
+def _reserve(port: int) -> bool:
+    """Claim ``port`` for this process, machine-wide; False when another process claimed it less than
+    RESERVATION_SECONDS ago."""
+    path = RESERVATIONS / str(port)
+    for _ in range(2):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - path.stat().st_mtime < RESERVATION_SECONDS:
+                    return False
+                path.unlink()  # an old claim: its server bound the port long ago, or never started
+            except FileNotFoundError:
+                pass
+    return False
+
+
+def _prune_reservations() -> None:
+    now = time.time()
+    for entry in os.scandir(RESERVATIONS):
+        with contextlib.suppress(OSError):
+            if now - entry.stat().st_mtime >= RESERVATION_SECONDS:
+                os.unlink(entry.path)
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -166,7 +200,11 @@ def _ephemeral_range() -> tuple[int, int]:
 def free_port(taken: Container[int] = frozenset()) -> int:
     """A free port on 127.0.0.1 for a server of ours, below the kernel's ephemeral range: a port from that range
     (what binding port 0 gives) can be taken by any outgoing connection before our server binds it. ``taken``:
-    ports promised to servers that are not listening yet (a stopped bookie's)."""
+    ports promised to servers that are not listening yet (a stopped bookie's). No other process of this user gets
+    the same port for RESERVATION_SECONDS (see RESERVATIONS)."""
+    private_dirs(RESERVATIONS)
+    if random.random() < 0.02:
+        _prune_reservations()
     low, _ = _ephemeral_range()
     candidates = list(range(max(1024, low - 12000), low))
     random.shuffle(candidates)
@@ -178,6 +216,8 @@ def free_port(taken: Container[int] = frozenset()) -> int:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
+        if not _reserve(port):
+            continue
         _handed_out.add(port)
         return port
     raise OSError("no free port below the ephemeral range")

@@ -41,3 +41,16 @@ def test_a_process_whose_main_thread_exited_is_alive_while_another_thread_runs(t
     finally:
         stop_process_group(pid, kill=True)
     assert not pid_alive(pid)
+
+
+def test_processes_asking_for_ports_at_once_never_get_the_same_one():
+    """free_port probes a port by binding it, then lets it go for the server to bind later: without a machine-wide
+    claim, another process probing meanwhile got the same port, and one of two bookies failed to start ("already
+    in use"; seen with two test runs at once)."""
+    import subprocess
+
+    script = "from bookie.local.process import free_port\nprint(*[free_port() for _ in range(300)])\n"
+    runs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    ports = [int(p) for run in runs for p in run.communicate(timeout=120)[0].split()]
+    assert all(run.returncode == 0 for run in runs)
+    assert len(ports) == 1200 and len(set(ports)) == 1200
