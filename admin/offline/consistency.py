@@ -15,6 +15,7 @@ check-db-index``) checks the ledgers index.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from bookie.codec.records import MIN_STORED
 from bookie.storage.db.indexes import EntryLocationIndex
-from bookie.storage.db.kv import LOCATIONS
+from bookie.storage.db.kv import LOCATIONS, has_database
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.entry_log import log_path, record_head, split_location
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, index_name
@@ -115,7 +116,7 @@ def _check(logs: _Logs, ledger_id: int, entry_id: int, location: int) -> Inconsi
 
 def is_db_storage(config: StorageConfig) -> bool:
     """Whether the directories are a DbLedgerStorage bookie's (a locations database in an index directory)."""
-    return any((Path(d) / "current" / LOCATIONS / "CURRENT").exists() for d in config.index_dirs)
+    return any(has_database(d, LOCATIONS) for d in config.index_dirs)
 
 
 def check_local(config: StorageConfig, progress: Callable[[int], None] = lambda n: None) -> ConsistencyReport:
@@ -156,23 +157,19 @@ def check_local(config: StorageConfig, progress: Callable[[int], None] = lambda 
 def _check_db(config: StorageConfig, progress: Callable[[int], None]) -> ConsistencyReport:
     report = ConsistencyReport(storage="db")
     for ledger_dir, index_dir in zip(config.ledger_dirs, config.index_dirs, strict=True):
-        if not (Path(index_dir) / "current" / LOCATIONS / "CURRENT").exists():
+        if not has_database(index_dir, LOCATIONS):
             continue
         logs = _Logs((ledger_dir,))
         index = EntryLocationIndex(index_dir, read_only=True)
-        last = None
         try:
-            for ledger_id, entry_id, location in index.all():  # in key order: ledger by ledger
-                if ledger_id != last:
-                    if last is not None:
-                        progress(1)
-                    report.ledgers += 1
-                    last = ledger_id
-                report.entries += 1
-                found = _check(logs, ledger_id, entry_id, location)
-                if found is not None:
-                    report.inconsistencies.append(found)
-            if last is not None:
+            # in key order: ledger by ledger
+            for ledger_id, locations in itertools.groupby(index.all(), key=lambda found: found[0]):
+                report.ledgers += 1
+                for _, entry_id, location in locations:
+                    report.entries += 1
+                    found = _check(logs, ledger_id, entry_id, location)
+                    if found is not None:
+                        report.inconsistencies.append(found)
                 progress(1)
         finally:
             index.close()

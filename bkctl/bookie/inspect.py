@@ -123,6 +123,7 @@ def _usage(app, ledger_dir, index_dirs) -> None:
     from functools import partial
 
     from bookie.errors import NotFound
+    from bookie.storage.db.kv import LEDGERS, has_database
     from bookie.storage.dirs import LedgerDirs
     from bookie.storage.entry_log import list_log_ids, log_path
     from bookie.storage.gc import entry_log_usage
@@ -131,7 +132,7 @@ def _usage(app, ledger_dir, index_dirs) -> None:
     if not (ledger_dir / "current").is_dir():
         raise NotFound(f"{ledger_dir} is not a ledger directory (no current/ in it)")
     log_ids = list_log_ids(ledger_dir)
-    db_dirs = [d for d in dict.fromkeys(index_dirs) if (d / "current" / "ledgers" / "CURRENT").exists()]
+    db_dirs = [d for d in dict.fromkeys(index_dirs) if has_database(d, LEDGERS)]
     if db_dirs:  # DbLedgerStorage: its ledgers indexes
         from bookie.storage.db.offline import ledgers
 
@@ -317,8 +318,9 @@ def _db_dir(path: Path, name: str) -> Path:
     """The index directory of ``path``: the directory itself, or its parent when given ``current`` or the
     database's own directory."""
     from bookie.errors import NotFound
+    from bookie.storage.db.kv import has_database
 
     for candidate in (path, path.parent, path.parent.parent):
-        if (candidate / "current" / name / "CURRENT").exists():
+        if has_database(candidate, name):
             return candidate
     raise NotFound(f"{path}: no DbLedgerStorage {name} index (current/{name}) in it")

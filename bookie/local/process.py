@@ -163,30 +163,31 @@ RESERVATIONS = Path(tempfile.gettempdir()) / f"bkctl-ports-{os.getuid()}"
 RESERVATION_SECONDS = 600.0
 
 
-def _reserve(port: int) -> bool:
-    """Claim ``port`` for this process, machine-wide; False when another process claimed it less than
-    RESERVATION_SECONDS ago."""
-    path = RESERVATIONS / str(port)
-    for _ in range(2):
+class _Claims:
+    """This process's side of the claims: a claim is an O_EXCL file; claims older than RESERVATION_SECONDS (their
+    servers bound the ports long ago, or never started) are swept at most once a minute."""
+
+    def __init__(self) -> None:
+        self.next_sweep = 0.0  # time.monotonic()
+
+    def claim(self, port: int) -> bool:
+        """False when another process holds a claim on ``port``."""
+        private_dirs(RESERVATIONS)
+        if time.monotonic() >= self.next_sweep:
+            self.next_sweep = time.monotonic() + 60
+            now = time.time()
+            for entry in os.scandir(RESERVATIONS):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat().st_mtime >= RESERVATION_SECONDS:
+                        os.unlink(entry.path)
         try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            os.close(os.open(RESERVATIONS / str(port), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             return True
         except FileExistsError:
-            try:
-                if time.time() - path.stat().st_mtime < RESERVATION_SECONDS:
-                    return False
-                path.unlink()  # an old claim: its server bound the port long ago, or never started
-            except FileNotFoundError:
-                pass
-    return False
+            return False
 
 
-def _prune_reservations() -> None:
-    now = time.time()
-    for entry in os.scandir(RESERVATIONS):
-        with contextlib.suppress(OSError):
-            if now - entry.stat().st_mtime >= RESERVATION_SECONDS:
-                os.unlink(entry.path)
+_claims = _Claims()
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -202,9 +203,6 @@ def free_port(taken: Container[int] = frozenset()) -> int:
     (what binding port 0 gives) can be taken by any outgoing connection before our server binds it. ``taken``:
     ports promised to servers that are not listening yet (a stopped bookie's). No other process of this user gets
     the same port for RESERVATION_SECONDS (see RESERVATIONS)."""
-    private_dirs(RESERVATIONS)
-    if random.random() < 0.02:
-        _prune_reservations()
     low, _ = _ephemeral_range()
     candidates = list(range(max(1024, low - 12000), low))
     random.shuffle(candidates)
@@ -216,7 +214,7 @@ def free_port(taken: Container[int] = frozenset()) -> int:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-        if not _reserve(port):
+        if not _claims.claim(port):
             continue
         _handed_out.add(port)
         return port

@@ -36,7 +36,7 @@ from bookie.server.protocol import WireServer
 from bookie.server.servicer import BookieServicer, ClientGoneFilter
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import LedgerDirs
-from bookie.storage.gc import GarbageCollector
+from bookie.storage.gc import Compactable, GarbageCollector
 from bookie.storage.gc_group import GarbageCollectors
 from bookie.storage.ledger_storage import LedgerStorage
 
@@ -135,15 +135,14 @@ class BookieServer:
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
         # DbLedgerStorage: one collector per ledger directory, as each SingleDirectoryDbLedgerStorage has its own
         # GarbageCollectorThread (a ledger and its entry logs live in one directory only)
-        db_dirs = storage.dirs if isinstance(storage, DbLedgerStorage) else None
+        units: list[tuple[Compactable, str]]
         if isinstance(storage, DbLedgerStorage):
-            collectors = [
-                GarbageCollector(single, config.gc(), self._live_ledgers, str(single.ledger_dir))
-                for single in storage.dirs
-            ]
+            db_dirs, units = storage.dirs, [(single, str(single.ledger_dir)) for single in storage.dirs]
         else:
-            collectors = [GarbageCollector(storage, config.gc(), self._live_ledgers)]
-        self.collectors = GarbageCollectors(collectors)
+            db_dirs, units = None, [(storage, "")]
+        self.collectors = GarbageCollectors(
+            [GarbageCollector(unit, config.gc(), self._live_ledgers, where) for unit, where in units]
+        )
         self.stats.watch_gc(self.collectors, db_dirs)
         self.collectors.start()
         self.stats.watch(self.storage)

@@ -154,6 +154,11 @@ def _make_private(path: Path) -> None:
             os.chmod(entry.path, PRIVATE_DIR)
 
 
+def has_database(index_dir: str | os.PathLike[str], kind: str) -> bool:
+    """Whether ``<index_dir>/current/<kind>`` holds a RocksDB database (its CURRENT file)."""
+    return (Path(index_dir) / "current" / kind / "CURRENT").exists()
+
+
 class KeyValueStorage:
     """One RocksDB database: ``<indexDir>/current/<kind>``. ``read_only`` for offline tools (nothing is written,
     not even the recovery of the write-ahead log)."""
@@ -161,7 +166,7 @@ class KeyValueStorage:
     def __init__(self, index_dir: Path, kind: str, config: RocksDbConfig | None = None, read_only: bool = False):
         rd = _rocksdict()
         self.path = Path(index_dir) / "current" / kind
-        if read_only and not (self.path / "CURRENT").exists():
+        if read_only and not has_database(index_dir, kind):
             raise NotFound(f"{self.path}: no RocksDB database there (not a DbLedgerStorage directory?)")
         if not read_only:
             _make_private(self.path)  # and its parents, when missing
