@@ -44,7 +44,7 @@ from bookie.client.bookie_client import (
     TokenT,
     status_name,
 )
-from bookie.codec import wire
+from bookie.codec import frames, wire
 from bookie.codec.write_set import wanted_entries
 from bookie.errors import BKError, MalformedFrame, OperationTimeout, ServiceUnavailable
 from bookie.tls import Tls
@@ -61,7 +61,10 @@ MAX_CHUNK = 256  # entries per list a range read yields
 V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
 V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
 
-_Answer: TypeAlias = "pb.Response | wire.ReadResponseV2"  # v3: the whole Response; v2: a read's
+# a read's answer: a response item of bookie/codec/frames.py, (READ, key, status, framed entry, maxLAC or -1), from
+# frames.py or from wire.py (read_item); any other v3 answer: the whole Response
+ReadItem: TypeAlias = tuple[Any, ...]
+_Answer: TypeAlias = "pb.Response | ReadItem"
 _V2Key = tuple[int, int, int]  # (opcode, ledgerId, entryId): how v2 answers are matched
 _Waiter: TypeAlias = "_AddWaiter | asyncio.Future[_Answer]"
 
@@ -175,17 +178,26 @@ class _Connection(asyncio.Protocol):
 
     # ---- answers ----
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
+        buffer = self.buffer
+        buffer += data
         if self.tls_answer is not None and not self.tls_answer.done():
             self._tls_answer()
             return
+        scan = frames.scan_responses_v3 if self.v3 else frames.scan_responses_v2
+        offset = 0
         try:
-            frames = wire.cut_frames(self.buffer)
-            if self.v3:
-                for body in frames:
+            while True:  # answers to adds and plain reads through frames.py, the rest through wire.py
+                offset, items, stop = scan(buffer, offset, wire.MAX_FRAME_SIZE)
+                if items:
+                    self._answers(items)
+                if stop == frames.STOP_END:
+                    break
+                if stop != frames.STOP_OTHER:
+                    raise frames.framing_error(buffer, offset, stop, wire.MAX_FRAME_SIZE)
+                body, offset = frames.next_frame(buffer, offset)
+                if self.v3:
                     self._v3(wire.decode_v3_response(body))
-            else:
-                for body in frames:
+                else:
                     self._v2(wire.decode_response_v2(body))
         except MalformedFrame as exc:
             self.fail(
@@ -194,6 +206,25 @@ class _Connection(asyncio.Protocol):
                     f"does not answer in BookKeeper's protocol ({exc})"
                 )
             )
+        finally:
+            del buffer[:offset]
+
+    def _answers(self, items: list[ReadItem]) -> None:
+        """Each answer to whoever waits for it: ``(kind, key, status, entry, maxLAC)`` items of frames.py."""
+        owner = self.owner
+        if self.v3:
+            by_txn = self.by_txn
+            for item in items:
+                waiter = by_txn.pop(item[1], None)
+                if waiter is None:
+                    continue  # timed out and forgotten
+                if type(waiter) is _AddWaiter:
+                    waiter.target.added(waiter.token, waiter.index, item[2], owner)
+                elif not waiter.done():  # type: ignore[union-attr]
+                    waiter.set_result(item)  # type: ignore[union-attr]
+            return
+        for item in items:
+            self._answer_v2(item[1], item[2], item)
 
     def _where(self) -> str:
         return f"bookie {self.owner.bookie_id} at {self.owner.address[0]}:{self.owner.address[1]}"
@@ -214,6 +245,7 @@ class _Connection(asyncio.Protocol):
         self.tls_answer.set_result(answer)
 
     def _v3(self, response: pb.Response) -> None:
+        """A v3 answer that frames.py left to wire.py."""
         waiter = self.by_txn.pop(response.header.txnId, None)
         if waiter is None:
             return  # timed out and forgotten
@@ -221,15 +253,21 @@ class _Connection(asyncio.Protocol):
             status = response.addResponse.status if response.HasField("addResponse") else response.status
             waiter.target.added(waiter.token, waiter.index, status, self.owner)
         elif not waiter.done():
-            waiter.set_result(response)
+            waiter.set_result(read_item(response) if response.header.operation == pb.READ_ENTRY else response)
 
     def _v2(self, response: wire.ResponseV2) -> None:
+        """A v2 answer that frames.py left to wire.py."""
         if isinstance(response, wire.AddResponseV2):
             key = (wire.ADDENTRY, response.ledger_id, response.entry_id)
+            self._answer_v2(key, wire.v3_status(response.rc), None)
         elif isinstance(response, wire.ReadResponseV2):
             key = (wire.READENTRY, response.ledger_id, response.entry_id)
-        else:
-            return  # nothing this client asks is answered so
+            status = wire.v3_status(response.rc)
+            self._answer_v2(key, status, (frames.READ, key, status, bytes(response.body), -1))
+        # anything else: nothing this client asks is answered so
+
+    def _answer_v2(self, key: _V2Key, status: int, item: ReadItem | None) -> None:
+        """The answer to the oldest request of ``key`` (v2 answers carry no request id): a read gets ``item``."""
         waiters = self.by_key.get(key)
         if not waiters:
             return
@@ -237,9 +275,9 @@ class _Connection(asyncio.Protocol):
         if not waiters:
             del self.by_key[key]
         if isinstance(waiter, _AddWaiter):
-            waiter.target.added(waiter.token, waiter.index, wire.v3_status(response.rc), self.owner)
-        elif not waiter.done() and isinstance(response, wire.ReadResponseV2):
-            waiter.set_result(response)
+            waiter.target.added(waiter.token, waiter.index, status, self.owner)
+        elif not waiter.done() and item is not None:
+            waiter.set_result(item)
 
     def expect(self, key: int | _V2Key, waiter: _Waiter) -> None:
         """Route the answer of ``key`` (v3: a txnId; v2: the ids of the request) to ``waiter``."""
@@ -285,13 +323,18 @@ def _fail(waiter: _Waiter, error: BaseException, client: WireBookieClient) -> No
         waiter.set_exception(error)
 
 
+def read_item(response: pb.Response) -> ReadItem:
+    """The response item (bookie/codec/frames.py) of a v3 READ_ENTRY answer that frames.py left to wire.py."""
+    if not response.HasField("readResponse"):
+        return frames.READ, response.header.txnId, response.status, b"", -1
+    read = response.readResponse
+    return frames.READ, response.header.txnId, read.status, read.body, read.maxLAC if read.HasField("maxLAC") else -1
+
+
 def _read_result(answer: _Answer) -> tuple[int, bytes]:
-    """``(v3 status, framed entry)`` of a read's answer, v3 or v2."""
-    if isinstance(answer, wire.ReadResponseV2):
-        return wire.v3_status(answer.rc), bytes(answer.body)
-    if answer.HasField("readResponse"):
-        return answer.readResponse.status, answer.readResponse.body
-    return answer.status, b""
+    """``(v3 status, framed entry)`` of a read's answer."""
+    assert isinstance(answer, tuple), "a read is answered by a read item"
+    return answer[2], answer[3]
 
 
 class WireBookieClient:
@@ -336,10 +379,21 @@ class WireBookieClient:
         if self._connections.get(conn.v3) is conn:
             del self._connections[conn.v3]
 
-    async def _call(
+    async def _call(self, operation: int, field: str, message: Any, timeout: float, what: str) -> pb.Response:
+        """One v3 request (``message`` in the Request's ``field``) other than a read; its Response."""
+        answer = await self._request(operation, field, message, timeout, what)
+        assert not isinstance(answer, tuple), "only a read is answered by a read item"
+        return answer
+
+    async def _read(self, request: pb.ReadRequest, timeout: float, what: str, high_priority: bool = False) -> ReadItem:
+        """One v3 READ_ENTRY request (a fence read, a long poll); its answer, as a read item."""
+        answer = await self._request(pb.READ_ENTRY, "readRequest", request, timeout, what, high_priority)
+        assert isinstance(answer, tuple), "a read is answered by a read item"
+        return answer
+
+    async def _request(
         self, operation: int, field: str, message: Any, timeout: float, what: str, high_priority: bool = False
-    ) -> pb.Response:
-        """One v3 request (``message`` in the Request's ``field``); its Response."""
+    ) -> _Answer:
         conn = self._connection(True)
         self._txn += 1
         header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=operation, txnId=self._txn)
@@ -385,7 +439,9 @@ class WireBookieClient:
         if conn.v3:
             self._txn += 1
             conn.expect(self._txn, waiter)
-            conn.send(wire.add_request_v3(self._txn, ledger_id, entry_id, master_key, memoryview(record)[4:], recovery))
+            conn.send(
+                frames.add_request_v3(self._txn, ledger_id, entry_id, master_key, memoryview(record)[4:], recovery)
+            )
         else:
             flags = wire.FLAG_RECOVERY_ADD | wire.FLAG_HIGH_PRIORITY if recovery else 0
             conn.expect((wire.ADDENTRY, ledger_id, entry_id), waiter)
@@ -412,17 +468,14 @@ class WireBookieClient:
             request = pb.ReadRequest(
                 ledgerId=ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=fence_key
             )
-            response = await self._call(pb.READ_ENTRY, "readRequest", request, timeout, what, high_priority=True)
-            return EntryRead(*_read_result(response))
+            return EntryRead(*_read_result(await self._read(request, timeout, what, high_priority=True)))
         return EntryRead(*_read_result(await self._wait(conn, key, future, timeout, what)))
 
     async def long_poll_lac(self, ledger_id: int, previous: int, wait: float, timeout: float) -> LacPoll:
         """See :meth:`BookieClient.long_poll_lac` (always v3: v2 has no long poll)."""
         request = pb.ReadRequest(ledgerId=ledger_id, entryId=-1, previousLAC=previous, timeOut=int(wait * 1000))
-        response = await self._call(pb.READ_ENTRY, "readRequest", request, timeout, f"long poll ledger {ledger_id}")
-        if response.HasField("readResponse"):
-            return lac_poll(response.readResponse)
-        return LacPoll(response.status, -1)
+        answer = await self._read(request, timeout, f"long poll ledger {ledger_id}")
+        return LacPoll(answer[2], answer[4])
 
     async def read_lac(self, ledger_id: int, timeout: float) -> LacRead:
         """See :meth:`BookieClient.read_lac`."""

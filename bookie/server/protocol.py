@@ -32,7 +32,7 @@ import ssl
 import time
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
-from bookie.codec import wire
+from bookie.codec import frames, wire
 from bookie.codec.records import size_prefix
 from bookie.errors import MalformedFrame
 from bookie.server.servicer import status_of
@@ -59,6 +59,12 @@ REQUEST_STATS = {
     pb.GET_BOOKIE_INFO: "GET_BOOKIE_INFO_REQUEST",
     pb.GET_LIST_OF_ENTRIES_OF_LEDGER: "GET_LIST_OF_ENTRIES_OF_LEDGER_REQUEST",
 }
+
+
+V2_RESPONSE = wire.V2_RESPONSE
+
+
+SCANS = {True: frames.scan_requests_v3, False: frames.scan_requests_v2}  # by whether the connection speaks v3
 
 
 def _read_request_stats(read: pb.ReadRequest) -> str:
@@ -227,41 +233,76 @@ class BookieConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         buffer = self.buffer
         buffer += data
-        try:
-            frames = wire.cut_frames(buffer, self.server.max_frame_size)
-        except MalformedFrame as exc:
-            self._drop(exc)
-            return
         if not self.admitted:
-            self._unadmitted(frames)
+            try:
+                bodies = wire.cut_frames(buffer, self.server.max_frame_size)
+            except MalformedFrame as exc:
+                self._drop(exc)
+                return
+            self._unadmitted(bodies)
             return
         out: list[bytes] = []
         self.started = started = time.perf_counter()
         adds = _Adds(started)
         self.read_only = self.bookie.read_only  # once per pass, not per add
         self.reads = reads = [0, 0, 0, 0.0]
-        remaining = iter(frames)
+        max_size, offset = self.server.max_frame_size, 0
         try:
-            for body in remaining:
-                try:
-                    request = self.decoder.decode(body)
-                except MalformedFrame as exc:
-                    self._submit(adds)
-                    self._write(out)
-                    self._drop(exc)
-                    return
+            while True:
+                # plain adds and reads through bookie/codec/frames.py, the rest one frame at a time through wire.py
+                # (everything, on a connection whose reads are checked against the keys it showed)
+                scan = frames.scan_none if self.proven is not None else SCANS[self.decoder.v3]
+                offset, items, stop = scan(buffer, offset, max_size)
+                if items:
+                    adds = self._items(items, out, adds)
+                if stop == frames.STOP_END:
+                    break
+                if stop != frames.STOP_OTHER:
+                    raise frames.framing_error(buffer, offset, stop, max_size)
+                body, offset = frames.next_frame(buffer, offset)
+                request = self.decoder.decode(body)
                 handle = self._v3 if isinstance(request, pb.Request) else self._v2
                 adds = handle(request, out, adds)
+        except MalformedFrame as exc:
+            self._submit(adds)
+            self._write(out)
+            self._drop(exc)
+            return
         except _StartTls as start:
             self._submit(adds)
             self._write(out)
-            self._start_tls(start.header, trailing=next(remaining, None) is not None or bool(self.buffer))
+            self._start_tls(start.header, trailing=offset < len(buffer))
             return
+        finally:
+            del buffer[:offset]
         self._submit(adds)
         self._write(out)
         if reads[0] or reads[1]:  # answered together: one latency, their arrival to the write
             self.stats.reads_answered(*reads, time.perf_counter() - started)
         self._pace()
+
+    def _items(self, items: list, out: list[bytes], adds: _Adds) -> _Adds:
+        """The plain adds and reads that bookie/codec/frames.py decoded (its items)."""
+        read_only, keys, records, answers = self.read_only, adds.keys, adds.records, adds.answers
+        for item in items:
+            if item[0] == frames.ADD:
+                _, txn_id, ledger_id, entry_id, key, record, high_priority = item
+                known = keys.get(ledger_id, key)
+                if read_only or known != key:  # refused, or a new batch: _add says which
+                    adds = self._add(adds, ledger_id, entry_id, key, record, txn_id, high_priority)
+                    keys, records, answers = adds.keys, adds.records, adds.answers
+                else:  # what _add does with it, inline: this runs once per add
+                    keys[ledger_id] = key
+                    records.append(record)
+                    answers.append((txn_id, ledger_id, entry_id))
+            else:
+                _, txn_id, ledger_id, entry_id = item
+                status, body, lac = self._read(ledger_id, entry_id)
+                if txn_id is not None:
+                    out.append(frames.read_response_v3(txn_id, status, ledger_id, entry_id, body, lac))
+                else:
+                    out.append(self._v2_read(status, ledger_id, entry_id, body))
+        return adds
 
     def _read(self, ledger_id: int, entry_id: int):
         """A plain read of this pass: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
@@ -288,8 +329,9 @@ class BookieConnection(asyncio.Protocol):
         elif operation == pb.ADD_ENTRY and request.HasField("addRequest"):
             add = request.addRequest
             key = (add.masterKey, add.HasField("flag") and add.flag == RECOVERY_ADD, add.writeFlags & 1)
+            record = size_prefix(add.body) + add.body
             adds = self._add(
-                adds, add.ledgerId, add.entryId, key, add.body, header.txnId, header.priority >= HIGH_PRIORITY
+                adds, add.ledgerId, add.entryId, key, record, header.txnId, header.priority >= HIGH_PRIORITY
             )
         elif self.proven is not None and (refused := self._unproven(request)) is not None:
             out.append(refused)
@@ -305,7 +347,7 @@ class BookieConnection(asyncio.Protocol):
                 )
             else:
                 status, body, lac = self._read(read.ledgerId, read.entryId)
-                out.append(wire.read_response_v3(header.txnId, status, read.ledgerId, read.entryId, body, lac))
+                out.append(frames.read_response_v3(header.txnId, status, read.ledgerId, read.entryId, body, lac))
         elif operation == pb.AUTH:
             # BookKeeper with its default (disabled) auth: every connection is authenticated at once, and an AUTH
             # request is answered with the disabled plugin's empty token, whatever plugin it names
@@ -353,7 +395,8 @@ class BookieConnection(asyncio.Protocol):
         if isinstance(request, wire.AddRequestV2):
             key = (request.master_key, bool(request.flags & wire.FLAG_RECOVERY_ADD), 0)
             high = bool(request.flags & wire.FLAG_HIGH_PRIORITY)
-            return self._add(adds, request.ledger_id, request.entry_id, key, request.body, None, high)
+            record = size_prefix(request.body) + request.body
+            return self._add(adds, request.ledger_id, request.entry_id, key, record, None, high)
         if isinstance(request, wire.ReadRequestV2):
             if self.proven is not None and not self._may_read(request.ledger_id, request.master_key):
                 out.append(wire.V2_RESPONSE.pack(24, V2_READ_HEADER, V2_EUA, request.ledger_id, request.entry_id))
@@ -366,16 +409,7 @@ class BookieConnection(asyncio.Protocol):
                 )
             else:
                 status, body, _ = self._read(request.ledger_id, request.entry_id)
-                out.append(
-                    wire.V2_RESPONSE.pack(
-                        24 + len(body or b""),
-                        V2_READ_HEADER,
-                        wire.v2_status(status),
-                        request.ledger_id,
-                        request.entry_id,
-                    )
-                    + (body or b"")
-                )
+                out.append(self._v2_read(status, request.ledger_id, request.entry_id, body))
         elif isinstance(request, wire.BatchReadRequestV2):
             if self.proven is not None and not self._may_read(request.ledger_id, request.master_key):
                 refused = wire.BatchReadResponseV2(V2_EUA, request.ledger_id, request.entry_id, request.request_id)
@@ -387,6 +421,12 @@ class BookieConnection(asyncio.Protocol):
         elif isinstance(request, wire.AuthRequestV2):
             out.append(wire.encode_response_v2(wire.AuthResponseV2(wire.AUTH_DISABLED_PLUGIN, b"")))
         return adds
+
+    @staticmethod
+    def _v2_read(status: int, ledger_id: int, entry_id: int, body: bytes | None) -> bytes:
+        """A plain v2 read's answer."""
+        body = body or b""
+        return V2_RESPONSE.pack(24 + len(body), V2_READ_HEADER, wire.v2_status(status), ledger_id, entry_id) + body
 
     @staticmethod
     def _v2_read_answer(response: pb.ReadResponse) -> bytes:
@@ -443,9 +483,9 @@ class BookieConnection(asyncio.Protocol):
         return self._batch_read(request)
 
     # ---- adds ----
-    def _add(self, adds: _Adds, ledger_id: int, entry_id: int, key: tuple, body, txn_id, high_priority: bool):
-        """Queue an add for this pass's batch. ``key``: (masterKey, recovery, deferred sync); ``txn_id``: the v3
-        request's, None for v2."""
+    def _add(self, adds: _Adds, ledger_id: int, entry_id: int, key: tuple, record: bytes, txn_id, high_priority: bool):
+        """Queue an add for this pass's batch. ``key``: (masterKey, recovery, deferred sync); ``record``: the storage
+        record of the entry; ``txn_id``: the v3 request's, None for v2."""
         if self.read_only and not (high_priority and not self.bookie.read_only_by_disk):
             # BookKeeper lets high-priority (recovery) adds through a read-only bookie whose disks have room
             self._write([self._add_answer(txn_id, ledger_id, entry_id, pb.EREADONLY)])
@@ -456,8 +496,7 @@ class BookieConnection(asyncio.Protocol):
             self._submit(adds)  # one key per ledger and batch: the next adds start a new batch
             adds = _Adds(adds.started)
         adds.keys[ledger_id] = key
-        adds.records.append(size_prefix(body))
-        adds.records.append(body)
+        adds.records.append(record)
         adds.answers.append((txn_id, ledger_id, entry_id))
         return adds
 
@@ -480,12 +519,7 @@ class BookieConnection(asyncio.Protocol):
         statuses, failed = self.handlers.add_statuses(adds.answers, error, refused)
         if self.proven is not None:  # an add the bookie took showed the ledger's master key
             self.proven.update(a[1] for a, status in zip(adds.answers, statuses, strict=True) if status == pb.EOK)
-        self._write(
-            [
-                self._add_answer(txn_id, ledger_id, entry_id, status)
-                for (txn_id, ledger_id, entry_id), status in zip(adds.answers, statuses, strict=True)
-            ]
-        )
+        self._write([frames.add_responses(adds.answers, statuses)])
         self.stats.adds_answered(
             len(statuses) - failed, failed, durable - adds.submitted, time.perf_counter() - adds.started
         )
@@ -493,9 +527,7 @@ class BookieConnection(asyncio.Protocol):
 
     @staticmethod
     def _add_answer(txn_id, ledger_id: int, entry_id: int, status: int) -> bytes:
-        if txn_id is None:
-            return wire.V2_RESPONSE.pack(24, V2_ADD_HEADER, wire.v2_status(status), ledger_id, entry_id)
-        return wire.add_response_v3(txn_id, status, ledger_id, entry_id)
+        return frames.add_responses([(txn_id, ledger_id, entry_id)], [status])
 
     # ---- operations that wait ----
     def _later(self, work, header, field: str, read_wait: bool = False, request: str | None = None) -> None:

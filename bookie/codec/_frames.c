@@ -1,0 +1,684 @@
+/*
+ * bookie.codec._frames: the per-frame work of BookKeeper's protocol for the common frames, in C.
+ *
+ * What it does, bookie/codec/frames.py says (the interface, and the Python that runs when this is not built).
+ * In short: plain adds and reads, v3 and v2, are cut from a connection's buffer and decoded here, and their answers
+ * encoded here, producing exactly what bookie/codec/wire.py does for them (tests/unit/codec/test_frames.py compares
+ * both on generated and mutated frames). Anything else (another operation, a field these do not expect, a field
+ * twice, an enum value they do not know) is left to wire.py: a scan stops before such a frame with STOP_OTHER.
+ *
+ * Safety: every read is bounds-checked against the frame it belongs to; a length from the network is compared with
+ * the bytes left before it is used; nothing is written outside the buffers allocated here.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define KIND_ADD 1
+#define KIND_READ 2
+
+#define STOP_END 0      /* no complete frame left at the offset */
+#define STOP_OTHER 1    /* the frame at the offset is complete but not one of these: wire.py decodes it */
+#define STOP_NEGATIVE 2 /* the length at the offset is negative */
+#define STOP_TOO_LARGE 3 /* the frame at the offset is above the maximum frame size */
+
+/* v3 enum values (bookkeeper_protocol.proto) */
+#define VERSION_THREE 3
+#define OP_READ_ENTRY 1
+#define OP_ADD_ENTRY 2
+#define HIGH_PRIORITY 100
+
+/* v2 (BookieProtocol) */
+#define V2_ADDENTRY 1
+#define V2_READENTRY 2
+#define V2_FLAG_DO_FENCING 0x1
+#define V2_FLAG_RECOVERY_ADD 0x2
+#define V2_FLAG_HIGH_PRIORITY 0x4
+#define MASTER_KEY_LENGTH 20
+
+/* ---- v3 status codes <-> v2 return codes (wire.V2_TO_V3_STATUS) ---- */
+
+static const int V2_CODES[] = {0, 1, 2, 100, 101, 102, 103, 104, 105, 106, 107};
+static const int V3_CODES[] = {0, 402, 403, 404, 501, 502, 503, 504, 505, 506, 507};
+#define N_CODES ((int)(sizeof(V2_CODES) / sizeof(V2_CODES[0])))
+
+static int v3_known(uint64_t status) {
+    for (int i = 0; i < N_CODES; i++)
+        if ((uint64_t)V3_CODES[i] == status)
+            return 1;
+    return 0;
+}
+
+static int v2_of_v3(long status, int *out) {
+    for (int i = 0; i < N_CODES; i++)
+        if (V3_CODES[i] == status) {
+            *out = V2_CODES[i];
+            return 1;
+        }
+    return 0;
+}
+
+static int v3_of_v2(int32_t rc, int *out) {
+    for (int i = 0; i < N_CODES; i++)
+        if (V2_CODES[i] == rc) {
+            *out = V3_CODES[i];
+            return 1;
+        }
+    return 0;
+}
+
+/* ---- reading ---- */
+
+static int32_t be32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+static int64_t be64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+/* A varint at *pos, below end; 0 if it runs past end or over 10 bytes. */
+static int read_varint(const unsigned char *p, Py_ssize_t end, Py_ssize_t *pos, uint64_t *out) {
+    uint64_t v = 0;
+    Py_ssize_t i = *pos;
+    for (int shift = 0; shift < 70 && i < end; shift += 7) {
+        unsigned char b = p[i++];
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *pos = i;
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    int present;
+    uint64_t value;     /* a varint field */
+    Py_ssize_t offset;  /* a length-delimited field: where its bytes start */
+    Py_ssize_t length;
+} Slot;
+
+#define VARINT 0
+#define LEN 2
+#define MAX_FIELDS 8
+
+/* The fields of the message in [start, end): each must be one of `numbers`, with its wire type, at most once.
+ * 0 for anything else (an unknown field, a wrong wire type, a field twice, bytes cut short). */
+static int walk(const unsigned char *p, Py_ssize_t start, Py_ssize_t end, const int *numbers, const int *wires, int n,
+                Slot *slots) {
+    memset(slots, 0, sizeof(Slot) * n);
+    Py_ssize_t pos = start;
+    while (pos < end) {
+        uint64_t tag;
+        if (!read_varint(p, end, &pos, &tag))
+            return 0;
+        uint64_t number = tag >> 3;
+        int wire = (int)(tag & 7);
+        int i = 0;
+        while (i < n && (uint64_t)numbers[i] != number)
+            i++;
+        if (i == n || wires[i] != wire || slots[i].present)
+            return 0;
+        slots[i].present = 1;
+        if (wire == VARINT) {
+            if (!read_varint(p, end, &pos, &slots[i].value))
+                return 0;
+        } else {
+            uint64_t length;
+            if (!read_varint(p, end, &pos, &length) || length > (uint64_t)(end - pos))
+                return 0;
+            slots[i].offset = pos;
+            slots[i].length = (Py_ssize_t)length;
+            pos += (Py_ssize_t)length;
+        }
+    }
+    return 1;
+}
+
+/* BKPacketHeader: version, operation, txnId (required), priority. 1 when it is a v3 header of `operation`. */
+static int header_of(const unsigned char *p, Slot *at, int operation, uint64_t *txn, uint32_t *priority) {
+    static const int numbers[] = {1, 2, 3, 4};
+    static const int wires[] = {VARINT, VARINT, VARINT, VARINT};
+    Slot s[4];
+    if (!walk(p, at->offset, at->offset + at->length, numbers, wires, 4, s))
+        return 0;
+    if (!s[0].present || !s[1].present || !s[2].present)
+        return 0;
+    if (s[0].value != VERSION_THREE || s[1].value != (uint64_t)operation)
+        return 0;
+    *txn = s[2].value;
+    *priority = s[3].present ? (uint32_t)s[3].value : 0;
+    return 1;
+}
+
+/* ---- writing ---- */
+
+static Py_ssize_t varint_size(uint64_t v) {
+    Py_ssize_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static unsigned char *put_varint(unsigned char *q, uint64_t v) {
+    while (v >= 0x80) {
+        *q++ = (unsigned char)((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    *q++ = (unsigned char)v;
+    return q;
+}
+
+static unsigned char *put_be32(unsigned char *q, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    q[0] = (unsigned char)(u >> 24);
+    q[1] = (unsigned char)(u >> 16);
+    q[2] = (unsigned char)(u >> 8);
+    q[3] = (unsigned char)u;
+    return q + 4;
+}
+
+static unsigned char *put_be64(unsigned char *q, int64_t v) {
+    uint64_t u = (uint64_t)v;
+    for (int i = 7; i >= 0; i--) {
+        q[i] = (unsigned char)u;
+        u >>= 8;
+    }
+    return q + 8;
+}
+
+/* ---- scanning a buffer ---- */
+
+typedef PyObject *(*FrameDecoder)(const unsigned char *p, Py_ssize_t start, Py_ssize_t end);
+
+/* Cut frames from `buffer` at `offset` and decode each with `decode` (NULL: not one of ours) until one is not, or
+ * none is complete: (offset reached, [items], stop). */
+static PyObject *scan(PyObject *args, FrameDecoder decode) {
+    Py_buffer view;
+    Py_ssize_t offset, max_frame_size;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &offset, &max_frame_size))
+        return NULL;
+    PyObject *items = PyList_New(0);
+    if (items == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len;
+    int stop = STOP_END;
+    if (offset < 0 || offset > end) {
+        PyBuffer_Release(&view);
+        Py_DECREF(items);
+        PyErr_SetString(PyExc_ValueError, "offset outside the buffer");
+        return NULL;
+    }
+    while (end - offset >= 4) {
+        int32_t length = be32(p + offset);
+        if (length < 0) {
+            stop = STOP_NEGATIVE;
+            break;
+        }
+        if ((Py_ssize_t)length + 4 > max_frame_size) {
+            stop = STOP_TOO_LARGE;
+            break;
+        }
+        if (end - offset - 4 < (Py_ssize_t)length)
+            break;
+        PyObject *item = decode(p, offset + 4, offset + 4 + length);
+        if (item == NULL) {
+            if (PyErr_Occurred()) {
+                PyBuffer_Release(&view);
+                Py_DECREF(items);
+                return NULL;
+            }
+            stop = STOP_OTHER;
+            break;
+        }
+        int failed = PyList_Append(items, item);
+        Py_DECREF(item);
+        if (failed) {
+            PyBuffer_Release(&view);
+            Py_DECREF(items);
+            return NULL;
+        }
+        offset += 4 + (Py_ssize_t)length;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("nNi", offset, items, stop);
+}
+
+/* The storage record of a framed entry: its size (int32, big-endian), then the entry. */
+static PyObject *record_of(const unsigned char *entry, Py_ssize_t size) {
+    if (size > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "entry too large");
+        return NULL;
+    }
+    PyObject *record = PyBytes_FromStringAndSize(NULL, size + 4);
+    if (record == NULL)
+        return NULL;
+    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(record);
+    put_be32(q, (int32_t)size);
+    memcpy(q + 4, entry, (size_t)size);
+    return record;
+}
+
+/* (KIND_ADD, txn, ledgerId, entryId, (masterKey, recovery, deferred sync), record, high priority) */
+static PyObject *add_item(PyObject *txn, int64_t ledger_id, int64_t entry_id, const unsigned char *key,
+                          Py_ssize_t key_length, int recovery, long deferred, const unsigned char *entry,
+                          Py_ssize_t entry_length, int high) {
+    PyObject *record = record_of(entry, entry_length);
+    if (record == NULL) {
+        Py_DECREF(txn);
+        return NULL;
+    }
+    return Py_BuildValue("(iNLL(y#Nl)NN)", KIND_ADD, txn, (long long)ledger_id, (long long)entry_id, key,
+                         key_length, PyBool_FromLong(recovery), deferred, record, PyBool_FromLong(high));
+}
+
+/* A v3 Request that is a plain add or read, as an item; NULL (no error) for any other. */
+static PyObject *v3_request(const unsigned char *p, Py_ssize_t start, Py_ssize_t end) {
+    static const int numbers[] = {1, 100, 101};
+    static const int wires[] = {LEN, LEN, LEN};
+    Slot s[3];
+    uint64_t txn;
+    uint32_t priority;
+    if (!walk(p, start, end, numbers, wires, 3, s) || !s[0].present || s[1].present == s[2].present)
+        return NULL;
+    if (s[2].present) { /* AddRequest: flag=100, ledgerId=1, entryId=2, masterKey=3, body=4, writeFlags=5 */
+        static const int add_numbers[] = {100, 1, 2, 3, 4, 5};
+        static const int add_wires[] = {VARINT, VARINT, VARINT, LEN, LEN, VARINT};
+        Slot a[6];
+        if (!header_of(p, &s[0], OP_ADD_ENTRY, &txn, &priority))
+            return NULL;
+        if (!walk(p, s[2].offset, s[2].offset + s[2].length, add_numbers, add_wires, 6, a))
+            return NULL;
+        if (!a[1].present || !a[2].present || !a[3].present || !a[4].present)
+            return NULL;
+        if (a[0].present && a[0].value != 1) /* RECOVERY_ADD is the only value */
+            return NULL;
+        PyObject *txn_id = PyLong_FromUnsignedLongLong(txn);
+        if (txn_id == NULL)
+            return NULL;
+        return add_item(txn_id, (int64_t)a[1].value, (int64_t)a[2].value, p + a[3].offset, a[3].length,
+                        a[0].present, (long)(a[5].present ? (a[5].value & 1) : 0), p + a[4].offset, a[4].length,
+                        priority >= HIGH_PRIORITY);
+    }
+    /* ReadRequest, plain: ledgerId=1, entryId=2, masterKey=3 (not looked at), flag=100 only ENTRY_PIGGYBACK */
+    static const int read_numbers[] = {100, 1, 2, 3};
+    static const int read_wires[] = {VARINT, VARINT, VARINT, LEN};
+    Slot r[4];
+    if (!header_of(p, &s[0], OP_READ_ENTRY, &txn, &priority))
+        return NULL;
+    if (!walk(p, s[1].offset, s[1].offset + s[1].length, read_numbers, read_wires, 4, r))
+        return NULL;
+    if (!r[1].present || !r[2].present || (r[0].present && r[0].value != 2))
+        return NULL;
+    return Py_BuildValue("(iNLL)", KIND_READ, PyLong_FromUnsignedLongLong(txn), (long long)(int64_t)r[1].value,
+                         (long long)(int64_t)r[2].value);
+}
+
+/* The packet header of a v2 body: 0 when it is cut short. */
+static int v2_header(const unsigned char *p, Py_ssize_t start, Py_ssize_t end, int *version, int *opcode,
+                     int *flags) {
+    if (end - start < 4)
+        return 0;
+    int32_t header = be32(p + start);
+    *version = (int)(int8_t)(header >> 24);
+    if (*version == 0) {
+        *opcode = header & 0xFF;
+        *flags = 0;
+    } else {
+        *opcode = (header >> 16) & 0xFF;
+        *flags = header & 0xFFFF;
+    }
+    return 1;
+}
+
+/* A v2 plain add or read request, as an item; NULL (no error) for any other. */
+static PyObject *v2_request(const unsigned char *p, Py_ssize_t start, Py_ssize_t end) {
+    int version, opcode, flags;
+    if (!v2_header(p, start, end, &version, &opcode, &flags))
+        return NULL;
+    if (opcode == V2_ADDENTRY) {
+        Py_ssize_t ids = start + 4 + MASTER_KEY_LENGTH;
+        if (end - ids < 16)
+            return NULL;
+        Py_INCREF(Py_None);
+        return add_item(Py_None, be64(p + ids), be64(p + ids + 8), p + start + 4, MASTER_KEY_LENGTH,
+                        (flags & V2_FLAG_RECOVERY_ADD) != 0, 0, p + ids, end - ids,
+                        (flags & V2_FLAG_HIGH_PRIORITY) != 0);
+    }
+    if (opcode == V2_READENTRY) {
+        if (end - start < 4 + 16 || ((flags & V2_FLAG_DO_FENCING) && version >= 2))
+            return NULL;
+        return Py_BuildValue("(iOLL)", KIND_READ, Py_None, (long long)be64(p + start + 4),
+                             (long long)be64(p + start + 12));
+    }
+    return NULL;
+}
+
+static PyObject *scan_requests_v3(PyObject *self, PyObject *args) { return scan(args, v3_request); }
+static PyObject *scan_requests_v2(PyObject *self, PyObject *args) { return scan(args, v2_request); }
+
+/* A v3 Response that answers an add or a plain read: (KIND_ADD, txn, status, None, -1) or
+ * (KIND_READ, txn, status, body, maxLAC or -1); NULL (no error) for any other. */
+static PyObject *v3_response(const unsigned char *p, Py_ssize_t start, Py_ssize_t end) {
+    static const int numbers[] = {1, 2, 100, 101};
+    static const int wires[] = {LEN, VARINT, LEN, LEN};
+    Slot s[4];
+    uint64_t txn;
+    uint32_t priority;
+    if (!walk(p, start, end, numbers, wires, 4, s) || !s[0].present || !s[1].present || !v3_known(s[1].value))
+        return NULL;
+    if (s[2].present && s[3].present)
+        return NULL;
+    uint64_t status = s[1].value;
+    if (!s[2].present) { /* an add's answer, or a bare status: the header says which */
+        if (!header_of(p, &s[0], OP_ADD_ENTRY, &txn, &priority)) {
+            if (s[3].present || !header_of(p, &s[0], OP_READ_ENTRY, &txn, &priority))
+                return NULL;
+            return Py_BuildValue("(iNKyL)", KIND_READ, PyLong_FromUnsignedLongLong(txn), (unsigned long long)status,
+                                 "", (long long)-1);
+        }
+        if (s[3].present) { /* AddResponse: status=1, ledgerId=2, entryId=3, all required */
+            static const int add_numbers[] = {1, 2, 3};
+            static const int add_wires[] = {VARINT, VARINT, VARINT};
+            Slot a[3];
+            if (!walk(p, s[3].offset, s[3].offset + s[3].length, add_numbers, add_wires, 3, a))
+                return NULL;
+            if (!a[0].present || !a[1].present || !a[2].present || !v3_known(a[0].value))
+                return NULL;
+            status = a[0].value;
+        }
+        return Py_BuildValue("(iNKOL)", KIND_ADD, PyLong_FromUnsignedLongLong(txn), (unsigned long long)status,
+                             Py_None, (long long)-1);
+    }
+    /* ReadResponse: status=1, ledgerId=2, entryId=3 (required), body=4, maxLAC=5, lacUpdateTimestamp=6 */
+    static const int read_numbers[] = {1, 2, 3, 4, 5, 6};
+    static const int read_wires[] = {VARINT, VARINT, VARINT, LEN, VARINT, VARINT};
+    Slot r[6];
+    if (!header_of(p, &s[0], OP_READ_ENTRY, &txn, &priority))
+        return NULL;
+    if (!walk(p, s[2].offset, s[2].offset + s[2].length, read_numbers, read_wires, 6, r))
+        return NULL;
+    if (!r[0].present || !r[1].present || !r[2].present || !v3_known(r[0].value))
+        return NULL;
+    return Py_BuildValue("(iNKy#L)", KIND_READ, PyLong_FromUnsignedLongLong(txn), (unsigned long long)r[0].value,
+                         r[3].present ? (const char *)(p + r[3].offset) : "", r[3].present ? r[3].length : 0,
+                         r[4].present ? (long long)(int64_t)r[4].value : (long long)-1);
+}
+
+/* A v2 answer to an add or a read: (KIND_ADD, (1, ledgerId, entryId), status, None, -1) or
+ * (KIND_READ, (2, ledgerId, entryId), status, entry, -1), status in v3 numbering; NULL (no error) for any other. */
+static PyObject *v2_response(const unsigned char *p, Py_ssize_t start, Py_ssize_t end) {
+    int version, opcode, flags, status;
+    if (!v2_header(p, start, end, &version, &opcode, &flags))
+        return NULL;
+    if ((opcode != V2_ADDENTRY && opcode != V2_READENTRY) || end - start < 24)
+        return NULL;
+    if (!v3_of_v2(be32(p + start + 4), &status))
+        return NULL;
+    long long ledger_id = (long long)be64(p + start + 8), entry_id = (long long)be64(p + start + 16);
+    if (opcode == V2_ADDENTRY)
+        return Py_BuildValue("(i(iLL)iOL)", KIND_ADD, V2_ADDENTRY, ledger_id, entry_id, status, Py_None,
+                             (long long)-1);
+    return Py_BuildValue("(i(iLL)iy#L)", KIND_READ, V2_READENTRY, ledger_id, entry_id, status,
+                         (const char *)(p + start + 24), end - start - 24, (long long)-1);
+}
+
+static PyObject *scan_responses_v3(PyObject *self, PyObject *args) { return scan(args, v3_response); }
+static PyObject *scan_responses_v2(PyObject *self, PyObject *args) { return scan(args, v2_response); }
+
+/* ---- encoding ---- */
+
+/* An int argument as 64 bits: int64 (ledger and entry ids, LACs; negative as two's complement, as protobuf's
+ * varint of an int64), or uint64 for txnIds. -1 with an error set when it is neither. */
+static int as_u64(PyObject *number, uint64_t *out) {
+    long long signed_value = PyLong_AsLongLong(number);
+    if (signed_value == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        unsigned long long unsigned_value = PyLong_AsUnsignedLongLong(number);
+        if (unsigned_value == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+        *out = (uint64_t)unsigned_value;
+        return 0;
+    }
+    *out = (uint64_t)signed_value;
+    return 0;
+}
+
+/* The v3 header of an answer or request: BKPacketHeader{VERSION_THREE, operation, txnId}. */
+static unsigned char *put_header(unsigned char *q, int operation, uint64_t txn, Py_ssize_t header_size) {
+    *q++ = 0x0a;
+    *q++ = (unsigned char)header_size;
+    *q++ = 0x08;
+    *q++ = VERSION_THREE;
+    *q++ = 0x10;
+    *q++ = (unsigned char)operation;
+    *q++ = 0x18;
+    return put_varint(q, txn);
+}
+
+/* add_responses(answers, statuses) -> bytes: each (txnId or None for v2, ledgerId, entryId) with its v3 status */
+static PyObject *add_responses(PyObject *self, PyObject *args) {
+    PyObject *answers, *statuses;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &answers, &PyList_Type, &statuses))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(answers);
+    if (PyList_GET_SIZE(statuses) != n) {
+        PyErr_SetString(PyExc_ValueError, "as many statuses as answers");
+        return NULL;
+    }
+    /* the largest v3 answer: 4 + 2 + 7 + 10 (txn) + 2 + 3 + 2 + 3 + 3 * 10 < 80; a v2 answer is 28 bytes */
+    if (n > PY_SSIZE_T_MAX / 80) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 80);
+    if (out == NULL)
+        return NULL;
+    unsigned char *start = (unsigned char *)PyBytes_AS_STRING(out), *q = start;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *answer = PyList_GET_ITEM(answers, i);
+        if (!PyTuple_Check(answer) || PyTuple_GET_SIZE(answer) != 3) {
+            PyErr_SetString(PyExc_TypeError, "an answer is (txnId, ledgerId, entryId)");
+            goto fail;
+        }
+        long status = PyLong_AsLong(PyList_GET_ITEM(statuses, i));
+        uint64_t ledger_id, entry_id, txn;
+        if ((status == -1 && PyErr_Occurred()) || as_u64(PyTuple_GET_ITEM(answer, 1), &ledger_id) < 0 ||
+            as_u64(PyTuple_GET_ITEM(answer, 2), &entry_id) < 0)
+            goto fail;
+        PyObject *txn_id = PyTuple_GET_ITEM(answer, 0);
+        if (txn_id == Py_None) { /* v2: length 24 | header | rc | ledgerId | entryId */
+            int rc;
+            if (!v2_of_v3(status, &rc)) {
+                PyErr_Format(PyExc_ValueError, "unknown v3 status code %ld", status);
+                goto fail;
+            }
+            q = put_be32(q, 24);
+            q = put_be32(q, (2 << 24) | (V2_ADDENTRY << 16));
+            q = put_be32(q, rc);
+            q = put_be64(q, (int64_t)ledger_id);
+            q = put_be64(q, (int64_t)entry_id);
+            continue;
+        }
+        if (as_u64(txn_id, &txn) < 0)
+            goto fail;
+        if (status < 0) {
+            PyErr_Format(PyExc_ValueError, "unknown v3 status code %ld", status);
+            goto fail;
+        }
+        Py_ssize_t header_size = 5 + varint_size(txn), code_size = varint_size((uint64_t)status);
+        Py_ssize_t add_size = 3 + code_size + varint_size(ledger_id) + varint_size(entry_id);
+        Py_ssize_t body = 2 + header_size + 1 + code_size + 2 + 1 + add_size;
+        q = put_be32(q, (int32_t)body);
+        q = put_header(q, OP_ADD_ENTRY, txn, header_size);
+        *q++ = 0x10;
+        q = put_varint(q, (uint64_t)status);
+        *q++ = 0xaa; /* field 101, addResponse */
+        *q++ = 0x06;
+        *q++ = (unsigned char)add_size;
+        *q++ = 0x08;
+        q = put_varint(q, (uint64_t)status);
+        *q++ = 0x10;
+        q = put_varint(q, ledger_id);
+        *q++ = 0x18;
+        q = put_varint(q, entry_id);
+    }
+    if (_PyBytes_Resize(&out, q - start) < 0)
+        return NULL;
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* read_response_v3(txn, status, ledgerId, entryId, body or None, maxLAC or None) -> bytes (wire.read_response_v3) */
+static PyObject *read_response_v3(PyObject *self, PyObject *args) {
+    PyObject *txn_id, *ledger, *entry, *body, *lac;
+    long status;
+    if (!PyArg_ParseTuple(args, "OlOOOO", &txn_id, &status, &ledger, &entry, &body, &lac))
+        return NULL;
+    uint64_t txn, ledger_id, entry_id, max_lac = 0;
+    if (as_u64(txn_id, &txn) < 0 || as_u64(ledger, &ledger_id) < 0 || as_u64(entry, &entry_id) < 0 ||
+        (lac != Py_None && as_u64(lac, &max_lac) < 0))
+        return NULL;
+    if (status < 0) {
+        PyErr_Format(PyExc_ValueError, "unknown v3 status code %ld", status);
+        return NULL;
+    }
+    Py_buffer view = {0};
+    int has_body = body != Py_None;
+    if (has_body && PyObject_GetBuffer(body, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t length = has_body ? view.len : 0;
+    Py_ssize_t header_size = 5 + varint_size(txn), code_size = varint_size((uint64_t)status);
+    Py_ssize_t read_size = 3 + code_size + varint_size(ledger_id) + varint_size(entry_id);
+    if (has_body)
+        read_size += 1 + varint_size((uint64_t)length) + length;
+    if (lac != Py_None)
+        read_size += 1 + varint_size(max_lac);
+    Py_ssize_t size = 2 + header_size + 1 + code_size + 2 + varint_size((uint64_t)read_size) + read_size;
+    if (size > INT32_MAX) {
+        if (has_body)
+            PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "entry too large");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + size);
+    if (out == NULL) {
+        if (has_body)
+            PyBuffer_Release(&view);
+        return NULL;
+    }
+    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
+    q = put_be32(q, (int32_t)size);
+    q = put_header(q, OP_READ_ENTRY, txn, header_size);
+    *q++ = 0x10;
+    q = put_varint(q, (uint64_t)status);
+    *q++ = 0xa2; /* field 100, readResponse */
+    *q++ = 0x06;
+    q = put_varint(q, (uint64_t)read_size);
+    *q++ = 0x08;
+    q = put_varint(q, (uint64_t)status);
+    *q++ = 0x10;
+    q = put_varint(q, ledger_id);
+    *q++ = 0x18;
+    q = put_varint(q, entry_id);
+    if (has_body) {
+        *q++ = 0x22;
+        q = put_varint(q, (uint64_t)length);
+        memcpy(q, view.buf, (size_t)length);
+        q += length;
+        PyBuffer_Release(&view);
+    }
+    if (lac != Py_None) {
+        *q++ = 0x28;
+        q = put_varint(q, max_lac);
+    }
+    return out;
+}
+
+/* add_request_v3(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes (wire.add_request_v3) */
+static PyObject *add_request_v3(PyObject *self, PyObject *args) {
+    PyObject *txn_id, *ledger, *entry;
+    Py_buffer key, body;
+    int recovery;
+    if (!PyArg_ParseTuple(args, "OOOy*y*p", &txn_id, &ledger, &entry, &key, &body, &recovery))
+        return NULL;
+    PyObject *out = NULL;
+    uint64_t txn, ledger_id, entry_id;
+    if (as_u64(txn_id, &txn) < 0 || as_u64(ledger, &ledger_id) < 0 || as_u64(entry, &entry_id) < 0)
+        goto done;
+    Py_ssize_t header_size = 5 + varint_size(txn) + (recovery ? 2 : 0);
+    Py_ssize_t add_size = 1 + varint_size(ledger_id) + 1 + varint_size(entry_id) + 1 +
+                          varint_size((uint64_t)key.len) + key.len + 1 + varint_size((uint64_t)body.len) + body.len +
+                          (recovery ? 3 : 0);
+    Py_ssize_t size = 2 + header_size + 2 + varint_size((uint64_t)add_size) + add_size;
+    if (size > INT32_MAX || header_size > 0x7F) {
+        PyErr_SetString(PyExc_ValueError, "entry too large");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, 4 + size);
+    if (out == NULL)
+        goto done;
+    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
+    q = put_be32(q, (int32_t)size);
+    q = put_header(q, OP_ADD_ENTRY, txn, header_size);
+    if (recovery) {
+        *q++ = 0x20; /* priority 100 */
+        *q++ = HIGH_PRIORITY;
+    }
+    *q++ = 0xaa; /* field 101, addRequest */
+    *q++ = 0x06;
+    q = put_varint(q, (uint64_t)add_size);
+    *q++ = 0x08;
+    q = put_varint(q, ledger_id);
+    *q++ = 0x10;
+    q = put_varint(q, entry_id);
+    *q++ = 0x1a;
+    q = put_varint(q, (uint64_t)key.len);
+    memcpy(q, key.buf, (size_t)key.len);
+    q += key.len;
+    *q++ = 0x22;
+    q = put_varint(q, (uint64_t)body.len);
+    memcpy(q, body.buf, (size_t)body.len);
+    q += body.len;
+    if (recovery) {
+        *q++ = 0xa0; /* field 100, flag = RECOVERY_ADD */
+        *q++ = 0x06;
+        *q++ = 0x01;
+    }
+done:
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&body);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"scan_requests_v3", scan_requests_v3, METH_VARARGS, "(buffer, offset, max frame size) -> (offset, items, stop)"},
+    {"scan_requests_v2", scan_requests_v2, METH_VARARGS, "(buffer, offset, max frame size) -> (offset, items, stop)"},
+    {"scan_responses_v3", scan_responses_v3, METH_VARARGS, "(buffer, offset, max frame size) -> (offset, items, stop)"},
+    {"scan_responses_v2", scan_responses_v2, METH_VARARGS, "(buffer, offset, max frame size) -> (offset, items, stop)"},
+    {"add_responses", add_responses, METH_VARARGS, "(answers, statuses) -> bytes"},
+    {"read_response_v3", read_response_v3, METH_VARARGS, "(txn, status, ledgerId, entryId, body, maxLAC) -> bytes"},
+    {"add_request_v3", add_request_v3, METH_VARARGS, "(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_frames", "BookKeeper's common frames, in C", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__frames(void) { return PyModule_Create(&module); }
