@@ -181,7 +181,7 @@ def main() -> int:
                 "Java client -> our bookies": lambda: java_client.cell(our_bookies, entries),
                 "our client -> Java bookies": lambda: OurClient("bookkeeper").cell(java_bookies, entries),
                 "our client -> our bookies (BK v3)": lambda: OurClient("bookkeeper").cell(our_bookies, entries),
-                "our client -> our bookies (gRPC)": lambda: OurClient("auto").cell(our_bookies, entries),
+                "our client -> our bookies (gRPC)": lambda: OurClient("grpc").cell(our_bookies, entries),
             }
             samples: dict[str, list[dict]] = {name: [] for name in cells}
             for run in range(runs):

@@ -17,7 +17,8 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "bkctl needs Python 3.11 or newer"'
     "$PYTHON" -m venv .venv
 fi
-if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+# again when pyproject.toml or the C codec changed (pip builds bookie/codec/_frames.c in place)
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ] || [ bookie/codec/_frames.c -nt .venv/.installed ]; then
     echo "installing bkctl and its dependencies into .venv" >&2
     if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } \
         >.venv/install.log 2>&1; then

@@ -125,8 +125,11 @@ class BookieService:
                 f"`docker run --stop-timeout {STOP_TIMEOUT}`.",
                 "FROM python:3.11-slim",
                 "# A bookie needs bkctl alone: the extras bkctl[export] (PySpark and pyarrow, for ledger export) and",
-                "# bkctl[sandbox] (the embedded ZooKeeper of `bkctl sandbox`) are for operators' machines.",
-                f'RUN pip install --no-cache-dir "bkctl=={self.version}"',
+                "# bkctl[sandbox] (the embedded ZooKeeper of `bkctl sandbox`) are for operators' machines. gcc",
+                "# builds its C frame codec (BookKeeper's protocol: bookie/codec/frames.py), then goes.",
+                "RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \\",
+                f'    && pip install --no-cache-dir "bkctl=={self.version}" \\',
+                "    && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*",
                 f"RUN groupadd --system --gid {UID} {USER} \\",
                 f"    && useradd --system --uid {UID} --gid {UID} --home-dir /var/lib/{USER} --shell /usr/sbin/nologin "
                 f"{USER} \\",

@@ -177,7 +177,7 @@ class ClientCore:
         # with TLS, BookKeeper's protocol everywhere: START_TLS, and reads authorized per connection by the keys
         # it showed (bookie/server/auth.py), which gRPC calls cannot carry
         # (and to a bookie with TLS: its gRPC port is TLS-only, its bookie port says what it requires of plaintext)
-        if self.config.data_transport == "bookkeeper" or grpc is None or self.tls is not None or bookie.tls:
+        if self.config.data_transport != "grpc" or grpc is None or self.tls is not None or bookie.tls:
             return "bookkeeper", bookie.address()
         return "grpc", grpc
 

@@ -66,7 +66,7 @@ V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
 ReadItem: TypeAlias = tuple[Any, ...]
 _Answer: TypeAlias = "pb.Response | ReadItem"
 _V2Key = tuple[int, int, int]  # (opcode, ledgerId, entryId): how v2 answers are matched
-_Waiter: TypeAlias = "_AddWaiter | asyncio.Future[_Answer]"
+_Waiter: TypeAlias = "_AddWaiter | _RangeWaiter | asyncio.Future[_Answer]"
 
 
 # ---- protobuf answers -> the interface's results (the gRPC transport uses these too) ----
@@ -218,8 +218,11 @@ class _Connection(asyncio.Protocol):
                 waiter = by_txn.pop(item[1], None)
                 if waiter is None:
                     continue  # timed out and forgotten
-                if type(waiter) is _AddWaiter:
-                    waiter.target.added(waiter.token, waiter.index, item[2], owner)
+                kind = type(waiter)
+                if kind is _AddWaiter:
+                    waiter.target.added(waiter.token, waiter.index, item[2], owner)  # type: ignore[union-attr]
+                elif kind is _RangeWaiter:
+                    waiter.range.answered(waiter.entry_id, item)  # type: ignore[union-attr]
                 elif not waiter.done():  # type: ignore[union-attr]
                     waiter.set_result(item)  # type: ignore[union-attr]
             return
@@ -252,6 +255,8 @@ class _Connection(asyncio.Protocol):
         if isinstance(waiter, _AddWaiter):
             status = response.addResponse.status if response.HasField("addResponse") else response.status
             waiter.target.added(waiter.token, waiter.index, status, self.owner)
+        elif isinstance(waiter, _RangeWaiter):
+            waiter.range.answered(waiter.entry_id, read_item(response))
         elif not waiter.done():
             waiter.set_result(read_item(response) if response.header.operation == pb.READ_ENTRY else response)
 
@@ -276,7 +281,11 @@ class _Connection(asyncio.Protocol):
             del self.by_key[key]
         if isinstance(waiter, _AddWaiter):
             waiter.target.added(waiter.token, waiter.index, status, self.owner)
-        elif not waiter.done() and item is not None:
+        elif item is None:
+            return  # an add's answer to a read: nothing to give
+        elif isinstance(waiter, _RangeWaiter):
+            waiter.range.answered(waiter.entry_id, item)
+        elif not waiter.done():
             waiter.set_result(item)
 
     def expect(self, key: int | _V2Key, waiter: _Waiter) -> None:
@@ -316,9 +325,43 @@ class _AddWaiter:
         self.target, self.token, self.index = target, token, index
 
 
+class _Range:
+    """The answers of one range read's reads in flight, by entry id, and the reader's wake-up: it waits once per
+    burst of answers, not once per entry (a future per read cost more than the read)."""
+
+    __slots__ = ("answers", "error", "wake")
+
+    def __init__(self) -> None:
+        self.answers: dict[int, ReadItem] = {}
+        self.error: BaseException | None = None  # the connection's failure
+        self.wake: asyncio.Future[None] | None = None  # while the reader waits
+
+    def answered(self, entry_id: int, item: ReadItem) -> None:
+        self.answers[entry_id] = item
+        self._wake()
+
+    def failed(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.wake is not None and not self.wake.done():
+            self.wake.set_result(None)
+
+
+class _RangeWaiter:
+    __slots__ = ("entry_id", "range")
+
+    def __init__(self, range_: _Range, entry_id: int) -> None:
+        self.range, self.entry_id = range_, entry_id
+
+
 def _fail(waiter: _Waiter, error: BaseException, client: WireBookieClient) -> None:
     if isinstance(waiter, _AddWaiter):
         waiter.target.added(waiter.token, waiter.index, CONNECTION_LOST, client)
+    elif isinstance(waiter, _RangeWaiter):
+        waiter.range.failed(error)
     elif not waiter.done():
         waiter.set_exception(error)
 
@@ -457,7 +500,8 @@ class WireBookieClient:
         """See :meth:`BookieClient.read_entry`."""
         if fence_key is None:
             conn = self._connection(not self.use_v2)
-            key, future = self._send_read(conn, ledger_id, entry_id)
+            future = asyncio.get_running_loop().create_future()
+            key = self._send_read(conn, ledger_id, entry_id, future)
         elif self.use_v2:
             conn = self._connection(False)
             key = (wire.READENTRY, ledger_id, entry_id)
@@ -515,13 +559,16 @@ class WireBookieClient:
             )
         what = f"range read of ledger {ledger_id}"
         conn = self._connection(not self.use_v2)
-        window: collections.deque[tuple[int, int | _V2Key, asyncio.Future[_Answer]]] = collections.deque()
+        reads = _Range()
+        answers = reads.answers
+        window: collections.deque[tuple[int, int | _V2Key, _RangeWaiter]] = collections.deque()
 
         def issue() -> bool:
             entry_id = next(wanted, None)
             if entry_id is None:
                 return False
-            window.append((entry_id, *self._send_read(conn, ledger_id, entry_id)))
+            waiter = _RangeWaiter(reads, entry_id)
+            window.append((entry_id, self._send_read(conn, ledger_id, entry_id, waiter), waiter))
             return True
 
         try:
@@ -529,38 +576,55 @@ class WireBookieClient:
                 pass
             while window:
                 chunk: EntryChunk = []
-                while window and (not chunk or window[0][2].done()) and len(chunk) < MAX_CHUNK:
-                    entry_id, key, future = window.popleft()
-                    answer = future.result() if future.done() else await self._wait(conn, key, future, timeout, what)
-                    status, body = _read_result(answer)
-                    if status != EOK:
+                while window and len(chunk) < MAX_CHUNK:
+                    entry_id = window[0][0]
+                    item = answers.pop(entry_id, None)
+                    if item is None:
+                        if chunk:
+                            break  # what has come, now
+                        await self._wait_range(reads, timeout, what)
+                        continue
+                    window.popleft()
+                    if item[2] != EOK:
                         if chunk:
                             yield chunk
-                        yield RangeStopped(entry_id, status)
+                        yield RangeStopped(entry_id, item[2])
                         return
-                    chunk.append((entry_id, body))
+                    chunk.append((entry_id, item[3]))
                     issue()
                 yield chunk
         finally:
-            for _, key, future in window:
-                conn.forget(key, future)
+            for _, key, waiter in window:
+                conn.forget(key, waiter)
 
-    def _send_read(
-        self, conn: _Connection, ledger_id: int, entry_id: int
-    ) -> tuple[int | _V2Key, asyncio.Future[_Answer]]:
-        """Send a plain read; ``(key, future of its answer)``."""
-        future: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
+    async def _wait_range(self, reads: _Range, timeout: float, what: str) -> None:
+        """Until the next answer of a range read, or its connection's failure (raised, as :meth:`_wait` does)."""
+        if reads.error is None:
+            reads.wake = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(reads.wake, timeout)
+            except TimeoutError:
+                raise OperationTimeout(f"{what} on bookie {self.bookie_id} timed out") from None
+            finally:
+                reads.wake = None
+        if reads.error is not None:
+            if isinstance(reads.error, ServiceUnavailable):
+                raise ServiceUnavailable(f"{reads.error} ({what})") from None
+            raise reads.error
+
+    def _send_read(self, conn: _Connection, ledger_id: int, entry_id: int, waiter: _Waiter) -> int | _V2Key:
+        """Send a plain read whose answer goes to ``waiter``; its key."""
         key: int | _V2Key
         if conn.v3:
             self._txn += 1
             key = self._txn
-            frame = wire.read_request_v3(key, ledger_id, entry_id)
+            frame = frames.read_request_v3(key, ledger_id, entry_id)
         else:
             key = (wire.READENTRY, ledger_id, entry_id)
             frame = wire.V2_READ.pack(wire.V2_READ.size - 4, V2_READ_HEADER, ledger_id, entry_id)
-        conn.expect(key, future)
+        conn.expect(key, waiter)
         conn.send(frame)
-        return key, future
+        return key
 
     async def list_entries(self, ledger_ids: list[int], timeout: float) -> AsyncIterator[LedgerEntries]:
         """See :meth:`BookieClient.list_entries`: ``LIST_WINDOW`` requests in flight."""

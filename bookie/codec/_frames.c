@@ -667,6 +667,33 @@ done:
     return out;
 }
 
+/* read_request_v3(txn, ledgerId, entryId) -> bytes (wire.read_request_v3) */
+static PyObject *read_request_v3(PyObject *self, PyObject *args) {
+    PyObject *txn_id, *ledger, *entry;
+    if (!PyArg_ParseTuple(args, "OOO", &txn_id, &ledger, &entry))
+        return NULL;
+    uint64_t txn, ledger_id, entry_id;
+    if (as_u64(txn_id, &txn) < 0 || as_u64(ledger, &ledger_id) < 0 || as_u64(entry, &entry_id) < 0)
+        return NULL;
+    Py_ssize_t header_size = 5 + varint_size(txn);
+    Py_ssize_t read_size = 2 + varint_size(ledger_id) + varint_size(entry_id);
+    Py_ssize_t size = 2 + header_size + 2 + 1 + read_size;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + size);
+    if (out == NULL)
+        return NULL;
+    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
+    q = put_be32(q, (int32_t)size);
+    q = put_header(q, OP_READ_ENTRY, txn, header_size);
+    *q++ = 0xa2; /* field 100, readRequest */
+    *q++ = 0x06;
+    *q++ = (unsigned char)read_size;
+    *q++ = 0x08;
+    q = put_varint(q, ledger_id);
+    *q++ = 0x10;
+    put_varint(q, entry_id);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"scan_requests_v3", scan_requests_v3, METH_VARARGS, "(buffer, offset, max frame size) -> (offset, items, stop)"},
     {"scan_requests_v2", scan_requests_v2, METH_VARARGS, "(buffer, offset, max frame size) -> (offset, items, stop)"},
@@ -675,6 +702,7 @@ static PyMethodDef methods[] = {
     {"add_responses", add_responses, METH_VARARGS, "(answers, statuses) -> bytes"},
     {"read_response_v3", read_response_v3, METH_VARARGS, "(txn, status, ledgerId, entryId, body, maxLAC) -> bytes"},
     {"add_request_v3", add_request_v3, METH_VARARGS, "(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes"},
+    {"read_request_v3", read_request_v3, METH_VARARGS, "(txn, ledgerId, entryId) -> bytes"},
     {NULL, NULL, 0, NULL},
 };
 

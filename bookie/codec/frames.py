@@ -122,11 +122,11 @@ def _request_v2(body: bytes) -> tuple[Any, ...] | None:
     return None
 
 
-def scan_requests_v3(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
+def _scan_requests_v3(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
     return _scan(buffer, offset, max_frame_size, _request_v3)
 
 
-def scan_requests_v2(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
+def _scan_requests_v2(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
     return _scan(buffer, offset, max_frame_size, _request_v2)
 
 
@@ -160,18 +160,18 @@ def _response_v2(body: bytes) -> tuple[Any, ...] | None:
     return None
 
 
-def scan_responses_v3(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
+def _scan_responses_v3(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
     return _scan(buffer, offset, max_frame_size, _response_v3)
 
 
-def scan_responses_v2(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
+def _scan_responses_v2(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
     return _scan(buffer, offset, max_frame_size, _response_v2)
 
 
 # ---- encoding ----
 
 
-def add_responses(answers: list[tuple[int | None, int, int]], statuses: list[int]) -> bytes:
+def _add_responses(answers: list[tuple[int | None, int, int]], statuses: list[int]) -> bytes:
     """The frames answering adds: each ``(txnId or None for v2, ledgerId, entryId)`` with its v3 status."""
     if len(answers) != len(statuses):
         raise ValueError("as many statuses as answers")
@@ -188,9 +188,6 @@ def add_responses(answers: list[tuple[int | None, int, int]], statuses: list[int
     return b"".join(parts)
 
 
-read_response_v3 = wire.read_response_v3
-add_request_v3 = wire.add_request_v3
-
 # C unless it was not built, or BKCTL_FRAMES=python asks for the Python (tests run the bookie and client on both)
 _c: Any = None
 if os.environ.get("BKCTL_FRAMES") != "python":
@@ -199,7 +196,11 @@ if os.environ.get("BKCTL_FRAMES") != "python":
     except ImportError:  # not built (no C compiler where it was installed): the Python above
         pass
 ACCELERATED = _c is not None
-if _c is not None:
-    scan_requests_v3, scan_requests_v2 = _c.scan_requests_v3, _c.scan_requests_v2
-    scan_responses_v3, scan_responses_v2 = _c.scan_responses_v3, _c.scan_responses_v2
-    add_responses, read_response_v3, add_request_v3 = _c.add_responses, _c.read_response_v3, _c.add_request_v3
+scan_requests_v3 = _c.scan_requests_v3 if ACCELERATED else _scan_requests_v3
+scan_requests_v2 = _c.scan_requests_v2 if ACCELERATED else _scan_requests_v2
+scan_responses_v3 = _c.scan_responses_v3 if ACCELERATED else _scan_responses_v3
+scan_responses_v2 = _c.scan_responses_v2 if ACCELERATED else _scan_responses_v2
+add_responses = _c.add_responses if ACCELERATED else _add_responses
+read_response_v3 = _c.read_response_v3 if ACCELERATED else wire.read_response_v3
+add_request_v3 = _c.add_request_v3 if ACCELERATED else wire.add_request_v3
+read_request_v3 = _c.read_request_v3 if ACCELERATED else wire.read_request_v3

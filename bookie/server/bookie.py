@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
+from bookie.codec import frames
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.registration import METRICS_PORT, READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
@@ -183,6 +184,12 @@ class BookieServer:
             self.metrics_port,
             self.http_port,
         )
+        if not frames.ACCELERATED:
+            log.warning(
+                "BookKeeper's protocol runs in Python here: the C frame codec (bookie.codec._frames) was not built "
+                "when bkctl was installed, and each add or read costs the bookie ~4x the CPU; reinstall bkctl "
+                "where a C compiler and Python's headers are (e.g. apt-get install gcc libc6-dev python3-dev)"
+            )
 
     def _open_storage(self) -> LedgerStorage | DbLedgerStorage:
         """The ledger storage ledgerStorageClass names: DbLedgerStorage, or InterleavedLedgerStorage (which also

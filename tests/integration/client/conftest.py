@@ -1,12 +1,12 @@
-"""Every client test twice: with the default data transport (our batched gRPC service where a bookie offers it) and
-with BookKeeper's own protocol to every bookie (what a Java bookie gets), so that both paths meet the same faults."""
+"""Every client test twice: with the default data transport (BookKeeper's own protocol to every bookie) and with our
+batched gRPC data service where a bookie offers it, so that both paths meet the same faults."""
 
 import pytest
 
 from helpers import shared_cluster
 
 
-@pytest.fixture(autouse=True, params=["auto", "bookkeeper"])
+@pytest.fixture(autouse=True, params=["grpc", "bookkeeper"])
 def data_transport(request, monkeypatch):
     monkeypatch.setenv("BKCTL_DATA_TRANSPORT", request.param)
     return request.param
