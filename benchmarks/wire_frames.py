@@ -1,7 +1,8 @@
 """What BookKeeper's protocol costs per frame in the bookie, before storage: a connection's ``data_received`` fed
 ``--frames`` v3 frames at a time (adds of 1 KiB entries, or plain reads), with a storage that answers at once and a
 transport that drops the answers; what the connection records in the metrics is included. Prints microseconds per
-frame, add and read, in the same process run.
+frame, add and read, with the C frame codec and with its Python (bookie/codec/frames.py), alternating in the same
+process run.
 
     .venv/bin/python benchmarks/wire_frames.py [--frames 64] [--rounds 2000]
 """
@@ -16,7 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookie.codec import wire
+from bookie.codec import frames, wire
+from bookie.server import protocol
 from bookie.server.auth import Authorizer
 from bookie.server.metrics import BookieStats
 from bookie.server.protocol import BookieConnection, WireServer
@@ -83,6 +85,18 @@ async def per_frame(data: bytes, frames: int, rounds: int) -> float:
     return (time.perf_counter() - started) / rounds / frames * 1e6
 
 
+CODECS = ("scan_requests_v3", "scan_requests_v2", "add_responses", "read_response_v3")
+
+
+def use(codec: str) -> None:
+    """Make the bookie's connections use the C codec or the Python one."""
+    for name in CODECS:
+        c_version = getattr(frames._c, name) if frames._c is not None else None
+        python = getattr(frames, f"_{name}", None) or getattr(wire, name)
+        setattr(frames, name, c_version if codec == "C" else python)
+    protocol.SCANS.update({True: frames.scan_requests_v3, False: frames.scan_requests_v2})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=64)
@@ -90,8 +104,14 @@ def main() -> None:
     args = parser.parse_args()
     adds = b"".join(wire.add_request_v3(i, 7, i, b"k" * 20, ENTRY, False) for i in range(args.frames))
     reads = b"".join(wire.read_request_v3(i, 7, i) for i in range(args.frames))
-    for name, data in (("add", adds), ("read", reads), ("add", adds), ("read", reads)):
-        print(f"{name:5} {asyncio.run(per_frame(data, args.frames, args.rounds)):.2f} us/frame")
+    codecs = ["C", "Python"] if frames.ACCELERATED else ["Python"]
+    if not frames.ACCELERATED:
+        print("the C codec is not built (or BKCTL_FRAMES=python): Python only")
+    for round_ in (1, 2):
+        for codec in codecs:
+            use(codec)
+            add, read = (asyncio.run(per_frame(data, args.frames, args.rounds)) for data in (adds, reads))
+            print(f"round {round_} {codec:6}  add {add:5.2f} us/frame  read {read:5.2f} us/frame")
 
 
 if __name__ == "__main__":

@@ -63,24 +63,28 @@ def next_frame(buffer: bytes | bytearray, offset: int) -> tuple[bytes, int]:
 
 def _scan(buffer: bytes | bytearray, offset: int, max_frame_size: int, decode: Any) -> Scan:
     items: list[tuple[Any, ...]] = []
-    end = len(buffer)
-    while end - offset >= 4:
-        (length,) = wire.LENGTH.unpack_from(buffer, offset)
-        if length < 0:
-            return offset, items, STOP_NEGATIVE
-        if length + 4 > max_frame_size:
-            return offset, items, STOP_TOO_LARGE
-        if end - offset - 4 < length:
-            break
-        try:
-            item = decode(bytes(buffer[offset + 4 : offset + 4 + length]))
-        except MalformedFrame:
-            item = None
-        if item is None:
-            return offset, items, STOP_OTHER
-        items.append(item)
-        offset += 4 + length
-    return offset, items, STOP_END
+    end, stop, unpack = len(buffer), STOP_END, wire.LENGTH.unpack_from
+    with memoryview(buffer) as view:  # released before the caller cuts the buffer
+        while end - offset >= 4:
+            (length,) = unpack(view, offset)
+            if length < 0:
+                stop = STOP_NEGATIVE
+                break
+            if length + 4 > max_frame_size:
+                stop = STOP_TOO_LARGE
+                break
+            if end - offset - 4 < length:
+                break
+            try:
+                item = decode(view[offset + 4 : offset + 4 + length].tobytes())
+            except MalformedFrame:
+                item = None
+            if item is None:
+                stop = STOP_OTHER
+                break
+            items.append(item)
+            offset += 4 + length
+    return offset, items, stop
 
 
 def scan_none(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
@@ -100,7 +104,8 @@ def _request_v3(body: bytes) -> tuple[Any, ...] | None:
     if header.operation == pb.ADD_ENTRY and request.HasField("addRequest") and not request.HasField("readRequest"):
         add = request.addRequest
         key = (add.masterKey, add.HasField("flag") and add.flag == _RECOVERY_ADD, add.writeFlags & 1)
-        record = SIZE.pack(len(add.body)) + add.body
+        body = add.body
+        record = SIZE.pack(len(body)) + body
         return ADD, header.txnId, add.ledgerId, add.entryId, key, record, header.priority >= HIGH_PRIORITY
     if header.operation == pb.READ_ENTRY and request.HasField("readRequest") and not request.HasField("addRequest"):
         read = request.readRequest
