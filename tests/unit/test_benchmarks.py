@@ -27,6 +27,8 @@ def test_wire_frames_measures_adds_and_reads():
     TLS and roles from the bookie's configuration."""
     done = run("benchmarks/wire_frames.py", "--frames", "4", "--rounds", "20")
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == ["add", "read", "add", "read"]
-    assert all(float(line.split()[1]) > 0 and line.endswith(" us/frame") for line in lines)
+    lines = done.stdout.splitlines()  # round N CODEC  add X us/frame  read Y us/frame, C and Python alternating
+    assert [line.split()[:3] for line in lines] == [["round", n, codec] for n in "12" for codec in ("C", "Python")]
+    for line in lines:
+        fields = line.split()
+        assert (fields[3], fields[6]) == ("add", "read") and float(fields[4]) > 0 and float(fields[7]) > 0
