@@ -480,11 +480,9 @@ class WireBookieClient:
         entry_id = token.entry_id
         waiter = _AddWaiter(target, token, index)
         if conn.v3:
-            self._txn += 1
-            conn.expect(self._txn, waiter)
-            conn.send(
-                frames.add_request_v3(self._txn, ledger_id, entry_id, master_key, memoryview(record)[4:], recovery)
-            )
+            self._txn = txn = self._txn + 1
+            conn.by_txn[txn] = waiter
+            conn.send(frames.add_request_of_record(txn, ledger_id, entry_id, master_key, record, recovery))
         else:
             flags = wire.FLAG_RECOVERY_ADD | wire.FLAG_HIGH_PRIORITY if recovery else 0
             conn.expect((wire.ADDENTRY, ledger_id, entry_id), waiter)

@@ -611,29 +611,24 @@ static PyObject *read_response_v3(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* add_request_v3(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes (wire.add_request_v3) */
-static PyObject *add_request_v3(PyObject *self, PyObject *args) {
-    PyObject *txn_id, *ledger, *entry;
-    Py_buffer key, body;
-    int recovery;
-    if (!PyArg_ParseTuple(args, "OOOy*y*p", &txn_id, &ledger, &entry, &key, &body, &recovery))
-        return NULL;
-    PyObject *out = NULL;
+/* The frame of a v3 ADD_ENTRY request (wire.add_request_v3) of the entry at body[0:length]. */
+static PyObject *build_add_request(PyObject *txn_id, PyObject *ledger, PyObject *entry, const Py_buffer *key,
+                                   const char *body, Py_ssize_t length, int recovery) {
     uint64_t txn, ledger_id, entry_id;
     if (as_u64(txn_id, &txn) < 0 || as_u64(ledger, &ledger_id) < 0 || as_u64(entry, &entry_id) < 0)
-        goto done;
+        return NULL;
     Py_ssize_t header_size = 5 + varint_size(txn) + (recovery ? 2 : 0);
     Py_ssize_t add_size = 1 + varint_size(ledger_id) + 1 + varint_size(entry_id) + 1 +
-                          varint_size((uint64_t)key.len) + key.len + 1 + varint_size((uint64_t)body.len) + body.len +
+                          varint_size((uint64_t)key->len) + key->len + 1 + varint_size((uint64_t)length) + length +
                           (recovery ? 3 : 0);
     Py_ssize_t size = 2 + header_size + 2 + varint_size((uint64_t)add_size) + add_size;
-    if (size > INT32_MAX || header_size > 0x7F) {
+    if (size > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "entry too large");
-        goto done;
+        return NULL;
     }
-    out = PyBytes_FromStringAndSize(NULL, 4 + size);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + size);
     if (out == NULL)
-        goto done;
+        return NULL;
     unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
     q = put_be32(q, (int32_t)size);
     q = put_header(q, OP_ADD_ENTRY, txn, header_size);
@@ -649,21 +644,49 @@ static PyObject *add_request_v3(PyObject *self, PyObject *args) {
     *q++ = 0x10;
     q = put_varint(q, entry_id);
     *q++ = 0x1a;
-    q = put_varint(q, (uint64_t)key.len);
-    memcpy(q, key.buf, (size_t)key.len);
-    q += key.len;
+    q = put_varint(q, (uint64_t)key->len);
+    memcpy(q, key->buf, (size_t)key->len);
+    q += key->len;
     *q++ = 0x22;
-    q = put_varint(q, (uint64_t)body.len);
-    memcpy(q, body.buf, (size_t)body.len);
-    q += body.len;
+    q = put_varint(q, (uint64_t)length);
+    memcpy(q, body, (size_t)length);
+    q += length;
     if (recovery) {
         *q++ = 0xa0; /* field 100, flag = RECOVERY_ADD */
         *q++ = 0x06;
         *q++ = 0x01;
     }
-done:
+    return out;
+}
+
+/* add_request_v3(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes (wire.add_request_v3) */
+static PyObject *add_request_v3(PyObject *self, PyObject *args) {
+    PyObject *txn_id, *ledger, *entry;
+    Py_buffer key, body;
+    int recovery;
+    if (!PyArg_ParseTuple(args, "OOOy*y*p", &txn_id, &ledger, &entry, &key, &body, &recovery))
+        return NULL;
+    PyObject *out = build_add_request(txn_id, ledger, entry, &key, body.buf, body.len, recovery);
     PyBuffer_Release(&key);
     PyBuffer_Release(&body);
+    return out;
+}
+
+/* add_request_of_record(txn, ledgerId, entryId, masterKey, record, recovery) -> bytes: the same, of the entry of
+ * a storage record (its size, then the entry: what the client's writer builds once for every bookie) */
+static PyObject *add_request_of_record(PyObject *self, PyObject *args) {
+    PyObject *txn_id, *ledger, *entry;
+    Py_buffer key, record;
+    int recovery;
+    if (!PyArg_ParseTuple(args, "OOOy*y*p", &txn_id, &ledger, &entry, &key, &record, &recovery))
+        return NULL;
+    PyObject *out = NULL;
+    if (record.len < 4)
+        PyErr_SetString(PyExc_ValueError, "a record is at least its 4-byte size");
+    else
+        out = build_add_request(txn_id, ledger, entry, &key, (const char *)record.buf + 4, record.len - 4, recovery);
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&record);
     return out;
 }
 
@@ -702,6 +725,8 @@ static PyMethodDef methods[] = {
     {"add_responses", add_responses, METH_VARARGS, "(answers, statuses) -> bytes"},
     {"read_response_v3", read_response_v3, METH_VARARGS, "(txn, status, ledgerId, entryId, body, maxLAC) -> bytes"},
     {"add_request_v3", add_request_v3, METH_VARARGS, "(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes"},
+    {"add_request_of_record", add_request_of_record, METH_VARARGS,
+     "(txn, ledgerId, entryId, masterKey, record, recovery) -> bytes"},
     {"read_request_v3", read_request_v3, METH_VARARGS, "(txn, ledgerId, entryId) -> bytes"},
     {NULL, NULL, 0, NULL},
 };

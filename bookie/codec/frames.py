@@ -193,6 +193,16 @@ def _add_responses(answers: list[tuple[int | None, int, int]], statuses: list[in
     return b"".join(parts)
 
 
+def _add_request_of_record(
+    txn_id: int, ledger_id: int, entry_id: int, master_key: bytes, record: bytes, recovery: bool
+) -> bytes:
+    """:func:`wire.add_request_v3` of the entry of a storage record (its size, then the entry): what the client's
+    writer builds once for all the bookies of an entry."""
+    if len(record) < SIZE.size:
+        raise ValueError("a record is at least its 4-byte size")
+    return wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, memoryview(record)[SIZE.size :], recovery)
+
+
 # C unless it was not built, or BKCTL_FRAMES=python asks for the Python (tests run the bookie and client on both)
 _c: Any = None
 if os.environ.get("BKCTL_FRAMES") != "python":
@@ -209,3 +219,4 @@ add_responses = _c.add_responses if ACCELERATED else _add_responses
 read_response_v3 = _c.read_response_v3 if ACCELERATED else wire.read_response_v3
 add_request_v3 = _c.add_request_v3 if ACCELERATED else wire.add_request_v3
 read_request_v3 = _c.read_request_v3 if ACCELERATED else wire.read_request_v3
+add_request_of_record = _c.add_request_of_record if ACCELERATED else _add_request_of_record

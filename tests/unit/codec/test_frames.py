@@ -362,3 +362,19 @@ def test_add_request_writes_the_same_bytes(txn, ledger_id, entry_id, key, body, 
 def test_read_request_writes_the_same_bytes(txn, ledger_id, entry_id):
     assume(c is not None)
     assert c.read_request_v3(txn, ledger_id, entry_id) == wire.read_request_v3(txn, ledger_id, entry_id)
+
+
+@given(uint64, ids, ids, keys, entries, st.booleans())
+@settings(FUZZ)
+def test_an_add_request_of_a_record_is_that_of_its_entry(txn, ledger_id, entry_id, key, body, recovery):
+    assume(c is not None)
+    expected = wire.add_request_v3(txn, ledger_id, entry_id, key, body, recovery)
+    record = framed(body)
+    assert c.add_request_of_record(txn, ledger_id, entry_id, key, record, recovery) == expected
+    assert frames._add_request_of_record(txn, ledger_id, entry_id, key, record, recovery) == expected
+
+
+def test_an_add_request_of_a_record_needs_its_size():
+    for implementation in (c.add_request_of_record, frames._add_request_of_record):
+        with pytest.raises(ValueError, match="at least its 4-byte size"):
+            implementation(1, 2, 3, b"k", b"abc", False)
