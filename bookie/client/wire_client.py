@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, TypeAlias, cast
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
@@ -499,7 +500,7 @@ class WireBookieClient:
         if fence_key is None:
             conn = self._connection(not self.use_v2)
             future = asyncio.get_running_loop().create_future()
-            key = self._send_read(conn, ledger_id, entry_id, future)
+            (key,) = self._send_reads(conn, ledger_id, [entry_id], [future])
         elif self.use_v2:
             conn = self._connection(False)
             key = (wire.READENTRY, ledger_id, entry_id)
@@ -561,17 +562,16 @@ class WireBookieClient:
         answers = reads.answers
         window: collections.deque[tuple[int, int | _V2Key, _RangeWaiter]] = collections.deque()
 
-        def issue() -> bool:
-            entry_id = next(wanted, None)
-            if entry_id is None:
-                return False
-            waiter = _RangeWaiter(reads, entry_id)
-            window.append((entry_id, self._send_read(conn, ledger_id, entry_id, waiter), waiter))
-            return True
+        def refill() -> None:
+            """Top the window up to ``READ_WINDOW`` reads, sent together."""
+            entry_ids = list(itertools.islice(wanted, READ_WINDOW - len(window)))
+            if entry_ids:
+                waiters = [_RangeWaiter(reads, entry_id) for entry_id in entry_ids]
+                keys = self._send_reads(conn, ledger_id, entry_ids, waiters)
+                window.extend(zip(entry_ids, keys, waiters, strict=True))
 
         try:
-            while len(window) < READ_WINDOW and issue():
-                pass
+            refill()
             while window:
                 chunk: EntryChunk = []
                 while window and len(chunk) < MAX_CHUNK:
@@ -589,7 +589,8 @@ class WireBookieClient:
                         yield RangeStopped(entry_id, item[2])
                         return
                     chunk.append((entry_id, item[3]))
-                    issue()
+                    if len(window) <= READ_WINDOW // 2:
+                        refill()
                 yield chunk
         finally:
             for _, key, waiter in window:
@@ -610,19 +611,24 @@ class WireBookieClient:
                 raise ServiceUnavailable(f"{reads.error} ({what})") from None
             raise reads.error
 
-    def _send_read(self, conn: _Connection, ledger_id: int, entry_id: int, waiter: _Waiter) -> int | _V2Key:
-        """Send a plain read whose answer goes to ``waiter``; its key."""
-        key: int | _V2Key
+    def _send_reads(
+        self, conn: _Connection, ledger_id: int, entry_ids: list[int], waiters: Sequence[_Waiter]
+    ) -> Sequence[int | _V2Key]:
+        """Send plain reads of ``entry_ids`` in one go, each answer to its waiter; their keys."""
+        keys: Sequence[int | _V2Key]
         if conn.v3:
-            self._txn += 1
-            key = self._txn
-            frame = frames.read_request_v3(key, ledger_id, entry_id)
-        else:
-            key = (wire.READENTRY, ledger_id, entry_id)
-            frame = wire.V2_READ.pack(wire.V2_READ.size - 4, V2_READ_HEADER, ledger_id, entry_id)
-        conn.expect(key, waiter)
-        conn.send(frame)
-        return key
+            first = self._txn + 1
+            self._txn += len(entry_ids)
+            keys = range(first, first + len(entry_ids))
+            conn.by_txn.update(zip(keys, waiters, strict=True))
+            conn.send(frames.read_requests_v3(first, ledger_id, entry_ids))
+            return keys
+        keys = [(wire.READENTRY, ledger_id, entry_id) for entry_id in entry_ids]
+        for key, waiter in zip(keys, waiters, strict=True):
+            conn.expect(key, waiter)
+        size, header = wire.V2_READ.size - 4, V2_READ_HEADER
+        conn.send(b"".join(wire.V2_READ.pack(size, header, ledger_id, entry_id) for entry_id in entry_ids))
+        return keys
 
     async def list_entries(self, ledger_ids: list[int], timeout: float) -> AsyncIterator[LedgerEntries]:
         """See :meth:`BookieClient.list_entries`: ``LIST_WINDOW`` requests in flight."""

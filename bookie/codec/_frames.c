@@ -690,21 +690,13 @@ static PyObject *add_request_of_record(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* read_request_v3(txn, ledgerId, entryId) -> bytes (wire.read_request_v3) */
-static PyObject *read_request_v3(PyObject *self, PyObject *args) {
-    PyObject *txn_id, *ledger, *entry;
-    if (!PyArg_ParseTuple(args, "OOO", &txn_id, &ledger, &entry))
-        return NULL;
-    uint64_t txn, ledger_id, entry_id;
-    if (as_u64(txn_id, &txn) < 0 || as_u64(ledger, &ledger_id) < 0 || as_u64(entry, &entry_id) < 0)
-        return NULL;
+/* The frame of a plain v3 READ_ENTRY request at q (NULL: only its size). */
+static Py_ssize_t put_read_request(unsigned char *q, uint64_t txn, uint64_t ledger_id, uint64_t entry_id) {
     Py_ssize_t header_size = 5 + varint_size(txn);
     Py_ssize_t read_size = 2 + varint_size(ledger_id) + varint_size(entry_id);
     Py_ssize_t size = 2 + header_size + 2 + 1 + read_size;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + size);
-    if (out == NULL)
-        return NULL;
-    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
+    if (q == NULL)
+        return 4 + size;
     q = put_be32(q, (int32_t)size);
     q = put_header(q, OP_READ_ENTRY, txn, header_size);
     *q++ = 0xa2; /* field 100, readRequest */
@@ -714,6 +706,46 @@ static PyObject *read_request_v3(PyObject *self, PyObject *args) {
     q = put_varint(q, ledger_id);
     *q++ = 0x10;
     put_varint(q, entry_id);
+    return 4 + size;
+}
+
+/* read_request_v3(txn, ledgerId, entryId) -> bytes (wire.read_request_v3) */
+static PyObject *read_request_v3(PyObject *self, PyObject *args) {
+    PyObject *txn_id, *ledger, *entry;
+    if (!PyArg_ParseTuple(args, "OOO", &txn_id, &ledger, &entry))
+        return NULL;
+    uint64_t txn, ledger_id, entry_id;
+    if (as_u64(txn_id, &txn) < 0 || as_u64(ledger, &ledger_id) < 0 || as_u64(entry, &entry_id) < 0)
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, put_read_request(NULL, txn, ledger_id, entry_id));
+    if (out != NULL)
+        put_read_request((unsigned char *)PyBytes_AS_STRING(out), txn, ledger_id, entry_id);
+    return out;
+}
+
+/* read_requests_v3(first txn, ledgerId, [entryId, ...]) -> bytes: the reads of the entries, txnIds counting up from
+ * the first (a range read's requests of one burst) */
+static PyObject *read_requests_v3(PyObject *self, PyObject *args) {
+    PyObject *first, *ledger, *entries;
+    if (!PyArg_ParseTuple(args, "OOO!", &first, &ledger, &PyList_Type, &entries))
+        return NULL;
+    uint64_t txn, ledger_id, entry_id;
+    if (as_u64(first, &txn) < 0 || as_u64(ledger, &ledger_id) < 0)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(entries), size = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (as_u64(PyList_GET_ITEM(entries, i), &entry_id) < 0)
+            return NULL;
+        size += put_read_request(NULL, txn + (uint64_t)i, ledger_id, entry_id);
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL)
+        return NULL;
+    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        as_u64(PyList_GET_ITEM(entries, i), &entry_id); /* checked above; the list cannot change meanwhile */
+        q += put_read_request(q, txn + (uint64_t)i, ledger_id, entry_id);
+    }
     return out;
 }
 
@@ -728,6 +760,7 @@ static PyMethodDef methods[] = {
     {"add_request_of_record", add_request_of_record, METH_VARARGS,
      "(txn, ledgerId, entryId, masterKey, record, recovery) -> bytes"},
     {"read_request_v3", read_request_v3, METH_VARARGS, "(txn, ledgerId, entryId) -> bytes"},
+    {"read_requests_v3", read_requests_v3, METH_VARARGS, "(first txn, ledgerId, [entryId, ...]) -> bytes"},
     {NULL, NULL, 0, NULL},
 };
 

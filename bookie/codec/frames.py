@@ -203,6 +203,11 @@ def _add_request_of_record(
     return wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, memoryview(record)[SIZE.size :], recovery)
 
 
+def _read_requests_v3(first_txn_id: int, ledger_id: int, entry_ids: list[int]) -> bytes:
+    """The plain v3 reads of ``entry_ids``, their txnIds counting up from ``first_txn_id``."""
+    return b"".join(wire.read_request_v3(first_txn_id + i, ledger_id, e) for i, e in enumerate(entry_ids))
+
+
 # C unless it was not built, or BKCTL_FRAMES=python asks for the Python (tests run the bookie and client on both)
 _c: Any = None
 if os.environ.get("BKCTL_FRAMES") != "python":
@@ -219,4 +224,5 @@ add_responses = _c.add_responses if ACCELERATED else _add_responses
 read_response_v3 = _c.read_response_v3 if ACCELERATED else wire.read_response_v3
 add_request_v3 = _c.add_request_v3 if ACCELERATED else wire.add_request_v3
 read_request_v3 = _c.read_request_v3 if ACCELERATED else wire.read_request_v3
+read_requests_v3 = _c.read_requests_v3 if ACCELERATED else _read_requests_v3
 add_request_of_record = _c.add_request_of_record if ACCELERATED else _add_request_of_record

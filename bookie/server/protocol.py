@@ -144,6 +144,7 @@ class BookieConnection(asyncio.Protocol):
         self.tasks: set[asyncio.Task] = set()
         self.read_only = False
         self.reads = [0, 0, 0, 0.0]  # plain reads of this pass: ok, failed, bytes, seconds in storage
+        self.lacs: dict[int, int] = {}  # the LACs of the ledgers this pass read
         self.started = 0.0  # this pass's
         self.stats = server.bookie.stats
         self.paused_for: str | None = None  # why it stopped reading: "adds", "reads" or "peer"
@@ -246,6 +247,7 @@ class BookieConnection(asyncio.Protocol):
         adds = _Adds(started)
         self.read_only = self.bookie.read_only  # once per pass, not per add
         self.reads = reads = [0, 0, 0, 0.0]
+        self.lacs = {}
         max_size, offset = self.server.max_frame_size, 0
         try:
             while True:
@@ -284,6 +286,7 @@ class BookieConnection(asyncio.Protocol):
     def _items(self, items: list, out: list[bytes], adds: _Adds) -> _Adds:
         """The plain adds and reads that bookie/codec/frames.py decoded (its items)."""
         read_only, keys, records, answers = self.read_only, adds.keys, adds.records, adds.answers
+        read_response = frames.read_response_v3
         for item in items:
             if item[0] == frames.ADD:
                 _, txn_id, ledger_id, entry_id, key, record, high_priority = item
@@ -299,18 +302,21 @@ class BookieConnection(asyncio.Protocol):
                 _, txn_id, ledger_id, entry_id = item
                 status, body, lac = self._read(ledger_id, entry_id)
                 if txn_id is not None:
-                    out.append(frames.read_response_v3(txn_id, status, ledger_id, entry_id, body, lac))
+                    out.append(read_response(txn_id, status, ledger_id, entry_id, body, lac))
                 else:
                     out.append(self._v2_read(status, ledger_id, entry_id, body))
         return adds
 
     def _read(self, ledger_id: int, entry_id: int):
-        """A plain read of this pass: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
-        reads = self.reads
+        """A plain read of this pass: ``(status, framed entry, LAC)``, entry and LAC None on failure. The LAC is
+        read once per ledger and pass: one read a moment earlier is still a LAC the bookie had (it only grows)."""
+        reads, lacs = self.reads, self.lacs
         began = time.perf_counter()
         try:
             body = self.storage.read_entry(ledger_id, entry_id)
-            lac = self.storage.lac(ledger_id)
+            lac = lacs.get(ledger_id)
+            if lac is None:
+                lac = lacs[ledger_id] = self.storage.lac(ledger_id)
         except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
             reads[1] += 1
             reads[3] += time.perf_counter() - began

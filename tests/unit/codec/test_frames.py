@@ -378,3 +378,12 @@ def test_an_add_request_of_a_record_needs_its_size():
     for implementation in (c.add_request_of_record, frames._add_request_of_record):
         with pytest.raises(ValueError, match="at least its 4-byte size"):
             implementation(1, 2, 3, b"k", b"abc", False)
+
+
+@given(uint64, ids, st.lists(ids, max_size=20))
+@settings(FUZZ)
+def test_read_requests_are_the_reads_one_after_another(first, ledger_id, entry_ids):
+    assume(c is not None and first + len(entry_ids) < 2**64)
+    expected = b"".join(wire.read_request_v3(first + i, ledger_id, e) for i, e in enumerate(entry_ids))
+    assert c.read_requests_v3(first, ledger_id, entry_ids) == frames._read_requests_v3(first, ledger_id, entry_ids)
+    assert c.read_requests_v3(first, ledger_id, entry_ids) == expected
