@@ -1,5 +1,5 @@
 """A :class:`~bookie.client.bookie_client.BookieClient` over our gRPC data service (on a bookie's bkctl-admin port),
-kept beside BookKeeper's protocol for side-by-side measurements (BKCTL_DATA_TRANSPORT=grpc): an asynchronous
+the default toward our bookies (BKCTL_DATA_TRANSPORT=grpc; bookie/client/config.py says why): an asynchronous
 connection to one bookie, shared by every ledger handle.
 
 Adds: one long-lived ``AddEntries`` stream. Adds queued during one turn of the event loop (or until ~1 MB) go out

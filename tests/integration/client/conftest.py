@@ -1,5 +1,6 @@
-"""Every client test twice: with the default data transport (BookKeeper's own protocol to every bookie) and with our
-batched gRPC data service where a bookie offers it, so that both paths meet the same faults."""
+"""Every client test twice: with the default data transport (our batched gRPC data service where a bookie offers it)
+and with BookKeeper's own protocol to every bookie (what a Java bookie gets), so that both paths meet the same
+faults."""
 
 import pytest
 
