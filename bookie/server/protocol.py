@@ -1,11 +1,12 @@
 """BookKeeper's own wire protocol on the bookie port (proto/README.md): one asyncio ``Protocol`` per connection.
 
 Per ``data_received``, every complete frame is cut from one buffer and decoded, v3 or v2, told apart per connection
-as BookKeeper's ``RequestDecoder`` does (bookie/codec/wire.py). All the adds among them go to ledger storage as one
-batch (one journal write); once it is durable, all their responses leave in one write. Plain reads are answered in
-the same pass, also in one write. What waits (fence reads, LAC long polls, WRITE_LAC, FORCE_LEDGER...) runs as a task
-on the request handlers of :class:`bookie.server.servicer.BookieServicer` and answers when done: a BookKeeper client
-matches answers by txnId (v3) or by operation and ids (v2), so they need not come in order.
+as BookKeeper's ``RequestDecoder`` does: plain adds and reads by bookie/codec/frames.py (in C), the rest by
+bookie/codec/wire.py. All the adds among them go to ledger storage as one batch (one journal write); once it is
+durable, all their responses leave in one write. Plain reads are answered in the same pass, also in one write. What
+waits (fence reads, LAC long polls, WRITE_LAC, FORCE_LEDGER...) runs as a task on the request handlers of
+:class:`bookie.server.servicer.BookieServicer` and answers when done: a BookKeeper client matches answers by txnId
+(v3) or by operation and ids (v2), so they need not come in order.
 
 Back-pressure, as BookKeeper's ``maxAddsInProgressLimit`` / ``maxReadsInProgressLimit`` and its response
 back-pressure do it by turning off a channel's auto-read: a connection stops reading while it has more than
@@ -62,8 +63,6 @@ REQUEST_STATS = {
 
 
 V2_RESPONSE = wire.V2_RESPONSE
-
-
 SCANS = {True: frames.scan_requests_v3, False: frames.scan_requests_v2}  # by whether the connection speaks v3
 
 
@@ -335,7 +334,8 @@ class BookieConnection(asyncio.Protocol):
         elif operation == pb.ADD_ENTRY and request.HasField("addRequest"):
             add = request.addRequest
             key = (add.masterKey, add.HasField("flag") and add.flag == RECOVERY_ADD, add.writeFlags & 1)
-            record = size_prefix(add.body) + add.body
+            body = add.body
+            record = size_prefix(body) + body
             adds = self._add(
                 adds, add.ledgerId, add.entryId, key, record, header.txnId, header.priority >= HIGH_PRIORITY
             )
