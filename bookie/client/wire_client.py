@@ -63,7 +63,7 @@ V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
 V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
 
 # a read's answer: a response item of bookie/codec/frames.py, (READ, key, status, framed entry, maxLAC or -1), from
-# frames.py or from wire.py (read_item); any other v3 answer: the whole Response
+# frames.py or from wire.py (frames.read_item); any other v3 answer: the whole Response
 ReadItem: TypeAlias = tuple[Any, ...]
 _Answer: TypeAlias = "pb.Response | ReadItem"
 _V2Key = tuple[int, int, int]  # (opcode, ledgerId, entryId): how v2 answers are matched
@@ -253,13 +253,9 @@ class _Connection(asyncio.Protocol):
         waiter = self.by_txn.pop(response.header.txnId, None)
         if waiter is None:
             return  # timed out and forgotten
-        if isinstance(waiter, _AddWaiter):
-            status = response.addResponse.status if response.HasField("addResponse") else response.status
-            waiter.target.added(waiter.token, waiter.index, status, self.owner)
-        elif isinstance(waiter, _RangeWaiter):
-            waiter.range.answered(waiter.entry_id, read_item(response))
-        elif not waiter.done():
-            waiter.set_result(read_item(response) if response.header.operation == pb.READ_ENTRY else response)
+        status = response.addResponse.status if response.HasField("addResponse") else response.status
+        is_read = isinstance(waiter, _RangeWaiter) or response.header.operation == pb.READ_ENTRY
+        self._give(waiter, status, frames.read_item(response) if is_read else response)
 
     def _v2(self, response: wire.ResponseV2) -> None:
         """A v2 answer that frames.py left to wire.py."""
@@ -280,14 +276,20 @@ class _Connection(asyncio.Protocol):
         waiter = waiters.popleft()
         if not waiters:
             del self.by_key[key]
+        self._give(waiter, status, item)
+
+    def _give(self, waiter: _Waiter, status: int, answer: _Answer | None) -> None:
+        """An answer to its waiter: an add's status, or a read's item (``answer``; None: an add's answer, which a
+        read cannot take). :meth:`_answers` does the same inline, once per frame."""
         if isinstance(waiter, _AddWaiter):
             waiter.target.added(waiter.token, waiter.index, status, self.owner)
-        elif item is None:
-            return  # an add's answer to a read: nothing to give
+        elif answer is None:
+            return
         elif isinstance(waiter, _RangeWaiter):
-            waiter.range.answered(waiter.entry_id, item)
+            assert isinstance(answer, tuple), "a range read is answered by read items"
+            waiter.range.answered(waiter.entry_id, answer)
         elif not waiter.done():
-            waiter.set_result(item)
+            waiter.set_result(answer)
 
     def expect(self, key: int | _V2Key, waiter: _Waiter) -> None:
         """Route the answer of ``key`` (v3: a txnId; v2: the ids of the request) to ``waiter``."""
@@ -365,14 +367,6 @@ def _fail(waiter: _Waiter, error: BaseException, client: WireBookieClient) -> No
         waiter.range.failed(error)
     elif not waiter.done():
         waiter.set_exception(error)
-
-
-def read_item(response: pb.Response) -> ReadItem:
-    """The response item (bookie/codec/frames.py) of a v3 READ_ENTRY answer that frames.py left to wire.py."""
-    if not response.HasField("readResponse"):
-        return frames.READ, response.header.txnId, response.status, b"", -1
-    read = response.readResponse
-    return frames.READ, response.header.txnId, read.status, read.body, read.maxLAC if read.HasField("maxLAC") else -1
 
 
 def _read_result(answer: _Answer) -> tuple[int, bytes]:

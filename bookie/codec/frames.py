@@ -147,11 +147,16 @@ def _response_v3(body: bytes) -> tuple[Any, ...] | None:
         status = response.addResponse.status if response.HasField("addResponse") else response.status
         return ADD, header.txnId, status, None, -1
     if header.operation == pb.READ_ENTRY and not response.HasField("addResponse"):
-        if not response.HasField("readResponse"):
-            return READ, header.txnId, response.status, b"", -1
-        read = response.readResponse
-        return READ, header.txnId, read.status, read.body, read.maxLAC if read.HasField("maxLAC") else -1
+        return read_item(response)
     return None
+
+
+def read_item(response: pb.Response) -> tuple[Any, ...]:
+    """The response item of a v3 answer to a read (the client's, also for what the scans leave to wire.py)."""
+    if not response.HasField("readResponse"):
+        return READ, response.header.txnId, response.status, b"", -1
+    read = response.readResponse
+    return READ, response.header.txnId, read.status, read.body, read.maxLAC if read.HasField("maxLAC") else -1
 
 
 def _response_v2(body: bytes) -> tuple[Any, ...] | None:

@@ -62,7 +62,6 @@ REQUEST_STATS = {
 }
 
 
-V2_RESPONSE = wire.V2_RESPONSE
 SCANS = {True: frames.scan_requests_v3, False: frames.scan_requests_v2}  # by whether the connection speaks v3
 
 
@@ -432,7 +431,7 @@ class BookieConnection(asyncio.Protocol):
     def _v2_read(status: int, ledger_id: int, entry_id: int, body: bytes | None) -> bytes:
         """A plain v2 read's answer."""
         body = body or b""
-        return V2_RESPONSE.pack(24 + len(body), V2_READ_HEADER, wire.v2_status(status), ledger_id, entry_id) + body
+        return wire.V2_RESPONSE.pack(24 + len(body), V2_READ_HEADER, wire.v2_status(status), ledger_id, entry_id) + body
 
     @staticmethod
     def _v2_read_answer(response: pb.ReadResponse) -> bytes:
