@@ -50,7 +50,14 @@ async def _all(coroutines: Iterable[Awaitable[Any]]) -> None:
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
-            task.cancel()
+            _drop(task)
+
+
+def _drop(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task``; if it has ended (or ends) with an error that nobody awaits any more, take that error, so
+    that asyncio does not log it as never retrieved (two streams of one window may both find the ledger deleted)."""
+    task.cancel()
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
 class _InFlight:
@@ -161,19 +168,18 @@ class LedgerReader:
         windows = self._windows(first, last)
         window = next(windows, None)
         ahead = asyncio.ensure_future(self._read_window(*window)) if window else None
-        while ahead is not None:  # the next window is read while this one is handed out
-            current, following = ahead, next(windows, None)
-            ahead = asyncio.ensure_future(self._read_window(*following)) if following else None
-            try:
+        try:
+            while ahead is not None:  # the next window is read while this one is handed out
+                current, following = ahead, next(windows, None)
+                ahead = asyncio.ensure_future(self._read_window(*following)) if following else None
                 entries = await current
-            except BaseException:
-                if ahead is not None:
-                    ahead.cancel()
-                raise
-            if entries and not self.metadata.is_closed:  # size the next windows by what entries really weigh
-                average = sum(len(e.payload) for e in entries) / len(entries)
-                self.window = max(16, min(MAX_WINDOW, int(WINDOW_BYTES / max(average, 1))))
-            yield entries
+                if entries and not self.metadata.is_closed:  # size the next windows by what entries really weigh
+                    average = sum(len(e.payload) for e in entries) / len(entries)
+                    self.window = max(16, min(MAX_WINDOW, int(WINDOW_BYTES / max(average, 1))))
+                yield entries
+        finally:  # an error, or a consumer that stopped early: the window read ahead is not wanted
+            if ahead is not None:
+                _drop(ahead)
 
     def _windows(self, first: int, last: int) -> Iterator[tuple[Segment, int, int]]:
         """``(segment, first, last)`` of each window, sized by ``self.window`` when it is reached."""
@@ -325,5 +331,5 @@ class LedgerReader:
                     return self.lac
         finally:
             for task in polls:
-                task.cancel()
+                _drop(task)
         return self.lac
