@@ -245,9 +245,11 @@ class Application:
         """A BookKeeper client on this command's ZooKeeper session, closed when the command ends."""
         from bookie.client import BookKeeper
         from bookie.client.config import ClientConfig
+        from bookie.entry import collect_less
 
         client = BookKeeper(store=self.metadata, config=ClientConfig(tls=self.client_tls))
         self.ctx.call_on_close(client.close)
+        collect_less()  # this command moves entries now
         return client
 
     @cached_property

@@ -11,6 +11,7 @@ table (bkctl/errors.py). These processes use a subset of those codes, each meani
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -26,6 +27,17 @@ OK, FAILED, USAGE, INTERRUPTED, TERMINATED = 0, 1, 2, 130, 143
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that the same clean-up paths run."""
+
+
+def collect_less() -> None:
+    """For a process that has started (its modules imported, its start-up objects made) and now moves entries:
+    the start-up objects never die, so they leave every later collection (``gc.freeze``); young collections are
+    fewer and larger (most per-entry objects die by reference counting anyway). A bookie: max add latency at 10k
+    entries/s fell from 66-74 ms to 39-41 ms in alternating runs. bkctl reading a ledger: ~10% less CPU per entry
+    (perf: a tenth of the client's CPU was the collector), either transport."""
+    gc.collect()  # what is garbage now is not frozen with the rest
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 50)
 
 
 def raise_terminated(_signum: int, _frame: FrameType | None) -> None:

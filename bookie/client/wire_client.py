@@ -58,7 +58,6 @@ CONNECT_TIMEOUT = 10.0
 HIGH_PRIORITY = 100  # BKPacketHeader.priority of recovery traffic, as the Java client sets it
 READ_WINDOW = 256  # reads in flight per range read
 LIST_WINDOW = 64  # GET_LIST_OF_ENTRIES_OF_LEDGER requests in flight
-MAX_CHUNK = 256  # entries per list a range read yields
 V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
 V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
 
@@ -67,7 +66,7 @@ V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
 ReadItem: TypeAlias = tuple[Any, ...]
 _Answer: TypeAlias = "pb.Response | ReadItem"
 _V2Key = tuple[int, int, int]  # (opcode, ledgerId, entryId): how v2 answers are matched
-_Waiter: TypeAlias = "_AddWaiter | _RangeWaiter | asyncio.Future[_Answer]"
+_Waiter: TypeAlias = "_AddWaiter | _Range | asyncio.Future[_Answer]"
 
 
 # ---- protobuf answers -> the interface's results (the gRPC transport uses these too) ----
@@ -222,8 +221,10 @@ class _Connection(asyncio.Protocol):
                 kind = type(waiter)
                 if kind is _AddWaiter:
                     waiter.target.added(waiter.token, waiter.index, item[2], owner)  # type: ignore[union-attr]
-                elif kind is _RangeWaiter:
-                    waiter.range.answered(waiter.entry_id, item)  # type: ignore[union-attr]
+                elif kind is _Range:  # what _Range.answered does, inline
+                    waiter.answers[item[1]] = item  # type: ignore[union-attr]
+                    if waiter.wake is not None:  # type: ignore[union-attr]
+                        waiter.woken()  # type: ignore[union-attr]
                 elif not waiter.done():  # type: ignore[union-attr]
                     waiter.set_result(item)  # type: ignore[union-attr]
             return
@@ -254,7 +255,7 @@ class _Connection(asyncio.Protocol):
         if waiter is None:
             return  # timed out and forgotten
         status = response.addResponse.status if response.HasField("addResponse") else response.status
-        is_read = isinstance(waiter, _RangeWaiter) or response.header.operation == pb.READ_ENTRY
+        is_read = isinstance(waiter, _Range) or response.header.operation == pb.READ_ENTRY
         self._give(waiter, status, frames.read_item(response) if is_read else response)
 
     def _v2(self, response: wire.ResponseV2) -> None:
@@ -285,9 +286,9 @@ class _Connection(asyncio.Protocol):
             waiter.target.added(waiter.token, waiter.index, status, self.owner)
         elif answer is None:
             return
-        elif isinstance(waiter, _RangeWaiter):
+        elif isinstance(waiter, _Range):
             assert isinstance(answer, tuple), "a range read is answered by read items"
-            waiter.range.answered(waiter.entry_id, answer)
+            waiter.answered(answer)
         elif not waiter.done():
             waiter.set_result(answer)
 
@@ -329,42 +330,41 @@ class _AddWaiter:
 
 
 class _Range:
-    """The answers of one range read's reads in flight, by entry id, and the reader's wake-up: it waits once per
-    burst of answers, not once per entry (a future per read cost more than the read)."""
+    """The waiter of all the reads in flight of one range read: their answers by key (txnId, or v2 key), and the
+    reader's wake-up. One object for every read, and one wake-up per burst of answers, not one per entry (a future
+    or a waiter per read cost more than the read)."""
 
     __slots__ = ("answers", "error", "wake")
 
     def __init__(self) -> None:
-        self.answers: dict[int, ReadItem] = {}
+        self.answers: dict[int | _V2Key, ReadItem] = {}
         self.error: BaseException | None = None  # the connection's failure
         self.wake: asyncio.Future[None] | None = None  # while the reader waits
 
-    def answered(self, entry_id: int, item: ReadItem) -> None:
-        self.answers[entry_id] = item
-        self._wake()
+    def answered(self, item: ReadItem) -> None:
+        self.answers[item[1]] = item
+        if self.wake is not None:
+            self.woken()
 
     def failed(self, error: BaseException) -> None:
         if self.error is None:
             self.error = error
-        self._wake()
+        if self.wake is not None:
+            self.woken()
 
-    def _wake(self) -> None:
-        if self.wake is not None and not self.wake.done():
+    def woken(self) -> None:
+        """Wake the reader (once: the next answers find no one waiting)."""
+        assert self.wake is not None
+        if not self.wake.done():
             self.wake.set_result(None)
-
-
-class _RangeWaiter:
-    __slots__ = ("entry_id", "range")
-
-    def __init__(self, range_: _Range, entry_id: int) -> None:
-        self.range, self.entry_id = range_, entry_id
+        self.wake = None
 
 
 def _fail(waiter: _Waiter, error: BaseException, client: WireBookieClient) -> None:
     if isinstance(waiter, _AddWaiter):
         waiter.target.added(waiter.token, waiter.index, CONNECTION_LOST, client)
-    elif isinstance(waiter, _RangeWaiter):
-        waiter.range.failed(error)
+    elif isinstance(waiter, _Range):
+        waiter.failed(error)
     elif not waiter.done():
         waiter.set_exception(error)
 
@@ -494,7 +494,7 @@ class WireBookieClient:
         if fence_key is None:
             conn = self._connection(not self.use_v2)
             future = asyncio.get_running_loop().create_future()
-            (key,) = self._send_reads(conn, ledger_id, [entry_id], [future])
+            (key,) = self._send_reads(conn, ledger_id, [entry_id], future)
         elif self.use_v2:
             conn = self._connection(False)
             key = (wire.READENTRY, ledger_id, entry_id)
@@ -554,41 +554,38 @@ class WireBookieClient:
         conn = self._connection(not self.use_v2)
         reads = _Range()
         answers = reads.answers
-        window: collections.deque[tuple[int, int | _V2Key, _RangeWaiter]] = collections.deque()
+        window: collections.deque[tuple[int, int | _V2Key]] = collections.deque()  # (entry id, key), in order
 
         def refill() -> None:
             """Top the window up to ``READ_WINDOW`` reads, sent together."""
             entry_ids = list(itertools.islice(wanted, READ_WINDOW - len(window)))
             if entry_ids:
-                waiters = [_RangeWaiter(reads, entry_id) for entry_id in entry_ids]
-                keys = self._send_reads(conn, ledger_id, entry_ids, waiters)
-                window.extend(zip(entry_ids, keys, waiters, strict=True))
+                window.extend(zip(entry_ids, self._send_reads(conn, ledger_id, entry_ids, reads), strict=True))
 
         try:
             refill()
             while window:
                 chunk: EntryChunk = []
-                while window and len(chunk) < MAX_CHUNK:
-                    entry_id = window[0][0]
-                    item = answers.pop(entry_id, None)
+                while window:  # the answers that have come, in order (at most READ_WINDOW)
+                    item = answers.pop(window[0][1], None)
                     if item is None:
-                        if chunk:
-                            break  # what has come, now
-                        await self._wait_range(reads, timeout, what)
-                        continue
-                    window.popleft()
+                        break
+                    entry_id = window.popleft()[0]
                     if item[2] != EOK:
                         if chunk:
                             yield chunk
                         yield RangeStopped(entry_id, item[2])
                         return
                     chunk.append((entry_id, item[3]))
-                    if len(window) <= READ_WINDOW // 2:
-                        refill()
+                if not chunk:
+                    await self._wait_range(reads, timeout, what)
+                    continue
+                if len(window) <= READ_WINDOW // 2:
+                    refill()
                 yield chunk
         finally:
-            for _, key, waiter in window:
-                conn.forget(key, waiter)
+            for _, key in window:
+                conn.forget(key, reads)
 
     async def _wait_range(self, reads: _Range, timeout: float, what: str) -> None:
         """Until the next answer of a range read, or its connection's failure (raised, as :meth:`_wait` does)."""
@@ -606,19 +603,19 @@ class WireBookieClient:
             raise reads.error
 
     def _send_reads(
-        self, conn: _Connection, ledger_id: int, entry_ids: list[int], waiters: Sequence[_Waiter]
+        self, conn: _Connection, ledger_id: int, entry_ids: list[int], waiter: _Range | asyncio.Future[_Answer]
     ) -> Sequence[int | _V2Key]:
-        """Send plain reads of ``entry_ids`` in one go, each answer to its waiter; their keys."""
+        """Send plain reads of ``entry_ids`` in one go, their answers to ``waiter``; their keys."""
         keys: Sequence[int | _V2Key]
         if conn.v3:
             first = self._txn + 1
             self._txn += len(entry_ids)
             keys = range(first, first + len(entry_ids))
-            conn.by_txn.update(zip(keys, waiters, strict=True))
+            conn.by_txn.update(dict.fromkeys(keys, waiter))
             conn.send(frames.read_requests_v3(first, ledger_id, entry_ids))
             return keys
         keys = [(wire.READENTRY, ledger_id, entry_id) for entry_id in entry_ids]
-        for key, waiter in zip(keys, waiters, strict=True):
+        for key in keys:
             conn.expect(key, waiter)
         size, header = wire.V2_READ.size - 4, V2_READ_HEADER
         conn.send(b"".join(wire.V2_READ.pack(size, header, ledger_id, entry_id) for entry_id in entry_ids))

@@ -423,15 +423,19 @@ class EntryLogger:
                     data += os.pread(fd, size - len(data), pos + len(data))
             else:
                 data = b""  # refused below
-        path = self._log_dirs.get(log_id, self.current_dir) / "current" / f"{log_id:x}.log"
         if not MIN_STORED <= size <= MAX_ENTRY_SIZE or len(data) != size:
             raise CorruptData(
-                f"{path}: bad entry size {size} at offset {pos - PREFIX} (ledger {ledger_id} entry {entry_id})"
+                f"{self._path(log_id)}: bad entry size {size} at offset {pos - PREFIX} "
+                f"(ledger {ledger_id} entry {entry_id})"
             )
         found = entry_ids(data)
         if found != (ledger_id, entry_id):
             raise CorruptData(
-                f"{path}: offset {pos - PREFIX} holds ledger {found[0]} entry {found[1]}, "
+                f"{self._path(log_id)}: offset {pos - PREFIX} holds ledger {found[0]} entry {found[1]}, "
                 f"the index says ledger {ledger_id} entry {entry_id}"
             )
         return data
+
+    def _path(self, log_id: int) -> Path:
+        """The entry log file ``log_id`` (for error messages: not built on the read path)."""
+        return log_path(self._log_dirs.get(log_id, self.current_dir), log_id)
