@@ -6,7 +6,7 @@ the binary v2 protocol as BookKeeper's ``useV2WireProtocol`` sends them (answers
 the operations that have no v2 layout (LAC, bookie info, entry lists, long polls) go on a second connection in v3 —
 one connection cannot change back (the bookie's decoder stays v2).
 
-Pipelining: the frames of one turn of the event loop leave in one write; a range read keeps ``READ_WINDOW`` reads in
+Pipelining: the frames of one turn of the event loop leave in one write; a range read keeps a window of reads in
 flight. Adds and plain reads are written by the hand-made encoders of :mod:`bookie.codec.wire` (no protobuf object
 per entry). Failures become the core's exceptions here: an unreachable bookie is ServiceUnavailable, a read that
 takes too long OperationTimeout, a lost connection fails its adds with ``CONNECTION_LOST`` (the handle changes
@@ -56,7 +56,13 @@ assert {s.name: int(s) for s in StatusCode if s != CONNECTION_LOST} == dict(pb.S
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 10.0
 HIGH_PRIORITY = 100  # BKPacketHeader.priority of recovery traffic, as the Java client sets it
-READ_WINDOW = 256  # reads in flight per range read
+# Reads in flight per range read: at most READ_WINDOW, and about READ_WINDOW_BYTES of answers, sized by the last
+# entry read (the first burst, before any size is known, is FIRST_READS). 1 KiB entries, ours -> ours, 3 bookies on
+# 2 cores: 256 in flight left the CPUs idle a tenth of the time waiting for answers (perf -a); 1,024 read 74-79k
+# entries/s against 70k in alternating runs. A range of 5 MB entries keeps 1 in flight, not a gigabyte.
+READ_WINDOW = 1024
+READ_WINDOW_BYTES = 4 << 20
+FIRST_READS = 4
 LIST_WINDOW = 64  # GET_LIST_OF_ENTRIES_OF_LEDGER requests in flight
 V2_READ_HEADER = wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0)
 V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
@@ -536,8 +542,9 @@ class WireBookieClient:
         stripe: Stripe | None = None,
         high_priority: bool = False,
     ) -> AsyncIterator[EntryChunk | RangeStopped]:
-        """See :meth:`BookieClient.read_range`: plain reads, ``READ_WINDOW`` in flight, the answers of one burst
-        yielded together. ``high_priority`` is not carried: BookKeeper's plain reads have no priority."""
+        """See :meth:`BookieClient.read_range`: plain reads, a window in flight (READ_WINDOW, READ_WINDOW_BYTES),
+        the answers of one burst yielded together. ``high_priority`` is not carried: BookKeeper's plain reads have
+        no priority."""
         wanted: Iterator[int]
         if stripe is None:
             wanted = iter(range(first_entry_id, last_entry_id + 1))
@@ -555,10 +562,11 @@ class WireBookieClient:
         reads = _Range()
         answers = reads.answers
         window: collections.deque[tuple[int, int | _V2Key]] = collections.deque()  # (entry id, key), in order
+        limit = FIRST_READS
 
         def refill() -> None:
-            """Top the window up to ``READ_WINDOW`` reads, sent together."""
-            entry_ids = list(itertools.islice(wanted, READ_WINDOW - len(window)))
+            """Top the window up to ``limit`` reads, sent together."""
+            entry_ids = list(itertools.islice(wanted, limit - len(window)))
             if entry_ids:
                 window.extend(zip(entry_ids, self._send_reads(conn, ledger_id, entry_ids, reads), strict=True))
 
@@ -580,7 +588,8 @@ class WireBookieClient:
                 if not chunk:
                     await self._wait_range(reads, timeout, what)
                     continue
-                if len(window) <= READ_WINDOW // 2:
+                limit = max(1, min(READ_WINDOW, READ_WINDOW_BYTES // max(len(chunk[-1][1]), 1)))
+                if len(window) <= limit // 2:
                     refill()
                 yield chunk
         finally:
