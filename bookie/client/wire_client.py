@@ -46,6 +46,7 @@ from bookie.client.bookie_client import (
     status_name,
 )
 from bookie.codec import frames, wire
+from bookie.codec.records import PREFIX
 from bookie.codec.write_set import wanted_entries
 from bookie.errors import BKError, MalformedFrame, OperationTimeout, ServiceUnavailable
 from bookie.tls import Tls
@@ -72,6 +73,7 @@ V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
 ReadItem: TypeAlias = tuple[Any, ...]
 _Answer: TypeAlias = "pb.Response | ReadItem"
 _V2Key = tuple[int, int, int]  # (opcode, ledgerId, entryId): how v2 answers are matched
+_AddWaiter: TypeAlias = tuple[AddTarget[Any], Any, int]  # (target, token, index): to whom an add's answer goes
 _Waiter: TypeAlias = "_AddWaiter | _Range | asyncio.Future[_Answer]"
 
 
@@ -102,7 +104,7 @@ class _Connection(asyncio.Protocol):
         self.v3 = v3
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
-        self.out: list[bytes] = []
+        self.out: list[bytes | memoryview] = []
         self.flush_handle: asyncio.Handle | None = None
         self.by_txn: dict[int, _Waiter] = {}  # v3
         self.by_key: dict[_V2Key, collections.deque[_Waiter]] = {}  # v2: the same key may be asked more than once
@@ -171,8 +173,12 @@ class _Connection(asyncio.Protocol):
         for waiter in waiters:
             _fail(waiter, error, self.owner)
 
-    def send(self, frame: bytes) -> None:
+    def send(self, frame: bytes, entry: memoryview | None = None) -> None:
+        """Send ``frame`` (then ``entry``, the rest of the frame, when given: no copy of an entry into each frame)
+        with what else is sent in this turn of the loop."""
         self.out.append(frame)
+        if entry is not None:
+            self.out.append(entry)
         if self.flush_handle is None and self.transport is not None:
             self.flush_handle = asyncio.get_running_loop().call_soon(self._flush)
 
@@ -225,8 +231,8 @@ class _Connection(asyncio.Protocol):
                 if waiter is None:
                     continue  # timed out and forgotten
                 kind = type(waiter)
-                if kind is _AddWaiter:
-                    waiter.target.added(waiter.token, waiter.index, item[2], owner)  # type: ignore[union-attr]
+                if kind is tuple:  # an add's (target, token, index)
+                    waiter[0].added(waiter[1], waiter[2], item[2], owner)  # type: ignore[index]
                 elif kind is _Range:  # what _Range.answered does, inline
                     waiter.answers[item[1]] = item  # type: ignore[union-attr]
                     if waiter.wake is not None:  # type: ignore[union-attr]
@@ -288,8 +294,9 @@ class _Connection(asyncio.Protocol):
     def _give(self, waiter: _Waiter, status: int, answer: _Answer | None) -> None:
         """An answer to its waiter: an add's status, or a read's item (``answer``; None: an add's answer, which a
         read cannot take). :meth:`_answers` does the same inline, once per frame."""
-        if isinstance(waiter, _AddWaiter):
-            waiter.target.added(waiter.token, waiter.index, status, self.owner)
+        if isinstance(waiter, tuple):
+            target, token, index = waiter
+            target.added(token, index, status, self.owner)
         elif answer is None:
             return
         elif isinstance(waiter, _Range):
@@ -328,13 +335,6 @@ def _ssl_reason(exc: ssl.SSLError) -> str:
     return f"{reason}: {detail}" if detail else reason
 
 
-class _AddWaiter:
-    __slots__ = ("index", "target", "token")
-
-    def __init__(self, target: AddTarget[Any], token: Any, index: int) -> None:  # the target's own token type
-        self.target, self.token, self.index = target, token, index
-
-
 class _Range:
     """The waiter of all the reads in flight of one range read: their answers by key (txnId, or v2 key), and the
     reader's wake-up. One object for every read, and one wake-up per burst of answers, not one per entry (a future
@@ -367,8 +367,9 @@ class _Range:
 
 
 def _fail(waiter: _Waiter, error: BaseException, client: WireBookieClient) -> None:
-    if isinstance(waiter, _AddWaiter):
-        waiter.target.added(waiter.token, waiter.index, CONNECTION_LOST, client)
+    if isinstance(waiter, tuple):
+        target, token, index = waiter
+        target.added(token, index, CONNECTION_LOST, client)
     elif isinstance(waiter, _Range):
         waiter.failed(error)
     elif not waiter.done():
@@ -479,18 +480,21 @@ class WireBookieClient:
             target.added(token, index, CONNECTION_LOST, self)
             return
         entry_id = token.entry_id
-        waiter = _AddWaiter(target, token, index)
+        waiter = (target, token, index)
         if conn.v3:
             self._txn = txn = self._txn + 1
             conn.by_txn[txn] = waiter
-            conn.send(frames.add_request_of_record(txn, ledger_id, entry_id, master_key, record, recovery))
+            if recovery:
+                conn.send(frames.add_request_of_record(txn, ledger_id, entry_id, master_key, record, True))
+            else:  # the entry is the frame's last bytes: sent from the record itself
+                head = frames.add_head_v3(txn, ledger_id, entry_id, master_key, len(record) - PREFIX)
+                conn.send(head, memoryview(record)[PREFIX:])
         else:
             flags = wire.FLAG_RECOVERY_ADD | wire.FLAG_HIGH_PRIORITY if recovery else 0
             conn.expect((wire.ADDENTRY, ledger_id, entry_id), waiter)
             header = wire.packet_header(wire.V2_VERSION, wire.ADDENTRY, flags)
-            conn.send(
-                wire.V2_HEADER.pack(len(record) + wire.MASTER_KEY_LENGTH, header) + master_key + memoryview(record)[4:]
-            )
+            size = 4 + wire.MASTER_KEY_LENGTH + len(record) - PREFIX  # the packet header, the key, the entry
+            conn.send(wire.V2_HEADER.pack(size, header) + master_key, memoryview(record)[PREFIX:])
 
     # ---- reads ----
     async def read_entry(

@@ -611,7 +611,8 @@ static PyObject *read_response_v3(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* The frame of a v3 ADD_ENTRY request (wire.add_request_v3) of the entry at body[0:length]. */
+/* The frame of a v3 ADD_ENTRY request (wire.add_request_v3) of the entry at body[0:length]; with body NULL, the
+ * frame up to the entry (a plain add's entry is its last bytes: the caller sends them after it). */
 static PyObject *build_add_request(PyObject *txn_id, PyObject *ledger, PyObject *entry, const Py_buffer *key,
                                    const char *body, Py_ssize_t length, int recovery) {
     uint64_t txn, ledger_id, entry_id;
@@ -626,7 +627,7 @@ static PyObject *build_add_request(PyObject *txn_id, PyObject *ledger, PyObject 
         PyErr_SetString(PyExc_ValueError, "entry too large");
         return NULL;
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + size);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + size - (body == NULL ? length : 0));
     if (out == NULL)
         return NULL;
     unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
@@ -649,6 +650,8 @@ static PyObject *build_add_request(PyObject *txn_id, PyObject *ledger, PyObject 
     q += key->len;
     *q++ = 0x22;
     q = put_varint(q, (uint64_t)length);
+    if (body == NULL)
+        return out;
     memcpy(q, body, (size_t)length);
     q += length;
     if (recovery) {
@@ -687,6 +690,23 @@ static PyObject *add_request_of_record(PyObject *self, PyObject *args) {
         out = build_add_request(txn_id, ledger, entry, &key, (const char *)record.buf + 4, record.len - 4, recovery);
     PyBuffer_Release(&key);
     PyBuffer_Release(&record);
+    return out;
+}
+
+/* add_head_v3(txn, ledgerId, entryId, masterKey, size) -> bytes: add_request_v3(..., body, False) of a body of
+ * that size, up to the body: the caller sends the body after it as it is (no copy of the entry per bookie) */
+static PyObject *add_head_v3(PyObject *self, PyObject *args) {
+    PyObject *txn_id, *ledger, *entry;
+    Py_buffer key;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "OOOy*n", &txn_id, &ledger, &entry, &key, &size))
+        return NULL;
+    PyObject *out = NULL;
+    if (size < 0)
+        PyErr_SetString(PyExc_ValueError, "a negative entry size");
+    else
+        out = build_add_request(txn_id, ledger, entry, &key, NULL, size, 0);
+    PyBuffer_Release(&key);
     return out;
 }
 
@@ -757,6 +777,8 @@ static PyMethodDef methods[] = {
     {"add_responses", add_responses, METH_VARARGS, "(answers, statuses) -> bytes"},
     {"read_response_v3", read_response_v3, METH_VARARGS, "(txn, status, ledgerId, entryId, body, maxLAC) -> bytes"},
     {"add_request_v3", add_request_v3, METH_VARARGS, "(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes"},
+    {"add_head_v3", add_head_v3, METH_VARARGS,
+     "(txn, ledgerId, entryId, masterKey, size) -> bytes: a plain add's frame up to its body"},
     {"add_request_of_record", add_request_of_record, METH_VARARGS,
      "(txn, ledgerId, entryId, masterKey, record, recovery) -> bytes"},
     {"read_request_v3", read_request_v3, METH_VARARGS, "(txn, ledgerId, entryId) -> bytes"},

@@ -208,6 +208,15 @@ def _add_request_of_record(
     return wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, memoryview(record)[SIZE.size :], recovery)
 
 
+def _add_head_v3(txn_id: int, ledger_id: int, entry_id: int, master_key: bytes, size: int) -> bytes:
+    """:func:`wire.add_request_v3` of a plain add of a body of ``size`` bytes, up to the body (its last bytes):
+    what the client sends before the entry, which it sends as it is (no copy of the entry per bookie)."""
+    if size < 0:
+        raise ValueError("a negative entry size")
+    frame = wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, bytes(size), False)
+    return frame[: len(frame) - size]
+
+
 def _read_requests_v3(first_txn_id: int, ledger_id: int, entry_ids: list[int]) -> bytes:
     """The plain v3 reads of ``entry_ids``, their txnIds counting up from ``first_txn_id``."""
     return b"".join(wire.read_request_v3(first_txn_id + i, ledger_id, e) for i, e in enumerate(entry_ids))
@@ -231,3 +240,4 @@ add_request_v3 = _c.add_request_v3 if ACCELERATED else wire.add_request_v3
 read_request_v3 = _c.read_request_v3 if ACCELERATED else wire.read_request_v3
 read_requests_v3 = _c.read_requests_v3 if ACCELERATED else _read_requests_v3
 add_request_of_record = _c.add_request_of_record if ACCELERATED else _add_request_of_record
+add_head_v3 = _c.add_head_v3 if ACCELERATED else _add_head_v3

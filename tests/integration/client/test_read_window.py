@@ -13,9 +13,9 @@ def in_flight(monkeypatch):
     peaks: list[int] = []
     send = _Connection.send
 
-    def counted(self, frame):
+    def counted(self, frame, entry=None):
         peaks.append(len(self.by_txn))
-        send(self, frame)
+        send(self, frame, entry)
 
     monkeypatch.setattr(_Connection, "send", counted)
     return peaks

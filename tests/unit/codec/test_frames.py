@@ -374,6 +374,22 @@ def test_an_add_request_of_a_record_is_that_of_its_entry(txn, ledger_id, entry_i
     assert frames._add_request_of_record(txn, ledger_id, entry_id, key, record, recovery) == expected
 
 
+@given(uint64, ids, ids, st.binary(max_size=40), st.binary(max_size=300))
+@settings(FUZZ)
+def test_an_add_head_and_its_entry_are_the_add_request(txn, ledger_id, entry_id, key, body):
+    """What the client sends for a plain add: the head, then the entry as it is."""
+    assume(c is not None)
+    expected = wire.add_request_v3(txn, ledger_id, entry_id, key, body, False)
+    assert c.add_head_v3(txn, ledger_id, entry_id, key, len(body)) + body == expected
+    assert frames._add_head_v3(txn, ledger_id, entry_id, key, len(body)) + body == expected
+
+
+def test_an_add_head_needs_a_size():
+    for implementation in (c.add_head_v3, frames._add_head_v3):
+        with pytest.raises(ValueError, match="negative entry size"):
+            implementation(1, 2, 3, b"k", -1)
+
+
 def test_an_add_request_of_a_record_needs_its_size():
     for implementation in (c.add_request_of_record, frames._add_request_of_record):
         with pytest.raises(ValueError, match="at least its 4-byte size"):
