@@ -161,6 +161,12 @@ class BookieServer:
             self.admin_port = self._bind(self.server, config.admin_port, "bkctlAdminPort", "bookie admin")
         await self.server.start()
         self.wire = WireServer(self, handlers, config.nettyMaxFrameSizeBytes)
+        if not frames.ACCELERATED:  # said before the bookie registers: whoever sees it registered can read this
+            log.warning(
+                "BookKeeper's protocol runs in Python here: the C frame codec (bookie.codec._frames) was not built "
+                "when bkctl was installed, and each add or read costs the bookie ~4x the CPU; reinstall bkctl "
+                "where a C compiler and Python's headers are (e.g. apt-get install gcc libc6-dev python3-dev)"
+            )
         try:
             await self.wire.start(host, config.bookiePort)
         except OSError:
@@ -171,7 +177,6 @@ class BookieServer:
         await asyncio.to_thread(self._register)
         self.running = True
         self.store.on_session(lost=self._session_lost, connected=self._session_connected)
-        collect_less()
         log.info(
             "bookie %s serving on %s (admin port %s, metrics port %s, HTTP port %s)",
             self.bookie_id,
@@ -180,12 +185,7 @@ class BookieServer:
             self.metrics_port,
             self.http_port,
         )
-        if not frames.ACCELERATED:
-            log.warning(
-                "BookKeeper's protocol runs in Python here: the C frame codec (bookie.codec._frames) was not built "
-                "when bkctl was installed, and each add or read costs the bookie ~4x the CPU; reinstall bkctl "
-                "where a C compiler and Python's headers are (e.g. apt-get install gcc libc6-dev python3-dev)"
-            )
+        collect_less()
 
     def _open_storage(self) -> LedgerStorage | DbLedgerStorage:
         """The ledger storage ledgerStorageClass names: DbLedgerStorage, or InterleavedLedgerStorage (which also
