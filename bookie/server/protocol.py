@@ -282,62 +282,39 @@ class BookieConnection(asyncio.Protocol):
         self._pace()
 
     def _items(self, items: list, out: list[bytes], adds: _Adds) -> _Adds:
-        """The plain adds and reads that bookie/codec/frames.py decoded (its items). What :meth:`_add` and
-        :meth:`_read` do with each is done inline here: this runs once per frame. A run of reads is timed as a
-        whole (the storage time of the pass's reads), not read by read."""
+        """The plain adds and reads that bookie/codec/frames.py decoded (its items). What :meth:`_add` does with an
+        add is done inline here: this runs once per frame. A run of reads is timed as a whole (the storage time of
+        the pass's reads), not read by read."""
         read_only, keys, records, answers = self.read_only, adds.keys, adds.records, adds.answers
-        read_response, read_entry, v2_read, reads, lacs = (
-            frames.read_response_v3,
-            self.storage.read_entry,
-            self._v2_read,
-            self.reads,
-            self.lacs,
-        )
+        answer_read, reads = self._answer_read, self.reads
         reading = 0.0  # since when the current run of reads is read; 0: not in one
         for item in items:
-            if item[0] == frames.ADD:
-                if reading:
-                    reads[3] += time.perf_counter() - reading
-                    reading = 0.0
-                _, txn_id, ledger_id, entry_id, key, record, high_priority = item
-                known = keys.get(ledger_id, key)
-                if read_only or known != key:  # refused, or a new batch: _add says which
-                    adds = self._add(adds, ledger_id, entry_id, key, record, txn_id, high_priority)
-                    keys, records, answers = adds.keys, adds.records, adds.answers
-                else:
-                    keys[ledger_id] = key
-                    records.append(record)
-                    answers.append((txn_id, ledger_id, entry_id))
+            if item[0] != frames.ADD:
+                if not reading:
+                    reading = time.perf_counter()
+                answer_read(item[1], item[2], item[3], out)
                 continue
-            if not reading:
-                reading = time.perf_counter()
-            _, txn_id, ledger_id, entry_id = item
-            try:
-                body = read_entry(ledger_id, entry_id)
-                lac = lacs.get(ledger_id)
-                if lac is None:
-                    lac = lacs[ledger_id] = self.storage.lac(ledger_id)
-            except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
-                reads[1] += 1
-                status, body, lac = status_of(exc), None, None
+            if reading:
+                reads[3] += time.perf_counter() - reading
+                reading = 0.0
+            _, txn_id, ledger_id, entry_id, key, record, high_priority = item
+            known = keys.get(ledger_id, key)
+            if read_only or known != key:  # refused, or a new batch: _add says which
+                adds = self._add(adds, ledger_id, entry_id, key, record, txn_id, high_priority)
+                keys, records, answers = adds.keys, adds.records, adds.answers
             else:
-                reads[0] += 1
-                reads[2] += len(body)
-                status = pb.EOK
-            if txn_id is not None:
-                out.append(read_response(txn_id, status, ledger_id, entry_id, body, lac))
-            else:
-                out.append(v2_read(status, ledger_id, entry_id, body))
+                keys[ledger_id] = key
+                records.append(record)
+                answers.append((txn_id, ledger_id, entry_id))
         if reading:
             reads[3] += time.perf_counter() - reading
         return adds
 
-    def _read(self, ledger_id: int, entry_id: int):
-        """A plain read that :meth:`_items` did not decode: ``(status, framed entry, LAC)``, entry and LAC None on
-        failure. The LAC is read once per ledger and pass: one read a moment earlier is still a LAC the bookie had
-        (it only grows)."""
+    def _answer_read(self, txn_id: int | None, ledger_id: int, entry_id: int, out: list[bytes]) -> None:
+        """Answer a plain read of this pass into ``out`` (v3 with ``txn_id``, else v2), counted in ``self.reads``
+        but not timed: the caller times the run of reads it is in. The LAC is read once per ledger and pass: one
+        read a moment earlier is still a LAC the bookie had (it only grows)."""
         reads, lacs = self.reads, self.lacs
-        began = time.perf_counter()
         try:
             body = self.storage.read_entry(ledger_id, entry_id)
             lac = lacs.get(ledger_id)
@@ -345,12 +322,21 @@ class BookieConnection(asyncio.Protocol):
                 lac = lacs[ledger_id] = self.storage.lac(ledger_id)
         except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
             reads[1] += 1
-            reads[3] += time.perf_counter() - began
-            return status_of(exc), None, None
-        reads[0] += 1
-        reads[2] += len(body)
-        reads[3] += time.perf_counter() - began
-        return pb.EOK, body, lac
+            status, body, lac = status_of(exc), None, None
+        else:
+            reads[0] += 1
+            reads[2] += len(body)
+            status = pb.EOK
+        if txn_id is not None:
+            out.append(frames.read_response_v3(txn_id, status, ledger_id, entry_id, body, lac))
+        else:
+            out.append(self._v2_read(status, ledger_id, entry_id, body))
+
+    def _timed_read(self, txn_id: int | None, ledger_id: int, entry_id: int, out: list[bytes]) -> None:
+        """:meth:`_answer_read` of a read that :meth:`_items` did not decode, timed alone."""
+        began = time.perf_counter()
+        self._answer_read(txn_id, ledger_id, entry_id, out)
+        self.reads[3] += time.perf_counter() - began
 
     def _v3(self, request: pb.Request, out: list[bytes], adds: _Adds) -> _Adds:
         header = request.header
@@ -379,8 +365,7 @@ class BookieConnection(asyncio.Protocol):
                     request=_read_request_stats(read),
                 )
             else:
-                status, body, lac = self._read(read.ledgerId, read.entryId)
-                out.append(frames.read_response_v3(header.txnId, status, read.ledgerId, read.entryId, body, lac))
+                self._timed_read(header.txnId, read.ledgerId, read.entryId, out)
         elif operation == pb.AUTH:
             # BookKeeper with its default (disabled) auth: every connection is authenticated at once, and an AUTH
             # request is answered with the disabled plugin's empty token, whatever plugin it names
@@ -441,8 +426,7 @@ class BookieConnection(asyncio.Protocol):
                     self.handlers.ReadEntry(read, None), None, "v2", read_wait=True, request="READ_ENTRY_FENCE_REQUEST"
                 )
             else:
-                status, body, _ = self._read(request.ledger_id, request.entry_id)
-                out.append(self._v2_read(status, request.ledger_id, request.entry_id, body))
+                self._timed_read(None, request.ledger_id, request.entry_id, out)
         elif isinstance(request, wire.BatchReadRequestV2):
             if self.proven is not None and not self._may_read(request.ledger_id, request.master_key):
                 refused = wire.BatchReadResponseV2(V2_EUA, request.ledger_id, request.entry_id, request.request_id)
