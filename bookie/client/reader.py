@@ -50,14 +50,7 @@ async def _all(coroutines: Iterable[Awaitable[Any]]) -> None:
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
-            _drop(task)
-
-
-def _drop(task: asyncio.Future[Any]) -> None:
-    """Cancel ``task``; if it has ended (or ends) with an error that nobody awaits any more, take that error, so
-    that asyncio does not log it as never retrieved (two streams of one window may both find the ledger deleted)."""
-    task.cancel()
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            task.cancel()
 
 
 class _InFlight:
@@ -179,7 +172,7 @@ class LedgerReader:
                 yield entries
         finally:  # an error, or a consumer that stopped early: the window read ahead is not wanted
             if ahead is not None:
-                _drop(ahead)
+                ahead.cancel()  # also on a task that has ended: its error is then not logged as never retrieved
 
     def _windows(self, first: int, last: int) -> Iterator[tuple[Segment, int, int]]:
         """``(segment, first, last)`` of each window, sized by ``self.window`` when it is reached."""
@@ -331,5 +324,5 @@ class LedgerReader:
                     return self.lac
         finally:
             for task in polls:
-                _drop(task)
+                task.cancel()
         return self.lac
