@@ -96,6 +96,9 @@ def lac_read(answer: pb.ReadLacResponse) -> LacRead:
     )
 
 
+_Add = tuple[int, int, int, bytes, bytes, bool]  # a v3 add: (txn, ledgerId, entryId, masterKey, record, recovery)
+
+
 class _Connection(asyncio.Protocol):
     """One TCP connection: writes frames (one write per loop turn) and routes each answer to who waits for it."""
 
@@ -105,6 +108,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.out: list[bytes | memoryview] = []
+        self.adds: list[_Add] = []  # v3 adds not yet in out
         self.flush_handle: asyncio.Handle | None = None
         self.by_txn: dict[int, _Waiter] = {}  # v3
         self.by_key: dict[_V2Key, collections.deque[_Waiter]] = {}  # v2: the same key may be asked more than once
@@ -169,6 +173,7 @@ class _Connection(asyncio.Protocol):
         self.by_txn.clear()
         self.by_key.clear()
         self.out.clear()
+        self.adds.clear()
         self.owner._forget(self)
         for waiter in waiters:
             _fail(waiter, error, self.owner)
@@ -176,17 +181,35 @@ class _Connection(asyncio.Protocol):
     def send(self, frame: bytes, entry: memoryview | None = None) -> None:
         """Send ``frame`` (then ``entry``, the rest of the frame, when given: no copy of an entry into each frame)
         with what else is sent in this turn of the loop."""
+        if self.adds:  # after the adds sent before it
+            self._take_adds()
         self.out.append(frame)
         if entry is not None:
             self.out.append(entry)
+        self._flush_soon()
+
+    def send_add(self, add: _Add) -> None:
+        """Send a v3 add, ``(txn, ledgerId, entryId, masterKey, record, recovery)``: the adds of a turn of the loop
+        are framed together, in C (frames.add_requests_v3), each entry copied from its record once."""
+        self.adds.append(add)
+        self._flush_soon()
+
+    def _flush_soon(self) -> None:
         if self.flush_handle is None and self.transport is not None:
             self.flush_handle = asyncio.get_running_loop().call_soon(self._flush)
 
+    def _take_adds(self) -> None:
+        self.out.append(frames.add_requests_v3(self.adds))
+        self.adds.clear()
+
     def _flush(self) -> None:
         self.flush_handle = None
-        if self.out and self.transport is not None and self.lost is None:
-            self.transport.write(b"".join(self.out))
-            self.out.clear()
+        if self.transport is not None and self.lost is None:
+            if self.adds:
+                self._take_adds()
+            if self.out:
+                self.transport.write(b"".join(self.out))
+                self.out.clear()
 
     # ---- answers ----
     def data_received(self, data: bytes) -> None:
@@ -484,11 +507,7 @@ class WireBookieClient:
         if conn.v3:
             self._txn = txn = self._txn + 1
             conn.by_txn[txn] = waiter
-            if recovery:
-                conn.send(frames.add_request_of_record(txn, ledger_id, entry_id, master_key, record, True))
-            else:  # the entry is the frame's last bytes: sent from the record itself
-                head = frames.add_head_v3(txn, ledger_id, entry_id, master_key, len(record) - PREFIX)
-                conn.send(head, memoryview(record)[PREFIX:])
+            conn.send_add((txn, ledger_id, entry_id, master_key, record, recovery))
         else:
             flags = wire.FLAG_RECOVERY_ADD | wire.FLAG_HIGH_PRIORITY if recovery else 0
             conn.expect((wire.ADDENTRY, ledger_id, entry_id), waiter)

@@ -17,6 +17,7 @@
 
 #define KIND_ADD 1
 #define KIND_READ 2
+#define KIND_ADDS 3 /* a run of adds (requests) */
 
 #define STOP_END 0      /* no complete frame left at the offset */
 #define STOP_OTHER 1    /* the frame at the offset is complete but not one of these: wire.py decodes it */
@@ -256,74 +257,69 @@ static PyObject *scan(PyObject *args, FrameDecoder decode) {
     return Py_BuildValue("nNi", offset, items, stop);
 }
 
-/* The storage record of a framed entry: its size (int32, big-endian), then the entry. */
-static PyObject *record_of(const unsigned char *entry, Py_ssize_t size) {
-    if (size > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "entry too large");
-        return NULL;
-    }
-    PyObject *record = PyBytes_FromStringAndSize(NULL, size + 4);
-    if (record == NULL)
-        return NULL;
-    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(record);
-    put_be32(q, (int32_t)size);
-    memcpy(q + 4, entry, (size_t)size);
-    return record;
-}
+/* ---- requests (the bookie's): plain adds and reads, each run of adds as one item ---- */
 
-/* (KIND_ADD, txn, ledgerId, entryId, (masterKey, recovery, deferred sync), record, high priority) */
-static PyObject *add_item(PyObject *txn, int64_t ledger_id, int64_t entry_id, const unsigned char *key,
-                          Py_ssize_t key_length, int recovery, long deferred, const unsigned char *entry,
-                          Py_ssize_t entry_length, int high) {
-    PyObject *record = record_of(entry, entry_length);
-    if (record == NULL) {
-        Py_DECREF(txn);
-        return NULL;
-    }
-    return Py_BuildValue("(iNLL(y#Nl)NN)", KIND_ADD, txn, (long long)ledger_id, (long long)entry_id, key,
-                         key_length, PyBool_FromLong(recovery), deferred, record, PyBool_FromLong(high));
-}
+/* A plain add or read, as decoded: where its key and entry are in the buffer, not copies. */
+typedef struct {
+    int kind; /* KIND_ADD or KIND_READ */
+    int v3;   /* it has a txnId (v2 has none) */
+    uint64_t txn;
+    int64_t ledger_id, entry_id;
+    Py_ssize_t key_at, key_length; /* an add's masterKey */
+    int recovery, high;
+    long deferred;
+    Py_ssize_t entry_at, entry_length; /* an add's framed entry */
+} Request;
 
-/* A v3 Request that is a plain add or read, as an item; NULL (no error) for any other. */
-static PyObject *v3_request(const unsigned char *p, Py_ssize_t start, Py_ssize_t end) {
+/* 1 when the frame body in [start, end) is a plain add or read (into *r); 0 for any other. */
+typedef int (*RequestDecoder)(const unsigned char *p, Py_ssize_t start, Py_ssize_t end, Request *r);
+
+static int v3_request(const unsigned char *p, Py_ssize_t start, Py_ssize_t end, Request *r) {
     static const int numbers[] = {1, 100, 101};
     static const int wires[] = {LEN, LEN, LEN};
     Slot s[3];
-    uint64_t txn;
     uint32_t priority;
     if (!walk(p, start, end, numbers, wires, 3, s) || !s[0].present || s[1].present == s[2].present)
-        return NULL;
+        return 0;
+    r->v3 = 1;
     if (s[2].present) { /* AddRequest: flag=100, ledgerId=1, entryId=2, masterKey=3, body=4, writeFlags=5 */
         static const int add_numbers[] = {100, 1, 2, 3, 4, 5};
         static const int add_wires[] = {VARINT, VARINT, VARINT, LEN, LEN, VARINT};
         Slot a[6];
-        if (!header_of(p, &s[0], OP_ADD_ENTRY, &txn, &priority))
-            return NULL;
+        if (!header_of(p, &s[0], OP_ADD_ENTRY, &r->txn, &priority))
+            return 0;
         if (!walk(p, s[2].offset, s[2].offset + s[2].length, add_numbers, add_wires, 6, a))
-            return NULL;
+            return 0;
         if (!a[1].present || !a[2].present || !a[3].present || !a[4].present)
-            return NULL;
+            return 0;
         if (a[0].present && a[0].value != 1) /* RECOVERY_ADD is the only value */
-            return NULL;
-        PyObject *txn_id = PyLong_FromUnsignedLongLong(txn);
-        if (txn_id == NULL)
-            return NULL;
-        return add_item(txn_id, (int64_t)a[1].value, (int64_t)a[2].value, p + a[3].offset, a[3].length,
-                        a[0].present, (long)(a[5].present ? (a[5].value & 1) : 0), p + a[4].offset, a[4].length,
-                        priority >= HIGH_PRIORITY);
+            return 0;
+        r->kind = KIND_ADD;
+        r->ledger_id = (int64_t)a[1].value;
+        r->entry_id = (int64_t)a[2].value;
+        r->key_at = a[3].offset;
+        r->key_length = a[3].length;
+        r->recovery = a[0].present;
+        r->deferred = (long)(a[5].present ? (a[5].value & 1) : 0);
+        r->entry_at = a[4].offset;
+        r->entry_length = a[4].length;
+        r->high = priority >= HIGH_PRIORITY;
+        return 1;
     }
     /* ReadRequest, plain: ledgerId=1, entryId=2, masterKey=3 (not looked at), flag=100 only ENTRY_PIGGYBACK */
     static const int read_numbers[] = {100, 1, 2, 3};
     static const int read_wires[] = {VARINT, VARINT, VARINT, LEN};
-    Slot r[4];
-    if (!header_of(p, &s[0], OP_READ_ENTRY, &txn, &priority))
-        return NULL;
-    if (!walk(p, s[1].offset, s[1].offset + s[1].length, read_numbers, read_wires, 4, r))
-        return NULL;
-    if (!r[1].present || !r[2].present || (r[0].present && r[0].value != 2))
-        return NULL;
-    return Py_BuildValue("(iNLL)", KIND_READ, PyLong_FromUnsignedLongLong(txn), (long long)(int64_t)r[1].value,
-                         (long long)(int64_t)r[2].value);
+    Slot q[4];
+    if (!header_of(p, &s[0], OP_READ_ENTRY, &r->txn, &priority))
+        return 0;
+    if (!walk(p, s[1].offset, s[1].offset + s[1].length, read_numbers, read_wires, 4, q))
+        return 0;
+    if (!q[1].present || !q[2].present || (q[0].present && q[0].value != 2))
+        return 0;
+    r->kind = KIND_READ;
+    r->ledger_id = (int64_t)q[1].value;
+    r->entry_id = (int64_t)q[2].value;
+    return 1;
 }
 
 /* The packet header of a v2 body: 0 when it is cut short. */
@@ -343,31 +339,221 @@ static int v2_header(const unsigned char *p, Py_ssize_t start, Py_ssize_t end, i
     return 1;
 }
 
-/* A v2 plain add or read request, as an item; NULL (no error) for any other. */
-static PyObject *v2_request(const unsigned char *p, Py_ssize_t start, Py_ssize_t end) {
+static int v2_request(const unsigned char *p, Py_ssize_t start, Py_ssize_t end, Request *r) {
     int version, opcode, flags;
     if (!v2_header(p, start, end, &version, &opcode, &flags))
-        return NULL;
+        return 0;
+    r->v3 = 0;
     if (opcode == V2_ADDENTRY) {
         Py_ssize_t ids = start + 4 + MASTER_KEY_LENGTH;
         if (end - ids < 16)
-            return NULL;
-        Py_INCREF(Py_None);
-        return add_item(Py_None, be64(p + ids), be64(p + ids + 8), p + start + 4, MASTER_KEY_LENGTH,
-                        (flags & V2_FLAG_RECOVERY_ADD) != 0, 0, p + ids, end - ids,
-                        (flags & V2_FLAG_HIGH_PRIORITY) != 0);
+            return 0;
+        r->kind = KIND_ADD;
+        r->ledger_id = be64(p + ids);
+        r->entry_id = be64(p + ids + 8);
+        r->key_at = start + 4;
+        r->key_length = MASTER_KEY_LENGTH;
+        r->recovery = (flags & V2_FLAG_RECOVERY_ADD) != 0;
+        r->deferred = 0;
+        r->entry_at = ids;
+        r->entry_length = end - ids;
+        r->high = (flags & V2_FLAG_HIGH_PRIORITY) != 0;
+        return 1;
     }
     if (opcode == V2_READENTRY) {
         if (end - start < 4 + 16 || ((flags & V2_FLAG_DO_FENCING) && version >= 2))
-            return NULL;
-        return Py_BuildValue("(iOLL)", KIND_READ, Py_None, (long long)be64(p + start + 4),
-                             (long long)be64(p + start + 12));
+            return 0;
+        r->kind = KIND_READ;
+        r->ledger_id = be64(p + start + 4);
+        r->entry_id = be64(p + start + 12);
+        return 1;
     }
+    return 0;
+}
+
+/* A run of adds: consecutive adds of one priority, with one key per ledger, of RUN_LEDGERS ledgers at most. */
+#define RUN_LEDGERS 16
+
+typedef struct {
+    Request *adds;
+    Py_ssize_t n, capacity;
+    Py_ssize_t keys[RUN_LEDGERS]; /* the first add of each ledger (an index in adds): its key is the ledger's */
+    int n_keys;
+    Py_ssize_t size; /* of the records */
+} Run;
+
+static int same_key(const unsigned char *p, const Request *a, const Request *b) {
+    return a->key_length == b->key_length && a->recovery == b->recovery && a->deferred == b->deferred &&
+           memcmp(p + a->key_at, p + b->key_at, (size_t)a->key_length) == 0;
+}
+
+/* Whether `r` may join the run (an empty run takes any add). */
+static int run_takes(const Run *run, const unsigned char *p, const Request *r) {
+    if (run->n == 0)
+        return 1;
+    if (r->high != run->adds[0].high)
+        return 0;
+    for (int i = 0; i < run->n_keys; i++)
+        if (run->adds[run->keys[i]].ledger_id == r->ledger_id)
+            return same_key(p, &run->adds[run->keys[i]], r);
+    return run->n_keys < RUN_LEDGERS;
+}
+
+static int run_add(Run *run, const Request *r) {
+    if (run->n == run->capacity) {
+        Py_ssize_t capacity = run->capacity ? 2 * run->capacity : 64;
+        Request *adds = PyMem_Realloc(run->adds, (size_t)capacity * sizeof(Request));
+        if (adds == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        run->adds = adds;
+        run->capacity = capacity;
+    }
+    int known = 0;
+    for (int i = 0; i < run->n_keys && !known; i++)
+        known = run->adds[run->keys[i]].ledger_id == r->ledger_id;
+    if (!known)
+        run->keys[run->n_keys++] = run->n;
+    run->adds[run->n++] = *r;
+    run->size += 4 + r->entry_length;
+    return 0;
+}
+
+static PyObject *txn_of(const Request *r) {
+    if (r->v3)
+        return PyLong_FromUnsignedLongLong(r->txn);
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
+/* (ADDS, [(txnId or None, ledgerId, entryId), ...], {ledgerId: (masterKey, recovery, deferred sync)}, records,
+ * high priority), the records being the storage record of each entry, one after the other. */
+static PyObject *run_item(const Run *run, const unsigned char *p) {
+    PyObject *answers = NULL, *keys = NULL, *records = NULL;
+    if (run->size > PY_SSIZE_T_MAX - 4) {
+        PyErr_SetString(PyExc_ValueError, "adds too large");
+        return NULL;
+    }
+    if ((answers = PyList_New(run->n)) == NULL || (keys = PyDict_New()) == NULL ||
+        (records = PyBytes_FromStringAndSize(NULL, run->size)) == NULL)
+        goto failed;
+    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(records);
+    for (Py_ssize_t i = 0; i < run->n; i++) {
+        const Request *r = &run->adds[i];
+        PyObject *answer = PyTuple_New(3);
+        if (answer == NULL)
+            goto failed;
+        PyList_SET_ITEM(answers, i, answer);
+        PyObject *txn = txn_of(r);
+        PyObject *ledger = PyLong_FromLongLong((long long)r->ledger_id);
+        PyObject *entry = PyLong_FromLongLong((long long)r->entry_id);
+        PyTuple_SET_ITEM(answer, 0, txn); /* NULL until set: the tuple's dealloc takes that */
+        PyTuple_SET_ITEM(answer, 1, ledger);
+        PyTuple_SET_ITEM(answer, 2, entry);
+        if (txn == NULL || ledger == NULL || entry == NULL)
+            goto failed;
+        q = put_be32(q, (int32_t)r->entry_length); /* a frame's length is an int32: so is an entry's */
+        memcpy(q, p + r->entry_at, (size_t)r->entry_length);
+        q += r->entry_length;
+    }
+    for (int k = 0; k < run->n_keys; k++) {
+        const Request *r = &run->adds[run->keys[k]];
+        PyObject *ledger = PyLong_FromLongLong((long long)r->ledger_id);
+        PyObject *key = Py_BuildValue("(y#Nl)", p + r->key_at, r->key_length, PyBool_FromLong(r->recovery),
+                                      r->deferred);
+        int failed = ledger == NULL || key == NULL || PyDict_SetItem(keys, ledger, key) < 0;
+        Py_XDECREF(ledger);
+        Py_XDECREF(key);
+        if (failed)
+            goto failed;
+    }
+    return Py_BuildValue("(iNNNN)", KIND_ADDS, answers, keys, records, PyBool_FromLong(run->adds[0].high));
+failed:
+    Py_XDECREF(answers);
+    Py_XDECREF(keys);
+    Py_XDECREF(records);
     return NULL;
 }
 
-static PyObject *scan_requests_v3(PyObject *self, PyObject *args) { return scan(args, v3_request); }
-static PyObject *scan_requests_v2(PyObject *self, PyObject *args) { return scan(args, v2_request); }
+/* Append the run (if any) to `items` as one item and empty it: -1 on an error. */
+static int run_flush(Run *run, const unsigned char *p, PyObject *items) {
+    if (run->n == 0)
+        return 0;
+    PyObject *item = run_item(run, p);
+    run->n = run->n_keys = 0;
+    run->size = 0;
+    if (item == NULL)
+        return -1;
+    int failed = PyList_Append(items, item);
+    Py_DECREF(item);
+    return failed;
+}
+
+/* scan() for requests: reads one item each, (READ, txnId or None, ledgerId, entryId); each run of adds one item. */
+static PyObject *scan_requests(PyObject *args, RequestDecoder decode) {
+    Py_buffer view;
+    Py_ssize_t offset, max_frame_size;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &offset, &max_frame_size))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len;
+    if (offset < 0 || offset > end) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "offset outside the buffer");
+        return NULL;
+    }
+    PyObject *items = PyList_New(0);
+    Run run = {0};
+    int stop = STOP_END;
+    if (items == NULL)
+        goto failed;
+    while (end - offset >= 4) {
+        int32_t length = be32(p + offset);
+        if (length < 0) {
+            stop = STOP_NEGATIVE;
+            break;
+        }
+        if ((Py_ssize_t)length + 4 > max_frame_size) {
+            stop = STOP_TOO_LARGE;
+            break;
+        }
+        if (end - offset - 4 < (Py_ssize_t)length)
+            break;
+        Request r;
+        if (!decode(p, offset + 4, offset + 4 + length, &r)) {
+            stop = STOP_OTHER;
+            break;
+        }
+        if (r.kind == KIND_ADD) {
+            if ((!run_takes(&run, p, &r) && run_flush(&run, p, items) < 0) || run_add(&run, &r) < 0)
+                goto failed;
+        } else {
+            if (run_flush(&run, p, items) < 0)
+                goto failed;
+            PyObject *item = Py_BuildValue("(iNLL)", KIND_READ, txn_of(&r), (long long)r.ledger_id,
+                                           (long long)r.entry_id);
+            int failed = item == NULL || PyList_Append(items, item) < 0;
+            Py_XDECREF(item);
+            if (failed)
+                goto failed;
+        }
+        offset += 4 + (Py_ssize_t)length;
+    }
+    if (run_flush(&run, p, items) < 0)
+        goto failed;
+    PyMem_Free(run.adds);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("nNi", offset, items, stop);
+failed:
+    PyMem_Free(run.adds);
+    PyBuffer_Release(&view);
+    Py_XDECREF(items);
+    return NULL;
+}
+
+static PyObject *scan_requests_v3(PyObject *self, PyObject *args) { return scan_requests(args, v3_request); }
+static PyObject *scan_requests_v2(PyObject *self, PyObject *args) { return scan_requests(args, v2_request); }
 
 /* A v3 Response that answers an add or a plain read: (KIND_ADD, txn, status, None, -1) or
  * (KIND_READ, txn, status, body, maxLAC or -1); NULL (no error) for any other. */
@@ -611,103 +797,110 @@ static PyObject *read_response_v3(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* The frame of a v3 ADD_ENTRY request (wire.add_request_v3) of the entry at body[0:length]; with body NULL, the
- * frame up to the entry (a plain add's entry is its last bytes: the caller sends them after it). */
-static PyObject *build_add_request(PyObject *txn_id, PyObject *ledger, PyObject *entry, const Py_buffer *key,
-                                   const char *body, Py_ssize_t length, int recovery) {
+/* The sizes of a v3 ADD_ENTRY request's frame (wire.add_request_v3): its header, its AddRequest, and the whole frame after its length. */
+typedef struct {
     uint64_t txn, ledger_id, entry_id;
-    if (as_u64(txn_id, &txn) < 0 || as_u64(ledger, &ledger_id) < 0 || as_u64(entry, &entry_id) < 0)
-        return NULL;
-    Py_ssize_t header_size = 5 + varint_size(txn) + (recovery ? 2 : 0);
-    Py_ssize_t add_size = 1 + varint_size(ledger_id) + 1 + varint_size(entry_id) + 1 +
-                          varint_size((uint64_t)key->len) + key->len + 1 + varint_size((uint64_t)length) + length +
-                          (recovery ? 3 : 0);
-    Py_ssize_t size = 2 + header_size + 2 + varint_size((uint64_t)add_size) + add_size;
-    if (size > INT32_MAX) {
+    Py_ssize_t key_length, length; /* of the masterKey and the body */
+    int recovery;
+    Py_ssize_t header_size, add_size, size;
+} AddFrame;
+
+/* Fill in the sizes of *f (its other fields set): -1 (ValueError) when the frame would pass an int32. */
+static int add_frame_sizes(AddFrame *f) {
+    f->header_size = 5 + varint_size(f->txn) + (f->recovery ? 2 : 0);
+    f->add_size = 1 + varint_size(f->ledger_id) + 1 + varint_size(f->entry_id) + 1 +
+                  varint_size((uint64_t)f->key_length) + f->key_length + 1 + varint_size((uint64_t)f->length) +
+                  f->length + (f->recovery ? 3 : 0);
+    f->size = 2 + f->header_size + 2 + varint_size((uint64_t)f->add_size) + f->add_size;
+    if (f->size > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "entry too large");
-        return NULL;
+        return -1;
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + size - (body == NULL ? length : 0));
-    if (out == NULL)
-        return NULL;
-    unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
-    q = put_be32(q, (int32_t)size);
-    q = put_header(q, OP_ADD_ENTRY, txn, header_size);
-    if (recovery) {
+    return 0;
+}
+
+/* Write the frame of *f at q: where it ends. */
+static unsigned char *put_add_frame(unsigned char *q, const AddFrame *f, const void *key, const void *body) {
+    q = put_be32(q, (int32_t)f->size);
+    q = put_header(q, OP_ADD_ENTRY, f->txn, f->header_size);
+    if (f->recovery) {
         *q++ = 0x20; /* priority 100 */
         *q++ = HIGH_PRIORITY;
     }
     *q++ = 0xaa; /* field 101, addRequest */
     *q++ = 0x06;
-    q = put_varint(q, (uint64_t)add_size);
+    q = put_varint(q, (uint64_t)f->add_size);
     *q++ = 0x08;
-    q = put_varint(q, ledger_id);
+    q = put_varint(q, f->ledger_id);
     *q++ = 0x10;
-    q = put_varint(q, entry_id);
+    q = put_varint(q, f->entry_id);
     *q++ = 0x1a;
-    q = put_varint(q, (uint64_t)key->len);
-    memcpy(q, key->buf, (size_t)key->len);
-    q += key->len;
+    q = put_varint(q, (uint64_t)f->key_length);
+    memcpy(q, key, (size_t)f->key_length);
+    q += f->key_length;
     *q++ = 0x22;
-    q = put_varint(q, (uint64_t)length);
-    if (body == NULL)
-        return out;
-    memcpy(q, body, (size_t)length);
-    q += length;
-    if (recovery) {
+    q = put_varint(q, (uint64_t)f->length);
+    memcpy(q, body, (size_t)f->length);
+    q += f->length;
+    if (f->recovery) {
         *q++ = 0xa0; /* field 100, flag = RECOVERY_ADD */
         *q++ = 0x06;
         *q++ = 0x01;
     }
-    return out;
+    return q;
 }
 
-/* add_request_v3(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes (wire.add_request_v3) */
-static PyObject *add_request_v3(PyObject *self, PyObject *args) {
-    PyObject *txn_id, *ledger, *entry;
-    Py_buffer key, body;
-    int recovery;
-    if (!PyArg_ParseTuple(args, "OOOy*y*p", &txn_id, &ledger, &entry, &key, &body, &recovery))
+/* add_requests_v3([(txn, ledgerId, entryId, masterKey, record, recovery), ...]) -> bytes: the v3 add request of
+ * each record's entry (a record: its size, then the entry), one after the other: the client's adds to one bookie in one turn of its event loop, in one write. The
+ * masterKeys and records are bytes, the ids and recovery ints (nothing here runs Python code, so the list stays
+ * as it is between the two passes). */
+static PyObject *add_requests_v3(PyObject *self, PyObject *args) {
+    PyObject *adds;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &adds))
         return NULL;
-    PyObject *out = build_add_request(txn_id, ledger, entry, &key, body.buf, body.len, recovery);
-    PyBuffer_Release(&key);
-    PyBuffer_Release(&body);
+    Py_ssize_t n = PyList_GET_SIZE(adds), total = 0;
+    AddFrame *f = PyMem_Malloc(sizeof(AddFrame) * (size_t)(n ? n : 1));
+    if (f == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *add = PyList_GET_ITEM(adds, i);
+        if (!PyTuple_Check(add) || PyTuple_GET_SIZE(add) != 6 || !PyLong_Check(PyTuple_GET_ITEM(add, 0)) ||
+            !PyLong_Check(PyTuple_GET_ITEM(add, 1)) || !PyLong_Check(PyTuple_GET_ITEM(add, 2)) ||
+            !PyBytes_Check(PyTuple_GET_ITEM(add, 3)) || !PyBytes_Check(PyTuple_GET_ITEM(add, 4)) ||
+            !(PyBool_Check(PyTuple_GET_ITEM(add, 5)) || PyLong_CheckExact(PyTuple_GET_ITEM(add, 5)))) {
+            PyErr_SetString(PyExc_TypeError, "each add is (txn, ledgerId, entryId, masterKey, record, recovery)");
+            goto failed;
+        }
+        f[i].key_length = PyBytes_GET_SIZE(PyTuple_GET_ITEM(add, 3));
+        f[i].length = PyBytes_GET_SIZE(PyTuple_GET_ITEM(add, 4)) - 4;
+        f[i].recovery = PyObject_IsTrue(PyTuple_GET_ITEM(add, 5)); /* a bool or an int: no Python code */
+        if (f[i].length < 0) {
+            PyErr_SetString(PyExc_ValueError, "a record is at least its 4-byte size");
+            goto failed;
+        }
+        if (as_u64(PyTuple_GET_ITEM(add, 0), &f[i].txn) < 0 || as_u64(PyTuple_GET_ITEM(add, 1), &f[i].ledger_id) < 0 ||
+            as_u64(PyTuple_GET_ITEM(add, 2), &f[i].entry_id) < 0 || add_frame_sizes(&f[i]) < 0)
+            goto failed;
+        if (total > PY_SSIZE_T_MAX - 4 - f[i].size) {
+            PyErr_SetString(PyExc_ValueError, "adds too large");
+            goto failed;
+        }
+        total += 4 + f[i].size;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out != NULL) {
+        unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *add = PyList_GET_ITEM(adds, i);
+            const char *record = PyBytes_AS_STRING(PyTuple_GET_ITEM(add, 4));
+            q = put_add_frame(q, &f[i], PyBytes_AS_STRING(PyTuple_GET_ITEM(add, 3)), record + 4);
+        }
+    }
+    PyMem_Free(f);
     return out;
-}
-
-/* add_request_of_record(txn, ledgerId, entryId, masterKey, record, recovery) -> bytes: the same, of the entry of
- * a storage record (its size, then the entry: what the client's writer builds once for every bookie) */
-static PyObject *add_request_of_record(PyObject *self, PyObject *args) {
-    PyObject *txn_id, *ledger, *entry;
-    Py_buffer key, record;
-    int recovery;
-    if (!PyArg_ParseTuple(args, "OOOy*y*p", &txn_id, &ledger, &entry, &key, &record, &recovery))
-        return NULL;
-    PyObject *out = NULL;
-    if (record.len < 4)
-        PyErr_SetString(PyExc_ValueError, "a record is at least its 4-byte size");
-    else
-        out = build_add_request(txn_id, ledger, entry, &key, (const char *)record.buf + 4, record.len - 4, recovery);
-    PyBuffer_Release(&key);
-    PyBuffer_Release(&record);
-    return out;
-}
-
-/* add_head_v3(txn, ledgerId, entryId, masterKey, size) -> bytes: add_request_v3(..., body, False) of a body of
- * that size, up to the body: the caller sends the body after it as it is (no copy of the entry per bookie) */
-static PyObject *add_head_v3(PyObject *self, PyObject *args) {
-    PyObject *txn_id, *ledger, *entry;
-    Py_buffer key;
-    Py_ssize_t size;
-    if (!PyArg_ParseTuple(args, "OOOy*n", &txn_id, &ledger, &entry, &key, &size))
-        return NULL;
-    PyObject *out = NULL;
-    if (size < 0)
-        PyErr_SetString(PyExc_ValueError, "a negative entry size");
-    else
-        out = build_add_request(txn_id, ledger, entry, &key, NULL, size, 0);
-    PyBuffer_Release(&key);
-    return out;
+failed:
+    PyMem_Free(f);
+    return NULL;
 }
 
 /* The frame of a plain v3 READ_ENTRY request at q (NULL: only its size). */
@@ -776,11 +969,8 @@ static PyMethodDef methods[] = {
     {"scan_responses_v2", scan_responses_v2, METH_VARARGS, "(buffer, offset, max frame size) -> (offset, items, stop)"},
     {"add_responses", add_responses, METH_VARARGS, "(answers, statuses) -> bytes"},
     {"read_response_v3", read_response_v3, METH_VARARGS, "(txn, status, ledgerId, entryId, body, maxLAC) -> bytes"},
-    {"add_request_v3", add_request_v3, METH_VARARGS, "(txn, ledgerId, entryId, masterKey, body, recovery) -> bytes"},
-    {"add_head_v3", add_head_v3, METH_VARARGS,
-     "(txn, ledgerId, entryId, masterKey, size) -> bytes: a plain add's frame up to its body"},
-    {"add_request_of_record", add_request_of_record, METH_VARARGS,
-     "(txn, ledgerId, entryId, masterKey, record, recovery) -> bytes"},
+    {"add_requests_v3", add_requests_v3, METH_VARARGS,
+     "([(txn, ledgerId, entryId, masterKey, record, recovery), ...]) -> bytes"},
     {"read_request_v3", read_request_v3, METH_VARARGS, "(txn, ledgerId, entryId) -> bytes"},
     {"read_requests_v3", read_requests_v3, METH_VARARGS, "(first txn, ledgerId, [entryId, ...]) -> bytes"},
     {NULL, NULL, 0, NULL},

@@ -16,9 +16,12 @@ Scanning: ``scan_*(buffer, offset, max_frame_size) -> (offset, items, stop)`` cu
   (the frame at ``offset`` is complete but not a plain add or read: decode it with bookie/codec/wire.py, then scan
   on after it), or :data:`STOP_NEGATIVE` / :data:`STOP_TOO_LARGE` (the length at ``offset`` is bad: the connection's
   framing is lost);
-- request items (the bookie's): ``(ADD, txnId or None for v2, ledgerId, entryId, (masterKey, recovery, deferred
-  sync), record, high priority)`` with ``record`` the storage record of the entry (its size, then the framed entry:
-  bookie/codec/records.py), or ``(READ, txnId or None, ledgerId, entryId)``;
+- request items (the bookie's): ``(READ, txnId or None for v2, ledgerId, entryId)``, and for each run of
+  consecutive adds ``(ADDS, [(txnId or None, ledgerId, entryId), ...], {ledgerId: (masterKey, recovery, deferred
+  sync)}, records, high priority)``, ``records`` being the storage record of each entry one after the other (its
+  size, then the framed entry: bookie/codec/records.py), as an add batch is: the adds of a run have one priority and
+  one key per ledger, of :data:`RUN_LEDGERS` ledgers at most (a run ends before an add that would break that). No
+  object per add but its answer: the bookie takes a run as it takes a gRPC add batch;
 - response items (the client's): ``(ADD or READ, key, status, entry, maxLAC or -1)``, with ``key`` the txnId (v3)
   or ``(opcode, ledgerId, entryId)`` (v2), ``status`` in v3 numbering, ``entry`` the framed entry of a read (b""
   when none) and None for an add.
@@ -37,7 +40,8 @@ from bookie.codec import wire
 from bookie.codec.records import SIZE
 from bookie.errors import MalformedFrame
 
-ADD, READ = 1, 2
+ADD, READ, ADDS = 1, 2, 3
+RUN_LEDGERS = 16  # the most ledgers in one ADDS item
 STOP_END, STOP_OTHER, STOP_NEGATIVE, STOP_TOO_LARGE = 0, 1, 2, 3
 HIGH_PRIORITY = 100  # BKPacketHeader.priority of recovery traffic
 _FENCE, _RECOVERY_ADD = pb.ReadRequest.FENCE_LEDGER, pb.AddRequest.RECOVERY_ADD
@@ -127,12 +131,36 @@ def _request_v2(body: bytes) -> tuple[Any, ...] | None:
     return None
 
 
+def _runs(decoded: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The request items of frames decoded one by one: each run of adds as one ADDS item. A run ends before an add
+    of another priority, of a ledger it has under another key, or of a ledger beyond :data:`RUN_LEDGERS`."""
+    items: list[Any] = []
+    run: list[Any] = []  # [answers, keys, records, high] of the run being made; empty between runs
+    for item in decoded:
+        if item[0] == READ:
+            items.append(item)
+            run = []
+            continue
+        _, txn_id, ledger_id, entry_id, key, record, high = item
+        keys = run[1] if run else {}
+        full = ledger_id not in keys and len(keys) == RUN_LEDGERS
+        if not run or high != run[3] or keys.get(ledger_id, key) != key or full:
+            run = [[], {}, [], high]
+            items.append(run)
+        run[0].append((txn_id, ledger_id, entry_id))
+        run[1].setdefault(ledger_id, key)
+        run[2].append(record)
+    return [(ADDS, i[0], i[1], b"".join(i[2]), i[3]) if isinstance(i, list) else i for i in items]
+
+
 def _scan_requests_v3(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
-    return _scan(buffer, offset, max_frame_size, _request_v3)
+    offset, decoded, stop = _scan(buffer, offset, max_frame_size, _request_v3)
+    return offset, _runs(decoded), stop
 
 
 def _scan_requests_v2(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
-    return _scan(buffer, offset, max_frame_size, _request_v2)
+    offset, decoded, stop = _scan(buffer, offset, max_frame_size, _request_v2)
+    return offset, _runs(decoded), stop
 
 
 # ---- responses (the client) ----
@@ -198,23 +226,19 @@ def _add_responses(answers: list[tuple[int | None, int, int]], statuses: list[in
     return b"".join(parts)
 
 
-def _add_request_of_record(
-    txn_id: int, ledger_id: int, entry_id: int, master_key: bytes, record: bytes, recovery: bool
-) -> bytes:
-    """:func:`wire.add_request_v3` of the entry of a storage record (its size, then the entry): what the client's
-    writer builds once for all the bookies of an entry."""
-    if len(record) < SIZE.size:
-        raise ValueError("a record is at least its 4-byte size")
-    return wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, memoryview(record)[SIZE.size :], recovery)
-
-
-def _add_head_v3(txn_id: int, ledger_id: int, entry_id: int, master_key: bytes, size: int) -> bytes:
-    """:func:`wire.add_request_v3` of a plain add of a body of ``size`` bytes, up to the body (its last bytes):
-    what the client sends before the entry, which it sends as it is (no copy of the entry per bookie)."""
-    if size < 0:
-        raise ValueError("a negative entry size")
-    frame = wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, bytes(size), False)
-    return frame[: len(frame) - size]
+def _add_requests_v3(adds: list[tuple[int, int, int, bytes, bytes, bool]]) -> bytes:
+    """The v3 add request of the entry of each ``(txnId, ledgerId, entryId, masterKey, record, recovery)`` (a
+    storage record: its size, then the entry), one after the other: the client's adds to one bookie in one turn of
+    its event loop."""
+    frames = []
+    for add in adds:
+        if len(add) != 6 or not isinstance(add[3], bytes) or not isinstance(add[4], bytes):
+            raise TypeError("each add is (txn, ledgerId, entryId, masterKey, record, recovery)")
+        txn_id, ledger_id, entry_id, master_key, record, recovery = add
+        if len(record) < SIZE.size:
+            raise ValueError("a record is at least its 4-byte size")
+        frames.append(wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, memoryview(record)[4:], recovery))
+    return b"".join(frames)
 
 
 def _read_requests_v3(first_txn_id: int, ledger_id: int, entry_ids: list[int]) -> bytes:
@@ -236,8 +260,6 @@ scan_responses_v3 = _c.scan_responses_v3 if ACCELERATED else _scan_responses_v3
 scan_responses_v2 = _c.scan_responses_v2 if ACCELERATED else _scan_responses_v2
 add_responses = _c.add_responses if ACCELERATED else _add_responses
 read_response_v3 = _c.read_response_v3 if ACCELERATED else wire.read_response_v3
-add_request_v3 = _c.add_request_v3 if ACCELERATED else wire.add_request_v3
 read_request_v3 = _c.read_request_v3 if ACCELERATED else wire.read_request_v3
 read_requests_v3 = _c.read_requests_v3 if ACCELERATED else _read_requests_v3
-add_request_of_record = _c.add_request_of_record if ACCELERATED else _add_request_of_record
-add_head_v3 = _c.add_head_v3 if ACCELERATED else _add_head_v3
+add_requests_v3 = _c.add_requests_v3 if ACCELERATED else _add_requests_v3

@@ -282,14 +282,12 @@ class BookieConnection(asyncio.Protocol):
         self._pace()
 
     def _items(self, items: list, out: list[bytes], adds: _Adds) -> _Adds:
-        """The plain adds and reads that bookie/codec/frames.py decoded (its items). What :meth:`_add` does with an
-        add is done inline here: this runs once per frame. A run of reads is timed as a whole (the storage time of
-        the pass's reads), not read by read."""
-        read_only, keys, records, answers = self.read_only, adds.keys, adds.records, adds.answers
+        """The plain reads and runs of adds that bookie/codec/frames.py decoded (its items). A run of reads is timed
+        as a whole (the storage time of the pass's reads), not read by read."""
         answer_read, reads = self._answer_read, self.reads
         reading = 0.0  # since when the current run of reads is read; 0: not in one
         for item in items:
-            if item[0] != frames.ADD:
+            if item[0] == frames.READ:
                 if not reading:
                     reading = time.perf_counter()
                 answer_read(item[1], item[2], item[3], out)
@@ -297,15 +295,7 @@ class BookieConnection(asyncio.Protocol):
             if reading:
                 reads[3] += time.perf_counter() - reading
                 reading = 0.0
-            _, txn_id, ledger_id, entry_id, key, record, high_priority = item
-            known = keys.get(ledger_id, key)
-            if read_only or known != key:  # refused, or a new batch: _add says which
-                adds = self._add(adds, ledger_id, entry_id, key, record, txn_id, high_priority)
-                keys, records, answers = adds.keys, adds.records, adds.answers
-            else:
-                keys[ledger_id] = key
-                records.append(record)
-                answers.append((txn_id, ledger_id, entry_id))
+            adds = self._add(adds, *item[1:])
         if reading:
             reads[3] += time.perf_counter() - reading
         return adds
@@ -347,11 +337,8 @@ class BookieConnection(asyncio.Protocol):
         elif operation == pb.ADD_ENTRY and request.HasField("addRequest"):
             add = request.addRequest
             key = (add.masterKey, add.HasField("flag") and add.flag == RECOVERY_ADD, add.writeFlags & 1)
-            body = add.body
-            record = size_prefix(body) + body
-            adds = self._add(
-                adds, add.ledgerId, add.entryId, key, record, header.txnId, header.priority >= HIGH_PRIORITY
-            )
+            answer, record = (header.txnId, add.ledgerId, add.entryId), size_prefix(add.body) + add.body
+            adds = self._add(adds, [answer], {add.ledgerId: key}, record, header.priority >= HIGH_PRIORITY)
         elif self.proven is not None and (refused := self._unproven(request)) is not None:
             out.append(refused)
         elif operation == pb.READ_ENTRY and request.HasField("readRequest"):
@@ -413,8 +400,8 @@ class BookieConnection(asyncio.Protocol):
         if isinstance(request, wire.AddRequestV2):
             key = (request.master_key, bool(request.flags & wire.FLAG_RECOVERY_ADD), 0)
             high = bool(request.flags & wire.FLAG_HIGH_PRIORITY)
-            record = size_prefix(request.body) + request.body
-            return self._add(adds, request.ledger_id, request.entry_id, key, record, None, high)
+            answer, record = (None, request.ledger_id, request.entry_id), size_prefix(request.body) + request.body
+            return self._add(adds, [answer], {request.ledger_id: key}, record, high)
         if isinstance(request, wire.ReadRequestV2):
             if self.proven is not None and not self._may_read(request.ledger_id, request.master_key):
                 out.append(wire.V2_RESPONSE.pack(24, V2_READ_HEADER, V2_EUA, request.ledger_id, request.entry_id))
@@ -500,21 +487,24 @@ class BookieConnection(asyncio.Protocol):
         return self._batch_read(request)
 
     # ---- adds ----
-    def _add(self, adds: _Adds, ledger_id: int, entry_id: int, key: tuple, record: bytes, txn_id, high_priority: bool):
-        """Queue an add for this pass's batch. ``key``: (masterKey, recovery, deferred sync); ``record``: the storage
-        record of the entry; ``txn_id``: the v3 request's, None for v2."""
+    def _add(self, adds: _Adds, answers: list[tuple], keys: dict[int, tuple], records: bytes, high_priority: bool):
+        """Queue adds for this pass's batch: a run of them (frames.ADDS), as one add batch. ``answers``:
+        ``(txnId or None for v2, ledgerId, entryId)`` of each; ``keys``: ``(masterKey, recovery, deferred sync)`` of
+        each ledger; ``records``: the storage record of each entry."""
         if self.read_only and not (high_priority and not self.bookie.read_only_by_disk):
             # BookKeeper lets high-priority (recovery) adds through a read-only bookie whose disks have room
-            self._write([self._add_answer(txn_id, ledger_id, entry_id, pb.EREADONLY)])
-            self.stats.add_refused(time.perf_counter() - adds.started)
+            self._write([frames.add_responses(answers, [pb.EREADONLY] * len(answers))])
+            self.stats.add_refused(time.perf_counter() - adds.started, len(answers))
             return adds
-        known = adds.keys.get(ledger_id)
-        if known is not None and known != key:
-            self._submit(adds)  # one key per ledger and batch: the next adds start a new batch
-            adds = _Adds(adds.started)
-        adds.keys[ledger_id] = key
-        adds.records.append(record)
-        adds.answers.append((txn_id, ledger_id, entry_id))
+        known = adds.keys
+        for ledger_id, key in keys.items():
+            if known.get(ledger_id, key) != key:
+                self._submit(adds)  # one key per ledger and batch: these adds start a new batch
+                adds = _Adds(adds.started)
+                break
+        adds.keys.update(keys)
+        adds.records.append(records)
+        adds.answers += answers
         return adds
 
     def _submit(self, adds: _Adds) -> None:
@@ -541,10 +531,6 @@ class BookieConnection(asyncio.Protocol):
             len(statuses) - failed, failed, durable - adds.submitted, time.perf_counter() - adds.started
         )
         self._pace()
-
-    @staticmethod
-    def _add_answer(txn_id, ledger_id: int, entry_id: int, status: int) -> bytes:
-        return frames.add_responses([(txn_id, ledger_id, entry_id)], [status])
 
     # ---- operations that wait ----
     def _later(self, work, header, field: str, read_wait: bool = False, request: str | None = None) -> None:

@@ -70,8 +70,12 @@ def body(ledger_id: int, entry_id: int) -> bytes:
     return records(ledger_id, entry_id, 1)[4:]
 
 
+def v3_add_request(ledger_id: int, entry_id: int, key: bytes = KEY) -> pb.AddRequest:
+    return pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=key, body=body(ledger_id, entry_id))
+
+
 def v3_add(conn: Conn, ledger_id: int, entry_id: int, key: bytes = KEY, recovery: bool = False) -> pb.Response:
-    add = pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=key, body=body(ledger_id, entry_id))
+    add = v3_add_request(ledger_id, entry_id, key)
     if recovery:
         add.flag = pb.AddRequest.RECOVERY_ADD
     return conn.call(pb.ADD_ENTRY, addRequest=add)
@@ -205,12 +209,31 @@ def test_v3_pipelining_thousands_of_adds_matched_by_txn_id(conn, ledger):
     count = 5000
     frames = []
     for entry_id in range(count):
-        add = pb.AddRequest(ledgerId=ledger, entryId=entry_id, masterKey=KEY, body=body(ledger, entry_id))
-        frames.append(conn.v3(pb.ADD_ENTRY, addRequest=add))
+        frames.append(conn.v3(pb.ADD_ENTRY, addRequest=v3_add_request(ledger, entry_id)))
     conn.send(*frames)
     answers = [wire.decode_v3_response(f) for f in conn.frames(count)]
     assert sorted(a.header.txnId for a in answers) == list(range(1, count + 1))
     assert all(a.status == pb.EOK and a.addResponse.entryId == a.header.txnId - 1 for a in answers)
+
+
+def test_one_pass_of_adds_over_two_ledgers_refuses_only_those_with_a_wrong_key(conn, ledger):
+    """The bookie takes a pass's adds as batches with one key per ledger: a wrong key in the middle of a run of adds
+    (bookie/codec/frames.py) fails its own add, not its neighbours'."""
+    other = next(_ledgers)
+    assert v3_add(conn, other, 0).status == pb.EOK
+    frames, wrong = [], set()
+    for entry_id in range(1, 40):
+        frames.append(conn.v3(pb.ADD_ENTRY, addRequest=v3_add_request(ledger, entry_id - 1)))
+        key = b"w" * 20 if entry_id % 10 == 0 else KEY
+        frames.append(conn.v3(pb.ADD_ENTRY, addRequest=v3_add_request(other, entry_id, key)))
+        if key != KEY:
+            wrong.add((other, entry_id))
+    conn.send(*frames)
+    answers = [wire.decode_v3_response(f).addResponse for f in conn.frames(len(frames))]
+    statuses = {(a.ledgerId, a.entryId): a.status for a in answers}
+    assert len(statuses) == len(frames) and wrong == {(other, 10), (other, 20), (other, 30)}
+    assert {at for at, status in statuses.items() if status != pb.EOK} == wrong
+    assert {statuses[at] for at in wrong} == {pb.EUA}
 
 
 # ---- v2 ----

@@ -50,15 +50,35 @@ def scan(kind: str, data: bytes, max_size: int = MAX) -> tuple[frames.Scan, fram
 
 
 def agree(kind: str, data: bytes) -> frames.Scan:
-    """C and Python read ``data`` alike: C's items are Python's first ones, and where C stopped early it stopped on a
-    frame that is not one of its kinds (STOP_OTHER), after which Python may take it."""
+    """C and Python read ``data`` alike: C's frames are Python's first ones, and where C stopped early it stopped on
+    a frame that is not one of its kinds (STOP_OTHER), after which Python may take it (and add it to C's last run of
+    adds); where C did not, both have the same items."""
     (c_end, c_items, c_stop), (py_end, py_items, py_stop) = scan(kind, data)
-    assert py_items[: len(c_items)] == c_items
+    c_frames, py_frames = one_per_frame(c_items), one_per_frame(py_items)
+    assert py_frames[: len(c_frames)] == c_frames
     if c_stop == frames.STOP_OTHER:
         assert c_end <= py_end
+        assert py_items[: max(len(c_items) - 1, 0)] == c_items[:-1]
     else:
-        assert (c_end, len(c_items), c_stop) == (py_end, len(py_items), py_stop)
+        assert (c_end, c_items, c_stop) == (py_end, py_items, py_stop)
     return c_end, c_items, c_stop
+
+
+def one_per_frame(items: list) -> list:
+    """A scan's items, each add of a run (ADDS) as ``(ADD, txnId, ledgerId, entryId, key, record, high)``."""
+    out = []
+    for item in items:
+        if item[0] != frames.ADDS:
+            out.append(item)
+            continue
+        _, answers, keys, records, high = item
+        offset = 0
+        for txn_id, ledger_id, entry_id in answers:
+            end = offset + 4 + struct.unpack_from(">i", records, offset)[0]
+            out.append((frames.ADD, txn_id, ledger_id, entry_id, keys[ledger_id], records[offset:end], high))
+            offset = end
+        assert offset == len(records)
+    return out
 
 
 def framed(body: bytes) -> bytes:
@@ -148,9 +168,45 @@ def test_c_takes_the_frames_of_our_client_and_of_javas():
     java.addRequest.MergeFrom(pb.AddRequest(ledgerId=3, entryId=10, masterKey=b"k" * 20, body=entry, writeFlags=0))
     data = b"".join(plain) + wire.encode_v3(java)
     end, items, stop = agree("requests_v3", data)
-    assert (end, stop, len(items)) == (len(data), frames.STOP_END, 4)
-    assert items[1] == (frames.ADD, 2**40, 3, 2**33, (b"k" * 20, True, 0), framed(entry), True)
+    assert (end, stop, len(items)) == (len(data), frames.STOP_END, 4)  # a run ends at another key of its ledger
+    assert items[0] == (frames.ADDS, [(7, 3, 9)], {3: (b"k" * 20, False, 0)}, framed(entry), False)
+    assert items[1] == (frames.ADDS, [(2**40, 3, 2**33)], {3: (b"k" * 20, True, 0)}, framed(entry), True)
     assert items[2] == (frames.READ, 8, 3, 9)
+    assert items[3] == (frames.ADDS, [(5, 3, 10)], {3: (b"k" * 20, False, 0)}, framed(entry), False)
+
+
+def add_v3(txn_id: int, ledger_id: int, key: bytes = b"k", recovery: bool = False, high: bool = False) -> bytes:
+    frame = wire.add_request_v3(txn_id, ledger_id, txn_id, key, b"entry %d" % txn_id, recovery=recovery)
+    if not high:
+        return frame
+    request = wire.decode_v3_request(frame[4:])
+    request.header.priority = frames.HIGH_PRIORITY
+    return wire.encode_v3(request)
+
+
+@pytest.mark.parametrize(
+    ("frames_", "runs"),
+    [
+        ([add_v3(i, i % 3) for i in range(300)], [300]),  # one run of any length, over a few ledgers
+        ([add_v3(i, i) for i in range(40)], [16, 16, 8]),  # 16 ledgers at most
+        ([add_v3(1, 1), add_v3(2, 2), add_v3(3, 1, key=b"other"), add_v3(4, 2)], [2, 2]),  # another key
+        ([add_v3(1, 1), add_v3(2, 1, recovery=True)], [1, 1]),  # recovery is part of the key
+        ([add_v3(1, 1), add_v3(2, 2, high=True), add_v3(3, 2, high=True), add_v3(4, 1)], [1, 2, 1]),  # priority
+        ([add_v3(1, 1), wire.read_request_v3(2, 1, 0), add_v3(3, 1)], [1, 0, 1]),  # a read between
+    ],
+    ids=["long", "ledgers", "key", "recovery", "priority", "read"],
+)
+def test_a_run_of_adds_is_one_item_with_one_key_per_ledger(frames_, runs):
+    data = b"".join(frames_)
+    end, items, stop = agree("requests_v3", data)
+    assert (end, stop) == (len(data), frames.STOP_END)
+    assert [len(item[1]) if item[0] == frames.ADDS else 0 for item in items] == runs
+    for item in items:
+        if item[0] == frames.ADDS:
+            assert {ledger_id for _, ledger_id, _ in item[1]} == set(item[2])
+    decoded = [wire.decode_v3_request(frame[4:]) for frame in frames_]
+    adds = [(r.header.txnId, r.addRequest.ledgerId) for r in decoded if r.HasField("addRequest")]
+    assert [item[1:3] for item in one_per_frame(items) if item[0] == frames.ADD] == adds  # each add, in order
 
 
 @pytest.mark.parametrize(
@@ -200,7 +256,7 @@ def test_v2_add_item_is_the_entry_as_storage_records_it():
     entry = struct.pack(">qq", 5, 6) + b"rest"
     request = wire.AddRequestV2(5, 6, b"m" * 20, entry, wire.FLAG_RECOVERY_ADD | wire.FLAG_HIGH_PRIORITY)
     _, items, _ = agree("requests_v2", wire.encode_request_v2(request))
-    assert items == [(frames.ADD, None, 5, 6, (b"m" * 20, True, 0), framed(entry), True)]
+    assert items == [(frames.ADDS, [(None, 5, 6)], {5: (b"m" * 20, True, 0)}, framed(entry), True)]
 
 
 # ---- responses ----
@@ -349,14 +405,6 @@ def test_read_response_writes_the_same_bytes(txn, status, ledger_id, entry_id, b
     )
 
 
-@given(uint64, ids, ids, keys, entries, st.booleans())
-@settings(FUZZ)
-def test_add_request_writes_the_same_bytes(txn, ledger_id, entry_id, key, body, recovery):
-    assume(c is not None)
-    expected = wire.add_request_v3(txn, ledger_id, entry_id, key, body, recovery)
-    assert c.add_request_v3(txn, ledger_id, entry_id, key, memoryview(body), recovery) == expected
-
-
 @given(uint64, ids, ids)
 @settings(FUZZ)
 def test_read_request_writes_the_same_bytes(txn, ledger_id, entry_id):
@@ -364,36 +412,33 @@ def test_read_request_writes_the_same_bytes(txn, ledger_id, entry_id):
     assert c.read_request_v3(txn, ledger_id, entry_id) == wire.read_request_v3(txn, ledger_id, entry_id)
 
 
-@given(uint64, ids, ids, keys, entries, st.booleans())
+@given(st.lists(st.tuples(uint64, ids, ids, keys, entries, st.booleans()), max_size=6))
 @settings(FUZZ)
-def test_an_add_request_of_a_record_is_that_of_its_entry(txn, ledger_id, entry_id, key, body, recovery):
+def test_add_requests_are_the_add_request_of_each_records_entry(adds):
+    """What the client sends a bookie for its adds of one turn of the loop (plain and recovery adds)."""
     assume(c is not None)
-    expected = wire.add_request_v3(txn, ledger_id, entry_id, key, body, recovery)
-    record = framed(body)
-    assert c.add_request_of_record(txn, ledger_id, entry_id, key, record, recovery) == expected
-    assert frames._add_request_of_record(txn, ledger_id, entry_id, key, record, recovery) == expected
+    expected = b"".join(wire.add_request_v3(*add) for add in adds)
+    with_records = [
+        (txn, ledger_id, entry_id, key, framed(body), recovery)
+        for txn, ledger_id, entry_id, key, body, recovery in adds
+    ]
+    assert c.add_requests_v3(with_records) == expected
+    assert frames._add_requests_v3(with_records) == expected
 
 
-@given(uint64, ids, ids, st.binary(max_size=40), st.binary(max_size=300))
-@settings(FUZZ)
-def test_an_add_head_and_its_entry_are_the_add_request(txn, ledger_id, entry_id, key, body):
-    """What the client sends for a plain add: the head, then the entry as it is."""
-    assume(c is not None)
-    expected = wire.add_request_v3(txn, ledger_id, entry_id, key, body, False)
-    assert c.add_head_v3(txn, ledger_id, entry_id, key, len(body)) + body == expected
-    assert frames._add_head_v3(txn, ledger_id, entry_id, key, len(body)) + body == expected
-
-
-def test_an_add_head_needs_a_size():
-    for implementation in (c.add_head_v3, frames._add_head_v3):
-        with pytest.raises(ValueError, match="negative entry size"):
-            implementation(1, 2, 3, b"k", -1)
-
-
-def test_an_add_request_of_a_record_needs_its_size():
-    for implementation in (c.add_request_of_record, frames._add_request_of_record):
-        with pytest.raises(ValueError, match="at least its 4-byte size"):
-            implementation(1, 2, 3, b"k", b"abc", False)
+@pytest.mark.parametrize(
+    ("add", "error", "match"),
+    [
+        ((1, 2, 3, b"k", b"abc", False), ValueError, "at least its 4-byte size"),
+        ((1, 2, 3, b"k", bytearray(8), False), TypeError, "each add is"),
+        ((1, 2, 3, b"k", b"1234"), TypeError, "each add is"),
+    ],
+    ids=["short-record", "not-bytes", "five-fields"],
+)
+def test_add_requests_refuse_what_is_not_an_add(add, error, match):
+    for implementation in (c.add_requests_v3, frames._add_requests_v3):
+        with pytest.raises(error, match=match):
+            implementation([(9, 9, 9, b"k", framed(b"ok"), False), add])
 
 
 @given(uint64, ids, st.lists(ids, max_size=20))
