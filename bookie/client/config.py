@@ -25,13 +25,12 @@ class ClientConfig:
     use_v2_wire_protocol: bool = field(
         default_factory=lambda: os.environ.get("BKCTL_USE_V2_WIRE_PROTOCOL", "").lower() in ("1", "true")
     )
-    # How adds and reads travel (BKCTL_DATA_TRANSPORT): "grpc" (default), our batched gRPC data service where a
-    # bookie offers it (on its bkctl-admin endpoint: our bookies), BookKeeper's protocol elsewhere (Java bookies);
-    # "bookkeeper": BookKeeper's protocol on the bookie port, to every bookie. With the C frame codec
-    # (bookie/codec/frames.py) BookKeeper's protocol writes at 0.9x the gRPC stream's rate with a third of its add
-    # latency, but reads at 0.66x (issue 13's note, benchmarks/vs_bookkeeper.sh): the gRPC stream stays the default
-    # until BookKeeper's protocol is at least as fast on both.
-    data_transport: str = field(default_factory=lambda: os.environ.get("BKCTL_DATA_TRANSPORT", "grpc"))
+    # How adds and reads travel (BKCTL_DATA_TRANSPORT): "bookkeeper" (default), BookKeeper's protocol on the bookie
+    # port, to every bookie; "grpc": our batched gRPC data stream where a bookie offers it (on its bkctl-admin
+    # endpoint: our bookies), BookKeeper's protocol elsewhere. With the C frame codec (bookie/codec/frames.py)
+    # BookKeeper's protocol moves as many entries per second as the stream (1.00x on writes, 1.02x on reads, the
+    # medians of 16 paired runs of benchmarks/vs_bookkeeper.sh --floor) for less CPU, with a third of its add latency.
+    data_transport: str = field(default_factory=lambda: os.environ.get("BKCTL_DATA_TRANSPORT", "bookkeeper"))
     # TLS to the bookies (bookie/tls.py: BookKeeper's client keys, or bkctl's --tls-* / BKCTL_TLS_*): every bookie is
     # then reached over BookKeeper's protocol, upgraded by START_TLS as a Java client does, and the admin services
     # over TLS with the same certificate

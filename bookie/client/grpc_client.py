@@ -1,6 +1,6 @@
 """A :class:`~bookie.client.bookie_client.BookieClient` over our gRPC data service (on a bookie's bkctl-admin port),
-the default toward our bookies (BKCTL_DATA_TRANSPORT=grpc; bookie/client/config.py says why): an asynchronous
-connection to one bookie, shared by every ledger handle.
+toward our bookies when BKCTL_DATA_TRANSPORT=grpc (bookie/client/config.py): an asynchronous connection to one
+bookie, shared by every ledger handle.
 
 Adds: one long-lived ``AddEntries`` stream. Adds queued during one turn of the event loop (or until ~1 MB) go out
 as one ``AddBatch`` message, and each answer acknowledges a whole batch — a Python gRPC message costs about the same

@@ -6,11 +6,11 @@ from bookie.client.config import ClientConfig
 from bookie.errors import InvalidArgument
 
 
-def test_the_data_transport_is_our_grpc_stream_unless_asked(monkeypatch):
+def test_the_data_transport_is_bookkeepers_protocol_unless_asked(monkeypatch):
     monkeypatch.delenv("BKCTL_DATA_TRANSPORT", raising=False)
-    assert ClientConfig().data_transport == "grpc"
-    monkeypatch.setenv("BKCTL_DATA_TRANSPORT", "bookkeeper")
     assert ClientConfig().data_transport == "bookkeeper"
+    monkeypatch.setenv("BKCTL_DATA_TRANSPORT", "grpc")
+    assert ClientConfig().data_transport == "grpc"
 
 
 def test_an_unknown_data_transport_is_named(monkeypatch):
