@@ -199,62 +199,69 @@ static unsigned char *put_be64(unsigned char *q, int64_t v) {
 
 /* ---- scanning a buffer ---- */
 
+/* A scan's arguments (buffer, offset, max frame size): -1 (an error set, nothing held) when they are not. */
+static int scan_args(PyObject *args, Py_buffer *view, Py_ssize_t *offset, Py_ssize_t *max_frame_size) {
+    if (!PyArg_ParseTuple(args, "y*nn", view, offset, max_frame_size))
+        return -1;
+    if (*offset < 0 || *offset > view->len) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "offset outside the buffer");
+        return -1;
+    }
+    return 0;
+}
+
+/* The length of the complete frame at `offset`; -1 when there is none to take, with *stop why: STOP_END (cut short
+ * or nothing left), STOP_NEGATIVE or STOP_TOO_LARGE. */
+static Py_ssize_t frame_length(const unsigned char *p, Py_ssize_t offset, Py_ssize_t end, Py_ssize_t max_frame_size,
+                               int *stop) {
+    *stop = STOP_END;
+    if (end - offset < 4)
+        return -1;
+    int32_t length = be32(p + offset);
+    if (length < 0)
+        *stop = STOP_NEGATIVE;
+    else if ((Py_ssize_t)length + 4 > max_frame_size)
+        *stop = STOP_TOO_LARGE;
+    else if (end - offset - 4 >= (Py_ssize_t)length)
+        return length;
+    return -1;
+}
+
 typedef PyObject *(*FrameDecoder)(const unsigned char *p, Py_ssize_t start, Py_ssize_t end);
 
 /* Cut frames from `buffer` at `offset` and decode each with `decode` (NULL: not one of ours) until one is not, or
  * none is complete: (offset reached, [items], stop). */
 static PyObject *scan(PyObject *args, FrameDecoder decode) {
     Py_buffer view;
-    Py_ssize_t offset, max_frame_size;
-    if (!PyArg_ParseTuple(args, "y*nn", &view, &offset, &max_frame_size))
+    Py_ssize_t offset, max_frame_size, length;
+    int stop;
+    if (scan_args(args, &view, &offset, &max_frame_size) < 0)
         return NULL;
-    PyObject *items = PyList_New(0);
-    if (items == NULL) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
     const unsigned char *p = (const unsigned char *)view.buf;
-    Py_ssize_t end = view.len;
-    int stop = STOP_END;
-    if (offset < 0 || offset > end) {
-        PyBuffer_Release(&view);
-        Py_DECREF(items);
-        PyErr_SetString(PyExc_ValueError, "offset outside the buffer");
-        return NULL;
-    }
-    while (end - offset >= 4) {
-        int32_t length = be32(p + offset);
-        if (length < 0) {
-            stop = STOP_NEGATIVE;
-            break;
-        }
-        if ((Py_ssize_t)length + 4 > max_frame_size) {
-            stop = STOP_TOO_LARGE;
-            break;
-        }
-        if (end - offset - 4 < (Py_ssize_t)length)
-            break;
+    PyObject *items = PyList_New(0);
+    if (items == NULL)
+        goto failed;
+    while ((length = frame_length(p, offset, view.len, max_frame_size, &stop)) >= 0) {
         PyObject *item = decode(p, offset + 4, offset + 4 + length);
         if (item == NULL) {
-            if (PyErr_Occurred()) {
-                PyBuffer_Release(&view);
-                Py_DECREF(items);
-                return NULL;
-            }
+            if (PyErr_Occurred())
+                goto failed;
             stop = STOP_OTHER;
             break;
         }
         int failed = PyList_Append(items, item);
         Py_DECREF(item);
-        if (failed) {
-            PyBuffer_Release(&view);
-            Py_DECREF(items);
-            return NULL;
-        }
-        offset += 4 + (Py_ssize_t)length;
+        if (failed)
+            goto failed;
+        offset += 4 + length;
     }
     PyBuffer_Release(&view);
     return Py_BuildValue("nNi", offset, items, stop);
+failed:
+    PyBuffer_Release(&view);
+    Py_XDECREF(items);
+    return NULL;
 }
 
 /* ---- requests (the bookie's): plain adds and reads, each run of adds as one item ---- */
@@ -493,33 +500,16 @@ static int run_flush(Run *run, const unsigned char *p, PyObject *items) {
 /* scan() for requests: reads one item each, (READ, txnId or None, ledgerId, entryId); each run of adds one item. */
 static PyObject *scan_requests(PyObject *args, RequestDecoder decode) {
     Py_buffer view;
-    Py_ssize_t offset, max_frame_size;
-    if (!PyArg_ParseTuple(args, "y*nn", &view, &offset, &max_frame_size))
+    Py_ssize_t offset, max_frame_size, length;
+    int stop;
+    if (scan_args(args, &view, &offset, &max_frame_size) < 0)
         return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
-    Py_ssize_t end = view.len;
-    if (offset < 0 || offset > end) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "offset outside the buffer");
-        return NULL;
-    }
     PyObject *items = PyList_New(0);
     Run run = {0};
-    int stop = STOP_END;
     if (items == NULL)
         goto failed;
-    while (end - offset >= 4) {
-        int32_t length = be32(p + offset);
-        if (length < 0) {
-            stop = STOP_NEGATIVE;
-            break;
-        }
-        if ((Py_ssize_t)length + 4 > max_frame_size) {
-            stop = STOP_TOO_LARGE;
-            break;
-        }
-        if (end - offset - 4 < (Py_ssize_t)length)
-            break;
+    while ((length = frame_length(p, offset, view.len, max_frame_size, &stop)) >= 0) {
         Request r;
         if (!decode(p, offset + 4, offset + 4 + length, &r)) {
             stop = STOP_OTHER;
@@ -538,7 +528,7 @@ static PyObject *scan_requests(PyObject *args, RequestDecoder decode) {
             if (failed)
                 goto failed;
         }
-        offset += 4 + (Py_ssize_t)length;
+        offset += 4 + length;
     }
     if (run_flush(&run, p, items) < 0)
         goto failed;
