@@ -28,8 +28,8 @@ class ClientConfig:
     # How adds and reads travel (BKCTL_DATA_TRANSPORT): "bookkeeper" (default), BookKeeper's protocol on the bookie
     # port, to every bookie; "grpc": our batched gRPC data stream where a bookie offers it (on its bkctl-admin
     # endpoint: our bookies), BookKeeper's protocol elsewhere. With the C frame codec (bookie/codec/frames.py)
-    # BookKeeper's protocol moves as many entries per second as the stream (1.00x on writes, 1.02x on reads, the
-    # medians of 16 paired runs of benchmarks/vs_bookkeeper.sh --floor) for less CPU, with a third of its add latency.
+    # BookKeeper's protocol moves as many entries per second as the stream (0.99x on writes, 1.00x on reads, the
+    # medians of 19 paired runs of benchmarks/vs_bookkeeper.sh) for less CPU, with a third of its add latency.
     data_transport: str = field(default_factory=lambda: os.environ.get("BKCTL_DATA_TRANSPORT", "bookkeeper"))
     # TLS to the bookies (bookie/tls.py: BookKeeper's client keys, or bkctl's --tls-* / BKCTL_TLS_*): every bookie is
     # then reached over BookKeeper's protocol, upgraded by START_TLS as a Java client does, and the admin services
