@@ -4,10 +4,7 @@
 Each round is a new sandbox of 3 bookies in a temporary directory; in it, for each client protocol:
 
 - ``v3``: BookKeeper's protocol, protobuf (what a Java client speaks by default);
-- ``v2``: BookKeeper's binary protocol for adds and reads (a Java client's ``useV2WireProtocol``);
-- ``grpc`` (plain rounds only): our batched gRPC data service, the client's default to our bookies without TLS. With
-  TLS the client sends data over BookKeeper's protocol only (bookie/client/bookkeeper.py, ``_route_of``): there is
-  no TLS figure for it, and the secure rounds' ``v3`` is what a plaintext ``grpc`` user gets once TLS is on.
+- ``v2``: BookKeeper's binary protocol for adds and reads (a Java client's ``useV2WireProtocol``).
 
 ``bench write --entries N`` (E3 W2 A2, 1 KiB entries), then ``bench read --entries N`` (it writes a ledger, untimed,
 then reads it sequentially). The secure rounds check that TLS was used: bkctl says so (``-v``: "TLS to the bookies
@@ -33,11 +30,9 @@ import tempfile
 from pathlib import Path
 
 PROTOCOLS = {  # name -> the client's environment (bookie/client/config.py)
-    "v3": {"BKCTL_DATA_TRANSPORT": "bookkeeper"},
-    "v2": {"BKCTL_DATA_TRANSPORT": "bookkeeper", "BKCTL_USE_V2_WIRE_PROTOCOL": "true"},
-    "grpc": {"BKCTL_DATA_TRANSPORT": "grpc"},
+    "v3": {"BKCTL_USE_V2_WIRE_PROTOCOL": "false"},
+    "v2": {"BKCTL_USE_V2_WIRE_PROTOCOL": "true"},
 }
-SECURE_PROTOCOLS = ("v3", "v2")
 SAID_TLS = "TLS to the bookies (from the secure sandbox)"
 TLS_LOGGED = "protected by TLS"  # bookie/server/protocol.py, one line per TLS connection
 
@@ -83,7 +78,7 @@ def round_of(secure: bool, entries: int, base: Path) -> list[dict]:
     results = []
     try:
         status, _ = bkctl("sandbox", "start", *(["--secure"] if secure else []), "-o", "json", env=env)
-        for protocol in SECURE_PROTOCOLS if secure else PROTOCOLS:
+        for protocol in PROTOCOLS:
             result = {"security": security, **bench(protocol, entries, env)}
             if result["writeTls"] != secure or result["readTls"] != secure:
                 raise SystemExit(f"{security} round, {protocol}: bkctl used TLS {result['writeTls']} (-v said)")
@@ -115,11 +110,10 @@ def summary(results: list[dict]) -> None:
         return statistics.mean(r[key] for r in results if (r["security"], r["protocol"]) == (security, protocol))
 
     print("\nratio secure/plain of the means (entries/s below 1, latency or CPU above 1: TLS costs that much)")
-    pairs = [("v3", "v3"), ("v2", "v2"), ("v3", "grpc")]  # (secure's protocol, plain's): the last, TLS vs the default
-    print(f"{'secure vs plain':<18}" + "".join(f"{k:>19}" for k in keys))
-    for secure, plain in pairs:
-        cells = "".join(f"{mean('secure', secure, k) / mean('plain', plain, k):>19.2f}" for k in keys)
-        print(f"{secure + ' vs ' + plain:<18}" + cells)
+    print(f"{'protocol':<9}" + "".join(f"{k:>19}" for k in keys))
+    for protocol in PROTOCOLS:
+        cells = "".join(f"{mean('secure', protocol, k) / mean('plain', protocol, k):>19.2f}" for k in keys)
+        print(f"{protocol:<9}" + cells)
 
 
 def main() -> None:

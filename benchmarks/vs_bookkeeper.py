@@ -1,5 +1,5 @@
-"""The client x bookie matrix of issue 13: {Java client, our client} x {Java bookies, our bookies}, plus our client
-over its batched gRPC data path (the default toward our bookies) beside BookKeeper's protocol.
+"""The client x bookie matrix of issue 13: {Java client, our client} x {Java bookies, our bookies}, all in BookKeeper's
+protocol v3.
 
 Three bookies a side, 1 KiB entries, E3 W2 A2, CRC32C, fsync on, the same journal settings on both sides
 (journalFlushWhenQueueEmpty=true, flushEntrylogBytes=524288, journalMaxGroupWaitMSec=2), each side with its own
@@ -9,7 +9,7 @@ entries/s of a ledger written beforehand, and CPU-seconds per 100k entries of th
 the timed phase only. The Java client is benchmarks/java/JavaClientBench.java (compiled here against the oracle's
 jars), warmed up with 20,000 adds before it is timed; ours is ``bkctl bench write/read``.
 
-    benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--floor] [--json FILE]
+    benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--json FILE]
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def ticks(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def measured(bookie_pids: list[int], command: list[str], env: dict) -> tuple[dict, float]:
+def measured(bookie_pids: list[int], command: list[str], env: dict | None = None) -> tuple[dict, float]:
     """Run a benchmark client: ``(its JSON result, the bookies' CPU-seconds)``. The bookies' CPU counts from the
     line "timed" (the Java tool's timed phase; the start for commands that do not print it) to the result."""
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -91,18 +91,14 @@ class JavaClient:
 
 
 class OurClient:
-    def __init__(self, transport: str):
-        self.env = {**os.environ, "BKCTL_DATA_TRANSPORT": transport}
-
     def cell(self, side: Side, entries: int) -> dict:
         base = [*BKCTL, "-u", side.service_uri, "bench"]
-        write, bookies = measured(side.pids, [*base, "write", "--entries", str(entries), "-o", "json"], self.env)
+        write, bookies = measured(side.pids, [*base, "write", "--entries", str(entries), "-o", "json"])
         paced, _ = measured(
             side.pids,
             [*base, "write", "--rate", str(PACED_RATE), "--entries", str(min(entries, 50_000)), "-o", "json"],
-            self.env,
         )
-        read, read_bookies = measured(side.pids, [*base, "read", "--ledger", str(side.ledger), "-o", "json"], self.env)
+        read, read_bookies = measured(side.pids, [*base, "read", "--ledger", str(side.ledger), "-o", "json"])
         return cell(write, bookies, paced, read, read_bookies)
 
 
@@ -159,9 +155,6 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="20,000 entries, one run: a smoke test")
     parser.add_argument("--json", metavar="FILE", help="also write the medians and every sample as JSON")
-    parser.add_argument(
-        "--floor", action="store_true", help="only issue 13's floor: our client on our bookies, BK v3 and gRPC"
-    )
     args = parser.parse_args()
     runs, entries = (1, 20_000) if args.quick else (args.runs, args.entries)
     if shutil.which("bash") is None or not (ORACLE / "bin" / "bk-cluster").exists():
@@ -182,12 +175,9 @@ def main() -> int:
             cells = {
                 "Java client -> Java bookies": lambda: java_client.cell(java_bookies, entries),
                 "Java client -> our bookies": lambda: java_client.cell(our_bookies, entries),
-                "our client -> Java bookies": lambda: OurClient("bookkeeper").cell(java_bookies, entries),
-                "our client -> our bookies (BK v3)": lambda: OurClient("bookkeeper").cell(our_bookies, entries),
-                "our client -> our bookies (gRPC)": lambda: OurClient("grpc").cell(our_bookies, entries),
+                "our client -> Java bookies": lambda: OurClient().cell(java_bookies, entries),
+                "our client -> our bookies": lambda: OurClient().cell(our_bookies, entries),
             }
-            if args.floor:
-                cells = {name: measure for name, measure in cells.items() if name.startswith("our client -> our")}
             samples: dict[str, list[dict]] = {name: [] for name in cells}
             for run in range(runs):
                 for name, measure in cells.items():

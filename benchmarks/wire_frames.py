@@ -52,12 +52,12 @@ class _Storage:
 
 
 class _Handlers:
-    """The servicer's share of an add: stored and durable at once."""
+    """The request handlers' share of an add (bookie/server/handlers.py): stored and durable at once."""
 
     def store_adds(self, keys, records):
         future = asyncio.get_running_loop().create_future()
         future.set_result(None)
-        return future, 0, []
+        return future, []
 
     def add_statuses(self, answers, error, refused):
         return [0] * len(answers), 0

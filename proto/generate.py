@@ -24,7 +24,7 @@ SOURCES = (
     "pulsar_ml_data_formats.proto",  # Apache Pulsar's, read by admin/pulsar/
     "pulsar_schema_storage_format.proto",
 )
-WITH_SERVICES = ("bookkeeper_protocol.proto", "bookie_admin.proto")
+WITH_SERVICES = ("bookie_admin.proto",)
 INIT = '"""Generated from proto/ by proto/generate.py. Do not edit."""\n'
 
 

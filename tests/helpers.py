@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import socket
 import struct
 import threading
 import time
@@ -13,8 +14,10 @@ from pathlib import Path
 
 import click
 
+from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.client import BookKeeper
 from bookie.client.channel import BookieChannel
+from bookie.codec import wire
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry, parse_entry
 from bookie.local.bookies import LocalBookie, wait_registered
@@ -100,14 +103,27 @@ def payload(ledger_id: int, entry_id: int, size: int = 100) -> bytes:
     return (f"{ledger_id}:{entry_id}:".encode() * size)[:size]
 
 
-def records(ledger_id: int, first: int, count: int, size: int = 100) -> bytes:
-    out = []
-    for entry_id in range(first, first + count):
-        framed = frame_entry(
+def framed(ledger_id: int, first: int, count: int, size: int = 100) -> list[bytes]:
+    """Entries ``first..first+count-1`` of a ledger, framed (digest CRC32C) as a client sends them."""
+    return [
+        frame_entry(
             DIGESTER, ledger_id, entry_id, entry_id - 1, (entry_id + 1) * size, payload(ledger_id, entry_id, size)
         )
-        out.append(struct.pack(">i", len(framed)) + framed)
-    return b"".join(out)
+        for entry_id in range(first, first + count)
+    ]
+
+
+def add_requests(ledger_id: int, first: int, count: int, size: int = 100, key: bytes = KEY) -> list[pb.AddRequest]:
+    """The v3 adds of those entries."""
+    return [
+        pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=key, body=body)
+        for entry_id, body in enumerate(framed(ledger_id, first, count, size), first)
+    ]
+
+
+def records(ledger_id: int, first: int, count: int, size: int = 100) -> bytes:
+    """The same entries as add records (bookie/codec/records.py): each ``int32 length | framed entry``."""
+    return b"".join(struct.pack(">i", len(f)) + f for f in framed(ledger_id, first, count, size))
 
 
 def add(storage: LedgerStorage, ledger_id: int, first: int, count: int, key=KEY, recovery=False, size=100):
@@ -127,22 +143,110 @@ def stored_entry(storage: LedgerStorage, ledger_id: int, entry_id: int):
     return parse_entry(DIGESTER, storage.read_entry(ledger_id, entry_id), ledger_id, entry_id)
 
 
-def read_stored(channel, ledger_id: int, first: int, last: int) -> dict[int, bytes]:
-    """The payloads of entries ``first..last`` that one bookie answers with (a range read), by entry id."""
-    from bookie._proto import bookkeeper_protocol_pb2 as pb
+class WireConn:
+    """One connection to a bookie's port in BookKeeper's protocol: raw frames (v3 Requests or v2 records) and their
+    answers, or ``ask``: a v3 request message (``pb.AddRequest``, ``pb.ReadRequest``...) in, its Response out."""
 
+    def __init__(self, port: int, timeout: float = 20):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buffer = bytearray()
+        self.txn = 0
+        self._answers: dict[int, pb.Response] = {}  # v3 answers that came before the one waited for, by txnId
+        self._cut: list[bytes] = []  # frames cut from the buffer but not yet taken
+
+    def send(self, *frames: bytes) -> None:
+        self.sock.sendall(b"".join(frames))
+
+    def frames(self, count: int) -> list[bytes]:
+        """The next ``count`` frames received (those that came with them stay for the next call)."""
+        while len(self._cut) < count:
+            self._cut += wire.cut_frames(self.buffer)
+            if len(self._cut) >= count:
+                break
+            data = self.sock.recv(1 << 20)
+            if not data:
+                raise ConnectionError(f"closed after {len(self._cut)} of {count} answers")
+            self.buffer += data
+        got, self._cut = self._cut[:count], self._cut[count:]
+        return got
+
+    def closed(self) -> bool:
+        """Whether the bookie closed the connection (EOF or reset) within the socket timeout."""
+        try:
+            while data := self.sock.recv(65536):
+                self.buffer += data
+        except ConnectionResetError:
+            pass
+        return True
+
+    def v3(self, operation: int, priority: int | None = None, **fields) -> bytes:
+        self.txn += 1
+        header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=operation, txnId=self.txn)
+        if priority is not None:
+            header.priority = priority
+        return wire.encode_v3(pb.Request(header=header, **fields))
+
+    def call(self, operation: int, **fields):
+        self.send(self.v3(operation, **fields))
+        return wire.decode_v3_response(self.frames(1)[0])
+
+    def send_request(self, request, priority: int | None = None) -> int:
+        """Send one v3 request for ``request`` (its operation told by its type); its txnId, for ``answer``."""
+        return self.send_requests([request], priority)[0]
+
+    def send_requests(self, requests: list, priority: int | None = None) -> list[int]:
+        """Send v3 requests in one write (one pass of the bookie's, as a pipelining client's); their txnIds."""
+        frames = []
+        for request in requests:
+            operation, name = _V3_REQUESTS[type(request).__name__]
+            frames.append(self.v3(operation, priority, **{name: request}))
+        self.send(*frames)
+        return list(range(self.txn - len(requests) + 1, self.txn + 1))
+
+    def answer(self, txn: int):
+        """The Response to request ``txn`` (answers to other requests that come first are kept for their turn)."""
+        while txn not in self._answers:
+            response = wire.decode_v3_response(self.frames(1)[0])
+            self._answers[response.header.txnId] = response
+        return self._answers.pop(txn)
+
+    def ask(self, request, priority: int | None = None):
+        """Send ``request`` and return its answer: the operation's response (``pb.AddResponse``...)."""
+        response = self.answer(self.send_request(request, priority))
+        return getattr(response, _V3_REQUESTS[type(request).__name__][1].replace("Request", "Response"))
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> WireConn:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# a v3 request message's type -> (operation, its field in Request; the answer's field is named ...Response)
+_V3_REQUESTS = {
+    "AddRequest": (pb.ADD_ENTRY, "addRequest"),
+    "ReadRequest": (pb.READ_ENTRY, "readRequest"),
+    "WriteLacRequest": (pb.WRITE_LAC, "writeLacRequest"),
+    "ReadLacRequest": (pb.READ_LAC, "readLacRequest"),
+    "GetBookieInfoRequest": (pb.GET_BOOKIE_INFO, "getBookieInfoRequest"),
+    "ForceLedgerRequest": (pb.FORCE_LEDGER, "forceLedgerRequest"),
+    "GetListOfEntriesOfLedgerRequest": (pb.GET_LIST_OF_ENTRIES_OF_LEDGER, "getListOfEntriesOfLedgerRequest"),
+}
+
+
+def read_stored(conn: WireConn, ledger_id: int, first: int, last: int) -> dict[int, bytes]:
+    """The payloads of entries ``first..last`` that one bookie answers with (reads, pipelined), by entry id."""
     entries = {}
-    for chunk in channel.bookie.ReadEntries(
-        pb.ReadRangeRequest(ledgerId=ledger_id, firstEntryId=first, lastEntryId=last), timeout=60
-    ):
-        if chunk.status != pb.EOK:
-            continue
-        data, offset = chunk.entries, 0
-        while offset < len(data):
-            size = int.from_bytes(data[offset : offset + 4], "big")
-            entry = parse_entry(DIGESTER, data[offset + 4 : offset + 4 + size], ledger_id)
-            entries[entry.entry_id] = entry.payload
-            offset += 4 + size
+    for start in range(first, last + 1, 500):
+        ids = range(start, min(start + 500, last + 1))
+        for txn in conn.send_requests([pb.ReadRequest(ledgerId=ledger_id, entryId=e) for e in ids]):
+            answer = conn.answer(txn).readResponse
+            if answer.status == pb.EOK:
+                entry = parse_entry(DIGESTER, answer.body, ledger_id)
+                entries[entry.entry_id] = entry.payload
     return entries
 
 
@@ -201,32 +305,28 @@ def http_call(bookie, method: str, path: str, body: str | None = None) -> tuple[
 
 
 class StreamWriter(threading.Thread):
-    """Streams batches of adds of one ledger to a bookie and records which entries were acknowledged, until it is
-    stopped or the bookie goes away."""
+    """Streams adds of one ledger to a bookie over BookKeeper's protocol, ``batch`` at a time (each batch in one write)
+    and records which entries were acknowledged, until it is stopped or the bookie goes away."""
 
-    def __init__(self, channel, ledger_id: int, batch: int = 50, size: int = 100, limit: int = 10**9):
+    def __init__(self, port: int, ledger_id: int, batch: int = 50, size: int = 100, limit: int = 10**9):
         super().__init__(daemon=True)
-        self.channel, self.ledger_id, self.batch, self.size, self.limit = channel, ledger_id, batch, size, limit
+        self.port, self.ledger_id, self.batch, self.size, self.limit = port, ledger_id, batch, size, limit
         self.acked: list[int] = []
         self.error: BaseException | None = None
         self._halt = threading.Event()
 
-    def batches(self):
-        from bookie._proto import bookkeeper_protocol_pb2 as pb
-
-        first = 0
-        while not self._halt.is_set() and first < self.limit:
-            batch = pb.AddBatch(batchId=first, entries=records(self.ledger_id, first, self.batch, self.size))
-            batch.keys.add(ledgerId=self.ledger_id, masterKey=KEY)
-            yield batch
-            first += self.batch
-            time.sleep(0.002)
-
     def run(self):
         try:
-            for answer in self.channel.bookie.AddEntries(self.batches()):
-                assert not answer.failed, answer
-                self.acked.extend(range(answer.batchId, answer.batchId + answer.count))
+            with WireConn(self.port) as conn:
+                for first in range(0, self.limit, self.batch):
+                    if self._halt.is_set():
+                        break
+                    adds = add_requests(self.ledger_id, first, self.batch, self.size)
+                    for txn, add in zip(conn.send_requests(adds), adds, strict=True):
+                        answer = conn.answer(txn).addResponse
+                        assert answer.status == pb.EOK, answer
+                        self.acked.append(add.entryId)
+                    time.sleep(0.002)
         except BaseException as exc:  # noqa: BLE001 - kept for the test to judge (a killed bookie breaks the stream)
             self.error = exc
 
@@ -241,7 +341,7 @@ class BookieHarness:
     def __init__(self, store, service_uri, directory):
         self.store, self.service_uri, self.directory = store, service_uri, directory
         self.bookies: list[LocalBookie] = []
-        self.channels: list[BookieChannel] = []
+        self.channels: list[BookieChannel | WireConn] = []
 
     def start(self, count: int = 1, http: bool = False, **settings) -> list[LocalBookie]:
         """``http``: also serve BookKeeper's HTTP admin API."""
@@ -266,9 +366,16 @@ class BookieHarness:
         wait_registered(self.store, [bookie])
 
     def channel(self, bookie: LocalBookie) -> BookieChannel:
+        """A gRPC channel to a bookie's admin service."""
         channel = BookieChannel(bookie.bookie_id, ("127.0.0.1", bookie.admin_port))
         self.channels.append(channel)
         return channel
+
+    def wire(self, bookie: LocalBookie) -> WireConn:
+        """A connection to a bookie's port, in BookKeeper's protocol."""
+        conn = WireConn(bookie.port)
+        self.channels.append(conn)
+        return conn
 
     def close(self):
         for channel in self.channels:

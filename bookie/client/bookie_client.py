@@ -1,10 +1,9 @@
 """The data operations on one bookie, whatever carries them: :class:`BookieClient`.
 
-Two transports implement it: BookKeeper's own protocol, v3 or v2 (:class:`~bookie.client.wire_client.WireBookieClient`,
-any bookie, ours or Java), and our batched gRPC data service (:class:`~bookie.client.grpc_client.GrpcBookieClient`,
-our bookies). ``ClientCore.bookie(bookie_id)`` picks one; the code above (the ledger handles, recovery,
-re-replication, the checker) never knows which, and never builds or reads a protobuf message: it passes ledger ids,
-entry ids, keys and flags as Python values and gets small tuples back.
+BookKeeper's own protocol, v3 or v2, implements it (:class:`~bookie.client.wire_client.WireBookieClient`), to any
+bookie, ours or Java; ``ClientCore.bookie(bookie_id)`` gives it. The code above (the ledger handles, recovery,
+re-replication, the checker) never builds or reads a protobuf message: it passes ledger ids, entry ids, keys and
+flags as Python values and gets small tuples back.
 
 BookKeeper status codes are the caller's to judge: results carry them as ints, the values of :class:`StatusCode`
 (v3 numbering; a v2 bookie's return codes are translated at the transport). Transport failures are raised as the
@@ -159,6 +158,10 @@ class BookieClient(Protocol):
     @property
     def bookie_id(self) -> str: ...
 
+    @property
+    def failure(self) -> str | None:
+        """Why the last connection failed before it served (its TLS handshake), for errors; None if it did not."""
+
     def add(
         self,
         ledger_id: int,
@@ -196,7 +199,7 @@ class BookieClient(Protocol):
     ) -> AsyncIterator[EntryChunk | RangeStopped]:
         """The entries ``first_entry_id..last_entry_id`` (those of ``stripe`` only, when given), in order, in
         chunks; when the bookie cannot give one, a :class:`RangeStopped` for it ends the iteration.
-        ``high_priority``: recovery traffic, served before normal reads where the transport can say so."""
+        ``high_priority``: recovery traffic, served before normal reads."""
         ...
 
     def list_entries(self, ledger_ids: list[int], timeout: float) -> AsyncIterator[LedgerEntries]:

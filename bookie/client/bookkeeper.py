@@ -29,7 +29,6 @@ from typing import Any, Generic, TypeVar
 
 from bookie.client.bookie_client import BookieClient, BookieInfo
 from bookie.client.config import ClientConfig
-from bookie.client.grpc_client import GrpcBookieClient
 from bookie.client.placement import choose_ensemble
 from bookie.client.reader import LedgerReader
 from bookie.client.recovery import recover
@@ -47,7 +46,6 @@ from bookie.meta.uri import parse_service_uri
 from bookie.tls import Tls
 
 _T = TypeVar("_T")
-Route = tuple[str, tuple[str, int]]  # (transport: "grpc" or "bookkeeper", address)
 
 
 def _put(handoff: queue.Queue[_T], item: _T, stopped: threading.Event) -> None:
@@ -139,14 +137,14 @@ class ClientCore:
       (:class:`BookieRegistry`): the cluster's metadata. Their calls block: from the loop, run them in a thread.
     - ``config``: the :class:`ClientConfig`.
     - ``bookie(bookie_id)``: the :class:`~bookie.client.bookie_client.BookieClient` of one bookie's data operations,
-      over whichever transport reaches it (reused; closed with the client).
+      in BookKeeper's protocol (reused; closed with the client).
     - ``await writable_bookies()``: the writable bookies, as registered.
     - ``await bookie_info(bookie_id, timeout)``: GET_BOOKIE_INFO of any bookie.
     - ``check_password(ledger_id, metadata, password)``: raise Unauthorized unless it is the ledger's.
     - ``await create(...)`` (a :class:`LedgerWriter`), ``await open(...)`` (a :class:`LedgerReader`), ``await
       delete(ledger_id)``; and ``LedgerReader(core, ...)`` reads a ledger whose metadata the caller already has.
 
-    Everything else (routes, connections) is the client's own.
+    Everything else (addresses, connections) is the client's own.
     """
 
     def __init__(self, store: MetadataStore, config: ClientConfig) -> None:
@@ -155,47 +153,35 @@ class ClientCore:
         self.ledgers = LedgerManager(store)
         self.registry = BookieRegistry(store)
         self._bookies: dict[str, BookieClient] = {}
-        self._routes: dict[str, Route] = {}
+        self._addresses: dict[str, tuple[str, int]] = {}
         self.tls = Tls(config.tls, "client") if config.tls is not None else None  # read once, shared by bookies
 
-    def _route(self, bookie_id: str) -> Route:
-        """``(transport, address)`` of a bookie's data operations (ClientConfig.data_transport)."""
-        route = self._routes.get(bookie_id)
-        if route is None:
+    def _address(self, bookie_id: str) -> tuple[str, int]:
+        """Where a bookie serves BookKeeper's protocol: its registration's address, or its id for a bookie that is
+        not registered (down, or replaced)."""
+        address = self._addresses.get(bookie_id)
+        if address is None:
             try:
-                route = self._route_of(self.registry.get(bookie_id))
-            except NotFound:  # not registered (down, or replaced): its id is its address
+                address = self.registry.get(bookie_id).address()
+            except NotFound:
                 host, _, port = bookie_id.rpartition(":")
                 if not port.isdigit():
                     raise ServiceUnavailable(f"bookie {bookie_id} is not registered and its id is no address") from None
-                route = ("bookkeeper", (host, int(port)))
-            self._routes[bookie_id] = route
-        return route
-
-    def _route_of(self, bookie: RegisteredBookie) -> Route:
-        grpc = bookie.admin_address()
-        # with TLS, BookKeeper's protocol everywhere: START_TLS, and reads authorized per connection by the keys
-        # it showed (bookie/server/auth.py), which gRPC calls cannot carry
-        # (and to a bookie with TLS: its gRPC port is TLS-only, its bookie port says what it requires of plaintext)
-        if self.config.data_transport != "grpc" or grpc is None or self.tls is not None or bookie.tls:
-            return "bookkeeper", bookie.address()
-        return "grpc", grpc
+                address = (host, int(port))
+            self._addresses[bookie_id] = address
+        return address
 
     def bookie(self, bookie_id: str) -> BookieClient:
-        """The client of one bookie's data operations: over BookKeeper's protocol, or our gRPC data service for a
-        bookie of ours when ClientConfig.data_transport allows it."""
+        """The client of one bookie's data operations."""
         client = self._bookies.get(bookie_id)
         if client is None:
-            transport, address = self._route(bookie_id)
-            if transport == "grpc":
-                client = GrpcBookieClient(bookie_id, address)
-            else:
-                client = WireBookieClient(bookie_id, address, self.config.use_v2_wire_protocol, self.tls)
+            address = self._address(bookie_id)
+            client = WireBookieClient(bookie_id, address, self.config.use_v2_wire_protocol, self.tls)
             self._bookies[bookie_id] = client
         return client
 
     async def bookie_info(self, bookie_id: str, timeout: float) -> BookieInfo:
-        """GET_BOOKIE_INFO, in BookKeeper's protocol whatever the data transport (every bookie serves it)."""
+        """GET_BOOKIE_INFO of a registered bookie (in v3, on a connection of its own)."""
         address = (await asyncio.to_thread(self.registry.get, bookie_id)).address()
         client = WireBookieClient(bookie_id, address, tls=self.tls)
         try:
@@ -206,7 +192,7 @@ class ClientCore:
     async def writable_bookies(self) -> list[RegisteredBookie]:
         bookies = await asyncio.to_thread(self.registry.list)
         for bookie in bookies:
-            self._routes[bookie.bookie_id] = self._route_of(bookie)
+            self._addresses[bookie.bookie_id] = bookie.address()
         return bookies
 
     def check_password(self, ledger_id: int, md: LedgerMetadata, password: bytes) -> None:

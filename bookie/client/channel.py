@@ -1,4 +1,4 @@
-"""A synchronous channel to one bookie, for tools and admin calls. gRPC errors are translated here, at the stub
+"""A synchronous gRPC channel to one bookie's admin service. gRPC errors are translated here, at the stub
 boundary, into the core's exceptions; a non-OK BookKeeper status becomes the exception registered for it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
+from bookie._proto import bookie_admin_pb2_grpc
 from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, Unauthorized, error_for_status
 from bookie.meta.registration import RegisteredBookie
 from bookie.tls import TlsSettings, read_material
@@ -47,7 +47,6 @@ class BookieChannel:
             self._channel = grpc.insecure_channel(target, options=OPTIONS)
         else:
             self._channel = grpc.secure_channel(target, channel_credentials(tls), options=OPTIONS)
-        self.bookie = bookkeeper_protocol_pb2_grpc.BookieStub(self._channel)
         self.admin = bookie_admin_pb2_grpc.BookieAdminStub(self._channel)
 
     @classmethod

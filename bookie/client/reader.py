@@ -27,10 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 WINDOW_BYTES = 16 << 20  # a round of striped range reads holds about this much (and one more is read ahead)
 MAX_WINDOW = 16384  # entries: 1 KiB entries read 112k/s with 16384, 102-108k/s with 4096
-# Single-entry reads in flight per reader. A bookie's gRPC server sheds calls that wait past a backlog for its
-# Python loop to take them (gRPC core's pending-request limit, 1,000 soft / 3,000 hard by default), and the client
-# sees CANCELLED: 3,000 unary reads at once to one bookie came back ~10% CANCELLED within 1.3 s (no deadline hit),
-# 12,000 about half, 1,000 none. One read per entry of a lost stripe, all at once, failed whole-ledger reads so.
+# Single-entry reads in flight per reader (a lost stripe read entry by entry): a bound, so that a ledger's worth of
+# them is not sent at once (chosen when a gRPC data service shed a few thousand unary reads at once; BookKeeper's
+# protocol queues them on the bookie's connection instead, and 64 keeps that queue short for the reads behind it).
 MAX_ENTRY_READS = 64
 
 

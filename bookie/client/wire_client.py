@@ -77,25 +77,6 @@ _AddWaiter: TypeAlias = tuple[AddTarget[Any], Any, int]  # (target, token, index
 _Waiter: TypeAlias = "_AddWaiter | _Range | asyncio.Future[_Answer]"
 
 
-# ---- protobuf answers -> the interface's results (the gRPC transport uses these too) ----
-
-
-def entry_read(answer: pb.ReadResponse) -> EntryRead:
-    return EntryRead(answer.status, answer.body)
-
-
-def lac_poll(answer: pb.ReadResponse) -> LacPoll:
-    return LacPoll(answer.status, answer.maxLAC if answer.HasField("maxLAC") else -1)
-
-
-def lac_read(answer: pb.ReadLacResponse) -> LacRead:
-    return LacRead(
-        answer.status,
-        answer.lacBody if answer.HasField("lacBody") else None,
-        answer.lastEntryBody if answer.HasField("lastEntryBody") else None,
-    )
-
-
 _Add = tuple[int, int, int, bytes, bytes, bool]  # a v3 add: (txn, ledgerId, entryId, masterKey, record, recovery)
 
 
@@ -552,9 +533,14 @@ class WireBookieClient:
             timeout,
             f"read LAC of ledger {ledger_id}",
         )
-        if response.HasField("readLacResponse"):
-            return lac_read(response.readLacResponse)
-        return LacRead(response.status)
+        if not response.HasField("readLacResponse"):
+            return LacRead(response.status)
+        answer = response.readLacResponse
+        return LacRead(
+            answer.status,
+            answer.lacBody if answer.HasField("lacBody") else None,
+            answer.lastEntryBody if answer.HasField("lastEntryBody") else None,
+        )
 
     async def read_range(
         self,
@@ -688,8 +674,8 @@ class WireBookieClient:
                 future.cancel()
 
     async def bookie_info(self, timeout: float) -> BookieInfo:
-        """GET_BOOKIE_INFO: total and free disk space (not part of BookieClient: asked in BookKeeper's protocol
-        whatever the data transport, as every bookie serves it)."""
+        """GET_BOOKIE_INFO: total and free disk space (not part of BookieClient: ClientCore.bookie_info asks it on a
+        v3 connection of its own)."""
         requested = pb.GetBookieInfoRequest.TOTAL_DISK_CAPACITY | pb.GetBookieInfoRequest.FREE_DISK_SPACE
         response = await self._call(
             pb.GET_BOOKIE_INFO,

@@ -96,8 +96,8 @@ class LedgerWriter:
         return add.future
 
     def _why(self) -> str:
-        """Why the bookies that failed did, where their transport knows (a TLS handshake that failed)."""
-        reasons = {getattr(b, "failure", None) for b in self.bookies} - {None}  # the wire transport's
+        """Why the bookies that failed did, where their connections know (a TLS handshake that failed)."""
+        reasons = {b.failure for b in self.bookies} - {None}
         return f" ({'; '.join(sorted(str(r) for r in reasons))})" if reasons else ""
 
     def _send(self, add: PendingAdd, only: set[int] | None = None) -> None:

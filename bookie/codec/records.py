@@ -1,6 +1,6 @@
 """Add records: a framed entry (bookie/codec/entry.py) behind its size — what a bookie journals, appends to its entry
-logs (BookKeeper: bookie/Journal.java, bookie/DefaultEntryLogger.java), takes in an add batch and sends in a range
-read chunk.
+logs (BookKeeper: bookie/Journal.java, bookie/DefaultEntryLogger.java) and stores as one add batch (the adds of a
+pass over a connection's frames: bookie/codec/frames.py).
 
 Byte layout of one record::
 
@@ -11,8 +11,8 @@ Byte layout of one record::
     20      8     lastAddConfirmed  int64, the writer's LAC when it framed the entry (piggy-back)
     28      ...   length, digest, payload
 
-A batch is records one after the other with nothing between them: an add batch, a range read chunk, an entry log's
-entries from offset 1024. A journal's metadata records (journal.py) start the same way, ``int32 size | int64
+A batch is records one after the other with nothing between them: an add batch, an entry log's entries from offset
+1024. A journal's metadata records (journal.py) start the same way, ``int32 size | int64
 ledgerId``, and follow it with a negative marker where an entry has its entryId. An entry's location (entry log,
 index) is the offset of its framed entry: 4 bytes past the start of its record.
 

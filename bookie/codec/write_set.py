@@ -5,10 +5,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bookie._proto.bookkeeper_protocol_pb2 import ReadRangeRequest
 
 
 def write_set(entry_id: int, ensemble_size: int, write_quorum: int) -> list[int]:
@@ -67,16 +63,3 @@ def wanted_entries(
     if also_held_by is not None:
         wanted = (e for e in wanted if holds(also_held_by, e, ensemble_size, write_quorum))
     return wanted
-
-
-def range_read_entries(request: ReadRangeRequest) -> Iterator[int]:
-    """:func:`wanted_entries` of a ``ReadRangeRequest`` message."""
-    striped = request.HasField("ensembleSize")
-    return wanted_entries(
-        request.firstEntryId,
-        request.lastEntryId,
-        request.bookieIndex if striped else None,
-        request.ensembleSize,
-        request.writeQuorumSize,
-        request.alsoHeldByIndex if request.HasField("alsoHeldByIndex") else None,
-    )

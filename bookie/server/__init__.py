@@ -1,1 +1,1 @@
-"""The bookie process: configuration, lifecycle, gRPC servicers, read-only mode, metrics."""
+"""The bookie process: configuration, lifecycle, BookKeeper's protocol, the admin services, read-only mode, metrics."""

@@ -1,4 +1,4 @@
-"""The bookie process: cookie check, journal replay, gRPC service, registration, read-only mode, shutdown.
+"""The bookie process: cookie check, journal replay, serving, registration, read-only mode, shutdown.
 
 Start-up order (BookKeeper: bookie/BookieImpl.java): lock the directories and check the ports are free (claim.py), check
 cookies, replay the journal and flush, serve, write a new bookie's cookie, then register — so a bookie is visible to
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from bookie._proto import bookie_admin_pb2_grpc, bookkeeper_protocol_pb2_grpc
+from bookie._proto import bookie_admin_pb2_grpc
 from bookie.codec import frames
 from bookie.entry import collect_less
 from bookie.meta.ledger_manager import LedgerManager
@@ -31,10 +31,10 @@ from bookie.server.admin import BookieAdminServicer
 from bookie.server.claim import DirectoryLocks, address_in_use, check_port_free
 from bookie.server.config import BookieConfig
 from bookie.server.cookie_check import check_cookies, write_cookies
+from bookie.server.handlers import BookieHandlers
 from bookie.server.metrics import BookieStats
 from bookie.server.network import BookieNetwork
 from bookie.server.protocol import WireServer
-from bookie.server.servicer import BookieServicer, ClientGoneFilter
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.gc import Compactable, GarbageCollector
@@ -152,15 +152,12 @@ class BookieServer:
         from bookie.server.grpc_auth import RoleInterceptor
 
         self.server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[RoleInterceptor(config.authorizer)])
-        logging.getLogger("grpc._cython.cygrpc").addFilter(ClientGoneFilter())
-        handlers = BookieServicer(self)  # the operations, served by the wire protocol and the gRPC data service
-        bookkeeper_protocol_pb2_grpc.add_BookieServicer_to_server(handlers, self.server)
         bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(BookieAdminServicer(self), self.server)
         address = _host_port(host, config.bookiePort)
         if config.admin_port is not None:
             self.admin_port = self._bind(self.server, config.admin_port, "bkctlAdminPort", "bookie admin")
         await self.server.start()
-        self.wire = WireServer(self, handlers, config.nettyMaxFrameSizeBytes)
+        self.wire = WireServer(self, BookieHandlers(self), config.nettyMaxFrameSizeBytes)
         if not frames.ACCELERATED:  # said before the bookie registers: whoever sees it registered can read this
             log.warning(
                 "BookKeeper's protocol runs in Python here: the C frame codec (bookie.codec._frames) was not built "

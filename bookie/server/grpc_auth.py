@@ -1,9 +1,8 @@
-"""The roles of bookie/server/auth.py on our gRPC port (the admin service and our data service), checked before any
-handler runs: the principal is the client certificate's role (gRPC's TLS, with the bookie's tls* keys).
+"""The roles of bookie/server/auth.py on our gRPC admin port, checked before any handler runs: the principal is the
+client certificate's role (gRPC's TLS, with the bookie's tls* keys).
 
-With BookieAuthZFactory on: every call needs an admitted principal; the admin service's calls that change the
-bookie need an admin role, as do the data service's reads (a gRPC call cannot show a ledger's key once for many,
-and bkctl's client reads over BookKeeper's protocol when it uses TLS). PERMISSION_DENIED otherwise, in one line.
+With BookieAuthZFactory on: every call needs an admitted principal, and the calls that change the bookie need an
+admin role. PERMISSION_DENIED otherwise, in one line.
 """
 
 from __future__ import annotations
@@ -22,11 +21,6 @@ ADMITTED = frozenset(
     {
         "/bookkeeper.admin.BookieAdmin/GetBookieState",
         "/bookkeeper.admin.BookieAdmin/GetGcStatus",
-        "/bookkeeper.protocol.Bookie/AddEntry",
-        "/bookkeeper.protocol.Bookie/AddEntries",
-        "/bookkeeper.protocol.Bookie/WriteLac",
-        "/bookkeeper.protocol.Bookie/ForceLedger",
-        "/bookkeeper.protocol.Bookie/GetBookieInfo",
     }
 )
 HOW = "TLS on the admin port, from the bookie's tls* keys"
@@ -64,38 +58,16 @@ class RoleInterceptor(grpc.aio.ServerInterceptor):
             if message is not None:
                 await context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
 
-        def unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(behavior)
-            async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await check(context)
-                return await behavior(request, context)
+        if not handler.unary_unary:  # the admin service's calls are all unary: nothing else is served unchecked
+            return None
+        behavior = handler.unary_unary
 
-            return checked
+        @functools.wraps(behavior)
+        async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await check(context)
+            return await behavior(request, context)
 
-        def streaming(behavior: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(behavior)
-            async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await check(context)
-                async for answer in behavior(request, context):
-                    yield answer
-
-            return checked
-
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(
-                unary(handler.unary_unary), handler.request_deserializer, handler.response_serializer
-            )
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(
-                streaming(handler.unary_stream), handler.request_deserializer, handler.response_serializer
-            )
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(
-                streaming(handler.stream_stream), handler.request_deserializer, handler.response_serializer
-            )
-        return grpc.stream_unary_rpc_method_handler(
-            unary(handler.stream_unary), handler.request_deserializer, handler.response_serializer
-        )
+        return grpc.unary_unary_rpc_method_handler(checked, handler.request_deserializer, handler.response_serializer)
 
 
 def server_credentials(tls: Any) -> grpc.ServerCredentials:  # tls: bookie.tls.Tls

@@ -5,7 +5,7 @@ as BookKeeper's ``RequestDecoder`` does: plain adds and reads by bookie/codec/fr
 bookie/codec/wire.py. All the adds among them go to ledger storage as one batch (one journal write); once it is
 durable, all their responses leave in one write. Plain reads are answered in the same pass, also in one write. What
 waits (fence reads, LAC long polls, WRITE_LAC, FORCE_LEDGER...) runs as a task on the request handlers of
-:class:`bookie.server.servicer.BookieServicer` and answers when done: a BookKeeper client matches answers by txnId
+:class:`bookie.server.handlers.BookieHandlers` and answers when done: a BookKeeper client matches answers by txnId
 (v3) or by operation and ids (v2), so they need not come in order.
 
 Back-pressure, as BookKeeper's ``maxAddsInProgressLimit`` / ``maxReadsInProgressLimit`` and its response
@@ -36,7 +36,7 @@ from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import frames, wire
 from bookie.codec.records import size_prefix
 from bookie.errors import MalformedFrame
-from bookie.server.servicer import status_of
+from bookie.server.handlers import status_of
 from bookie.storage.ledger_storage import AddKey
 from bookie.tls import ou_of_subject
 
@@ -104,7 +104,7 @@ class WireServer:
         self.bookie = bookie
         self.tls = bookie.config.tls  # bookie.tls.Tls, or None: START_TLS is answered EBADREQ
         self.authorizer = bookie.config.authorizer
-        self.handlers = handlers  # BookieServicer: the operations shared with the gRPC data service
+        self.handlers = handlers  # BookieHandlers
         self.storage = bookie.storage
         self.max_frame_size = max_frame_size
         self.connections: set[BookieConnection] = set()
@@ -345,7 +345,7 @@ class BookieConnection(asyncio.Protocol):
             read = request.readRequest
             if read.HasField("previousLAC") or (read.HasField("flag") and read.flag == FENCE):
                 self._later(
-                    self.handlers.ReadEntry(read, None),
+                    self.handlers.read_waiting(read),
                     header,
                     "readResponse",
                     read_wait=True,
@@ -374,19 +374,19 @@ class BookieConnection(asyncio.Protocol):
         """``(coroutine, header, response field)`` for the operations that may wait, or None."""
         header, handlers = request.header, self.handlers
         for operation, field, method, answer in (
-            (pb.WRITE_LAC, "writeLacRequest", handlers.WriteLac, "writeLacResponse"),
-            (pb.READ_LAC, "readLacRequest", handlers.ReadLac, "readLacResponse"),
-            (pb.FORCE_LEDGER, "forceLedgerRequest", handlers.ForceLedger, "forceLedgerResponse"),
-            (pb.GET_BOOKIE_INFO, "getBookieInfoRequest", handlers.GetBookieInfo, "getBookieInfoResponse"),
+            (pb.WRITE_LAC, "writeLacRequest", handlers.write_lac, "writeLacResponse"),
+            (pb.READ_LAC, "readLacRequest", handlers.read_lac, "readLacResponse"),
+            (pb.FORCE_LEDGER, "forceLedgerRequest", handlers.force_ledger, "forceLedgerResponse"),
+            (pb.GET_BOOKIE_INFO, "getBookieInfoRequest", handlers.bookie_info, "getBookieInfoResponse"),
             (
                 pb.GET_LIST_OF_ENTRIES_OF_LEDGER,
                 "getListOfEntriesOfLedgerRequest",
-                handlers.GetListOfEntriesOfLedger,
+                handlers.entries_of_ledger,
                 "getListOfEntriesOfLedgerResponse",
             ),
         ):
             if header.operation == operation and request.HasField(field):
-                return method(getattr(request, field), None), header, answer, False, REQUEST_STATS[operation]
+                return method(getattr(request, field)), header, answer, False, REQUEST_STATS[operation]
         return None
 
     @staticmethod
@@ -410,7 +410,7 @@ class BookieConnection(asyncio.Protocol):
                     ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE, masterKey=request.master_key
                 )
                 self._later(
-                    self.handlers.ReadEntry(read, None), None, "v2", read_wait=True, request="READ_ENTRY_FENCE_REQUEST"
+                    self.handlers.read_waiting(read), None, "v2", read_wait=True, request="READ_ENTRY_FENCE_REQUEST"
                 )
             else:
                 self._timed_read(None, request.ledger_id, request.entry_id, out)
@@ -478,7 +478,7 @@ class BookieConnection(asyncio.Protocol):
         read = pb.ReadRequest(
             ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE, masterKey=request.master_key
         )
-        fenced = await self.handlers.ReadEntry(read, None)
+        fenced = await self.handlers.read_waiting(read)
         if fenced.status not in (pb.EOK, pb.ENOENTRY):
             response = wire.BatchReadResponseV2(
                 wire.v2_status(fenced.status), request.ledger_id, request.entry_id, request.request_id
@@ -517,7 +517,7 @@ class BookieConnection(asyncio.Protocol):
             ledger_id: AddKey(key, recovery=recovery, deferred_sync=deferred)
             for ledger_id, (key, recovery, deferred) in adds.keys.items()
         }
-        future, _, refused = self.handlers.store_adds(keys, records)
+        future, refused = self.handlers.store_adds(keys, records)
         future.add_done_callback(lambda f: self._added(adds, f.result(), refused, len(records)))
 
     def _added(self, adds: _Adds, error, refused, size: int) -> None:

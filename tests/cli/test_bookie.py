@@ -6,7 +6,7 @@ import pytest
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 
-from helpers import KEY, records
+from helpers import KEY, add_requests
 
 
 @pytest.fixture
@@ -45,22 +45,18 @@ def test_readonly_on_off(bkctl, service_uri, two_bookies, harness):
     assert bkctl("-u", service_uri, "bookie", "readonly", bookie_id, "--on").stdout == f"bookie/{bookie_id} read-only\n"
     listed = json.loads(bkctl("-u", service_uri, "bookies", "list", "--readonly", "-o", "json").stdout)
     assert [b["bookieId"] for b in listed] == [bookie_id]
-    channel = harness.channel(two_bookies[0])
-    body = records(1, 0, 1)[4:]
-    assert (
-        channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=body)).status == pb.EREADONLY
-    )
+    conn = harness.wire(two_bookies[0])
+    (add,) = add_requests(1, 0, 1)
+    assert conn.ask(add).status == pb.EREADONLY
     assert bkctl("-u", service_uri, "bookie", "readonly", bookie_id, "--off").stdout == f"bookie/{bookie_id} writable\n"
-    assert channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=body)).status == pb.EOK
+    assert conn.ask(add).status == pb.EOK
 
 
 def test_inspect_a_stopped_bookies_files(bkctl, harness):
     (bookie,) = harness.start(1)
-    channel = harness.channel(bookie)
-    for entry_id in range(3):
-        channel.bookie.AddEntry(
-            pb.AddRequest(ledgerId=258, entryId=entry_id, masterKey=KEY, body=records(258, entry_id, 1)[4:])
-        )
+    conn = harness.wire(bookie)
+    for add in add_requests(258, 0, 3):
+        conn.ask(add)
     bookie.stop()
     from pathlib import Path
 
@@ -134,7 +130,7 @@ def test_metrics_of_busy_and_idle_bookies(bkctl, service_uri, harness):
     from helpers import StreamWriter, adds_ok, wait_for
 
     busy, idle = harness.start(2, prometheusStatsLatencyRolloverSeconds=1)
-    writer = StreamWriter(harness.channel(busy), ledger_id=9, batch=20)
+    writer = StreamWriter(busy.port, ledger_id=9, batch=20)
     writer.start()
     try:
         wait_for(lambda: adds_ok(busy) >= 200, "200 adds")

@@ -1,10 +1,9 @@
-"""Log records: one line each, as text or JSON (bookie.logs), and gRPC's 'client gone' traceback made one line."""
+"""Log records: one line each, as text or JSON (bookie.logs)."""
 
 import json
 import logging
 
 from bookie.logs import JsonFormatter, TextFormatter
-from bookie.server.servicer import ClientGoneFilter
 
 
 def record(message="stored %d entries", args=(3,), level=logging.WARNING, exc_info=None, name="bookie.x"):
@@ -38,18 +37,3 @@ def test_json_is_one_object_per_line_with_the_exception_in_one_field():
     assert (document["level"], document["logger"], document["message"]) == ("WARNING", "bookie.x", "stored 3 entries")
     assert document["exception"].startswith("Traceback") and document["exception"].endswith("ValueError: bad\nvalue")
     assert "exception" not in json.loads(JsonFormatter().format(record()))
-
-
-def test_grpc_execute_batch_error_after_a_client_left_is_one_info_line():
-    raw = record(
-        "Unexpected [ExecuteBatchError] raised by servicer method [/bookkeeper.Bookie/AddEntries]",
-        (),
-        logging.ERROR,
-        failed(),
-        "grpc._cython.cygrpc",
-    )
-    assert ClientGoneFilter().filter(raw)
-    assert (raw.levelname, raw.name, raw.exc_info) == ("INFO", "bookie.server.servicer", None)
-    assert raw.getMessage() == "client went away while its /bookkeeper.Bookie/AddEntries answer was being sent"
-    other = record("Unexpected [KeyError] raised by servicer method [/x]", (), logging.ERROR, failed())
-    assert ClientGoneFilter().filter(other) and other.levelname == "ERROR" and other.exc_info

@@ -117,10 +117,9 @@ def test_an_ensemble_change_during_the_check_raises_no_false_alarm(harness, clus
         async def re_replicate(ledger_id):
             if ledgers.read(ledger_id)[0] != md:
                 return
-            channel = harness.channel(source)
-            target = harness.channel(spare)
+            reader, target = harness.wire(source), harness.wire(spare)
             for entry_id in range(10):
-                body = channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id)).body
+                body = reader.ask(pb.ReadRequest(ledgerId=ledger_id, entryId=entry_id)).body
                 request = pb.AddRequest(
                     ledgerId=ledger_id,
                     entryId=entry_id,
@@ -128,7 +127,7 @@ def test_an_ensemble_change_during_the_check_raises_no_false_alarm(harness, clus
                     body=body,
                     flag=pb.AddRequest.RECOVERY_ADD,
                 )
-                assert target.bookie.AddEntry(request).status == pb.EOK
+                assert target.ask(request).status == pb.EOK
             swapped = tuple(spare.bookie_id if b == victim.bookie_id else b for b in md.segments[0].bookies)
             ledgers.write(ledger_id, md.with_changes(segments=(Segment(0, swapped),)), version)
 

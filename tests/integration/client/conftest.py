@@ -1,15 +1,14 @@
-"""Every client test twice: with the default data transport (our batched gRPC data service where a bookie offers it)
-and with BookKeeper's own protocol to every bookie (what a Java bookie gets), so that both paths meet the same
-faults."""
+"""Every client test twice: with BookKeeper's protocol v3 (the default) and with v2 for adds and reads
+(useV2WireProtocol, what Pulsar brokers use), so that both of the client's paths meet the same faults."""
 
 import pytest
 
 from helpers import shared_cluster
 
 
-@pytest.fixture(autouse=True, params=["grpc", "bookkeeper"])
-def data_transport(request, monkeypatch):
-    monkeypatch.setenv("BKCTL_DATA_TRANSPORT", request.param)
+@pytest.fixture(autouse=True, params=["v3", "v2"])
+def protocol_version(request, monkeypatch):
+    monkeypatch.setenv("BKCTL_USE_V2_WIRE_PROTOCOL", str(request.param == "v2").lower())
     return request.param
 
 

@@ -21,7 +21,7 @@ def in_flight(monkeypatch):
     return peaks
 
 
-@pytest.mark.parametrize("data_transport", ["bookkeeper"], indirect=True)
+@pytest.mark.parametrize("protocol_version", ["v3"], indirect=True)
 @pytest.mark.parametrize(
     ("size", "count", "expected_peak"),
     [

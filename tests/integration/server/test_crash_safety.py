@@ -4,13 +4,11 @@ import pytest
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 
-from helpers import KEY, StreamWriter, payload, read_stored, wait_for
+from helpers import KEY, StreamWriter, add_requests, payload, read_stored, wait_for
 
 
-def fence(channel, ledger_id):
-    answer = channel.bookie.ReadEntry(
-        pb.ReadRequest(ledgerId=ledger_id, entryId=-1, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=KEY), timeout=10
-    )
+def fence(conn, ledger_id):
+    answer = conn.ask(pb.ReadRequest(ledgerId=ledger_id, entryId=-1, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=KEY))
     assert answer.status in (pb.EOK, pb.ENOENTRY)
 
 
@@ -33,13 +31,12 @@ DB = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerSt
 def test_kill_9_mid_stream_loses_no_acknowledged_entry(harness, settings):
     (bookie,) = harness.start(1, **settings)
     size = 1000 if "dbStorage_writeCacheMaxSizeMb" in settings else 100
-    channel = harness.channel(bookie)
-    fenced = StreamWriter(channel, ledger_id=2, limit=100)
+    fenced = StreamWriter(bookie.port, ledger_id=2, limit=100)
     fenced.start()
     fenced.join(30)
-    fence(channel, 2)
+    fence(harness.wire(bookie), 2)
 
-    writer = StreamWriter(channel, ledger_id=1, size=size)
+    writer = StreamWriter(bookie.port, ledger_id=1, size=size)
     writer.start()
     wait_for(lambda: len(writer.acked) >= 3000, "3000 acknowledged entries", 60)
     bookie.stop(kill=True)
@@ -49,17 +46,12 @@ def test_kill_9_mid_stream_loses_no_acknowledged_entry(harness, settings):
     assert acked == list(range(len(acked)))
 
     harness.restart(bookie)
-    channel = harness.channel(bookie)
-    entries = read_stored(channel, 1, 0, acked[-1])
+    conn = harness.wire(bookie)
+    entries = read_stored(conn, 1, 0, acked[-1])
     assert all(entries.get(e) == payload(1, e, size) for e in acked)
     if size == 1000:
         assert "write cache is full" in bookie.log_path.read_text()
-    last = channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=-1), timeout=10)
+    last = conn.ask(pb.ReadRequest(ledgerId=1, entryId=-1))
     assert last.status == pb.EOK and last.maxLAC >= acked[-1] - 1  # each entry carries LAC = its id - 1
-
-    from helpers import records
-
-    add = channel.bookie.AddEntry(
-        pb.AddRequest(ledgerId=2, entryId=100, masterKey=KEY, body=records(2, 100, 1)[4:]), timeout=10
-    )
+    add = conn.ask(add_requests(2, 100, 1)[0])
     assert add.status == pb.EFENCED  # the fence survived the crash

@@ -8,7 +8,7 @@ from helpers import StreamWriter, metric, payload, read_stored
 
 def test_a_db_storage_bookie_serves_its_entries_after_a_restart_and_counts_its_caches(harness):
     (bookie,) = harness.start(1, ledgerStorageClass=DB_LEDGER_STORAGE, dbStorage_readAheadCacheBatchSize="50")
-    writer = StreamWriter(harness.channel(bookie), ledger_id=7, limit=1000)
+    writer = StreamWriter(bookie.port, ledger_id=7, limit=1000)
     writer.start()
     writer.join(60)
     assert writer.error is None and len(writer.acked) == 1000
@@ -19,7 +19,7 @@ def test_a_db_storage_bookie_serves_its_entries_after_a_restart_and_counts_its_c
 
     bookie.stop()  # SIGTERM: the shutdown checkpoint writes the write cache into the entry log
     harness.restart(bookie)
-    entries = read_stored(harness.channel(bookie), 7, 0, 999)
+    entries = read_stored(harness.wire(bookie), 7, 0, 999)
     assert all(entries[e] == payload(7, e) for e in range(1000))
     assert metric(bookie, "bookie_write_cache_count", **labels) == 0
     # read in order after a restart: one entry-log read per 51 entries (20), the rest from the read-ahead cache

@@ -12,7 +12,7 @@ from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.meta.cookies import CookieStore
 from bookie.meta.registration import BookieRegistry
 
-from helpers import records, wait_for
+from helpers import add_requests, records, wait_for
 
 # the CLI's bookie, and the core's own process that the harness and the sandbox start: one bookie, the same refusals
 CLI = ("bkctl", "bookie", "run")
@@ -78,10 +78,7 @@ def test_a_setting_it_cannot_honour_is_refused_with_exit_2(tmp_path, command):
 def test_full_disks_make_the_bookie_read_only(harness, cluster):
     (bookie,) = harness.start(1, diskUsageThreshold=0.001, diskUsageWarnThreshold=0.001)
     assert [b.bookie_id for b in BookieRegistry(cluster).list(writable=False, readonly=True)] == [bookie.bookie_id]
-    channel = harness.channel(bookie)
-    from helpers import KEY, records
-
-    answer = channel.bookie.AddEntry(pb.AddRequest(ledgerId=1, entryId=0, masterKey=KEY, body=records(1, 0, 1)[4:]))
+    answer = harness.wire(bookie).ask(add_requests(1, 0, 1)[0])
     assert answer.status == pb.EREADONLY
 
 
@@ -107,12 +104,13 @@ def test_metrics_count_adds_reads_and_fsyncs(harness):
     from helpers import StreamWriter, metrics
 
     (bookie,) = harness.start(1)
-    channel = harness.channel(bookie)
-    writer = StreamWriter(channel, ledger_id=1, batch=25, limit=100)
+    writer = StreamWriter(bookie.port, ledger_id=1, batch=25, limit=100)  # each batch in one write
     writer.start()
     writer.join(30)
-    channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=7), timeout=10)
-    channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=100), timeout=10)  # not there
+    assert writer.acked == list(range(100)), writer.error
+    conn = harness.wire(bookie)
+    conn.ask(pb.ReadRequest(ledgerId=1, entryId=7))
+    conn.ask(pb.ReadRequest(ledgerId=1, entryId=100))  # not there
     got = metrics(bookie)
     assert got.sum("bookkeeper_server_ADD_ENTRY_REQUEST_count", success="true") == 100
     assert got.sum("bookie_BOOKIE_ADD_ENTRY_count", success="true") == 100

@@ -29,7 +29,6 @@ print("ok")
 
 def test_bookies_and_client_run_without_the_c_codec(zookeeper, tmp_path, monkeypatch):
     monkeypatch.setenv("BKCTL_FRAMES", "python")
-    monkeypatch.setenv("BKCTL_DATA_TRANSPORT", "bookkeeper")
     with shared_cluster(zookeeper, tmp_path, 3) as harness:
         for bookie in harness.bookies:  # the bookie processes run the Python codec too, and say so
             assert b"BKCTL_FRAMES=python" in Path(f"/proc/{bookie.pid}/environ").read_bytes().split(b"\0")

@@ -52,7 +52,7 @@ def registration(store, bookie):
 
 
 def write(harness, bookie, ledger_id, count):
-    writer = StreamWriter(harness.channel(bookie), ledger_id=ledger_id, batch=50, limit=count)
+    writer = StreamWriter(bookie.port, ledger_id=ledger_id, batch=50, limit=count)
     writer.start()
     writer.join(30)
     assert writer.error is None and writer.acked == list(range(count))
@@ -75,7 +75,7 @@ def test_second_bookie_on_live_directories_is_refused_and_touches_nothing(harnes
 
     bookie.stop(kill=True)
     harness.restart(bookie)
-    entries = read_stored(harness.channel(bookie), 1, 0, acked[-1])
+    entries = read_stored(harness.wire(bookie), 1, 0, acked[-1])
     assert [e for e in acked if entries.get(e) != payload(1, e)] == []
 
 
@@ -164,8 +164,8 @@ def test_journal_corrupt_in_the_middle_refuses_the_start_until_overridden(harnes
     assert values.sum("bkctl_journal_corrupt_records_skipped") == 1
     assert values.sum("bkctl_journal_corrupt_bytes_skipped") == resume - mark.offset
     assert f"skipped corrupt journal record at offset {mark.offset} (length 0)" in bookie.log_path.read_text()
-    channel = harness.channel(bookie)
-    answers = [channel.bookie.ReadEntry(pb.ReadRequest(ledgerId=1, entryId=e), timeout=10) for e in acked]
+    conn = harness.wire(bookie)
+    answers = [conn.ask(pb.ReadRequest(ledgerId=1, entryId=e)) for e in acked]
     present = [e for e, a in zip(acked, answers, strict=True) if a.status == pb.EOK]
     assert present == list(range(present[0], acked[-1] + 1))  # lost: only what the damaged write held
     assert 0 < present[0] < acked[-1]

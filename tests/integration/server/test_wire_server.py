@@ -1,7 +1,8 @@
 """BookKeeper's own protocol (v3 and v2) on a real bookie's port: raw frames from bookie/codec/wire.py over a socket.
 
-The semantics (fencing, statuses, read-only) are those of test_protocol.py over gRPC; here: each operation in both
-versions, the envelope, pipelining, and what a connection does with frames it cannot use."""
+The semantics (fencing, statuses, read-only, long polls) are test_protocol.py's, asked in v3 one request at a time;
+here: each operation in both versions, the envelope, pipelining, and what a connection does with frames it cannot
+use."""
 
 from __future__ import annotations
 
@@ -16,54 +17,7 @@ from bookie.codec import wire
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.entry import parse_entry
 
-from helpers import DIGESTER, KEY, payload, records, wait_for
-
-
-class Conn:
-    """One client connection: send frames, receive answers (v3 Responses by txnId, or v2 records)."""
-
-    def __init__(self, port: int):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
-        self.buffer = bytearray()
-        self.txn = 0
-
-    def send(self, *frames: bytes) -> None:
-        self.sock.sendall(b"".join(frames))
-
-    def frames(self, count: int) -> list[bytes]:
-        got: list[bytes] = []
-        while len(got) < count:
-            got += wire.cut_frames(self.buffer)
-            if len(got) >= count:
-                break
-            data = self.sock.recv(1 << 20)
-            if not data:
-                raise ConnectionError(f"closed after {len(got)} of {count} answers")
-            self.buffer += data
-        return got
-
-    def closed(self) -> bool:
-        """Whether the bookie closed the connection (EOF or reset) within the socket timeout."""
-        try:
-            while data := self.sock.recv(65536):
-                self.buffer += data
-        except ConnectionResetError:
-            pass
-        return True
-
-    def v3(self, operation: int, priority: int | None = None, **fields) -> bytes:
-        self.txn += 1
-        header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=operation, txnId=self.txn)
-        if priority is not None:
-            header.priority = priority
-        return wire.encode_v3(pb.Request(header=header, **fields))
-
-    def call(self, operation: int, **fields) -> pb.Response:
-        self.send(self.v3(operation, **fields))
-        return wire.decode_v3_response(self.frames(1)[0])
-
-    def close(self) -> None:
-        self.sock.close()
+from helpers import DIGESTER, KEY, WireConn, payload, records, wait_for
 
 
 def body(ledger_id: int, entry_id: int) -> bytes:
@@ -74,14 +28,14 @@ def v3_add_request(ledger_id: int, entry_id: int, key: bytes = KEY) -> pb.AddReq
     return pb.AddRequest(ledgerId=ledger_id, entryId=entry_id, masterKey=key, body=body(ledger_id, entry_id))
 
 
-def v3_add(conn: Conn, ledger_id: int, entry_id: int, key: bytes = KEY, recovery: bool = False) -> pb.Response:
+def v3_add(conn: WireConn, ledger_id: int, entry_id: int, key: bytes = KEY, recovery: bool = False) -> pb.Response:
     add = v3_add_request(ledger_id, entry_id, key)
     if recovery:
         add.flag = pb.AddRequest.RECOVERY_ADD
     return conn.call(pb.ADD_ENTRY, addRequest=add)
 
 
-def v2(conn: Conn, request) -> wire.ResponseV2:
+def v2(conn: WireConn, request) -> wire.ResponseV2:
     conn.send(wire.encode_request_v2(request))
     return wire.decode_response_v2(conn.frames(1)[0])
 
@@ -105,7 +59,7 @@ def bookie(cluster):
 
 @pytest.fixture
 def conn(bookie):
-    c = Conn(bookie.port)
+    c = WireConn(bookie.port)
     yield c
     c.close()
 
@@ -174,7 +128,7 @@ def test_v3_long_poll_answers_when_the_lac_moves(conn, bookie, ledger):
         ledgerId=ledger, entryId=-1, previousLAC=0, timeOut=10_000, flag=pb.ReadRequest.ENTRY_PIGGYBACK
     )
     conn.send(conn.v3(pb.READ_ENTRY, readRequest=poll))
-    other = Conn(bookie.port)
+    other = WireConn(bookie.port)
     try:
         started = time.monotonic()
         assert v3_add(other, ledger, 2).status == pb.EOK  # entry 2 carries LAC 1: the LAC moves past 0
@@ -279,13 +233,13 @@ def test_v2_auth_and_a_v2_connection_stays_v2(conn, ledger):
     ],
 )
 def test_bad_frames_close_the_connection_and_the_bookie_serves_on(bookie, junk, ledger):
-    bad = Conn(bookie.port)
+    bad = WireConn(bookie.port)
     try:
         bad.send(junk)
         assert bad.closed()
     finally:
         bad.close()
-    good = Conn(bookie.port)
+    good = WireConn(bookie.port)
     try:
         assert v3_add(good, ledger, 0).status == pb.EOK
     finally:
@@ -300,11 +254,11 @@ def _rss_kib(pid: int) -> int:
 def test_a_client_that_never_reads_its_answers_is_paused_not_buffered(bookie, ledger):
     """The bookie stops reading a connection whose answers pile up: what the client sends then waits in the
     kernel's buffers (the client's sendall blocks), and the bookie's memory does not grow with it."""
-    slow = Conn(bookie.port)
+    slow = WireConn(bookie.port)
     slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     slow.sock.settimeout(0.5)
     read = wire.encode_request_v2(wire.ReadRequestV2(ledger, 0))
-    assert v2(Conn(bookie.port), v2_add(ledger, 0)).rc == 0
+    assert v2(WireConn(bookie.port), v2_add(ledger, 0)).rc == 0
     before = _rss_kib(bookie.pid)
     sent = 0
     try:
@@ -319,7 +273,7 @@ def test_a_client_that_never_reads_its_answers_is_paused_not_buffered(bookie, le
         slow.close()
     assert sent < 4_000_000, "the bookie kept reading requests whose answers nobody took"
     assert grown < 64 * 1024, f"the bookie's memory grew by {grown} KiB"
-    wait_for(lambda: v2(Conn(bookie.port), wire.ReadRequestV2(ledger, 0)).rc == 0, "the bookie serving again")
+    wait_for(lambda: v2(WireConn(bookie.port), wire.ReadRequestV2(ledger, 0)).rc == 0, "the bookie serving again")
 
 
 def test_read_only_bookie_refuses_adds_but_lets_recovery_adds_through(cluster, bookie, conn, ledger):
@@ -327,7 +281,7 @@ def test_read_only_bookie_refuses_adds_but_lets_recovery_adds_through(cluster, b
         channel.admin.SetReadOnly(admin.SetReadOnlyRequest(readOnly=True), timeout=10)
         try:
             assert v3_add(conn, ledger, 0).status == pb.EREADONLY
-            v2_conn = Conn(bookie.port)
+            v2_conn = WireConn(bookie.port)
             assert v2(v2_conn, v2_add(ledger, 0)).rc == 105  # EREADONLY
             v2_conn.close()
             recovery = pb.AddRequest(

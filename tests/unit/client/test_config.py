@@ -3,17 +3,14 @@
 import pytest
 
 from bookie.client.config import ClientConfig
-from bookie.errors import InvalidArgument
 
 
-def test_the_data_transport_is_bookkeepers_protocol_unless_asked(monkeypatch):
-    monkeypatch.delenv("BKCTL_DATA_TRANSPORT", raising=False)
-    assert ClientConfig().data_transport == "bookkeeper"
-    monkeypatch.setenv("BKCTL_DATA_TRANSPORT", "grpc")
-    assert ClientConfig().data_transport == "grpc"
-
-
-def test_an_unknown_data_transport_is_named(monkeypatch):
-    monkeypatch.setenv("BKCTL_DATA_TRANSPORT", "auto")
-    with pytest.raises(InvalidArgument, match="BKCTL_DATA_TRANSPORT is 'auto': it is one of bookkeeper, grpc"):
-        ClientConfig()
+@pytest.mark.parametrize(
+    ("value", "v2"), [(None, False), ("true", True), ("TRUE", True), ("1", True), ("false", False), ("", False)]
+)
+def test_the_v2_protocol_is_used_for_adds_and_reads_only_when_asked(monkeypatch, value, v2):
+    if value is None:
+        monkeypatch.delenv("BKCTL_USE_V2_WIRE_PROTOCOL", raising=False)
+    else:
+        monkeypatch.setenv("BKCTL_USE_V2_WIRE_PROTOCOL", value)
+    assert ClientConfig().use_v2_wire_protocol is v2

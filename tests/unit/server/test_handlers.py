@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.server.handlers import BookieHandlers
 from bookie.server.metrics import BookieStats
-from bookie.server.servicer import BookieServicer
 
 from helpers import add
 
@@ -17,21 +17,21 @@ from helpers import add
 def test_long_polls_that_time_out_or_are_cancelled_leave_no_waiter(open_storage):
     storage = open_storage()
     add(storage, 7, 0, 3)  # LAC 1: a poll from previousLAC 1 waits
-    servicer = BookieServicer(SimpleNamespace(storage=storage, stats=BookieStats()))
+    handlers = BookieHandlers(SimpleNamespace(storage=storage, stats=BookieStats()))
     poll = pb.ReadRequest(ledgerId=7, entryId=-1, previousLAC=1, timeOut=5)
 
     async def scenario():
         for _ in range(20):  # timed out
-            assert (await servicer.ReadEntry(poll, None)).maxLAC == 1
+            assert (await handlers.read_waiting(poll)).maxLAC == 1
         cancelled = asyncio.ensure_future(
-            servicer.ReadEntry(pb.ReadRequest(ledgerId=7, entryId=-1, previousLAC=1, timeOut=60_000), None)
+            handlers.read_waiting(pb.ReadRequest(ledgerId=7, entryId=-1, previousLAC=1, timeOut=60_000))
         )
         await asyncio.sleep(0.05)
         cancelled.cancel()  # the client went away
         await asyncio.gather(cancelled, return_exceptions=True)
 
     asyncio.run(scenario())
-    assert servicer._lac_waiters == {}
+    assert handlers._lac_waiters == {}
 
 
 def test_an_import_error_inside_the_bookie_is_not_taken_for_a_missing_uvloop(monkeypatch):
