@@ -149,14 +149,14 @@ class BookieServer:
         self.stats.watch(self.storage)
         self.stats.start(config.prometheusStatsLatencyRolloverSeconds)
 
-        from bookie.server.grpc_auth import RoleInterceptor
+        if config.admin_port is not None:  # the gRPC admin service (bkctlAdminPort -1: none)
+            from bookie.server.grpc_auth import RoleInterceptor
 
-        self.server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[RoleInterceptor(config.authorizer)])
-        bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(BookieAdminServicer(self), self.server)
-        address = _host_port(host, config.bookiePort)
-        if config.admin_port is not None:
+            self.server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[RoleInterceptor(config.authorizer)])
+            bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(BookieAdminServicer(self), self.server)
             self.admin_port = self._bind(self.server, config.admin_port, "bkctlAdminPort", "bookie admin")
-        await self.server.start()
+            await self.server.start()
+        address = _host_port(host, config.bookiePort)
         self.wire = WireServer(self, BookieHandlers(self), config.nettyMaxFrameSizeBytes)
         if not frames.ACCELERATED:  # said before the bookie registers: whoever sees it registered can read this
             log.warning(
