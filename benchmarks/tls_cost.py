@@ -65,8 +65,10 @@ def bench(protocol: str, entries: int, env: dict[str, str]) -> dict:
 
 
 def plaintext_refused(service_uri: str, env: dict[str, str]) -> bool:
-    """A client without TLS (``-u`` names the cluster, so bkctl does not take the sandbox's certificate) is refused."""
-    done = run("-u", service_uri, "bench", "write", "--entries", "100", env=env)
+    """A client without TLS (``-u`` names the cluster, so bkctl does not take the sandbox's certificate) is refused by
+    the bookies. It logs in to ZooKeeper with the sandbox's digest, so that ZooKeeper's ACLs do not refuse it first."""
+    login = {"BKCTL_ZK_ENABLE_SECURITY": "true", "BKCTL_ZK_DIGEST_AUTH_FILE": f"{env['BKCTL_SANDBOX_DIR']}/zk-digest"}
+    done = run("-u", service_uri, "bench", "write", "--entries", "100", env=env | login)
     return done.returncode == 4 and "unauthorized (EUA)" in done.stderr
 
 
