@@ -203,3 +203,42 @@ def java_command(classes: Path, main: str, *args: str) -> list[str]:
         main,
         *args,
     ]
+
+
+def where(service_uri: str) -> tuple[str, str]:
+    """ZooKeeper address and ledgers root of a service URI, as InteropClient takes them."""
+    zk, root = service_uri.split("://", 1)[1].split("/", 1)
+    return zk, "/" + root
+
+
+def interop(classes: Path, service_uri: str, *args: str, timeout: float = 120, stdin: str | None = None) -> str:
+    """Run a mode of tests/interop/java/InteropClient.java (``classes``: the ``classes`` fixture); its stdout."""
+    done = subprocess.run(
+        java_command(classes, "InteropClient", args[0], *where(service_uri), *args[1:]),
+        input=stdin,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def java_write(classes: Path, service_uri: str, entries: int, text: str, *states: str) -> list[int]:
+    """The Java client writes a ledger per state, ``"close"`` or ``"open"`` (left open), of ``entries`` entries
+    ``text-i`` (E3 W2 A2, CRC32C, password pw) in one JVM, as ``bk_write(..., "--suffix-index")`` writes one; their
+    ids."""
+    return [int(line) for line in interop(classes, service_uri, "write", str(entries), text, *states).split()]
+
+
+def java_read(
+    classes: Path, service_uri: str, ledger_ids: list[int], recovery: bool = True
+) -> dict[int, list[tuple[int, bytes]]]:
+    """The Java client reads ledgers in one JVM, as ``bk_read`` reads one: ``{ledgerId: [(entryId, payload)]}``."""
+    mode = "recovery" if recovery else "no-recovery"
+    read: dict[int, list[tuple[int, bytes]]] = {ledger_id: [] for ledger_id in ledger_ids}
+    for line in interop(classes, service_uri, "read", mode, *map(str, ledger_ids)).splitlines():
+        ledger, entry, payload = line.split("\t")
+        read[int(ledger)].append((int(entry), bytes.fromhex(payload)))
+    return read

@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,16 +15,11 @@ from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
 
 from helpers import shared_cluster, wait_for
-from interop.oracle import ENV, JavaCluster, compile_java, java_command, require_oracle
+from interop.oracle import ENV, JavaCluster, interop, java_command, require_oracle, where
 
 require_oracle()
 
 PASSWORD = b"pw"
-
-
-@pytest.fixture(scope="module")
-def classes(tmp_path_factory):
-    return compile_java(Path(__file__).with_name("java") / "InteropClient.java", tmp_path_factory.mktemp("classes"))
 
 
 @pytest.fixture(scope="module")
@@ -41,24 +35,6 @@ def java(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
-
-
-def where(service_uri: str) -> tuple[str, str]:
-    """ZooKeeper address and ledgers root of a service URI, as InteropClient takes them."""
-    zk, root = service_uri.split("://", 1)[1].split("/", 1)
-    return zk, "/" + root
-
-
-def interop(classes, service_uri: str, *args: str, timeout: float = 120) -> str:
-    done = subprocess.run(
-        java_command(classes, "InteropClient", args[0], *where(service_uri), *args[1:]),
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
 
 
 def follow_while_our_client_writes(classes, service_uri: str, count: int) -> list[str]:

@@ -6,11 +6,8 @@ default): ages come from the znodes."""
 
 from __future__ import annotations
 
-import subprocess
 import time
-from pathlib import Path
 
-import pytest
 from pulsar_broker import Broker, compacted_metadata, managed_ledger_metadata, schema_metadata
 
 from admin.pulsar.orphans import PulsarAudit
@@ -21,7 +18,7 @@ from bookie.meta.tree import ZooKeeperTree
 from bookie.meta.uri import parse_service_uri
 
 from helpers import shared_cluster
-from interop.oracle import ENV, compile_java, java_command, require_oracle
+from interop.oracle import interop, require_oracle
 
 require_oracle()
 
@@ -34,28 +31,13 @@ COMPACTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def classes(tmp_path_factory):
-    return compile_java(Path(__file__).with_name("java") / "InteropClient.java", tmp_path_factory.mktemp("classes"))
-
-
 def java_ledgers(classes, service_uri: str, specs: list[tuple[dict[str, bytes], int, bool]]) -> list[int]:
     """One Java client creates a ledger per spec ``(custom metadata, entries, close)``; their ids."""
-    zk, root = service_uri.split("://", 1)[1].split("/", 1)
     lines = "".join(
         f"{entries} {'close' if close else 'open'} " + " ".join(f"{k}={v.decode()}" for k, v in md.items()) + "\n"
         for md, entries, close in specs
     )
-    done = subprocess.run(
-        java_command(classes, "InteropClient", "create", zk, "/" + root),
-        input=lines,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [int(line) for line in done.stdout.split()]
+    return [int(line) for line in interop(classes, service_uri, "create", timeout=180, stdin=lines).split()]
 
 
 def test_orphans_among_the_java_clients_pulsar_ledgers(classes, zookeeper, tmp_path):

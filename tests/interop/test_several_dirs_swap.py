@@ -25,7 +25,7 @@ from bookie.local.process import free_port
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
-from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle
+from interop.oracle import JavaCluster, java_read, java_write, require_oracle
 
 require_oracle()
 
@@ -83,23 +83,17 @@ def texts(count: int) -> list[bytes]:
     return [f"{TEXT}-{i}".encode() for i in range(count)]
 
 
-def java_writes(zk: str, *extra: str) -> int:
-    quorum = ["--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2"]
-    return bk_write(zk, "--n", str(ENTRIES), "--text", TEXT, "--suffix-index", *quorum, *extra)
-
-
 def check_every_replica(bkctl, uri: str) -> None:
     """Every bookie answers every entry the write-set rule gives it (BookKeeper's ledger check, all entries)."""
     result = bkctl("-u", uri, "cluster", "check", "--replicas", "--verify-entries", "100", "--recheck-delay", "1")
     assert result.exit_code == 0, result.stdout + result.stderr
 
 
-def test_java_and_our_bookies_swap_on_two_journals_and_three_ledger_dirs_each_way(javas, store, bkctl):
-    zk, uri = javas[0].zk, javas[0].service_uri
+def test_java_and_our_bookies_swap_on_two_journals_and_three_ledger_dirs_each_way(javas, store, bkctl, classes):
+    uri = javas[0].service_uri
     db = "DbLedgerStorage" in load_properties(javas[0].conf(1)).get("ledgerStorageClass", "")
     # ---- Java bookies write; two stop, one is killed -9 (its last records only in its journals) ----
-    closed = [java_writes(zk) for _ in range(3)]
-    left_open = java_writes(zk, "--no-close")
+    *closed, left_open = java_write(classes, uri, ENTRIES, TEXT, "close", "close", "close", "open")
     for java in javas[:2]:
         java.stop_bookie(1)
     javas[2].kill(1)
@@ -128,14 +122,14 @@ def test_java_and_our_bookies_swap_on_two_journals_and_three_ledger_dirs_each_wa
         wait_registered(store, ours, timeout=90)
         replayed = re.search(r"storage ready \((\d+) journal records replayed\)", ours[2].log_path.read_text())
         assert replayed and int(replayed.group(1)) > 0  # what the killed Java bookie had not checkpointed
-        for ledger_id in closed:
-            assert bk_read(zk, ledger_id, "--no-recovery") == list(enumerate(texts(ENTRIES)))
-        recovered = bk_read(zk, left_open)  # recovery on our bookies closes the ledger Java left open
+        read = java_read(classes, uri, closed, recovery=False)
+        assert all(read[ledger_id] == list(enumerate(texts(ENTRIES))) for ledger_id in closed)
+        (recovered,) = java_read(classes, uri, [left_open]).values()  # recovery on our bookies closes it
         assert len(recovered) >= ENTRIES - 100 and recovered == list(enumerate(texts(len(recovered))))
         check_every_replica(bkctl, uri)
 
         # ---- the reverse: written through our bookies (Java's client, and ours), one killed -9 ----
-        closed += [java_writes(zk) for _ in range(2)]
+        closed += java_write(classes, uri, ENTRIES, TEXT, "close", "close")
         with BookKeeper(uri) as bk:
             ledger = bk.create_ledger(3, 2, 2, password=b"pw")
             ledger.add_entries(texts(ENTRIES))
@@ -152,9 +146,9 @@ def test_java_and_our_bookies_swap_on_two_journals_and_three_ledger_dirs_each_wa
     # ---- Java bookies start on what ours wrote, replay ours's journals, serve every entry ----
     for java in javas:
         java.start_bookie(1)
-    for ledger_id in closed:
-        assert bk_read(zk, ledger_id, "--no-recovery") == list(enumerate(texts(ENTRIES))), ledger_id
-    assert bk_read(zk, left_open, "--no-recovery") == recovered
+    read = java_read(classes, uri, [*closed, left_open], recovery=False)
+    assert [ledger_id for ledger_id in closed if read[ledger_id] != list(enumerate(texts(ENTRIES)))] == []
+    assert read[left_open] == recovered
     if not db:  # Java's DbLedgerStorage does not answer GET_LIST_OF_ENTRIES_OF_LEDGER (UnsupportedOperationException)
         check_every_replica(bkctl, uri)
     print(f"ledgers {[*closed, left_open]} read back through both kinds of bookie", file=sys.stderr)

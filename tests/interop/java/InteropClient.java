@@ -25,6 +25,13 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
  *   create ZK ROOT                      for each line "N open|close K=V..." of stdin: a ledger with custom
  *                                       metadata K=V (values UTF-8) as a Pulsar broker creates them, password
  *                                       empty, N entries, then closed or left open; prints one id per line
+ *   write ZK ROOT N TEXT close|open...  a ledger per close|open word: N entries "TEXT-i" (i: the entry id), 100
+ *                                       adds in flight, as bk-write --suffix-index writes one, then closed or
+ *                                       left open; prints one id per line. One JVM for many ledgers: a JVM
+ *                                       start is most of a bk-write's ~6 s
+ *   read ZK ROOT recovery|no-recovery LEDGER...
+ *                                       open each ledger (with recovery: fenced and closed) and read 0..LAC, as
+ *                                       bk-read does; one line "LEDGER<TAB>ENTRY_ID<TAB>HEX" per entry
  */
 public final class InteropClient {
     static final byte[] PASSWORD = "pw".getBytes(StandardCharsets.UTF_8);
@@ -58,6 +65,17 @@ public final class InteropClient {
                         createWithMetadata(bk, Integer.parseInt(words[0]), words[1].equals("close"),
                                 java.util.Arrays.copyOfRange(words, 2, words.length));
                     }
+                    break;
+                case "write":
+                    for (int i = 5; i < argv.length; i++) {
+                        System.out.println(write(bk, Integer.parseInt(argv[3]), argv[4], argv[i].equals("close")));
+                    }
+                    break;
+                case "read":
+                    for (int i = 4; i < argv.length; i++) {
+                        read(bk, Long.parseLong(argv[i]), argv[3].equals("recovery"));
+                    }
+                    System.out.flush();
                     break;
                 case "read-explicit-lac":
                     try (LedgerHandle lh = bk.openLedgerNoRecovery(Long.parseLong(argv[3]),
@@ -114,6 +132,48 @@ public final class InteropClient {
         System.out.println("ledger " + wh.getId());
         System.out.flush();
         Thread.sleep(seconds * 1000L);
+    }
+
+    static long write(BookKeeper bk, int n, String text, boolean close) throws Exception {
+        WriteHandle wh = create(bk, EnumSet.noneOf(WriteFlag.class));
+        java.util.concurrent.Semaphore inFlight = new java.util.concurrent.Semaphore(100);
+        java.util.List<java.util.concurrent.CompletableFuture<Long>> adds = new java.util.ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            inFlight.acquire();
+            adds.add(wh.appendAsync((text + "-" + i).getBytes(StandardCharsets.UTF_8))
+                    .whenComplete((id, error) -> inFlight.release()));
+        }
+        for (int i = 0; i < n; i++) {
+            long id = adds.get(i).get();
+            if (id != i) {
+                throw new IllegalStateException("entry id " + id + " != " + i);
+            }
+        }
+        if (close) {
+            wh.close();
+        }
+        return wh.getId();
+    }
+
+    static void read(BookKeeper bk, long ledgerId, boolean recovery) throws Exception {
+        try (ReadHandle rh = bk.newOpenLedgerOp().withLedgerId(ledgerId).withDigestType(DigestType.CRC32C)
+                .withPassword(PASSWORD).withRecovery(recovery).execute().get()) {
+            long lac = rh.getLastAddConfirmed();
+            for (long first = 0; first <= lac; first += 1000) {
+                try (org.apache.bookkeeper.client.api.LedgerEntries entries = rh.read(first,
+                        Math.min(lac, first + 999))) {
+                    for (org.apache.bookkeeper.client.api.LedgerEntry e : entries) {
+                        byte[] bytes = e.getEntryBytes();
+                        char[] hex = new char[bytes.length * 2];
+                        for (int i = 0; i < bytes.length; i++) {
+                            hex[2 * i] = Character.forDigit((bytes[i] >> 4) & 0xf, 16);
+                            hex[2 * i + 1] = Character.forDigit(bytes[i] & 0xf, 16);
+                        }
+                        System.out.println(ledgerId + "\t" + e.getEntryId() + "\t" + new String(hex));
+                    }
+                }
+            }
+        }
     }
 
     static void createWithMetadata(BookKeeper bk, int n, boolean close, String[] pairs) throws Exception {
