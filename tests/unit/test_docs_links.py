@@ -1,12 +1,13 @@
 """The Markdown documentation stays true to the tree and the CLI: every relative link of every ``*.md`` resolves (the
 file exists; a ``#anchor`` names a heading of its target, as GitHub makes anchors), the README stays short, every
-``bkctl`` line of the docs' shell examples parses as that command, and the exit-code table of docs/cli.md is
-bkctl/errors.py's."""
+``bkctl`` line of the docs' shell examples parses as that command, the exit-code table of docs/cli.md is
+bkctl/errors.py's, and the configuration table of docs/bookie.md lists exactly the keys a bookie reads."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import click
@@ -145,3 +146,15 @@ def test_a_documented_command_line_parses(doc, line):
 
 def test_the_docs_show_commands():
     assert len(DOC_LINES) > 40
+
+
+def test_the_configuration_table_has_every_key_a_bookie_reads():
+    from bookie.server.config import HONOURED_VALUES, READ_ELSEWHERE, BookieConfig
+
+    text = (ROOT / "docs" / "bookie.md").read_text().split("## Configuration keys")[1]
+    first_cells = [line.split("|")[1] for line in text.splitlines() if line.startswith("| `")]
+    documented = {key for cell in first_cells for key in re.findall(r"`([^`]+)`", cell)}
+    read = {field.name for field in fields(BookieConfig)} | set(BookieConfig.ALIASES)
+    read |= set(HONOURED_VALUES) | READ_ELSEWHERE
+    assert sorted(read - documented) == [], "keys a bookie reads that docs/bookie.md does not list"
+    assert sorted(documented - read) == [], "keys docs/bookie.md lists that no bookie reads"
