@@ -430,13 +430,13 @@ ENVIRONMENT = {  # BKCTL_TLS_* -> the option they stand for (paths only: passwor
 }
 
 
-def _store_type(path: str) -> str:
+def _store_type(path: str, what: str) -> str:
     """PEM or PKCS12, by the file's first bytes (PEM is text starting with -----BEGIN)."""
     try:
         with open(path, "rb") as f:
             head = f.read(64)
     except OSError as exc:
-        raise InvalidArgument(f"{path} cannot be read: {exc.strerror}") from None
+        raise InvalidArgument(f"{what} {path} cannot be read: {exc.strerror}") from None
     return "PEM" if b"-----BEGIN" in head else "PKCS12"
 
 
@@ -453,7 +453,7 @@ def client_settings(
         return None
     if not trust_store:
         raise InvalidArgument("TLS needs --tls-trust-store (the CA certificates that signed the bookies')")
-    key_type = _store_type(key) if key else "PEM"
+    key_type = _store_type(key, "TLS key") if key else "PEM"
     if key_type == "PEM" and bool(key) != bool(cert):
         raise InvalidArgument("a PEM client key needs its certificate: give --tls-key and --tls-cert together")
     settings = TlsSettings(
@@ -461,7 +461,7 @@ def client_settings(
         key_store=key,
         key_store_password_path=key_password_file,
         certificate_path=cert,
-        trust_store_type=_store_type(trust_store),
+        trust_store_type=_store_type(trust_store, "TLS trust store"),
         trust_store=trust_store,
         trust_store_password_path=key_password_file if key_type == "PKCS12" else None,
         client_authentication=bool(key),
