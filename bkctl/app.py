@@ -248,7 +248,8 @@ class Application:
         from bookie.client.config import ClientConfig
         from bookie.entry import collect_less
 
-        client = BookKeeper(store=self.metadata, config=ClientConfig(tls=self.client_tls))
+        config = ClientConfig.from_environment(os.environ, tls=self.client_tls)  # and BKCTL_USE_V2_WIRE_PROTOCOL
+        client = BookKeeper(store=self.metadata, config=config)
         self.ctx.call_on_close(client.close)
         collect_less()  # this command moves entries now
         return client
