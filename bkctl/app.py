@@ -4,6 +4,7 @@ connections a command opens (closed when the command ends)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from functools import cached_property
 
 import click
@@ -247,32 +248,46 @@ class Application:
         from bookie.client.config import ClientConfig
         from bookie.entry import collect_less
 
-        client = BookKeeper(store=self.metadata, config=ClientConfig(tls=self.client_tls))
+        config = ClientConfig.from_environment(os.environ, tls=self.client_tls)  # and BKCTL_USE_V2_WIRE_PROTOCOL
+        client = BookKeeper(store=self.metadata, config=config)
         self.ctx.call_on_close(client.close)
         collect_less()  # this command moves entries now
         return client
 
     @cached_property
     def client_tls(self):
-        """TLS to the bookies (bookie.tls.TlsSettings, or None): --tls-* / BKCTL_TLS_*, else the TLS of the context
-        that names the cluster, else the tls* keys of -c, else the secure sandbox's when the sandbox is the cluster."""
-        from bookie.tls import TlsSettings, client_settings
-
+        """TLS to the bookies (bookie.tls.TlsSettings, or None). Each part from the --tls-* options (or BKCTL_TLS_*
+        variables), else from the TLS of the context that names the cluster, else the tls* keys of -c, else the
+        secure sandbox's when the sandbox is the cluster: the trust store; the client certificate with its key and
+        password; hostname verification."""
         flags = {k: v for k, v in self.tls_flags.items() if v is not None}
-        if flags.get("trust_store") or flags.get("cert") or flags.get("key"):
-            settings, source = client_settings(**flags), "--tls-* options or BKCTL_TLS_* variables"
-        elif self.context is not None and self.context.tls_trust_store:
-            settings, source = self.context.tls_settings(), f"context {self.context.name}"
-        elif self.config:
-            where = f" in {self.conf_path}"
-            settings, source = TlsSettings.from_properties(self.config, "client", where), self.conf_path
-        elif self._sandbox is not None:
-            settings, source = self._sandbox.client_tls(), "the secure sandbox"
+        given = any(flags.get(k) for k in ("trust_store", "cert", "key", "key_password_file"))
+        complete = flags.get("trust_store") and (flags.get("cert") or flags.get("key"))
+        configured, source = (None, None) if complete else self._configured_tls()
+        if given:
+            settings = _tls_from_options(flags, configured)
+            source = "--tls-* options or BKCTL_TLS_* variables" + (f", and {source}" if source else "")
+        elif configured is not None and "hostname_verification" in flags:
+            settings = replace(configured, hostname_verification=flags["hostname_verification"])
         else:
-            settings = None
+            settings = configured
         if settings is not None:
             self.terminal.info(f"TLS to the bookies (from {source})")
         return settings
+
+    def _configured_tls(self):
+        """The TLS that the cluster's context, -c or the secure sandbox gives (TlsSettings or None), and its source."""
+        from bookie.tls import TlsSettings
+
+        if self.context is not None and self.context.tls_trust_store:
+            return self.context.tls_settings(), f"context {self.context.name}"
+        if self.config:
+            settings = TlsSettings.from_properties(self.config, "client", f" in {self.conf_path}")
+            return settings, (self.conf_path if settings is not None else None)
+        if self._sandbox is not None:
+            settings = self._sandbox.client_tls()
+            return settings, ("the secure sandbox" if settings is not None else None)
+        return None, None
 
     @cached_property
     def _sandbox(self):
@@ -283,3 +298,39 @@ class Application:
 
         sandbox = Sandbox()
         return sandbox if sandbox.running() is not None else None
+
+
+def _tls_from_options(flags: dict, configured):
+    """The --tls-* options over ``configured``, the TLS of the context, -c or sandbox (or None): the trust store,
+    and the client certificate with its key, each from the options when they name it, else from ``configured``."""
+    from bookie.tls import client_settings
+
+    trust_store, cert, key, password = (flags.get(k) for k in ("trust_store", "cert", "key", "key_password_file"))
+    if password and not key:
+        raise InvalidArgument("--tls-key-password-file is the password of a key: give --tls-key too")
+    if not trust_store and configured is None:
+        raise InvalidArgument(
+            "TLS needs --tls-trust-store (the CA certificates that signed the bookies'): no context, -c or secure "
+            "sandbox names the cluster with one"
+        )
+    hostname = flags.get("hostname_verification", configured is not None and configured.hostname_verification)
+    settings = client_settings(trust_store or configured.trust_store, cert, key, password, hostname)
+    assert settings is not None  # a trust store is given
+    if not trust_store:
+        settings = replace(
+            settings,
+            trust_store_type=configured.trust_store_type,
+            trust_store_password_path=configured.trust_store_password_path,
+            trust_store_password=configured.trust_store_password,
+        )
+    if not (cert or key) and configured is not None and configured.client_authentication:
+        settings = replace(
+            settings,
+            key_store_type=configured.key_store_type,
+            key_store=configured.key_store,
+            key_store_password_path=configured.key_store_password_path,
+            key_store_password=configured.key_store_password,
+            certificate_path=configured.certificate_path,
+            client_authentication=True,
+        )
+    return settings

@@ -147,14 +147,16 @@ def _configure_logging(verbosity: int, log_format: str) -> None:
     envvar="BKCTL_TLS_CERT",
     type=click.Path(dir_okay=False),
     metavar="FILE",
-    help="The client certificate chain (PEM) for --tls-key [env BKCTL_TLS_CERT].",
+    help="The client certificate chain (PEM) for --tls-key [env BKCTL_TLS_CERT; default, with --tls-key: the "
+    "context's, -c's tls* keys, or the secure sandbox's].",
 )
 @click.option(
     "--tls-key",
     envvar="BKCTL_TLS_KEY",
     type=click.Path(dir_okay=False),
     metavar="FILE",
-    help="The client's private key, PEM, or a PKCS12 store; readable by its owner only [env BKCTL_TLS_KEY].",
+    help="The client's private key, PEM, or a PKCS12 store; readable by its owner only [env BKCTL_TLS_KEY; "
+    "default, with --tls-cert: the context's, -c's tls* keys, or the secure sandbox's].",
 )
 @click.option(
     "--tls-key-password-file",

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from bkctl.cli import cli
+from bookie.client.config import TLS_VARIABLES
 from bookie.local.process import free_port, stop_process_group, tail
 from bookie.local.zookeeper import EmbeddedZooKeeper
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
-from bookie.tls import ENVIRONMENT as TLS_ENVIRONMENT
 
 from helpers import (
     DIGEST_PASSWORD,
@@ -101,7 +101,7 @@ def _isolated_env(monkeypatch, tmp_path):
         "BKCTL_CONTEXT",
         "BKCTL_LOG_FORMAT",
         "BKCTL_LEDGER_PASSWORD",
-        *TLS_ENVIRONMENT,
+        *TLS_VARIABLES,
     ):
         monkeypatch.delenv(name, raising=False)
     for name in (

@@ -19,7 +19,8 @@ Rows: ``ledgerId``, ``entryId``, ``payload`` (the entry's bytes), ``length`` (th
 tasks: each streams its ranges with the client's striped range reads (every bookie of the ensemble sends its
 stripe; an entry a bookie cannot give comes from another replica of its write set), digests checked, and yields
 Arrow record batches; small ranges (small ledgers) are read several at once. The client is created inside the
-task's Python worker and kept for the worker's later tasks.
+task's Python worker and kept for the worker's later tasks. The driver's and the tasks' clients take TLS and the
+protocol from bkctl's variables (``BKCTL_TLS_*``, ``BKCTL_USE_V2_WIRE_PROTOCOL``), which bkctl sets for the workers.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Iterator
 
@@ -44,6 +46,7 @@ from admin.export.plan import (
     plan_export,
 )
 from bookie.client.bookkeeper import BookKeeper, ReadHandle
+from bookie.client.config import ClientConfig
 from bookie.client.reader import LedgerReader
 from bookie.errors import InvalidArgument
 
@@ -80,13 +83,18 @@ def _close_clients() -> None:
         _clients.popitem()[1].close()
 
 
+def _config() -> ClientConfig:
+    """bkctl's TLS and protocol, from the variables bkctl gives the Spark workers it starts (``worker_environment``)."""
+    return ClientConfig.from_environment(os.environ)
+
+
 def task_client(service_uri: str) -> BookKeeper:
     """This worker process's client of the cluster: Spark reuses Python workers, so later tasks find it open."""
     client = _clients.get(service_uri)
     if client is None:
         if not _clients:
             atexit.register(_close_clients)
-        client = _clients[service_uri] = BookKeeper(service_uri)
+        client = _clients[service_uri] = BookKeeper(service_uri, _config())
         while len(_clients) > CLIENTS_KEPT:
             _clients.popitem(last=False)[1].close()
     _clients.move_to_end(service_uri)
@@ -197,7 +205,7 @@ class BookKeeperReader(DataSourceReader):
         self.partition_bytes = parse_size(options.get("partitionBytes", str(DEFAULT_PARTITION_BYTES)))
 
     def partitions(self) -> list[InputPartition]:
-        with BookKeeper(self.service_uri) as bk:
+        with BookKeeper(self.service_uri, _config()) as bk:
             plan = plan_export(
                 bk, self.selection, self.custom_metadata, self.include_open, self.partition_bytes, self.skip_missing
             )

@@ -25,7 +25,7 @@ from bookie.storage.dirs import DiskThresholds
 from bookie.storage.gc import GcConfig
 from bookie.storage.ledger_storage import StorageConfig
 from bookie.tls import KEYS as TLS_KEYS
-from bookie.tls import TLS_CONTEXT_FACTORY, Tls, TlsSettings, client_settings_from_environment
+from bookie.tls import TLS_CONTEXT_FACTORY, Tls, TlsSettings
 
 
 def _bool(text: str) -> bool:
@@ -339,10 +339,10 @@ class BookieConfig:
         """The TLS of the bookie's own client (the HTTP admin API's recover and decommission, autorecovery run with this
         file): this configuration read as a client's, as BookKeeper builds their ClientConfiguration from the bookie's
         (its client* keys first, then tls*), so other bookies see this bookie's certificate and role. A bookie with
-        TLS but no trust store serves plaintext clients (BookieAuthZFactory needs one), so its client goes as bkctl's
-        library default does (BKCTL_TLS_*)."""
+        TLS but no trust store serves plaintext clients (BookieAuthZFactory needs one), and its client goes in
+        plaintext too; the bookie reads no bkctl variable."""
         if self.tls is None or not self.tls.settings.trust_store:
-            return client_settings_from_environment()
+            return None
         return TlsSettings.from_properties(self.properties, "client", " (the bookie's own client)")
 
     def storage(self) -> StorageConfig:

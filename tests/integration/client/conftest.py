@@ -1,7 +1,10 @@
 """Every client test twice: with BookKeeper's protocol v3 (the default) and with v2 for adds and reads
-(useV2WireProtocol, what Pulsar brokers use), so that both of the client's paths meet the same faults."""
+(useV2WireProtocol, what Pulsar brokers use), so that both of the client's paths meet the same faults. Clients built
+here take ``client_config``; bkctl and the processes a test starts take ``BKCTL_USE_V2_WIRE_PROTOCOL``."""
 
 import pytest
+
+from bookie.client import ClientConfig
 
 from helpers import shared_cluster
 
@@ -10,6 +13,11 @@ from helpers import shared_cluster
 def protocol_version(request, monkeypatch):
     monkeypatch.setenv("BKCTL_USE_V2_WIRE_PROTOCOL", str(request.param == "v2").lower())
     return request.param
+
+
+@pytest.fixture
+def client_config(protocol_version):
+    return ClientConfig(use_v2_wire_protocol=protocol_version == "v2")
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -19,9 +20,9 @@ def payload(i: int) -> bytes:
     return b"entry-%06d-" % i + b"z" * 200
 
 
-def test_bookie_killed_mid_write_changes_the_ensemble(harness):
+def test_bookie_killed_mid_write_changes_the_ensemble(harness, client_config):
     bookies = harness.start(4)
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(3, 2, 2)
         first_ensemble = bk.ledger_metadata(ledger.ledger_id).segments[0].bookies
         acked: list[int] = []
@@ -52,9 +53,10 @@ def test_bookie_killed_mid_write_changes_the_ensemble(harness):
 
 
 WRITER = """
+import os
 import sys
-from bookie.client import BookKeeper
-bk = BookKeeper(sys.argv[1])
+from bookie.client import BookKeeper, ClientConfig
+bk = BookKeeper(sys.argv[1], ClientConfig.from_environment(os.environ))
 ledger = bk.create_ledger(3, 2, 2, password=b"pw")
 print(json.dumps({"ledger": ledger.ledger_id}), flush=True)
 i = 0
@@ -89,9 +91,12 @@ def test_writer_killed_mid_write_then_recover(harness, bkctl):
     assert json.loads(again.stdout) == doc  # recovering a closed ledger changes nothing
 
 
-def test_live_writer_is_fenced_by_a_recovery(harness):
+def test_live_writer_is_fenced_by_a_recovery(harness, client_config):
     harness.start(3)
-    with BookKeeper(harness.service_uri) as writer_client, BookKeeper(harness.service_uri) as recoverer:
+    with (
+        BookKeeper(harness.service_uri, client_config) as writer_client,
+        BookKeeper(harness.service_uri, client_config) as recoverer,
+    ):
         ledger = writer_client.create_ledger(3, 2, 2)
         for i in range(100):
             ledger.add_entry(payload(i))
@@ -103,16 +108,16 @@ def test_live_writer_is_fenced_by_a_recovery(harness):
         assert recoverer.ledger_metadata(ledger.ledger_id).last_entry_id == md.last_entry_id
 
 
-def test_two_recoveries_at_once_end_in_one_closed_state(harness):
+def test_two_recoveries_at_once_end_in_one_closed_state(harness, client_config):
     harness.start(3)
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(3, 2, 2)
         futures = [ledger.add_entry_async(payload(i)) for i in range(500)]
         [f.result(30) for f in futures]
         results = []
 
         def recover():
-            with BookKeeper(harness.service_uri) as client:
+            with BookKeeper(harness.service_uri, client_config) as client:
                 results.append(client.open_ledger(ledger.ledger_id).metadata)
 
         threads = [threading.Thread(target=recover) for _ in range(2)]
@@ -128,9 +133,9 @@ def test_two_recoveries_at_once_end_in_one_closed_state(harness):
         assert (final.state, final.last_entry_id) == (LedgerState.CLOSED, 499)
 
 
-def test_flipped_bytes_on_one_bookie_are_read_around_and_reported(harness, bkctl):
+def test_flipped_bytes_on_one_bookie_are_read_around_and_reported(harness, bkctl, client_config):
     harness.start(3, flushInterval=50)  # checkpoints move entries from the write buffer into the entry log file
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(3, 2, 2)
         payloads = [b"payload-%03d-%s" % (i, b"q" * 40) for i in range(10)]
         ledger.add_entries(payloads)
@@ -145,14 +150,12 @@ def test_flipped_bytes_on_one_bookie_are_read_around_and_reported(harness, bkctl
     assert f"ledger {ledger.ledger_id} entry 5 on bookie {victim_id} is corrupt" in result.stderr
 
 
-def test_a_frozen_bookie_times_out_and_is_replaced(harness):
+def test_a_frozen_bookie_times_out_and_is_replaced(harness, client_config):
     import os
     import signal
 
-    from bookie.client import ClientConfig
-
     bookies = harness.start(4)
-    with BookKeeper(harness.service_uri, ClientConfig(add_entry_timeout=1.0)) as bk:
+    with BookKeeper(harness.service_uri, replace(client_config, add_entry_timeout=1.0)) as bk:
         ledger = bk.create_ledger(3, 2, 2)
         for i in range(100):
             ledger.add_entry(payload(i))
@@ -171,7 +174,7 @@ def test_a_frozen_bookie_times_out_and_is_replaced(harness):
         assert [e.payload for e in bk.open_ledger(ledger.ledger_id).read(0, 399)] == [payload(i) for i in range(400)]
 
 
-def test_recovery_after_a_recovery_that_replaced_a_bookie_and_died(harness):
+def test_recovery_after_a_recovery_that_replaced_a_bookie_and_died(harness, client_config):
     """A recovery's ensemble change puts a new bookie R in place of a silent one X, in the segment the writer wrote
     (in place when the segment starts where the recovery does). If that recovery dies before it re-added the
     entries, the metadata names R for entries only X and the other replicas hold: R's "no such entry" proves
@@ -180,7 +183,7 @@ def test_recovery_after_a_recovery_that_replaced_a_bookie_and_died(harness):
     from bookie.meta.ledger_metadata import Segment
 
     bookies = harness.start(4)
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(3, 2, 2, password=b"pw")
         for i in range(10):  # acknowledged by both bookies of each write set; the writer then dies (no close)
             ledger.add_entry(payload(i))
@@ -192,7 +195,7 @@ def test_recovery_after_a_recovery_that_replaced_a_bookie_and_died(harness):
         replaced = md.with_changes(state=LedgerState.IN_RECOVERY, segments=(Segment(0, (spare, *ensemble[1:])),))
         bk.core.ledgers.write(lid, replaced, version)
 
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         reader = bk.open_ledger(lid, password=b"pw")  # recovery
         md = bk.ledger_metadata(lid)
         assert (md.state, md.last_entry_id) == (LedgerState.CLOSED, 9)

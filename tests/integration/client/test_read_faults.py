@@ -14,10 +14,10 @@ def payload(i: int) -> bytes:
     return b"entry-%06d-" % i + b"r" * 40
 
 
-def test_whole_ledger_reads_back_after_a_bookie_was_killed_mid_write(harness):
+def test_whole_ledger_reads_back_after_a_bookie_was_killed_mid_write(harness, client_config):
     bookies = harness.start(4)
     count = 120_000
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(3, 2, 2)
         victim_id = bk.ledger_metadata(ledger.ledger_id).segments[0].bookies[0]
         victim = next(b for b in bookies if b.bookie_id == victim_id)
@@ -40,13 +40,13 @@ def test_whole_ledger_reads_back_after_a_bookie_was_killed_mid_write(harness):
         assert read == count
 
 
-def test_a_stripe_lost_on_a_live_bookie_is_streamed_from_the_next_replica(harness):
+def test_a_stripe_lost_on_a_live_bookie_is_streamed_from_the_next_replica(harness, client_config):
     """Not one request per missing entry: the wiped bookie (which answers ENOLEDGER) gets at most one window of
     pipelined reads per range read (those in flight when the first failed), not one per entry it lost; and the reader
     never has more than MAX_ENTRY_READS single-entry reads in flight."""
     bookies = harness.start(3)
     count = 50_000
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(3, 2, 2)
         ledger.add_entries(payload(i) for i in range(count))
         md = ledger.close()
@@ -61,9 +61,9 @@ def test_a_stripe_lost_on_a_live_bookie_is_streamed_from_the_next_replica(harnes
         assert handle._reader._requests().peak <= MAX_ENTRY_READS
 
 
-def test_a_ledger_deleted_while_read_says_so(harness, bkctl):
+def test_a_ledger_deleted_while_read_says_so(harness, bkctl, client_config):
     harness.start(3)
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(3, 2, 2)
         ledger.add_entries(payload(i) for i in range(3000))
         ledger.close()
@@ -76,12 +76,12 @@ def test_a_ledger_deleted_while_read_says_so(harness, bkctl):
             handle.read(0, 2999)
 
 
-def test_entries_read_one_at_a_time_stay_within_the_bound(harness):
+def test_entries_read_one_at_a_time_stay_within_the_bound(harness, client_config):
     """The last resort of a window (entries no stream gave): thousands of entries, never more than MAX_ENTRY_READS
     single-entry reads in flight, none of them CANCELLED by the bookie."""
     (bookie,) = harness.start(1)
     count = 6000
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(1, 1, 1)
         ledger.add_entries(payload(i) for i in range(count))
         ledger.close()

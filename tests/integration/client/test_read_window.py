@@ -29,9 +29,11 @@ def in_flight(monkeypatch):
         (1_000_000, 24, READ_WINDOW_BYTES // 1_000_000),  # a few megabytes in flight, not READ_WINDOW entries
     ],
 )
-def test_a_range_read_keeps_a_window_sized_by_bytes_in_flight(harness, in_flight, size, count, expected_peak):
+def test_a_range_read_keeps_a_window_sized_by_bytes_in_flight(
+    harness, in_flight, size, count, expected_peak, client_config
+):
     (bookie,) = harness.start(1)
-    with BookKeeper(harness.service_uri) as bk:
+    with BookKeeper(harness.service_uri, client_config) as bk:
         ledger = bk.create_ledger(1, 1, 1)
         ledger.add_entries((b"%08d" % i).ljust(size, b"x") for i in range(count))
         ledger.close()

@@ -9,9 +9,22 @@ QUORUMS = [(1, 1, 1), (3, 2, 2), (3, 3, 2), (5, 3, 2)]
 
 
 @pytest.fixture(scope="module")
-def bk(five_bookies):
-    with BookKeeper(five_bookies.service_uri) as client:
-        yield client
+def clients(five_bookies):
+    """The module's clients, one per protocol, made as a test first asks for its protocol's."""
+    made: dict[bool, BookKeeper] = {}
+    yield (
+        lambda config: (
+            made.get(config.use_v2_wire_protocol)
+            or made.setdefault(config.use_v2_wire_protocol, BookKeeper(five_bookies.service_uri, config))
+        )
+    )
+    for client in made.values():
+        client.close()
+
+
+@pytest.fixture
+def bk(clients, client_config):
+    return clients(client_config)
 
 
 @pytest.mark.parametrize("quorum", QUORUMS, ids=lambda q: "-".join(map(str, q)))

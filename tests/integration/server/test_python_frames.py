@@ -9,12 +9,13 @@ from pathlib import Path
 from helpers import shared_cluster
 
 CLIENT = """
+import os
 import sys
-from bookie.client.bookkeeper import BookKeeper
+from bookie.client import BookKeeper, ClientConfig
 from bookie.codec import frames
 
 assert not frames.ACCELERATED, "the client runs the C codec"
-with BookKeeper(sys.argv[1]) as bk:
+with BookKeeper(sys.argv[1], ClientConfig.from_environment(os.environ)) as bk:
     writer = bk.create_ledger(3, 2, 2, password=b"pw")
     writer.add_entries(b"entry-%d" % i for i in range(500))
     assert [e.payload for e in bk.open_ledger(writer.ledger_id, b"pw", recovery=False).read(0, 400)] == [

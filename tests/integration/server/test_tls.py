@@ -1,4 +1,4 @@
-"""TLS and certificate roles on real bookies (bookie/server/auth.py, bookie/tls.py): BookKeeper's START_TLS on the
+"""TLS and certificate roles on real bookies (bookie/server/auth.py, bookie/tls/): BookKeeper's START_TLS on the
 bookie port, BookieAuthZFactory's admission, and our admin role on the gRPC admin service and the HTTP admin API.
 
 Certificates are made here, by a throw-away CA (bookie.local.certs): ``admin`` (OU 0:admin, an admin role),
