@@ -29,13 +29,13 @@ import math
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bkctl.options import MAX_TIMEOUT
 from bookie.errors import InvalidArgument, NotFound
+from bookie.files import write_private
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}")
 NAME_RULE = "letters, digits and _.@:- (up to 128), starting with a letter or digit"
@@ -185,22 +185,7 @@ class ContextFile:
     def save(self) -> None:
         """Replace the file atomically: a private temporary file, fsynced, renamed over it, the directory fsynced."""
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".config.yaml.", dir=self.path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.text())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-        directory = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        write_private(self.path, self.text().encode(), sync=True)
 
 
 def _read(path: Path, warn: Callable[[str], None]) -> str | None:
