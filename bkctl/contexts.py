@@ -216,6 +216,36 @@ def _read(path: Path, warn: Callable[[str], None]) -> str | None:
             raise InvalidArgument(f"{path}: cannot read it: {exc}") from None
 
 
+def _unique_keys_loader():
+    """PyYAML's SafeLoader, refusing a mapping that has a key twice: YAML requires unique keys, and PyYAML would keep
+    the last silently (a context pasted twice under one name would drop the first)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                first: dict = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` may be overridden, as YAML says
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        seen = key in first
+                    except TypeError:  # an unhashable key: SafeLoader's own error says so
+                        continue
+                    if seen:
+                        raise yaml.constructor.ConstructorError(
+                            None,
+                            None,
+                            f"duplicate key {key!r} (first at line {first[key] + 1})",
+                            key_node.start_mark,
+                        )
+                    first[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
+
+
 def load(path: Path | None = None, warn: Callable[[str], None] = lambda message: None) -> ContextFile:
     """The contexts file (empty when there is none); a malformed one is :class:`InvalidArgument` in one line."""
     import yaml
@@ -225,7 +255,7 @@ def load(path: Path | None = None, warn: Callable[[str], None] = lambda message:
     if text is None:
         return ContextFile(path)
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_unique_keys_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
