@@ -33,12 +33,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bkctl.options import MAX_TIMEOUT
 from bookie.errors import InvalidArgument, NotFound
 from bookie.files import write_private
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}")
 NAME_RULE = "letters, digits and _.@:- (up to 128), starting with a letter or digit"
+MAX_TIMEOUT = 86400  # seconds, of --timeout and a context's timeout: a day; more is a typo (and overflows waits)
 HEADER = "# bkctl contexts: edit with `bkctl config set-context / use-context / delete-context`\n"
 
 
