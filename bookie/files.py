@@ -61,7 +61,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int | None = P
 
     ``data`` goes to a temporary file of a name no other writer uses (``mkstemp``'s, in ``path``'s directory, so
     two overlapping writers never share one), is fsynced, renamed over ``path``, and the directory fsynced, so a
-    crash leaves the old file or the new one (``sync`` False skips both fsyncs: for files rewritten at every start).
+    crash leaves the old file or the new one (``sync`` False skips both fsyncs: a crash may then leave an empty file).
     ``mode``: the new file's exact permission bits; None keeps those of the file it replaces, and gives a new file
     what ``open`` would (0666 less the umask), for files other users read, as node_exporter reads a textfile.
     """
