@@ -11,8 +11,10 @@ import sys
 import click
 
 from bkctl import __version__, examples
+from bkctl.completers import complete_context_names
+from bkctl.contexts import MAX_TIMEOUT
 from bkctl.errors import ExitCode, exit_code_for, exit_codes_summary
-from bkctl.options import MAX_TIMEOUT, complete_context_names, finite_seconds, log_format_option
+from bkctl.options import finite_seconds, log_format_option
 from bookie.entry import interruption
 from bookie.errors import BKError
 

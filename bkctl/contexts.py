@@ -29,16 +29,16 @@ import math
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bkctl.options import MAX_TIMEOUT
 from bookie.errors import InvalidArgument, NotFound
+from bookie.files import write_private
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}")
 NAME_RULE = "letters, digits and _.@:- (up to 128), starting with a letter or digit"
+MAX_TIMEOUT = 86400  # seconds, of --timeout and a context's timeout: a day; more is a typo (and overflows waits)
 HEADER = "# bkctl contexts: edit with `bkctl config set-context / use-context / delete-context`\n"
 
 
@@ -185,22 +185,7 @@ class ContextFile:
     def save(self) -> None:
         """Replace the file atomically: a private temporary file, fsynced, renamed over it, the directory fsynced."""
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".config.yaml.", dir=self.path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.text())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-        directory = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        write_private(self.path, self.text().encode(), sync=True)
 
 
 def _read(path: Path, warn: Callable[[str], None]) -> str | None:
@@ -231,6 +216,36 @@ def _read(path: Path, warn: Callable[[str], None]) -> str | None:
             raise InvalidArgument(f"{path}: cannot read it: {exc}") from None
 
 
+def _unique_keys_loader():
+    """PyYAML's SafeLoader, refusing a mapping that has a key twice: YAML requires unique keys, and PyYAML would keep
+    the last silently (a context pasted twice under one name would drop the first)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                first: dict = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` may be overridden, as YAML says
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        seen = key in first
+                    except TypeError:  # an unhashable key: SafeLoader's own error says so
+                        continue
+                    if seen:
+                        raise yaml.constructor.ConstructorError(
+                            None,
+                            None,
+                            f"duplicate key {key!r} (first at line {first[key] + 1})",
+                            key_node.start_mark,
+                        )
+                    first[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
+
+
 def load(path: Path | None = None, warn: Callable[[str], None] = lambda message: None) -> ContextFile:
     """The contexts file (empty when there is none); a malformed one is :class:`InvalidArgument` in one line."""
     import yaml
@@ -240,7 +255,7 @@ def load(path: Path | None = None, warn: Callable[[str], None] = lambda message:
     if text is None:
         return ContextFile(path)
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_unique_keys_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

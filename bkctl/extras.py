@@ -1,7 +1,7 @@
 """Optional parts of bkctl, installed as pip extras (pyproject.toml), and the one line that says which is missing.
 
-A bookie host needs neither: PySpark (~490 MB) and pyarrow (~170 MB) serve only ``ledger export`` and the
-sandbox's embedded ZooKeeper (which runs from PySpark's jars).
+A bookie host needs neither: PySpark (~490 MB) and pyarrow (~170 MB) serve only ``ledger export``, and the
+sandbox's embedded ZooKeeper on a host without one of its own (bkctl[sandbox]: PySpark's jars carry ZooKeeper).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import importlib.util
 
 from bookie.errors import BKError
 
-EXTRAS = {"export": ("pyspark", "pyarrow"), "sandbox": ("pyspark",)}
+EXTRAS = {"export": ("pyspark", "pyarrow")}
 
 
 class MissingExtra(BKError):

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import click
 
+from bkctl.app import Application
+from bkctl.completers import complete_ledger_ids
+
 FORMATS = ("table", "wide", "json", "yaml")
-MAX_TIMEOUT = 86400  # seconds: a day; more is a typo (and overflows the platform's wait)
 
 
 def output_option(command):
     """``-o/--output table|wide|json|yaml``: how to print the data."""
 
     def apply(ctx: click.Context, _param, value: str) -> str:
-        app = ctx.find_object(_app_class())
+        app = ctx.find_object(Application)
         if app is not None:  # None while a shell completes the command line: the root's callback did not run
             app.terminal.output = value
         return value
@@ -48,12 +50,6 @@ def sandbox_dir_option(command):
         type=click.Path(file_okay=False),
         help="Sandbox state directory [env BKCTL_SANDBOX_DIR; default ~/.local/state/bkctl/sandbox].",
     )(command)
-
-
-def _app_class():
-    from bkctl.app import Application
-
-    return Application
 
 
 def key_values(prefix: str = ""):
@@ -140,83 +136,6 @@ def log_format_option(command=None, *, default: str | None = "text"):
         )(command)
 
     return decorate(command) if command is not None else decorate
-
-
-# ---- shell completion of what the cluster knows (click's ``shell_complete`` callbacks) ----
-COMPLETION_TIMEOUT = 1.0  # seconds: ZooKeeper's budget per completion; a cluster out of reach completes nothing
-COMPLETION_LIMIT = 1000  # candidates at most: a shell shows no more usefully
-
-
-def _from_cluster(ctx: click.Context, incomplete: str, names) -> list[str]:
-    """``names(store)`` read from the cluster this command line names (its -u, -c, context or the sandbox), that
-    start with ``incomplete``; nothing, silently, when the cluster cannot be named or reached in time."""
-    import logging
-    import time
-
-    from bkctl.app import Application
-
-    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # no "connection refused" lines on the shell's prompt
-    found = []
-    try:
-        app = Application.of(ctx)
-        timeout = min(app.timeout, COMPLETION_TIMEOUT)
-        with app.open_store(timeout, max(timeout, 4)) as store:
-            deadline = time.monotonic() + COMPLETION_TIMEOUT
-            for name in names(store):
-                if name.startswith(incomplete):
-                    found.append(name)
-                if len(found) >= COMPLETION_LIMIT or time.monotonic() > deadline:
-                    break
-    except Exception:  # noqa: BLE001 - completion never fails a shell: a bad URI, config or cluster completes nothing
-        pass
-    return found
-
-
-def _bookie_ids(store):
-    from bookie.meta.registration import BookieRegistry
-
-    return [b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)]
-
-
-def _ledger_ids(store):
-    from bookie.meta.ledger_manager import LedgerManager
-
-    return (str(i) for i in LedgerManager(store).iter_ledger_ids())
-
-
-def complete_bookie_ids(ctx: click.Context, _param, incomplete: str) -> list[str]:
-    """The registered bookies (writable and read-only); after a comma, the next one of a BOOKIE,BOOKIE list."""
-    done, comma, last = incomplete.rpartition(",")
-    listed = set(done.split(",")) if comma else set()
-    return [done + comma + i for i in _from_cluster(ctx, last, _bookie_ids) if i not in listed]
-
-
-def complete_ledger_ids(ctx: click.Context, _param, incomplete: str) -> list[str]:
-    """The cluster's ledger ids, ascending (as many as the time allows)."""
-    return _from_cluster(ctx, incomplete, _ledger_ids)
-
-
-def complete_context_names(_ctx: click.Context, _param, incomplete: str) -> list[str]:
-    """The contexts of the contexts file."""
-    from bkctl import contexts
-
-    try:
-        names = contexts.load().contexts
-    except Exception:  # noqa: BLE001 - completion never fails a shell: a broken contexts file completes nothing
-        return []
-    return [name for name in sorted(names) if name.startswith(incomplete)]
-
-
-def complete_sandbox_bookies(ctx: click.Context, _param, incomplete: str) -> list[str]:
-    """The sandbox's bookies by number, from its state file (stopped ones too; no ZooKeeper needed)."""
-    from bookie.local.sandbox import Sandbox
-
-    try:
-        state = Sandbox(ctx.params.get("state_dir")).load()
-    except Exception:  # noqa: BLE001 - completion never fails a shell: an unreadable sandbox completes nothing
-        return []
-    names = [str(b.index) for b in state.local_bookies()] if state else []
-    return [name for name in names if name.startswith(incomplete)]
 
 
 def yes_option(command):

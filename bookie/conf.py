@@ -11,34 +11,84 @@ from pathlib import Path
 from bookie.errors import InvalidArgument
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-_SEPARATOR = re.compile(r"(?<!\\)(?:\s*[=:]\s*|\s+)")
+_WHITESPACE = " \t\f"  # Java's: not \v nor the Unicode spaces
+_LINES = re.compile(r"\r\n|\r|\n")
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|u|.|$)", re.S)
 
 
-def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), text)
+def _unescape(text: str, where: str) -> str:
+    r"""java.util.Properties' loadConvert: ``\t \n \r \f``, ``\uXXXX``, and a backslash before any other character
+    stands for that character (``\=``, ``\:``, ``\ ``, ``\\``); a backslash at the end is dropped."""
+
+    def one(match: re.Match) -> str:
+        escaped = match.group(1)
+        if escaped.startswith("u"):
+            if len(escaped) != 5:
+                raise InvalidArgument(f"{where}: malformed \\uXXXX escape")
+            return chr(int(escaped[1:], 16))
+        return _ESCAPES.get(escaped, escaped)
+
+    return _ESCAPE.sub(one, text)
+
+
+def _split(line: str) -> tuple[str, str]:
+    """A logical line's key and value, as java.util.Properties cuts them: the key ends at the first ``=``, ``:`` or
+    whitespace not escaped by a backslash; whitespace, one ``=`` or ``:``, and whitespace again come before the
+    value."""
+    escaped = False
+    end = len(line)
+    for i, c in enumerate(line):
+        if not escaped and (c in "=:" or c in _WHITESPACE):
+            end = i
+            break
+        escaped = c == "\\" and not escaped
+    value = end
+    separator = False
+    while value < len(line):
+        c = line[value]
+        if c not in _WHITESPACE:
+            if separator or c not in "=:":
+                break
+            separator = True
+        value += 1
+    return line[:end], line[value:]
 
 
 def parse_properties(text: str, where: str = "properties") -> dict[str, str]:
-    """Parse Java properties text: ``key=value``, ``key: value`` or ``key value``; ``#``/``!`` comments;
-    a trailing backslash continues a line."""
+    r"""Parse Java properties text by java.util.Properties' rules: ``key=value``, ``key: value`` or ``key value``;
+    ``#``/``!`` comment lines; a line ending in an odd number of backslashes goes on, after the leading whitespace,
+    on the next; escapes in keys and values (``\=``, ``\:``, ``\ ``, ``\\``, ``\t``, ``\uXXXX``).
+
+    Two differences, both as BookKeeper's own reader (Apache Commons Configuration) has them: whitespace at the end
+    of a value is trimmed (an escaped ``\ `` stays), and a value with no key is refused."""
     props: dict[str, str] = {}
     logical = ""
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
+    continued = False
+    # a last empty line ends a line the file's last backslash continued, as the end of the file does in Java
+    for number, raw in enumerate([*_LINES.split(text), ""], 1):
+        line = raw.lstrip(_WHITESPACE)
+        if not continued and (not line or line[0] in "#!"):
             continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2:
+        continued = (len(line) - len(line.rstrip("\\"))) % 2 == 1
+        if continued:
             logical += line[:-1]
             continue
-        logical += line
-        match = _SEPARATOR.search(logical)
-        key, value = (logical[: match.start()], logical[match.end() :]) if match else (logical, "")
+        key, value = _split(logical + line)
+        logical = ""
         if not key:
             raise InvalidArgument(f"{where}:{number}: a value without a key")
-        props[_unescape(key)] = _unescape(value.rstrip())
-        logical = ""
+        props[_unescape(key, f"{where}:{number}")] = _unescape(_trim_end(value), f"{where}:{number}")
     return props
+
+
+def _trim_end(value: str) -> str:
+    r"""``value`` less its whitespace at the end, except a space or tab escaped by a backslash."""
+    trimmed = value.rstrip(_WHITESPACE)
+    if len(trimmed) < len(value):
+        backslashes = len(trimmed) - len(trimmed.rstrip("\\"))
+        if backslashes % 2:
+            trimmed = value[: len(trimmed) + 1]
+    return trimmed
 
 
 def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:

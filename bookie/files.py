@@ -8,7 +8,10 @@ the next time it is opened for writing.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -53,15 +56,54 @@ def append_private(path: str | os.PathLike[str]) -> BinaryIO:
     return os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "ab")
 
 
-def write_private(path: str | os.PathLike[str], data: bytes, sync: bool = False) -> None:
-    """Replace ``path`` atomically with ``data`` in a 0600 file (a temporary file renamed over it; fsynced first
-    when ``sync``)."""
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int | None = PRIVATE_FILE, sync: bool = True) -> None:
+    """Replace ``path`` atomically with ``data``: a reader sees the old file or the new one, never a part of one.
+
+    ``data`` goes to a temporary file of a name no other writer uses (``mkstemp``'s, in ``path``'s directory, so
+    two overlapping writers never share one), is fsynced, renamed over ``path``, and the directory fsynced, so a
+    crash leaves the old file or the new one (``sync`` False skips both fsyncs: a crash may then leave an empty file).
+    ``mode``: the new file's exact permission bits; None keeps those of the file it replaces, and gives a new file
+    what ``open`` would (0666 less the umask), for files other users read, as node_exporter reads a textfile.
+    """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_TRUNC)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(data)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    if sync:
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def write_private(path: str | os.PathLike[str], data: bytes, sync: bool = False) -> None:
+    """:func:`write_atomic` into a 0600 file (fsynced, with its directory, when ``sync``)."""
+    write_atomic(path, data, PRIVATE_FILE, sync)
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` sets it, racing other threads' creations)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022

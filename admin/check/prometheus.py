@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from bookie.errors import BKError, InvalidArgument
+from bookie.files import write_atomic
 
 
 def check_writable(path: str | os.PathLike) -> None:
@@ -23,9 +24,8 @@ def write_textfile(path: str | os.PathLike, counts: dict[str, int], extra: dict[
         metric = f"bkctl_check_{name}"
         lines += [f"# TYPE {metric} gauge", f"{metric} {value}"]
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
     try:
-        tmp.write_text("\n".join(lines) + "\n")
-        os.replace(tmp, target)
+        # node_exporter runs as another user: the file keeps its mode (a new one gets the umask's)
+        write_atomic(target, ("\n".join(lines) + "\n").encode(), mode=None)
     except OSError as exc:
         raise BKError(f"cannot write {target}: {exc.strerror}") from None

@@ -2,7 +2,8 @@
 
 import click
 
-from bkctl.options import complete_ledger_ids, output_option, quorum_options
+from bkctl.completers import complete_ledger_ids
+from bkctl.options import output_option, quorum_options
 
 
 def _show(app, result: dict, what: str) -> None:

@@ -1,6 +1,7 @@
 import click
 
-from bkctl.options import complete_bookie_ids, dry_run_option, ledgers_option, output_option, yes_option
+from bkctl.completers import complete_bookie_ids
+from bkctl.options import dry_run_option, ledgers_option, output_option, yes_option
 from bkctl.terminal import format_bytes
 
 

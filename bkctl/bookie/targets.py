@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bkctl.options import complete_bookie_ids
+from bkctl.completers import complete_bookie_ids
 
 HTTP_PORT = "bkctl.http_port"
 

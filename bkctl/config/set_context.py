@@ -1,6 +1,8 @@
 import click
 
-from bkctl.options import MAX_TIMEOUT, complete_context_names, dry_run_option, finite_seconds, output_option
+from bkctl.completers import complete_context_names
+from bkctl.contexts import MAX_TIMEOUT
+from bkctl.options import dry_run_option, finite_seconds, output_option
 
 
 @click.command("set-context")

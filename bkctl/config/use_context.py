@@ -1,6 +1,7 @@
 import click
 
-from bkctl.options import complete_context_names, dry_run_option, output_option
+from bkctl.completers import complete_context_names
+from bkctl.options import dry_run_option, output_option
 
 
 @click.command("use-context")

@@ -1,6 +1,7 @@
 import click
 
-from bkctl.options import complete_bookie_ids, output_option
+from bkctl.completers import complete_bookie_ids
+from bkctl.options import output_option
 
 
 @click.command()

@@ -1,6 +1,7 @@
 import click
 
-from bkctl.options import complete_ledger_ids, output_option, password_options, read_password
+from bkctl.completers import complete_ledger_ids
+from bkctl.options import output_option, password_options, read_password
 
 
 def _render(payload: bytes, fmt: str) -> str:

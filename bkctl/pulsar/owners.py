@@ -4,7 +4,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from bkctl.options import complete_ledger_ids, output_option
+from bkctl.completers import complete_ledger_ids
+from bkctl.options import output_option
 from bkctl.pulsar.common import min_age_option, pulsar_zk_option
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
 import click
 
-from bkctl.options import complete_sandbox_bookies, output_option, sandbox_dir_option
+from bkctl.completers import complete_sandbox_bookies
+from bkctl.options import output_option, sandbox_dir_option
 
 
 @click.command("stop-bookie")

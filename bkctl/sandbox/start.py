@@ -36,11 +36,11 @@ def start(
     with journalFlushWhenQueueEmpty=true and flushEntrylogBytes=524288, BookKeeper's settings for low add latency
     (--set overrides them).
     """
-    from bkctl.extras import require
     from bkctl.sandbox.render import show
     from bookie.local.sandbox import Sandbox
+    from bookie.local.zookeeper import zookeeper_classpath
 
-    require("sandbox", "bkctl sandbox start")
+    zookeeper_classpath()  # no ZooKeeper to run: one line saying where to get one, before anything is made
 
     sandbox = Sandbox(state_dir)
     try:

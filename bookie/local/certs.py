@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
+
+from bookie.files import write_private
 
 DAY = datetime.timedelta(days=1)
 PEM = serialization.Encoding.PEM
@@ -109,12 +110,7 @@ def issue(
 
 def write_secret(path: Path, data: bytes) -> Path:
     """Write ``data`` to a new 0600 file (replacing ``path`` atomically)."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        os.fchmod(f.fileno(), 0o600)  # whatever the umask
-        f.write(data)
-    os.replace(tmp, path)
+    write_private(path, data)
     return path
 
 

@@ -1,8 +1,10 @@
-"""The embedded ZooKeeper: the real server, run from PySpark's jars (no download), loopback only."""
+"""The embedded ZooKeeper: the real server, loopback only, run from a ZooKeeper on the host or PySpark's jars (no
+download)."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import socket
 import time
 from pathlib import Path
@@ -23,17 +25,57 @@ rootLogger.appenderRef.console.ref = console
 """
 
 
+# A ZooKeeper on the host, in the order they are tried after ZOOKEEPER_PATH: a jar whose manifest names the jars it
+# needs (Debian's and Ubuntu's `zookeeper` package), or an installation directory (jars at its top or in lib/).
+HOST_JARS = (Path("/usr/share/java/zookeeper.jar"),)
+HOST_INSTALLS = (Path("/usr/share/zookeeper"),)
+NO_ZOOKEEPER = (
+    "no ZooKeeper on this host: install one (Debian, Ubuntu: apt-get install zookeeper), set ZOOKEEPER_PATH to a "
+    "ZooKeeper installation, or pip install 'bkctl[sandbox]' (PySpark's jars carry one)"
+)
+
+
+def _installation(root: Path) -> str | None:
+    """The classpath of a ZooKeeper installation directory, as kazoo's test harness reads ZOOKEEPER_PATH: a release
+    (zookeeper-*.jar at its top or in lib/) or a source build (build/, build/lib/); None when it holds none."""
+    folders = [d for d in (root, root / "lib", root / "build", root / "build" / "lib") if d.is_dir()]
+    if not any(any(d.glob("zookeeper-*.jar")) for d in folders):
+        return None
+    return ":".join(f"{d}/*" for d in folders if any(d.glob("*.jar")))
+
+
+def choose_classpath(
+    zookeeper_path: str | None,
+    pyspark_jars: Path | None,
+    host_jars: tuple[Path, ...] = HOST_JARS,
+    host_installs: tuple[Path, ...] = HOST_INSTALLS,
+) -> str:
+    """The classpath of the ZooKeeper to run: ``zookeeper_path`` (ZOOKEEPER_PATH) when set, else one on the host,
+    else PySpark's jars folder (``pyspark_jars``: the 491 MB wheel of bkctl[sandbox] carries ZooKeeper 3.9)."""
+    if zookeeper_path:
+        found = _installation(Path(zookeeper_path))
+        if found is None:
+            raise BKError(f"ZOOKEEPER_PATH={zookeeper_path} holds no zookeeper-*.jar (at its top, in lib/ or build/)")
+        return found
+    for jar in host_jars:
+        if jar.is_file():  # with slf4j's simple logger beside it (Debian's libslf4j-java), the log says why it failed
+            logger = jar.parent / "slf4j-simple.jar"
+            return f"{jar}:{logger}" if logger.is_file() else str(jar)
+    for root in host_installs:
+        if found := _installation(root):
+            return found
+    if pyspark_jars is not None and any(pyspark_jars.glob("zookeeper-*.jar")):
+        return f"{pyspark_jars}/*"
+    raise BKError(NO_ZOOKEEPER)
+
+
 def zookeeper_classpath() -> str:
-    """PySpark's jars folder, which carries ZooKeeper 3.9 and everything it needs."""
+    """The classpath of this host's ZooKeeper (:func:`choose_classpath`)."""
     spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        raise BKError(
-            "pyspark is not installed: the embedded ZooKeeper runs from its jars: pip install 'bkctl[sandbox]'"
-        )
-    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
-    if not any(jars.glob("zookeeper-*.jar")):
-        raise BKError(f"no ZooKeeper jars in {jars}")
-    return f"{jars}/*"
+    pyspark = None
+    if spec is not None and spec.submodule_search_locations:
+        pyspark = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    return choose_classpath(os.environ.get("ZOOKEEPER_PATH"), pyspark)
 
 
 def ruok(host: str, port: int, timeout: float = 0.5) -> bool:

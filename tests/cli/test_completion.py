@@ -18,7 +18,7 @@ import click
 import pytest
 
 from bkctl.cli import cli
-from bkctl.options import complete_bookie_ids, complete_ledger_ids, complete_sandbox_bookies
+from bkctl.completers import complete_bookie_ids, complete_ledger_ids, complete_sandbox_bookies
 from bookie.client import BookKeeper
 
 from helpers import shared_cluster

@@ -166,6 +166,14 @@ def test_bad_input_is_one_line(bkctl, config_file, args, code, message):
     [
         ("contexts: [\n", "not valid YAML at line 2, column 1: expected the node content, but found '<stream end>'"),
         ("- a\n", "not a mapping of current-context and contexts"),
+        (
+            "contexts:\n  a: {service-uri: 'zk://h/l'}\n  b: {service-uri: 'zk://h/m'}\n  a: {service-uri: 'zk://i/l'}\n",
+            "not valid YAML at line 4, column 3: duplicate key 'a' (first at line 2)",
+        ),
+        (
+            "contexts:\n  a: {service-uri: 'zk://h/l', timeout: 5, timeout: 9}\n",
+            "not valid YAML at line 2, column 44: duplicate key 'timeout' (first at line 2)",
+        ),
         ("clusters: {}\n", "unknown key 'clusters' (this bkctl knows current-context, contexts)"),
         ("contexts: []\n", "contexts is not a mapping of names to settings"),
         ("contexts:\n  a: zk://h/l\n", "context 'a': not a mapping of settings"),

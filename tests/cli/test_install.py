@@ -2,8 +2,8 @@
 
 The wheel puts the man pages where `man bkctl` finds them (<prefix>/share/man/man1). The base install, without
 extras, has neither PySpark nor pyarrow and runs a bookie, the client and the admin commands; `ledger export`
-and `sandbox start` say in one line which extra to install. Takes ~20 s: pip installs the base dependencies into a
-new virtualenv (from its cache or the package index).
+says in one line which extra to install, `sandbox start` where to get a ZooKeeper when the host has none. Takes
+~20 s: pip installs the base dependencies into a new virtualenv (from its cache or the package index).
 """
 
 from __future__ import annotations
@@ -73,25 +73,39 @@ def test_the_base_install_has_the_man_pages_and_neither_pyspark_nor_pyarrow(base
     assert found.startswith("None None ModuleSpec(name='bkctl'") and str(base.parent) in found
 
 
-def bkctl(base: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(base / "bkctl"), *args], capture_output=True, text=True, timeout=60, cwd=base)
+def bkctl(base: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(base / "bkctl"), *args], capture_output=True, text=True, timeout=60, cwd=base, env=env)
 
 
-@pytest.mark.parametrize(
-    ("args", "extra", "missing"),
-    [
-        (["ledger", "export", "1", "--to", "/nonexistent/out"], "export", "pyspark and pyarrow"),
-        (["sandbox", "start"], "sandbox", "pyspark"),
-    ],
-)
-def test_a_command_whose_extra_is_missing_says_what_to_install(base, service_uri, args, extra, missing):
-    result = bkctl(base, "-u", service_uri, *args)
-    command = " ".join(["bkctl", *args[:2]])
+def test_a_command_whose_extra_is_missing_says_what_to_install(base, service_uri):
+    result = bkctl(base, "-u", service_uri, "ledger", "export", "1", "--to", "/nonexistent/out")
     assert (result.returncode, result.stdout, result.stderr) == (
         1,
         "",
-        f"error: {command} needs bkctl[{extra}] ({missing} not installed): pip install 'bkctl[{extra}]'\n",
+        "error: bkctl ledger export needs bkctl[export] (pyspark and pyarrow not installed): "
+        "pip install 'bkctl[export]'\n",
     )
+
+
+def test_the_sandbox_without_a_zookeeper_says_where_to_get_one(base, tmp_path):
+    """The base install has no PySpark: the sandbox runs the host's ZooKeeper (ZOOKEEPER_PATH's first), and says in
+    one line where to get one when there is none."""
+    from bookie.local.zookeeper import HOST_INSTALLS, HOST_JARS, NO_ZOOKEEPER
+
+    empty = tmp_path / "zookeeper"
+    empty.mkdir()
+    state = ["sandbox", "start", "--dir", str(tmp_path / "sandbox")]
+    result = bkctl(base, *state, env={**os.environ, "ZOOKEEPER_PATH": str(empty)})
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        f"error: ZOOKEEPER_PATH={empty} holds no zookeeper-*.jar (at its top, in lib/ or build/)\n",
+    )
+    assert not (tmp_path / "sandbox").exists()
+    if any(jar.exists() for jar in HOST_JARS + HOST_INSTALLS):
+        return  # this host has a ZooKeeper: test_local_zookeeper.py checks the line without one
+    result = bkctl(base, *state)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", f"error: {NO_ZOOKEEPER}\n")
 
 
 def test_the_base_install_runs_a_bookie_the_client_and_the_help(base, cluster, service_uri, tmp_path):

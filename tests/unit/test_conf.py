@@ -19,6 +19,32 @@ def test_java_properties_forms():
     }
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # as java.util.Properties reads them (tests/interop/test_properties.py compares a file of them with Java)
+        ("a\\\\=b\n", {"a\\": "b"}),
+        ("\\u0041\\u00e9=\\u20ac and \\u00FF\n", {"Aé": "€ and ÿ"}),
+        ("key\\:c\\ d = = x\n", {"key:c d": "= x"}),
+        ("even=ends\\\\\\\\\nnext=1\n", {"even": "ends\\\\", "next": "1"}),
+        ("hash=a\\\n  #not a comment\n", {"hash": "a#not a comment"}),
+        ("# comment \\\nafter=1\n", {"after": "1"}),
+        ("blank=x\\\n\nafter=y\n", {"blank": "x", "after": "y"}),
+        ("crlf=1\r\ncr=2\rlf=3\n", {"crlf": "1", "cr": "2", "lf": "3"}),
+        ("ff\fvalue\nvt\vvalue\n", {"ff": "value", "vt\vvalue": ""}),
+        ('esc=\\t\\q\\"\n', {"esc": '\tq"'}),
+        ("trimmed=v  \t\nkept=v\\ \n", {"trimmed": "v", "kept": "v "}),
+        ("last=end\\", {"last": "end"}),
+    ],
+)
+def test_java_properties_rules(text, expected):
+    assert parse_properties(text) == expected
+
+
+def test_a_malformed_unicode_escape_is_named():
+    with pytest.raises(InvalidArgument, match=r"x.conf:2: malformed \\uXXXX escape"):
+        parse_properties("a=1\nb=\\u00g1\n", "x.conf")
+
+
 def test_legacy_zk_servers_keys():
     assert metadata_service_uri({"zkServers": "a:1,b:2", "zkLedgersRootPath": "/bk"}) == "zk+hierarchical://a:1;b:2/bk"
     assert metadata_service_uri({"metadataServiceUri": "zk://x/l", "zkServers": "a:1"}) == "zk://x/l"

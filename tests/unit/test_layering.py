@@ -50,3 +50,57 @@ def test_the_core_starts_no_cli_and_only_its_metadata_store_imports_kazoo():
             if any(n.split(".")[0] == "kazoo" for n in names) and path.parts[:2] != ("bookie", "meta"):
                 offenders.append(str(path))
     assert offenders == []
+
+
+def _module_graph(package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` and the modules of ``package`` it imports, at the top or inside a function (both
+    are dependencies; a function-level import only defers one); ``from a import b`` counts as ``a.b`` when that
+    is a module, else as ``a``."""
+    modules = {}
+    for path in (ROOT / package).rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        text = path.read_text()
+        found = set(re.findall(r"^\s*import\s+([\w.]+)", text, re.M))
+        for base, names in re.findall(r"^\s*from\s+([\w.]+)\s+import\s+(\([^)]*\)|[^\n]+)", text, re.M):
+            for item in names.strip("()").replace("\n", " ").split(","):
+                imported = item.split(" as ")[0].strip()
+                found.add(f"{base}.{imported}" if f"{base}.{imported}" in modules else base)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in sorted(graph[module]):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_the_cli_modules_import_one_another_one_way():
+    """No import cycle among bkctl's modules: app -> contexts, completers -> app, options -> completers."""
+    assert _cycles(_module_graph("bkctl")) == []

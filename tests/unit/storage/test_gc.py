@@ -191,3 +191,49 @@ def test_a_forced_run_is_asked_for_once_and_reported_by_its_id(half_and_tenth):
         assert gc.trigger() == (True, 2)
     finally:
         gc.stop()
+
+
+class FakeClock:
+    """``time.monotonic`` and a stop event whose ``wait`` only moves the clock."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> bool:
+        self.now += seconds
+        return False
+
+    def is_set(self) -> bool:
+        return False
+
+
+def test_compaction_throttle_keeps_its_rate_and_bursts_a_second_at_most_after_a_stall(monkeypatch):
+    """As Guava's RateLimiter in BookKeeper's compactor: after a 60 s stall (a slow disk, a paused process) the copy
+    goes on at its rate after at most one second's worth of entries, not at full speed for 60 s of them."""
+    import bookie.storage.gc as gc
+
+    clock = FakeClock()
+    monkeypatch.setattr(gc, "time", clock)
+    throttle = Throttle(320, clock)  # type: ignore[arg-type]
+
+    def copy(entries: int) -> float:
+        began = clock.now
+        for _ in range(entries):
+            assert throttle.take()
+        return clock.now - began
+
+    assert copy(3200) == pytest.approx(10, abs=0.2)  # the rate holds: 3200 entries at 320/s
+    clock.now += 60
+    assert copy(3200) == pytest.approx(9, abs=0.2)  # a second's worth (320) at once, then 320/s again
+    assert copy(320) == pytest.approx(1, abs=0.2)
+
+
+def test_compaction_throttle_unlimited_and_stopped():
+    stop = threading.Event()
+    unlimited = Throttle(0, stop)
+    assert all(unlimited.take() for _ in range(1000))
+    stop.set()
+    assert not Throttle(10, stop).take()
