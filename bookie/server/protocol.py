@@ -104,6 +104,7 @@ class WireServer:
         self.bookie = bookie
         self.tls = bookie.config.tls  # bookie.tls.Tls, or None: START_TLS is answered EBADREQ
         self.authorizer = bookie.config.authorizer
+        self.read_requires_key = bookie.config.bkctlReadRequiresMasterKey  # the opt-in per-ledger read check
         self.handlers = handlers  # BookieHandlers
         self.storage = bookie.storage
         self.max_frame_size = max_frame_size
@@ -150,8 +151,8 @@ class BookieConnection(asyncio.Protocol):
         self.admitted = not server.authorizer.enabled  # authenticated (AuthHandler.ServerSideHandler)
         self.secure = False  # TLS done
         self.principal: str | None = None  # the client certificate's role, with BookieAuthZFactory
-        # with BookieAuthZFactory, for a principal without an admin role: the ledgers whose master key this
-        # connection showed, the only ones it may read (None: it may read any)
+        # with bkctlReadRequiresMasterKey, for a principal without an admin role: the ledgers whose master key
+        # this connection showed, the only ones it may read (None: it may read any, as in BookKeeper)
         self.proven: set[int] | None = None
         self.refusing_logged = False
 
@@ -678,7 +679,8 @@ class BookieConnection(asyncio.Protocol):
                 self._write([wire.encode_v3(pb.Response(header=header, status=pb.EIO))])
                 return
             self.admitted = True
-            self.proven = None if authorizer.is_admin(self.principal) else set()
+            if self.server.read_requires_key and not authorizer.is_admin(self.principal):
+                self.proven = set()
         cipher = secure.get_extra_info("cipher")
         log.info(
             "connection from %s protected by %s%s",
@@ -695,11 +697,8 @@ class BookieConnection(asyncio.Protocol):
             return True
         if master_key is None:
             return False
-        try:
-            known = self.storage.ledger(ledger_id).master_key
-        except Exception:  # noqa: BLE001 - no such ledger (or no key yet): nothing shown
-            return False
-        if known and hmac.compare_digest(known, master_key):
+        known = self.storage.master_key(ledger_id)
+        if known is not None and hmac.compare_digest(known, master_key):
             proven.add(ledger_id)
             return True
         return False
