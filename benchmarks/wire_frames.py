@@ -66,6 +66,7 @@ class _Handlers:
 class _Config:
     tls = None  # plaintext, no authentication: the cost of the protocol alone
     authorizer = Authorizer()
+    bkctlReadRequiresMasterKey = False
 
 
 class _Bookie:
