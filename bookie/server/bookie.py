@@ -34,7 +34,7 @@ from bookie.server.cookie_check import check_cookies, write_cookies
 from bookie.server.handlers import BookieHandlers
 from bookie.server.metrics import BookieStats
 from bookie.server.network import BookieNetwork
-from bookie.server.protocol import WireServer
+from bookie.server.wire import WireServer
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.gc import Compactable, GarbageCollector

@@ -1,5 +1,5 @@
 """The bookie's request handlers: thin translation between BookKeeper's protocol messages and ledger storage, for
-what the wire server (bookie/server/protocol.py) does not answer in its own pass: storing a batch of adds, fence
+what the wire server (bookie/server/wire/) does not answer in its own pass: storing a batch of adds, fence
 reads, LAC long polls, WRITE_LAC, READ_LAC, FORCE_LEDGER, GET_BOOKIE_INFO and GET_LIST_OF_ENTRIES_OF_LEDGER. Each
 takes a request message and returns its response (a coroutine where it waits), with the operation's stats.
 """
@@ -12,7 +12,8 @@ import time
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec.availability import AvailabilityOfEntries
-from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, Unauthorized
+from bookie.errors import BadRequest, BookieReadOnly, Unauthorized
+from bookie.server.wire.reads import read_entry, status_of
 from bookie.storage.ledger_storage import AddKey
 
 log = logging.getLogger(__name__)
@@ -21,15 +22,6 @@ log = logging.getLogger(__name__)
 def _flag(message, value: int) -> bool:
     """Whether an optional enum ``flag`` is set to ``value`` (proto2: an unset enum reads as its first value)."""
     return message.HasField("flag") and message.flag == value
-
-
-def status_of(exc: BaseException) -> int:
-    """The BookKeeper status code for an error (EIO for anything without one)."""
-    if isinstance(exc, CorruptData):
-        log.error("corruption: %s", exc)
-    elif not isinstance(exc, BKError):
-        log.exception("unexpected error", exc_info=exc)
-    return getattr(exc, "status", None) or pb.EIO
 
 
 class BookieHandlers:
@@ -132,14 +124,13 @@ class BookieHandlers:
     def read_plain(self, ledger_id: int, entry_id: int):
         """A read counted as the bookie's: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
         started = time.perf_counter()
-        try:
-            body = self.storage.read_entry(ledger_id, entry_id)
-            lac = self.storage.lac(ledger_id)
-        except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
-            self.stats.entries_read(0, 1, 0, time.perf_counter() - started)
-            return status_of(exc), None, None
-        self.stats.entries_read(1, 0, len(body), time.perf_counter() - started)
-        return pb.EOK, body, lac
+        status, body, lac = read_entry(self.storage, ledger_id, entry_id)
+        seconds = time.perf_counter() - started
+        if body is None:
+            self.stats.entries_read(0, 1, 0, seconds)
+        else:
+            self.stats.entries_read(1, 0, len(body), seconds)
+        return status, body, lac
 
     async def _long_poll(self, request, response):
         ledger_id, previous = request.ledgerId, request.previousLAC
