@@ -9,37 +9,41 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.errors import BadRequest, BookieReadOnly, Unauthorized
-from bookie.server.wire.reads import read_entry, status_of
+from bookie.server.wire.reads import Read, read_entry, status_of
 from bookie.storage.ledger_storage import AddKey
 
 log = logging.getLogger(__name__)
+Durable = asyncio.Future[BaseException | None]  # resolves once a journal write is durable: None, or its error
+_Response = TypeVar("_Response", bound=Any)
 
 
-def _flag(message, value: int) -> bool:
+def _flag(message: pb.ReadRequest, value: int) -> bool:
     """Whether an optional enum ``flag`` is set to ``value`` (proto2: an unset enum reads as its first value)."""
-    return message.HasField("flag") and message.flag == value
+    return bool(message.HasField("flag") and message.flag == value)
 
 
 class BookieHandlers:
-    def __init__(self, bookie) -> None:
+    def __init__(self, bookie: Any) -> None:
         self.bookie = bookie
         self.storage = bookie.storage
         self.stats = bookie.stats
-        self._lac_waiters: dict[int, list[asyncio.Future]] = {}
+        self._lac_waiters: dict[int, list[asyncio.Future[None]]] = {}
         self.storage.on_lac_advanced = self._lac_advanced
 
     # ---- helpers ----
     @staticmethod
-    def _durable():
+    def _durable() -> tuple[Durable, Callable[[BaseException | None], object]]:
         """A future and the journal callback that resolves it from the journal thread."""
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        future: Durable = loop.create_future()
 
-        def resolve(error):
+        def resolve(error: BaseException | None) -> None:
             if not future.done():
                 future.set_result(error)
 
@@ -49,13 +53,13 @@ class BookieHandlers:
         if self.bookie.read_only:
             raise BookieReadOnly("bookie is read-only")
 
-    def _done(self, operation: str, started: float, response):
+    def _done(self, operation: str, started: float, response: _Response) -> _Response:
         """Record an operation's stats (RequestStats: ``operation``, its processing; the wire server records its
         request stats once it has written the answer)."""
         self.stats.op(operation).event(time.perf_counter() - started, response.status == pb.EOK)
         return response
 
-    def _forget_waiter(self, ledger_id: int, waiter: asyncio.Future) -> None:
+    def _forget_waiter(self, ledger_id: int, waiter: asyncio.Future[None]) -> None:
         waiters = self._lac_waiters.get(ledger_id)
         if waiters is not None and waiter in waiters:
             waiters.remove(waiter)
@@ -68,9 +72,12 @@ class BookieHandlers:
                 waiter.set_result(None)
 
     # ---- adds ----
-    def store_adds(self, keys: dict[int, AddKey], records: bytes):
+    def store_adds(
+        self, keys: dict[int, AddKey], records: bytes
+    ) -> tuple[Durable, list[tuple[int, int, BaseException]]]:
         """Store and journal add records (bookie/codec/records.py) now: ``(future, refused)``, the future resolving
         to None once they are durable, or to the error that failed them all."""
+        refused: list[tuple[int, int, BaseException]]
         try:
             future, callback = self._durable()
             _, refused = self.storage.add_batch(keys, records, callback)
@@ -81,7 +88,11 @@ class BookieHandlers:
         return future, refused
 
     @staticmethod
-    def add_statuses(answers: list[tuple], error, refused) -> tuple[list[int], int]:
+    def add_statuses(
+        answers: list[tuple[int | None, int, int]],
+        error: BaseException | None,
+        refused: list[tuple[int, int, BaseException]],
+    ) -> tuple[list[int], int]:
         """The status of each add of a batch (``answers``: ``(_, ledgerId, entryId)`` each), and how many failed."""
         if error is not None:
             return [status_of(error)] * len(answers), len(answers)
@@ -121,7 +132,7 @@ class BookieHandlers:
             response.body, response.maxLAC = body, lac
         return self._done(operation, started, response)
 
-    def read_plain(self, ledger_id: int, entry_id: int):
+    def read_plain(self, ledger_id: int, entry_id: int) -> Read:
         """A read counted as the bookie's: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
         started = time.perf_counter()
         status, body, lac = read_entry(self.storage, ledger_id, entry_id)
@@ -132,7 +143,7 @@ class BookieHandlers:
             self.stats.entries_read(1, 0, len(body), seconds)
         return status, body, lac
 
-    async def _long_poll(self, request, response):
+    async def _long_poll(self, request: pb.ReadRequest, response: pb.ReadResponse) -> pb.ReadResponse:
         ledger_id, previous = request.ledgerId, request.previousLAC
         piggyback = _flag(request, pb.ReadRequest.ENTRY_PIGGYBACK)
         if piggyback and request.entryId != -1:

@@ -69,4 +69,4 @@ def read_request_stats(read: pb.ReadRequest) -> str:
 
 def waits(read: pb.ReadRequest) -> bool:
     """Whether a v3 read waits (a LAC long poll or a fence read) rather than being answered in the pass."""
-    return read.HasField("previousLAC") or (read.HasField("flag") and read.flag == pb.ReadRequest.FENCE_LEDGER)
+    return bool(read.HasField("previousLAC") or (read.HasField("flag") and read.flag == pb.ReadRequest.FENCE_LEDGER))
