@@ -32,7 +32,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("bookie.server.wire")
 
 HANDSHAKE_TIMEOUT = 10.0  # seconds: the Java client's startTLSTimeoutSecs
-V2_EUA = wire.v2_status(pb.EUA)
+
+
+def eua_v2(request: wire.AddRequestV2 | wire.ReadRequestV2 | wire.BatchReadRequestV2) -> bytes:
+    """The EUA answer of a v2 add, read or batch read."""
+    rc = wire.v2_status(pb.EUA)
+    if isinstance(request, wire.AddRequestV2):
+        return wire.add_response_v2(rc, request.ledger_id, request.entry_id)
+    if isinstance(request, wire.ReadRequestV2):
+        return wire.read_response_v2(rc, request.ledger_id, request.entry_id)
+    return wire.encode_response_v2(
+        wire.BatchReadResponseV2(rc, request.ledger_id, request.entry_id, request.request_id)
+    )
 
 
 def address(peer: Any) -> str:
@@ -97,10 +108,8 @@ class Admission:
                         return
                     continue
                 out.append(wire.encode_v3(pb.Response(header=header, status=pb.EUA)))
-            elif isinstance(request, wire.AddRequestV2):
-                out.append(wire.add_response_v2(V2_EUA, request.ledger_id, request.entry_id))
-            elif isinstance(request, wire.ReadRequestV2):
-                out.append(wire.read_response_v2(V2_EUA, request.ledger_id, request.entry_id))
+            elif isinstance(request, wire.AddRequestV2 | wire.ReadRequestV2):
+                out.append(eua_v2(request))
             elif isinstance(request, wire.AuthRequestV2) and request.plugin_name == plugin:
                 continue
             else:

@@ -15,7 +15,7 @@ from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import frames, wire
 from bookie.codec.records import size_prefix
 from bookie.server.wire.adds import AddBatch
-from bookie.server.wire.admission import V2_EUA, StartTls
+from bookie.server.wire.admission import StartTls, eua_v2
 from bookie.server.wire.operations import OPERATIONS, read_request_stats, waits
 from bookie.server.wire.reads import ReadCounts, batch_read, read_entry
 
@@ -161,7 +161,7 @@ class RequestProcessor:
             return self.adds.queue(batch, [answer], {request.ledger_id: key}, record, high)
         if isinstance(request, wire.ReadRequestV2):
             if admission.proven is not None and not admission.may_read(request.ledger_id, request.master_key):
-                out.append(wire.read_response_v2(V2_EUA, request.ledger_id, request.entry_id))
+                out.append(eua_v2(request))
             elif request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
                 read = pb.ReadRequest(
                     ledgerId=request.ledger_id, entryId=request.entry_id, flag=FENCE, masterKey=request.master_key
@@ -172,8 +172,7 @@ class RequestProcessor:
                 self.timed_read(None, request.ledger_id, request.entry_id, out)
         elif isinstance(request, wire.BatchReadRequestV2):
             if admission.proven is not None and not admission.may_read(request.ledger_id, request.master_key):
-                refused = wire.BatchReadResponseV2(V2_EUA, request.ledger_id, request.entry_id, request.request_id)
-                out.append(wire.encode_response_v2(refused))
+                out.append(eua_v2(request))
             elif request.flags & wire.FLAG_DO_FENCING and request.master_key is not None:
                 self.connection.later(self._fenced_batch_read(request), encoded, read_wait=True)
             else:
