@@ -112,7 +112,7 @@ class BookieServer:
         if config.httpServerEnabled:  # from now on too: /heartbeat answers, and is_ready says 503, during replay
             from bookie.server.http import HttpAdmin  # aiohttp: imported only by bookies that serve it
 
-            self.http = HttpAdmin(self)  # type: ignore[no-untyped-call]  # bookie/server/http is not typed yet
+            self.http = HttpAdmin(self)
             try:
                 self.http_port = await self.http.start(config.httpServerHost, config.httpServerPort)
             except OSError:
@@ -153,7 +153,7 @@ class BookieServer:
             from bookie.server.grpc_auth import RoleInterceptor
 
             self.server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[RoleInterceptor(config.authorizer)])
-            servicer = BookieAdminServicer(self)  # type: ignore[no-untyped-call]  # admin.py is not typed yet
+            servicer = BookieAdminServicer(self)
             bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(servicer, self.server)
             self.admin_port = self._bind(self.server, config.admin_port, "bkctlAdminPort", "bookie admin")
             await self.server.start()
