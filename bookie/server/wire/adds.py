@@ -4,14 +4,11 @@ durable, all their answers leave in one write (BookKeeper's WriteEntryProcessor,
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import frames
 from bookie.storage.ledger_storage import AddKey
-
-if TYPE_CHECKING:
-    from bookie.server.wire.connection import BookieConnection
 
 Answer = tuple[int | None, int, int]  # (txnId, or None for v2; ledgerId; entryId): who to answer
 Key = tuple[bytes, bool, int]  # a ledger's (masterKey, recovery, deferred sync) in a batch
@@ -30,10 +27,26 @@ class AddBatch:
         self.submitted = started  # when they went to storage
 
 
+class Connection(Protocol):
+    """What the adds stage needs of its connection (bookie/server/wire/connection.py)."""
+
+    handlers: Any  # BookieHandlers
+    bookie: Any
+    stats: Any
+    read_only: bool  # the bookie's, this pass
+
+    def write(self, frames: list[bytes]) -> None: ...
+
+    def pace(self) -> None: ...
+
+    def added(self, answers: list[Answer], statuses: list[int]) -> None:
+        """Adds answered with ``statuses``."""
+
+
 class Adds:
     """A connection's adds: queued in a pass's batch, stored, answered; ``in_flight`` until answered."""
 
-    def __init__(self, connection: BookieConnection) -> None:
+    def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.handlers = connection.handlers
         self.bookie = connection.bookie
@@ -81,7 +94,7 @@ class Adds:
         self.in_flight -= len(batch.answers)
         durable = time.perf_counter()
         statuses, failed = self.handlers.add_statuses(batch.answers, error, refused)
-        connection.admission.added(batch.answers, statuses)
+        connection.added(batch.answers, statuses)
         connection.write([frames.add_responses(batch.answers, statuses)])
         self.stats.adds_answered(
             len(statuses) - failed, failed, durable - batch.submitted, time.perf_counter() - batch.started

@@ -18,16 +18,13 @@ import hmac
 import logging
 import ssl
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
 from bookie.errors import MalformedFrame
 from bookie.server.wire.operations import OPERATIONS, ReadCheck
 from bookie.tls import ou_of_subject
-
-if TYPE_CHECKING:
-    from bookie.server.wire.connection import BookieConnection
 
 log = logging.getLogger("bookie.server.wire")
 
@@ -57,8 +54,33 @@ class StartTls(Exception):
         self.header = header
 
 
+class Connection(Protocol):
+    """What admission needs of its connection (bookie/server/wire/connection.py), an asyncio protocol."""
+
+    WRITE_BUFFER_HIGH: int
+    server: Any  # WireServer: tls, authorizer, read_requires_key
+    storage: Any
+    decoder: wire.RequestDecoder
+    buffer: bytearray
+    transport: asyncio.Transport | None
+    tasks: set[asyncio.Future[Any]]
+
+    @property
+    def adds_in_flight(self) -> int: ...
+
+    def write(self, frames: list[bytes]) -> None: ...
+
+    def drop(self, reason: Exception) -> None: ...
+
+    def close(self) -> None: ...
+
+    def peer(self) -> str: ...
+
+    def connection_lost(self, exc: Exception | None) -> None: ...
+
+
 class Admission:
-    def __init__(self, connection: BookieConnection) -> None:
+    def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.server = connection.server
         self.authorizer = connection.server.authorizer
@@ -133,7 +155,7 @@ class Admission:
         if trailing:
             connection.drop(MalformedFrame("bytes sent after START_TLS before its answer"))
             return
-        if connection.adds.in_flight or connection.tasks:
+        if connection.adds_in_flight or connection.tasks:
             log.warning("START_TLS from %s with requests in flight: refused (EBADREQ)", connection.peer())
             connection.write([wire.response_v3(header, pb.EBADREQ)])
             return
@@ -151,7 +173,11 @@ class Admission:
         peer = address(transport.get_extra_info("peername"))
         try:
             secure = await asyncio.get_running_loop().start_tls(
-                transport, connection, tls.context(), server_side=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT
+                transport,
+                connection,  # type: ignore[arg-type]  # an asyncio.Protocol
+                tls.context(),
+                server_side=True,
+                ssl_handshake_timeout=HANDSHAKE_TIMEOUT,
             )
         except (ssl.SSLError, OSError, TimeoutError) as exc:
             log.warning("TLS handshake with %s failed: %s", peer, exc)

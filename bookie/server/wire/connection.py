@@ -21,17 +21,14 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import frames, wire
 from bookie.errors import MalformedFrame
-from bookie.server.wire.adds import AddBatch, Adds
+from bookie.server.wire.adds import AddBatch, Adds, Answer
 from bookie.server.wire.admission import Admission, StartTls, address
 from bookie.server.wire.requests import RequestProcessor
-
-if TYPE_CHECKING:
-    from bookie.server.wire.server import WireServer
 
 log = logging.getLogger("bookie.server.wire")
 
@@ -51,7 +48,7 @@ class Pause(enum.Enum):
 class BookieConnection(asyncio.Protocol):
     WRITE_BUFFER_HIGH = 4 << 20  # answers the peer has not taken yet
 
-    def __init__(self, server: WireServer) -> None:
+    def __init__(self, server: Any) -> None:  # WireServer
         self.server = server
         self.handlers = server.handlers
         self.storage = server.storage
@@ -74,6 +71,9 @@ class BookieConnection(asyncio.Protocol):
     @property
     def adds_in_flight(self) -> int:
         return self.adds.in_flight
+
+    def added(self, answers: list[Answer], statuses: list[int]) -> None:
+        self.admission.added(answers, statuses)
 
     # ---- connection ----
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

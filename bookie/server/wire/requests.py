@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import frames, wire
 from bookie.codec.records import size_prefix
-from bookie.server.wire.adds import AddBatch
-from bookie.server.wire.admission import StartTls, eua_v2
+from bookie.server.wire.adds import AddBatch, Adds
+from bookie.server.wire.admission import Admission, StartTls, eua_v2
 from bookie.server.wire.operations import OPERATIONS, read_request_stats, waits
 from bookie.server.wire.reads import ReadCounts, batch_read, read_entry
-
-if TYPE_CHECKING:
-    from bookie.server.wire.connection import BookieConnection
 
 RECOVERY_ADD = pb.AddRequest.RECOVERY_ADD
 FENCE = pb.ReadRequest.FENCE_LEDGER
@@ -41,10 +39,29 @@ def encoded(frame: bytes) -> bytes:
     return frame
 
 
+class Connection(Protocol):
+    """What the request processor needs of its connection (bookie/server/wire/connection.py)."""
+
+    server: Any  # WireServer: max_frame_size, tls
+    handlers: Any  # BookieHandlers
+    storage: Any
+    stats: Any
+    admission: Admission
+    adds: Adds
+
+    def later(
+        self,
+        work: Coroutine[Any, Any, Any],
+        answer: Callable[[Any], bytes],
+        read_wait: bool = False,
+        stats: str | None = None,
+    ) -> None: ...
+
+
 class RequestProcessor:
     """The requests of one connection, one pass (a ``data_received``) at a time: :meth:`begin` starts a pass."""
 
-    def __init__(self, connection: BookieConnection) -> None:
+    def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.handlers = connection.handlers
         self.storage = connection.storage
