@@ -60,13 +60,6 @@ class ReadCounts:
     size: int = 0
     seconds: float = 0.0
 
-    def count(self, body: bytes | None) -> None:
-        if body is None:
-            self.failed += 1
-        else:
-            self.ok += 1
-            self.size += len(body)
-
 
 def batch_read(
     storage: ReadableStorage, request: wire.BatchReadRequestV2, max_frame_size: int

@@ -102,7 +102,12 @@ class RequestProcessor:
         """Answer a plain read of this pass into ``out`` (v3 with ``txn_id``, else v2), counted in ``self.reads``
         but not timed: the caller times the run of reads it is in."""
         status, body, lac = read_entry(self.storage, ledger_id, entry_id, self.lacs)
-        self.reads.count(body)
+        reads = self.reads
+        if body is None:
+            reads.failed += 1
+        else:
+            reads.ok += 1
+            reads.size += len(body)
         if txn_id is not None:
             out.append(frames.read_response_v3(txn_id, status, ledger_id, entry_id, body, lac))
         else:
