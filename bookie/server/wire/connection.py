@@ -73,6 +73,7 @@ class BookieConnection(asyncio.Protocol):
         return self.adds.in_flight
 
     def added(self, answers: list[Answer], statuses: list[int]) -> None:
+        """Adds answered: those the bookie took showed their ledger's master key (admission's read check)."""
         self.admission.added(answers, statuses)
 
     # ---- connection ----
