@@ -34,7 +34,7 @@ PROTOCOLS = {  # name -> the client's environment (bookie/client/config.py)
     "v2": {"BKCTL_USE_V2_WIRE_PROTOCOL": "true"},
 }
 SAID_TLS = "TLS to the bookies (from the secure sandbox)"
-TLS_LOGGED = "protected by TLS"  # bookie/server/protocol.py, one line per TLS connection
+TLS_LOGGED = "protected by TLS"  # bookie/server/wire/admission.py, one line per TLS connection
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

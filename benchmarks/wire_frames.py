@@ -18,10 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookie.codec import frames, wire
-from bookie.server import protocol
 from bookie.server.auth import Authorizer
 from bookie.server.metrics import BookieStats
-from bookie.server.protocol import BookieConnection, WireServer
+from bookie.server.wire import BookieConnection, WireServer, connection
 
 ENTRY = bytes(1024 + 32)  # a framed 1 KiB entry
 
@@ -66,6 +65,7 @@ class _Handlers:
 class _Config:
     tls = None  # plaintext, no authentication: the cost of the protocol alone
     authorizer = Authorizer()
+    bkctlReadRequiresMasterKey = False
 
 
 class _Bookie:
@@ -94,7 +94,7 @@ def use(codec: str) -> None:
         c_version = getattr(frames._c, name) if frames._c is not None else None
         python = getattr(frames, f"_{name}", None) or getattr(wire, name)
         setattr(frames, name, c_version if codec == "C" else python)
-    protocol.SCANS.update({True: frames.scan_requests_v3, False: frames.scan_requests_v2})
+    connection.SCANS.update({True: frames.scan_requests_v3, False: frames.scan_requests_v2})
 
 
 def main() -> None:

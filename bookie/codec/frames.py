@@ -1,5 +1,5 @@
 """The per-frame work of BookKeeper's protocol for the frames that make up nearly all of its traffic: plain adds and
-reads, and their answers, v3 and v2. The bookie (bookie/server/protocol.py) and the client
+reads, and their answers, v3 and v2. The bookie (bookie/server/wire/) and the client
 (bookie/client/wire_client.py) go through these functions for every frame; everything else (LAC, fencing, long
 polls, auth, TLS...) through bookie/codec/wire.py.
 
@@ -21,7 +21,7 @@ Scanning: ``scan_*(buffer, offset, max_frame_size) -> (offset, items, stop)`` cu
   sync)}, records, high priority)``, ``records`` being the storage record of each entry one after the other (its
   size, then the framed entry: bookie/codec/records.py), as an add batch is: the adds of a run have one priority and
   one key per ledger, of :data:`RUN_LEDGERS` ledgers at most (a run ends before an add that would break that). No
-  object per add but its answer: the bookie takes a run as it takes a gRPC add batch;
+  object per add but its answer: the bookie stores a run as one add batch (one journal write);
 - response items (the client's): ``(ADD or READ, key, status, entry, maxLAC or -1)``, with ``key`` the txnId (v3)
   or ``(opcode, ledgerId, entryId)`` (v2), ``status`` in v3 numbering, ``entry`` the framed entry of a read (b""
   when none) and None for an add.
@@ -43,9 +43,7 @@ from bookie.errors import MalformedFrame
 ADD, READ, ADDS = 1, 2, 3
 RUN_LEDGERS = 16  # the most ledgers in one ADDS item
 STOP_END, STOP_OTHER, STOP_NEGATIVE, STOP_TOO_LARGE = 0, 1, 2, 3
-HIGH_PRIORITY = 100  # BKPacketHeader.priority of recovery traffic
 _FENCE, _RECOVERY_ADD = pb.ReadRequest.FENCE_LEDGER, pb.AddRequest.RECOVERY_ADD
-_V2_ADD_HEADER = wire.packet_header(wire.V2_VERSION, wire.ADDENTRY, 0)
 
 Scan = tuple[int, list[tuple[Any, ...]], int]
 
@@ -110,7 +108,7 @@ def _request_v3(body: bytes) -> tuple[Any, ...] | None:
         key = (add.masterKey, add.HasField("flag") and add.flag == _RECOVERY_ADD, add.writeFlags & 1)
         body = add.body
         record = SIZE.pack(len(body)) + body
-        return ADD, header.txnId, add.ledgerId, add.entryId, key, record, header.priority >= HIGH_PRIORITY
+        return ADD, header.txnId, add.ledgerId, add.entryId, key, record, header.priority >= wire.HIGH_PRIORITY
     if header.operation == pb.READ_ENTRY and request.HasField("readRequest") and not request.HasField("addRequest"):
         read = request.readRequest
         if read.HasField("previousLAC") or (read.HasField("flag") and read.flag == _FENCE):
@@ -220,7 +218,7 @@ def _add_responses(answers: list[tuple[int | None, int, int]], statuses: list[in
                 rc = wire.V3_TO_V2_STATUS[status]
             except KeyError:
                 raise ValueError(f"unknown v3 status code {status}") from None
-            parts.append(wire.V2_RESPONSE.pack(24, _V2_ADD_HEADER, rc, ledger_id, entry_id))
+            parts.append(wire.add_response_v2(rc, ledger_id, entry_id))
         else:
             parts.append(wire.add_response_v3(txn_id, status, ledger_id, entry_id))
     return b"".join(parts)

@@ -87,6 +87,17 @@ FLAG_DO_FENCING = 0x1
 FLAG_RECOVERY_ADD = 0x2
 FLAG_HIGH_PRIORITY = 0x4
 
+# v3: BKPacketHeader.priority of high-priority (recovery) traffic, as the Java client sets it; a bookie treats a
+# priority at least this as high
+HIGH_PRIORITY = 100
+
+# v2 packet headers with no flags: every response's, and a plain read request's
+V2_ADD_HEADER = (V2_VERSION << 24) | (ADDENTRY << 16)
+V2_READ_HEADER = (V2_VERSION << 24) | (READENTRY << 16)
+V2_RESPONSE_LENGTH = V2_RESPONSE.size - 4  # the length field of an ADD or READ response without an entry
+# BatchedReadEntryProcessor: a batch read response's fixed part, counted against its maxSize
+BATCH_READ_RESPONSE_OVERHEAD = 24 + 8 + 4
+
 # The plugin name of BookKeeper's default (no-op) auth provider on both sides (AuthProviderFactoryFactory).
 AUTH_DISABLED_PLUGIN = "AuthDisabledPlugin"
 
@@ -180,6 +191,20 @@ def _parse(message: _Message, body: bytes, what: str) -> _Message:
 def encode_v3(message: pb.Request | pb.Response) -> bytes:
     """The frame of a v3 ``Request`` or ``Response``."""
     return frame(message.SerializeToString())
+
+
+def reply_header(header: pb.BKPacketHeader) -> pb.BKPacketHeader:
+    """The header of an operation's response: version, operation and txnId of the request (PacketProcessorBaseV3)."""
+    return pb.BKPacketHeader(version=pb.VERSION_THREE, operation=header.operation, txnId=header.txnId)
+
+
+def response_v3(header: pb.BKPacketHeader, status: int, field: str | None = None, answer: object = None) -> bytes:
+    """The frame of a v3 Response to the request of ``header``: ``status``, and the operation's ``answer`` message
+    in its ``field`` (the envelope's status repeats the operation's, as a Java bookie's does)."""
+    message = pb.Response(header=reply_header(header), status=status)
+    if field is not None:
+        getattr(message, field).CopyFrom(answer)
+    return encode_v3(message)
 
 
 def decode_v3_request(body: bytes) -> pb.Request:
@@ -318,14 +343,25 @@ def encode_request_v2(request: RequestV2) -> bytes:
     raise TypeError(f"not a v2 request: {request!r}")
 
 
+def add_response_v2(rc: int, ledger_id: int, entry_id: int) -> bytes:
+    """The frame of a v2 ADDENTRY response (``rc`` a v2 return code)."""
+    return V2_RESPONSE.pack(V2_RESPONSE_LENGTH, V2_ADD_HEADER, rc, ledger_id, entry_id)
+
+
+def read_response_v2(rc: int, ledger_id: int, entry_id: int, body: bytes = b"") -> bytes:
+    """The frame of a v2 READENTRY response: the framed entry when ``rc`` is EOK, else none."""
+    return V2_RESPONSE.pack(V2_RESPONSE_LENGTH + len(body), V2_READ_HEADER, rc, ledger_id, entry_id) + body
+
+
 def encode_response_v2(response: ResponseV2) -> bytes:
     """The frame of a v2 response, laid out as BookKeeper's bookie writes it (flags are always 0)."""
     match response:
         case AddResponseV2(rc, ledger_id, entry_id, version):
-            return V2_RESPONSE.pack(24, packet_header(version, ADDENTRY, 0), rc, ledger_id, entry_id)
+            header = packet_header(version, ADDENTRY, 0)
+            return V2_RESPONSE.pack(V2_RESPONSE_LENGTH, header, rc, ledger_id, entry_id)
         case ReadResponseV2(rc, ledger_id, entry_id, body, version):
-            head = V2_RESPONSE.pack(24 + len(body), packet_header(version, READENTRY, 0), rc, ledger_id, entry_id)
-            return head + body
+            header = packet_header(version, READENTRY, 0)
+            return V2_RESPONSE.pack(V2_RESPONSE_LENGTH + len(body), header, rc, ledger_id, entry_id) + body
         case BatchReadResponseV2(rc, ledger_id, entry_id, request_id, entries, version):
             size = 32 + 4 * len(entries) + sum(map(len, entries))
             header = packet_header(version, BATCH_READ_ENTRY, 0)

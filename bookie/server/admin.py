@@ -4,6 +4,7 @@ their status, and suspending compaction (BookKeeper: bookie/GarbageCollectorThre
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from bookie._proto import bookie_admin_pb2 as pb
 from bookie._proto import bookie_admin_pb2_grpc as pb_grpc
@@ -27,8 +28,8 @@ def _run_result(run: GcRun) -> pb.GcRunResult:
     )
 
 
-class BookieAdminServicer(pb_grpc.BookieAdminServicer):
-    def __init__(self, bookie):
+class BookieAdminServicer(pb_grpc.BookieAdminServicer):  # type: ignore[misc]  # generated code is not typed
+    def __init__(self, bookie: Any) -> None:
         self.bookie = bookie
 
     def _state(self) -> pb.BookieStateResponse:
@@ -38,15 +39,15 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
             shuttingDown=self.bookie.shutting_down,
         )
 
-    async def GetBookieState(self, request, context):
+    async def GetBookieState(self, request: pb.BookieStateRequest, context: Any) -> pb.BookieStateResponse:
         return self._state()
 
-    async def SetReadOnly(self, request, context):
+    async def SetReadOnly(self, request: pb.SetReadOnlyRequest, context: Any) -> pb.BookieStateResponse:
         await self.bookie.set_read_only_by_operator(request.readOnly)
         return self._state()
 
     # ---- garbage collection ----
-    async def TriggerGc(self, request, context):
+    async def TriggerGc(self, request: pb.TriggerGcRequest, context: Any) -> pb.TriggerGcResponse:
         """Runs even when the bookie is read-only for full disks: that is when operators need the space back."""
         started, run_id = self.bookie.collectors.trigger(request.forceMajor, request.forceMinor)
         return pb.TriggerGcResponse(started=started, runId=run_id)
@@ -90,15 +91,17 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):
             response.lastRun.CopyFrom(_run_result(state.last_run))
         return response
 
-    def _dir_managers(self):
+    def _dir_managers(self) -> list[tuple[Any, bool]]:
         bookie = self.bookie
         apart = bookie.index_dirs is not bookie.ledger_dirs
         return [(bookie.ledger_dirs, False), *([(bookie.index_dirs, True)] if apart else [])]
 
-    async def GetGcStatus(self, request, context):
+    async def GetGcStatus(self, request: pb.GcStatusRequest, context: Any) -> pb.GcStatusResponse:
         return await self._gc_status()
 
-    async def SetCompactionSuspended(self, request, context):
+    async def SetCompactionSuspended(
+        self, request: pb.SetCompactionSuspendedRequest, context: Any
+    ) -> pb.GcStatusResponse:
         kinds = [kind for kind, asked in ((MAJOR, request.major), (MINOR, request.minor)) if asked]
         self.bookie.collectors.suspend(kinds or [MAJOR, MINOR], request.suspended)
         return await self._gc_status()

@@ -13,10 +13,12 @@ allows everything, as BookKeeper does.
 Where we go further: BookKeeper gives no role more rights than another. Here, with the authorizer on, the admin
 operations (read-only mode, GC, compaction, decommission and recovery, deleting ledgers over HTTP: anything that
 changes a bookie or the cluster) need a principal whose role is one of ``bkctlAdminRoles`` (ours), on every transport
-we serve: the gRPC admin service and the HTTP admin API. Reading a ledger needs its password: a principal without
-an admin role is served a ledger's entries, LAC or entry list only on a connection that showed the ledger's master
-key (an add, a fencing read, a WRITE_LAC, or a read carrying the key) — so its writer reads what it wrote, and a
-reader that opens it with recovery reads it, but a raw READ_ENTRY of someone else's ledger gets EUA.
+we serve: the gRPC admin service and the HTTP admin API. Reading is BookKeeper's: an authorized role reads any
+ledger. Our opt-in ``bkctlReadRequiresMasterKey`` serves a principal without an admin role a ledger's entries, LAC or
+entry list only on a connection that showed the ledger's master key (an add, a fencing read, a WRITE_LAC, or a v3
+read carrying the key). No BookKeeper client sends the key on a plain read, nor does ours, so with it on such a role
+reads a ledger only on the connection that wrote or recovered it: the Java client's (a Pulsar broker's) reads of
+closed ledgers and bkctl's ``ledger read`` from a new process are refused (EUA).
 """
 
 from __future__ import annotations
@@ -85,8 +87,8 @@ class Authorizer:
         return roles[0]
 
     def is_admin(self, principal: str | None) -> bool:
-        """May this principal run admin operations and read ledgers without their password? Everyone may when the
-        authorizer is off (BookKeeper's model)."""
+        """May this principal run admin operations (and read any ledger with bkctlReadRequiresMasterKey)? Everyone
+        may when the authorizer is off (BookKeeper's model)."""
         return not self.enabled or (principal is not None and principal in self.admin_roles)
 
     def admin_refusal(self, principal: str | None, how: str) -> str | None:

@@ -34,7 +34,7 @@ from bookie.server.cookie_check import check_cookies, write_cookies
 from bookie.server.handlers import BookieHandlers
 from bookie.server.metrics import BookieStats
 from bookie.server.network import BookieNetwork
-from bookie.server.protocol import WireServer
+from bookie.server.wire import WireServer
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.gc import Compactable, GarbageCollector
@@ -153,7 +153,8 @@ class BookieServer:
             from bookie.server.grpc_auth import RoleInterceptor
 
             self.server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[RoleInterceptor(config.authorizer)])
-            bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(BookieAdminServicer(self), self.server)
+            servicer = BookieAdminServicer(self)
+            bookie_admin_pb2_grpc.add_BookieAdminServicer_to_server(servicer, self.server)
             self.admin_port = self._bind(self.server, config.admin_port, "bkctlAdminPort", "bookie admin")
             await self.server.start()
         address = _host_port(host, config.bookiePort)
@@ -213,7 +214,7 @@ class BookieServer:
             bound = 0
         if bound == 0:
             raise address_in_use(host, port, key, what)
-        return bound
+        return int(bound)
 
     def _metadata(self) -> MetadataStore:
         """The metadata store: open from early in start(), before anything registers or collects garbage."""

@@ -126,6 +126,11 @@ class BookieConfig:
     bookieAuthProviderFactoryClass: str = ""
     authorizedRoles: str = ""
     bkctlAdminRoles: str = ""
+    # ours, off by default: a role without admin rights reads only the ledgers whose master key its connection showed
+    # (an add, a fencing read, WRITE_LAC, or a v3 read carrying the key). It breaks the plain reads of every
+    # BookKeeper client (the Java client, Pulsar brokers) and of ours, which never carry the key: with it on, such a
+    # role reads a ledger only on the connection that wrote or recovered it (bookie/server/auth.py)
+    bkctlReadRequiresMasterKey: bool = False
     gcWaitTime: int = 600000
     minorCompactionThreshold: float = 0.2
     minorCompactionInterval: int = 3600

@@ -33,7 +33,7 @@ def principal(context: grpc.aio.ServicerContext, authorizer: Authorizer) -> str 
     return authorizer.principal(ou_of_pem(certificates[0]), context.peer())
 
 
-class RoleInterceptor(grpc.aio.ServerInterceptor):
+class RoleInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc has no type information
     def __init__(self, authorizer: Authorizer) -> None:
         self.authorizer = authorizer
 

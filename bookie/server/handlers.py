@@ -1,5 +1,5 @@
 """The bookie's request handlers: thin translation between BookKeeper's protocol messages and ledger storage, for
-what the wire server (bookie/server/protocol.py) does not answer in its own pass: storing a batch of adds, fence
+what the wire server (bookie/server/wire/) does not answer in its own pass: storing a batch of adds, fence
 reads, LAC long polls, WRITE_LAC, READ_LAC, FORCE_LEDGER, GET_BOOKIE_INFO and GET_LIST_OF_ENTRIES_OF_LEDGER. Each
 takes a request message and returns its response (a coroutine where it waits), with the operation's stats.
 """
@@ -9,45 +9,41 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec.availability import AvailabilityOfEntries
-from bookie.errors import BadRequest, BKError, BookieReadOnly, CorruptData, Unauthorized
+from bookie.errors import BadRequest, BookieReadOnly, Unauthorized
+from bookie.server.wire.reads import Read, read_entry, status_of
 from bookie.storage.ledger_storage import AddKey
 
 log = logging.getLogger(__name__)
+Durable = asyncio.Future[BaseException | None]  # resolves once a journal write is durable: None, or its error
+_Response = TypeVar("_Response", bound=Any)
 
 
-def _flag(message, value: int) -> bool:
+def _flag(message: pb.ReadRequest, value: int) -> bool:
     """Whether an optional enum ``flag`` is set to ``value`` (proto2: an unset enum reads as its first value)."""
-    return message.HasField("flag") and message.flag == value
-
-
-def status_of(exc: BaseException) -> int:
-    """The BookKeeper status code for an error (EIO for anything without one)."""
-    if isinstance(exc, CorruptData):
-        log.error("corruption: %s", exc)
-    elif not isinstance(exc, BKError):
-        log.exception("unexpected error", exc_info=exc)
-    return getattr(exc, "status", None) or pb.EIO
+    return bool(message.HasField("flag") and message.flag == value)
 
 
 class BookieHandlers:
-    def __init__(self, bookie) -> None:
+    def __init__(self, bookie: Any) -> None:
         self.bookie = bookie
         self.storage = bookie.storage
         self.stats = bookie.stats
-        self._lac_waiters: dict[int, list[asyncio.Future]] = {}
+        self._lac_waiters: dict[int, list[asyncio.Future[None]]] = {}
         self.storage.on_lac_advanced = self._lac_advanced
 
     # ---- helpers ----
     @staticmethod
-    def _durable():
+    def _durable() -> tuple[Durable, Callable[[BaseException | None], object]]:
         """A future and the journal callback that resolves it from the journal thread."""
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        future: Durable = loop.create_future()
 
-        def resolve(error):
+        def resolve(error: BaseException | None) -> None:
             if not future.done():
                 future.set_result(error)
 
@@ -57,13 +53,13 @@ class BookieHandlers:
         if self.bookie.read_only:
             raise BookieReadOnly("bookie is read-only")
 
-    def _done(self, operation: str, started: float, response):
+    def _done(self, operation: str, started: float, response: _Response) -> _Response:
         """Record an operation's stats (RequestStats: ``operation``, its processing; the wire server records its
         request stats once it has written the answer)."""
         self.stats.op(operation).event(time.perf_counter() - started, response.status == pb.EOK)
         return response
 
-    def _forget_waiter(self, ledger_id: int, waiter: asyncio.Future) -> None:
+    def _forget_waiter(self, ledger_id: int, waiter: asyncio.Future[None]) -> None:
         waiters = self._lac_waiters.get(ledger_id)
         if waiters is not None and waiter in waiters:
             waiters.remove(waiter)
@@ -76,9 +72,12 @@ class BookieHandlers:
                 waiter.set_result(None)
 
     # ---- adds ----
-    def store_adds(self, keys: dict[int, AddKey], records: bytes):
+    def store_adds(
+        self, keys: dict[int, AddKey], records: bytes
+    ) -> tuple[Durable, list[tuple[int, int, BaseException]]]:
         """Store and journal add records (bookie/codec/records.py) now: ``(future, refused)``, the future resolving
         to None once they are durable, or to the error that failed them all."""
+        refused: list[tuple[int, int, BaseException]]
         try:
             future, callback = self._durable()
             _, refused = self.storage.add_batch(keys, records, callback)
@@ -89,7 +88,11 @@ class BookieHandlers:
         return future, refused
 
     @staticmethod
-    def add_statuses(answers: list[tuple], error, refused) -> tuple[list[int], int]:
+    def add_statuses(
+        answers: list[tuple[int | None, int, int]],
+        error: BaseException | None,
+        refused: list[tuple[int, int, BaseException]],
+    ) -> tuple[list[int], int]:
         """The status of each add of a batch (``answers``: ``(_, ledgerId, entryId)`` each), and how many failed."""
         if error is not None:
             return [status_of(error)] * len(answers), len(answers)
@@ -129,19 +132,18 @@ class BookieHandlers:
             response.body, response.maxLAC = body, lac
         return self._done(operation, started, response)
 
-    def read_plain(self, ledger_id: int, entry_id: int):
+    def read_plain(self, ledger_id: int, entry_id: int) -> Read:
         """A read counted as the bookie's: ``(status, framed entry, LAC)``, entry and LAC None on failure."""
         started = time.perf_counter()
-        try:
-            body = self.storage.read_entry(ledger_id, entry_id)
-            lac = self.storage.lac(ledger_id)
-        except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
-            self.stats.entries_read(0, 1, 0, time.perf_counter() - started)
-            return status_of(exc), None, None
-        self.stats.entries_read(1, 0, len(body), time.perf_counter() - started)
-        return pb.EOK, body, lac
+        status, body, lac = read_entry(self.storage, ledger_id, entry_id)
+        seconds = time.perf_counter() - started
+        if body is None:
+            self.stats.entries_read(0, 1, 0, seconds)
+        else:
+            self.stats.entries_read(1, 0, len(body), seconds)
+        return status, body, lac
 
-    async def _long_poll(self, request, response):
+    async def _long_poll(self, request: pb.ReadRequest, response: pb.ReadResponse) -> pb.ReadResponse:
         ledger_id, previous = request.ledgerId, request.previousLAC
         piggyback = _flag(request, pb.ReadRequest.ENTRY_PIGGYBACK)
         if piggyback and request.entryId != -1:

@@ -15,10 +15,10 @@ connection's frames): the events of a batch share its latency, and values (bytes
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bookie.server.stats import OpStats, StatsLogger, StatsProvider
 from bookie.storage.dirs import LedgerDirs
@@ -213,7 +213,7 @@ class BookieStats:
         self.journal_skipped_bytes.value += size
 
     # ---- gauges and counters read at scrape time ----
-    def watch(self, storage) -> None:
+    def watch(self, storage: Any) -> None:
         """The storage engine's: journal queues, and its ledger cache (IndexInMemPageMgr) or DbLedgerStorage's
         caches."""
         for index, journal in enumerate(storage.journals):
@@ -266,7 +266,7 @@ class BookieStats:
         for kind in ("major", "minor"):
             self.provider.logger().scope_label("kind", kind).gauge("bkctl_gc_compacting", compacting(kind))
 
-    def watch_server(self, status: Callable[[], int], connections) -> None:
+    def watch_server(self, status: Callable[[], int], connections: Collection[Any]) -> None:
         """``SERVER_STATUS`` (BookieStateManager: 1 writable, 0 read-only, -1 not registered) and the requests in
         progress on the bookie port's ``connections``."""
         self.bookie.gauge("SERVER_STATUS", status)

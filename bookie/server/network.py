@@ -34,9 +34,13 @@ import re
 import socket
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bookie.errors import InvalidArgument
 from bookie.server.claim import StartRefused
+
+if TYPE_CHECKING:
+    from bookie.server.config import BookieConfig
 
 SIOCGIFADDR = 0x8915  # linux/sockios.h
 ANY_ADDRESS = "0.0.0.0"
@@ -147,7 +151,7 @@ def _resolve(host: str, what: str) -> str:
         raise StartRefused(f"cannot resolve {host} ({what}): {exc.strerror or exc}") from None
 
 
-def bookie_address(config) -> BookieAddress:
+def bookie_address(config: BookieConfig) -> BookieAddress:
     """BookieImpl.getBookieAddress of a configuration (see the module's docstring)."""
     if config.listeningInterface and config.advertisedAddress:
         # BookKeeper does not look at the name then; a name that is no interface here is a typo, or a
@@ -183,7 +187,7 @@ class BookieNetwork:
     bind_host: str  # the bookie port's and the gRPC admin port's
 
     @classmethod
-    def of(cls, config) -> BookieNetwork:
+    def of(cls, config: BookieConfig) -> BookieNetwork:
         """Derived before anything is claimed or written: a setting that cannot be honoured leaves no trace."""
         address = bookie_address(config)
         bind_host = address.ip if config.listeningInterface else ANY_ADDRESS

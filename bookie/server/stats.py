@@ -38,6 +38,7 @@ import struct
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -224,35 +225,39 @@ class StatsLogger:
         return StatsLogger(self.provider, self._scope, dict(sorted({**self.labels, name: value}.items())))
 
     def counter(self, name: str, source: Callable[[], int] | None = None) -> Counter:
-        return self.provider.register(
+        return self.provider.register(  # type: ignore[no-any-return]
             self.provider.counters, self._name(name), self.labels, lambda: Counter(self.labels, source)
         )
 
     def gauge(self, name: str, sample: Callable[[], float], float32: bool = False) -> Gauge:
-        return self.provider.register(
+        return self.provider.register(  # type: ignore[no-any-return]
             self.provider.gauges, self._name(name), self.labels, lambda: Gauge(self.labels, sample, float32)
         )
 
     def op_stats(self, name: str) -> OpStats:
-        return self.provider.register(
+        return self.provider.register(  # type: ignore[no-any-return]
             self.provider.op_stats, self._name(name), self.labels, lambda: OpStats(self.labels)
         )
+
+
+MetricKey = tuple[str, tuple[tuple[str, str], ...]]  # a metric's name and labels
 
 
 class StatsProvider:
     """The registry, its text, the quantile rollover, and the ``prometheusStatsHttpPort`` server."""
 
     def __init__(self) -> None:
-        self.gauges: dict[tuple, Gauge] = {}
-        self.counters: dict[tuple, Counter] = {}
-        self.op_stats: dict[tuple, OpStats] = {}
+        self.gauges: dict[MetricKey, Gauge] = {}
+        self.counters: dict[MetricKey, Counter] = {}
+        self.op_stats: dict[MetricKey, OpStats] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
 
     def logger(self, scope: str = "") -> StatsLogger:
         return StatsLogger(self, scope)
 
-    def register(self, table: dict, name: str, labels: dict[str, str], make):
+    def register(self, table: dict[MetricKey, Any], name: str, labels: dict[str, str], make: Callable[[], Any]) -> Any:
+        """The metric ``name`` with ``labels`` of ``table``, made by ``make`` the first time."""
         key = (name, tuple(labels.items()))
         with self._lock:
             if key not in table:
@@ -336,7 +341,7 @@ class StatsProvider:
 
             do_POST = do_GET  # PrometheusServlet.doPost
 
-            def log_message(self, *args) -> None:
+            def log_message(self, *args: Any) -> None:
                 pass  # a scrape every few seconds is not news
 
         server = ThreadingHTTPServer((address, port), Handler)

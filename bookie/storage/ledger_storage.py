@@ -498,6 +498,11 @@ class LedgerStorage(JournalledStorage):
             raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie", ledger_id=ledger_id)
         return state
 
+    def master_key(self, ledger_id: int) -> bytes | None:
+        """The ledger's master key; None: no such ledger, or no key known yet."""
+        state = self.cache.get(ledger_id)
+        return (state.master_key or None) if state is not None else None
+
     def lac(self, ledger_id: int) -> int:
         state = self.ledger(ledger_id)
         if state.lac is None:

@@ -194,11 +194,12 @@ def compile_java(source: Path, where: Path) -> Path:
 
 
 def java_command(classes: Path, main: str, *args: str) -> list[str]:
-    """The command line that runs ``main`` of ``classes`` with the oracle's jars (and its log settings)."""
+    """The command line that runs ``main`` of ``classes`` with the oracle's jars (and its log settings), plus
+    ``$BK_ORACLE_JAVA_OPTS`` (word-split) as the oracle's tools take it."""
     return [
         "bash",
         "-c",
-        f'{CLASSPATH}; exec "$JAVA" -Xmx1g -cp "$BK_CP:{classes}" '
+        f'{CLASSPATH}; exec "$JAVA" -Xmx1g ${{BK_ORACLE_JAVA_OPTS:-}} -cp "$BK_CP:{classes}" '
         f'-Dlog4j.configurationFile="$BK_ORACLE_HOME/conf/log4j2-tools.xml" {main} "$@"',
         main,
         *args,
@@ -211,12 +212,20 @@ def where(service_uri: str) -> tuple[str, str]:
     return zk, "/" + root
 
 
-def interop(classes: Path, service_uri: str, *args: str, timeout: float = 120, stdin: str | None = None) -> str:
-    """Run a mode of tests/interop/java/InteropClient.java (``classes``: the ``classes`` fixture); its stdout."""
+def interop(
+    classes: Path,
+    service_uri: str,
+    *args: str,
+    timeout: float = 120,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Run a mode of tests/interop/java/InteropClient.java (``classes``: the ``classes`` fixture); its stdout.
+    ``env``: more environment variables (BK_ORACLE_JAVA_OPTS)."""
     done = subprocess.run(
         java_command(classes, "InteropClient", args[0], *where(service_uri), *args[1:]),
         input=stdin,
-        env=ENV,
+        env={**ENV, **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -225,20 +234,27 @@ def interop(classes: Path, service_uri: str, *args: str, timeout: float = 120, s
     return done.stdout
 
 
-def java_write(classes: Path, service_uri: str, entries: int, text: str, *states: str) -> list[int]:
+def java_write(
+    classes: Path, service_uri: str, entries: int, text: str, *states: str, env: dict[str, str] | None = None
+) -> list[int]:
     """The Java client writes a ledger per state, ``"close"`` or ``"open"`` (left open), of ``entries`` entries
     ``text-i`` (E3 W2 A2, CRC32C, password pw) in one JVM, as ``bk_write(..., "--suffix-index")`` writes one; their
     ids."""
-    return [int(line) for line in interop(classes, service_uri, "write", str(entries), text, *states).split()]
+    out = interop(classes, service_uri, "write", str(entries), text, *states, env=env)
+    return [int(line) for line in out.split()]
 
 
 def java_read(
-    classes: Path, service_uri: str, ledger_ids: list[int], recovery: bool = True
+    classes: Path,
+    service_uri: str,
+    ledger_ids: list[int],
+    recovery: bool = True,
+    env: dict[str, str] | None = None,
 ) -> dict[int, list[tuple[int, bytes]]]:
     """The Java client reads ledgers in one JVM, as ``bk_read`` reads one: ``{ledgerId: [(entryId, payload)]}``."""
     mode = "recovery" if recovery else "no-recovery"
     read: dict[int, list[tuple[int, bytes]]] = {ledger_id: [] for ledger_id in ledger_ids}
-    for line in interop(classes, service_uri, "read", mode, *map(str, ledger_ids)).splitlines():
+    for line in interop(classes, service_uri, "read", mode, *map(str, ledger_ids), env=env).splitlines():
         ledger, entry, payload = line.split("\t")
         read[int(ledger)].append((int(entry), bytes.fromhex(payload)))
     return read

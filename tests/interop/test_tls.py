@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from bookie.storage.db import DB_LEDGER_STORAGE
+
 from helpers import shared_cluster, wait_for
+from interop import oracle
 from interop.oracle import JavaCluster, require_oracle, run
 from pki import bookie_tls, make_pki, tls_args
 
@@ -93,23 +96,32 @@ def test_java_client_with_tls_writes_and_reads_on_our_bookies(ours, root, pki, z
     )
 
 
-def test_java_client_with_a_client_role_writes_and_recovers_but_reads_no_ledger_without_its_key(
-    ours, root, pki, zookeeper
+@pytest.fixture(scope="module")
+def ours_db(zookeeper, tmp_path_factory, pki):
+    settings = bookie_tls(pki, bkctlAdminRoles="admin", ledgerStorageClass=DB_LEDGER_STORAGE)
+    with shared_cluster(zookeeper, tmp_path_factory.mktemp("ours-db"), bookies=3, **settings) as harness:
+        yield harness
+
+
+@pytest.mark.parametrize("storage", ["ours", "ours_db"], ids=["interleaved", "db"])
+def test_java_client_with_a_client_role_reads_closed_ledgers_and_recovers_open_ones(
+    request, storage, pki, classes, bkctl
 ):
+    """BookieAuthZFactory's model: an authorized role reads any ledger. The Java client opens a closed ledger
+    without recovery and reads it with plain reads, which carry no master key: its own ledgers from a new JVM, and
+    one an admin wrote; an open one it recovers (fencing, then reads)."""
+    cluster = request.getfixturevalue(storage)
     env = java_env(pki, "client")
-    written = java_write(zookeeper.address, root, env)
-    assert written.returncode == 0, written.stderr[-2000:]
-    # a closed ledger is opened without fencing: the Java client reads it with no key at all, refused to a role
-    # without admin rights (on a Java bookie it would be served: this is where we go further)
-    refused = java_read(zookeeper.address, root, written.stdout.strip(), env)
-    assert refused.returncode != 0
-    assert "BKUnauthorizedAccessException" in refused.stderr
-    # an open one is recovered: its fencing reads show the key, and the reads on those connections are served
-    left_open = java_write(zookeeper.address, root, env, "--no-close")
-    assert left_open.returncode == 0, left_open.stderr[-2000:]
-    recovered = java_read(zookeeper.address, root, left_open.stdout.strip(), env)
-    assert recovered.returncode == 0, recovered.stderr[-3000:]
-    assert len(recovered.stdout.splitlines()) == 100
+    own, left_open = oracle.java_write(classes, cluster.service_uri, 100, "e", "close", "open", env=env)
+    admin = ["-u", cluster.service_uri, *tls_args(pki, "admin")]
+    created = bkctl(*admin, "ledger", "create", "--password", "pw", "--input", "-", input="a\nb\nc\n")
+    assert created.exit_code == 0, created.output
+    others = int(created.stdout)
+    read = oracle.java_read(classes, cluster.service_uri, [own, others], recovery=False, env=env)
+    assert read[own] == [(i, f"e-{i}".encode()) for i in range(100)]
+    assert read[others] == [(0, b"a"), (1, b"b"), (2, b"c")]
+    (recovered,) = oracle.java_read(classes, cluster.service_uri, [left_open], env=env).values()
+    assert recovered == [(i, f"e-{i}".encode()) for i in range(100)]
 
 
 @pytest.mark.parametrize(

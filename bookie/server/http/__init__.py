@@ -30,6 +30,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import ssl
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from aiohttp import web
 
@@ -37,7 +40,7 @@ from bookie.errors import InvalidArgument
 from bookie.server.http.autorecovery import AutoRecoveryApi
 from bookie.server.http.bookie import BookieApi
 from bookie.server.http.bookies import BookiesApi
-from bookie.server.http.common import Failed, text
+from bookie.server.http.common import Failed, Handler, text
 from bookie.server.http.ledger import LedgerApi
 from bookie.tls import Tls, TlsSettings, ou_of_subject
 
@@ -48,12 +51,12 @@ ADMIN_GETS = frozenset({"/api/v1/ledger/read", "/api/v1/bookie/sanity"})  # read
 class HttpAdmin:
     """The server, over a :class:`bookie.server.bookie.BookieServer`."""
 
-    def __init__(self, bookie):
+    def __init__(self, bookie: Any) -> None:
         self.bookie = bookie
         self.runner: web.AppRunner | None = None
-        self._client = None  # bookie.client.BookKeeper, made on first use
+        self._client: Any = None  # bookie.client.BookKeeper, made on first use
         self._client_lock = asyncio.Lock()
-        self._background: set[concurrent.futures.Future] = set()
+        self._background: set[concurrent.futures.Future[Any]] = set()
         app = web.Application(middlewares=[self._roles, self._errors])
         for group in (BookieApi(self), BookiesApi(self), LedgerApi(self), AutoRecoveryApi(self)):
             for path, handler in group.routes().items():
@@ -66,9 +69,9 @@ class HttpAdmin:
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port, reuse_address=True, ssl_context=self._ssl_context())
         await site.start()
-        return self.runner.addresses[0][1]  # (host, port[, ...]) of the one site
+        return int(self.runner.addresses[0][1])  # (host, port[, ...]) of the one site
 
-    def _ssl_context(self):
+    def _ssl_context(self) -> ssl.SSLContext | None:
         """HTTPS with httpServerTlsEnable: a client certificate required (Vert.x's ClientAuth.REQUIRED)."""
         config = self.bookie.config
         if not config.httpServerTlsEnable:
@@ -92,14 +95,15 @@ class HttpAdmin:
         tls = Tls(settings, "server")
         context = tls.context()
 
-        def reloaded(connection, _server_name, _context) -> None:  # per handshake: the current key and chain
+        # per handshake: the current key and chain
+        def reloaded(connection: Any, _server_name: str | None, _context: ssl.SSLContext) -> None:
             connection.context = tls.context()
 
         context.sni_callback = reloaded
         return context
 
     @web.middleware
-    async def _roles(self, request: web.Request, handler):
+    async def _roles(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         authorizer = self.bookie.config.authorizer
         if authorizer.enabled and (request.method not in ("GET", "HEAD") or request.path in ADMIN_GETS):
             certificate = request.transport.get_extra_info("peercert") if request.transport else None
@@ -125,7 +129,7 @@ class HttpAdmin:
             await self.runner.cleanup()
 
     @web.middleware
-    async def _errors(self, request: web.Request, handler):
+    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             return await handler(request)
         except web.HTTPException:
@@ -135,7 +139,7 @@ class HttpAdmin:
             return text(500, "")
 
     # ---- the cluster-wide operations' client ----
-    async def client(self):
+    async def client(self) -> Any:
         """The bookie's BookKeeper client (made on first use: most bookies never need it)."""
         async with self._client_lock:
             if self._client is None:
@@ -148,12 +152,12 @@ class HttpAdmin:
                 self._client = await asyncio.to_thread(BookKeeper, store=self.bookie.store, config=config)
         return self._client
 
-    async def run(self, operation, *args):
+    async def run(self, operation: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
         """``operation(core, *args)``, a coroutine of the client's async core, run on the client's loop."""
         client = await self.client()
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(operation(client.core, *args), client.loop))
 
-    async def start_background(self, what: str, operation, *args) -> None:
+    async def start_background(self, what: str, operation: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Start ``operation(core, *args)`` on the client's loop and return: BookKeeper answers such requests at
         once, from its single background executor. How it ended goes to the log."""
         client = await self.client()
@@ -161,7 +165,7 @@ class HttpAdmin:
         self._background.add(future)
         future.add_done_callback(lambda done: self._ended(what, done))
 
-    def _ended(self, what: str, future: concurrent.futures.Future) -> None:
+    def _ended(self, what: str, future: concurrent.futures.Future[Any]) -> None:
         self._background.discard(future)
         if future.cancelled():
             log.info("%s: stopped with the bookie", what)

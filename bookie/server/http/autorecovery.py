@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import re
+from typing import Any
 
 from aiohttp import web
 from google.protobuf import text_format
@@ -23,6 +24,7 @@ from bookie.errors import AutoRecoveryDisabled, BKError, NotFound
 from bookie.meta.underreplication import UnderReplicationManager
 from bookie.server.http.common import (
     Failed,
+    Handler,
     body_field,
     jackson,
     java_int,
@@ -40,11 +42,11 @@ GET_ONLY = "Not found method. Should be GET method"
 
 
 class AutoRecoveryApi:
-    def __init__(self, admin):
+    def __init__(self, admin: Any) -> None:
         self.admin = admin
         self.bookie = admin.bookie
 
-    def routes(self) -> dict:
+    def routes(self) -> dict[str, Handler]:
         base = "/api/v1/autorecovery"
         return {
             f"{base}/status": self.status,
@@ -104,7 +106,7 @@ class AutoRecoveryApi:
         including = asked.get("missingreplica", "").strip() or None  # blank: no filter (StringUtils.isBlank)
         excluding = asked.get("excludingmissingreplica", "").strip() or None
 
-        def wanted(replicas) -> bool:
+        def wanted(replicas: Any) -> bool:
             return (including is None or including in replicas) and (excluding is None or excluding not in replicas)
 
         ur = self._ur()
@@ -188,7 +190,7 @@ class AutoRecoveryApi:
         return text(200, f"Success send decommission Bookie command {bookie_id}")
 
 
-def parse_bookie_id(value) -> str:
+def parse_bookie_id(value: Any) -> str:
     """``BookieId.parse``: ValueError with Java's message for what it refuses."""
     if value is None:
         raise ValueError("BookieId cannot be null")
@@ -222,7 +224,7 @@ def recovery_request(text_in: str) -> tuple[list[str] | None, bool] | None:
     return sources, bool(delete_cookie)
 
 
-async def _recover(core, source: str, delete_cookie: bool) -> None:
+async def _recover(core: Any, source: str, delete_cookie: bool) -> None:
     """BookKeeperAdmin.recoverBookieData on the client's loop, then the cookie."""
     bookie_id = parse_bookie_id(source)
     recovery = BookieRecovery(core, {bookie_id})
@@ -239,7 +241,7 @@ async def _recover(core, source: str, delete_cookie: bool) -> None:
     )
 
 
-async def _decommission(core, bookie_id: str) -> None:
+async def _decommission(core: Any, bookie_id: str) -> None:
     log.info("decommissioning bookie %s", bookie_id)
     reports = await decommission(core, bookie_id)
     failed = reports[-1].failed if reports else {}

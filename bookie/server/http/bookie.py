@@ -15,13 +15,14 @@ import json
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
 from bookie.codec.digest import DigestType
 from bookie.codec.jackson import hash_map
 from bookie.errors import BKError
-from bookie.server.http.common import NOT_STARTED, Failed, jackson, json_body, params, started, text
+from bookie.server.http.common import NOT_STARTED, Failed, Handler, jackson, json_body, params, started, text
 from bookie.server.stats import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE  # MetricsService's
 from bookie.storage.checkpoint import highest_mark, mark_file
 from bookie.storage.files import files_by_age
@@ -55,12 +56,12 @@ SANITY_QUEUE_WAIT = 5.0  # BookieSanityService.TIMEOUT_MS
 
 
 class BookieApi:
-    def __init__(self, admin):
+    def __init__(self, admin: Any) -> None:
         self.admin = admin
         self.bookie = admin.bookie
         self._sanity = asyncio.Lock()  # BookieSanityService: one test at a time
 
-    def routes(self) -> dict:
+    def routes(self) -> dict[str, Handler]:
         return {
             "/heartbeat": self.heartbeat,
             "/metrics": self.metrics,
@@ -108,7 +109,7 @@ class BookieApi:
         return text(404, "Request body not found. should contains k-v pairs")
 
     # ---- state ----
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         bookie = self.bookie
         return {
             "running": bookie.running,
@@ -283,7 +284,7 @@ class BookieApi:
         return jackson({"passed": passed, "readOnly": False})
 
 
-def _gc_status(collector: GarbageCollector) -> dict:
+def _gc_status(collector: GarbageCollector) -> dict[str, Any]:
     """GarbageCollectorThread.getGarbageCollectionStatus (ours has no entry location compaction: 0)."""
     state = collector.state
     values = (
@@ -300,7 +301,7 @@ def _gc_status(collector: GarbageCollector) -> dict:
     return dict(zip(GC_STATUS_FIELDS, values, strict=True))
 
 
-async def sanity_test(core, bookie_id: str) -> bool:
+async def sanity_test(core: Any, bookie_id: str) -> bool:
     """SanityTestCommand, on the client's loop: a ledger on this bookie alone (E1 W1 A1, MAC, no password), ten
     entries ``entry-N``, closed, opened with recovery, its LAC and entries checked, then deleted."""
     writer = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from decimal import ROUND_DOWN, Decimal
+from typing import Any
 
 from aiohttp import web
 
@@ -13,7 +14,7 @@ from bookie.errors import BKError
 from bookie.meta.cookies import CookieStore
 from bookie.meta.registration import BookieRegistry
 from bookie.meta.underreplication import UnderReplicationManager
-from bookie.server.http.common import jackson, params, started, text
+from bookie.server.http.common import Handler, jackson, params, started, text
 
 log = logging.getLogger(__name__)
 BOOKIE_INFO_TIMEOUT = 10.0  # seconds for every bookie's GET_BOOKIE_INFO
@@ -21,11 +22,11 @@ UNITS = ("", "KB", "MB", "GB", "TB")
 
 
 class BookiesApi:
-    def __init__(self, admin):
+    def __init__(self, admin: Any) -> None:
         self.admin = admin
         self.bookie = admin.bookie
 
-    def routes(self) -> dict:
+    def routes(self) -> dict[str, Handler]:
         return {
             "/api/v1/bookie/list_bookies": self.list_bookies,
             "/api/v1/bookie/list_bookie_info": self.list_bookie_info,
@@ -69,7 +70,7 @@ class BookiesApi:
             return text(404, "Only GET is supported.")
         return jackson(await asyncio.to_thread(self._cluster_info))
 
-    def _cluster_info(self) -> dict:
+    def _cluster_info(self) -> dict[str, Any]:
         """ClusterInfoService.ClusterInfo, its fields in Jackson's order. Every bookie with a cookie counts in the
         total (BookKeeper lists the cookies for it): one that has none registered is unavailable."""
         store = self.bookie.store
@@ -94,10 +95,10 @@ class BookiesApi:
         }
 
 
-async def bookie_infos(core, bookie_ids: list[str]) -> dict[str, tuple[int, int]]:
+async def bookie_infos(core: Any, bookie_ids: list[str]) -> dict[str, tuple[int, int]]:
     """On the client's loop: ``(total, free)`` bytes of each bookie that answers GET_BOOKIE_INFO."""
 
-    async def ask(bookie_id: str):
+    async def ask(bookie_id: str) -> tuple[int, int] | None:
         try:
             answer = await core.bookie_info(bookie_id, BOOKIE_INFO_TIMEOUT)
         except (TimeoutError, BKError, OSError) as exc:

@@ -7,12 +7,16 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 from bookie.codec.jackson import hash_map, pretty
 
 NOT_STARTED = "Bookie is not fully started yet"
+_Api = TypeVar("_Api")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 INT_BITS, LONG_BITS = 32, 64
 
 
@@ -22,7 +26,7 @@ def text(status: int, body: str, content_type: str = "text/plain") -> web.Respon
     return web.Response(status=status, text=body, content_type=content_type)
 
 
-def jackson(value, status: int = 200) -> web.Response:
+def jackson(value: Any, status: int = 200) -> web.Response:
     """A body as ``JsonUtil.toJson`` writes it."""
     return text(status, pretty(value), "application/json")
 
@@ -31,11 +35,13 @@ class Failed(Exception):
     """A handler's exception: BookKeeper's Vert.x handler answers it with ErrorHttpService, 500 and no body."""
 
 
-def started(handler):
+def started(
+    handler: Callable[[_Api, web.Request], Awaitable[web.Response]],
+) -> Callable[[_Api, web.Request], Awaitable[web.Response]]:
     """For a handler that needs the bookie started (its storage, its ZooKeeper session): 503 until then."""
 
     @functools.wraps(handler)
-    async def guarded(self, request: web.Request) -> web.Response:
+    async def guarded(self: Any, request: web.Request) -> web.Response:
         if not self.bookie.running:
             return text(503, NOT_STARTED)  # replaying, or waiting for ZooKeeper
         return await handler(self, request)
@@ -61,7 +67,7 @@ async def request_body(request: web.Request) -> str | None:
     return await request.text()
 
 
-def parse_json(text: str | None):
+def parse_json(text: str | None) -> Any:
     """``JsonUtil.fromJson``; what it cannot read fails the handler."""
     try:
         return json.loads(text or "")
@@ -69,7 +75,7 @@ def parse_json(text: str | None):
         raise Failed(f"not JSON: {(text or '')[:100]!r}") from None
 
 
-def parse_json_map(text: str | None) -> dict | None:
+def parse_json_map(text: str | None) -> dict[str, Any] | None:
     """``JsonUtil.fromJson(text, HashMap.class)``: an object, or None for ``null``; anything else fails."""
     value = parse_json(text)
     if not isinstance(value, (dict, type(None))):
@@ -77,7 +83,7 @@ def parse_json_map(text: str | None) -> dict | None:
     return value
 
 
-async def body_field(request: web.Request, field: str, no_body: str, no_field: str):
+async def body_field(request: web.Request, field: str, no_body: str, no_field: str) -> Any:
     """``field`` of the JSON object in the body (``JsonUtil.fromJson(body, HashMap.class)``): 404 with ``no_body``
     without a body, with ``no_field`` without the field; a body that is no JSON object fails."""
     asked = await request_body(request)
@@ -89,7 +95,7 @@ async def body_field(request: web.Request, field: str, no_body: str, no_field: s
     return fields[field]
 
 
-async def json_body(request: web.Request):
+async def json_body(request: web.Request) -> Any:
     return parse_json(await request.text())
 
 
@@ -104,7 +110,7 @@ def java_number(text: str | None, bits: int = LONG_BITS) -> int:
     return value
 
 
-def java_int(value) -> int:
+def java_int(value: Any) -> int:
     """A JSON value that Jackson reads into a ``HashMap`` as an ``Integer``; anything else (a Long, a Double, a
     String, null) fails the handler, as its cast to int does."""
     if isinstance(value, bool) or not isinstance(value, int) or not -(1 << 31) <= value < 1 << 31:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+from typing import Any
 
 from aiohttp import web
 
@@ -19,7 +20,7 @@ from bookie.codec.jackson import hash_map
 from bookie.errors import InvalidArgument, NoSuchLedger
 from bookie.meta import ledger_metadata
 from bookie.meta.ledger_metadata import LedgerMetadata
-from bookie.server.http.common import INT_BITS, Failed, jackson, java_number, params, started, text
+from bookie.server.http.common import INT_BITS, Failed, Handler, jackson, java_number, params, started, text
 
 LEDGERS_PER_PAGE = 100  # ListLedgerService.LIST_LEDGER_BATCH_SIZE
 ENTRIES_PER_PAGE = 1000  # ReadLedgerEntryService.ENTRIES_PER_PAE
@@ -27,11 +28,11 @@ MASKED_PASSWORD = b"******"
 
 
 class LedgerApi:
-    def __init__(self, admin):
+    def __init__(self, admin: Any) -> None:
         self.admin = admin
         self.bookie = admin.bookie
 
-    def routes(self) -> dict:
+    def routes(self) -> dict[str, Handler]:
         return {
             "/api/v1/ledger/delete": self.delete,
             "/api/v1/ledger/list": self.list_ledgers,
@@ -39,7 +40,7 @@ class LedgerApi:
             "/api/v1/ledger/read": self.read,
         }
 
-    async def _ledgers(self):
+    async def _ledgers(self) -> Any:
         """The ledger manager of the bookie's client."""
         return (await self.admin.client()).core.ledgers
 
@@ -76,7 +77,7 @@ class LedgerApi:
         return jackson({str(lid): metadata_json(lid, md) if decode else serialized(md) for lid, md in found})
 
     @staticmethod
-    def _page(ledgers, page: int) -> list[tuple[int, LedgerMetadata]]:
+    def _page(ledgers: Any, page: int) -> list[tuple[int, LedgerMetadata]]:
         """The ledgers of a page. ListLedgerService numbers ledgers from 1 and pages' bounds from 0: page 1 holds
         ledgers 1-99, page N > 1 ledgers (N-1)*100 to (N-1)*100+99 — kept, so that scripts paging a Java bookie
         page ours alike. A page of 0 or less: every ledger."""
@@ -126,7 +127,7 @@ class LedgerApi:
         return jackson(hash_map(output))
 
 
-async def read_entries(core, ledger_id: int, first: int, last: int) -> list:
+async def read_entries(core: Any, ledger_id: int, first: int, last: int) -> list[Any]:
     """BookKeeperAdmin.readEntries, on the client's loop: opened as an administrator without recovery, entries
     ``first`` to ``last`` (-1: the LAC), never past the LAC."""
     reader = await core.open(ledger_id, None, recovery=False)
@@ -138,7 +139,7 @@ def _masked(md: LedgerMetadata) -> bytes:
     return MASKED_PASSWORD if md.password else b""
 
 
-def metadata_json(ledger_id: int, md: LedgerMetadata) -> dict:
+def metadata_json(ledger_id: int, md: LedgerMetadata) -> dict[str, Any]:
     """A ledger's metadata as Jackson writes BookKeeper's LedgerMetadataImpl: the properties of its fields in their
     order, then those of its other getters in the order the oracle's JVM lists them (closed, ctoken, allEnsembles);
     bytes in base64, bookie ids as BookieId objects."""

@@ -426,6 +426,11 @@ class DbLedgerStorage(JournalledStorage):
             raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie")
         return data
 
+    def master_key(self, ledger_id: int) -> bytes | None:
+        """The ledger's master key; None: no such ledger, or no key known yet (all zeros)."""
+        data = self.storage_of(ledger_id).ledgers.get(ledger_id)
+        return bytes(data.masterKey) if data is not None and any(data.masterKey) else None
+
     def lac(self, ledger_id: int) -> int:
         self.ledger(ledger_id)
         lac = self._lacs.get(ledger_id)

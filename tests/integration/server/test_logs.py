@@ -41,7 +41,7 @@ def test_a_client_reset_with_long_polls_in_flight_is_one_info_line(harness):
     log = reset_with_long_polls_in_flight(bookie)
     gone = [line for line in log.splitlines() if "went away" in line]
     assert len(gone) == 1 and f" with {POLLS} requests in flight" in gone[0], gone
-    assert " INFO bookie.server.protocol: client 127.0.0.1:" in gone[0]
+    assert " INFO bookie.server.wire: client 127.0.0.1:" in gone[0]
     assert "Traceback" not in log and " ERROR " not in log
 
 
@@ -51,7 +51,7 @@ def test_a_client_reset_with_long_polls_in_flight_is_one_info_record_in_json(har
     logged = [json.loads(line) for line in reset_with_long_polls_in_flight(bookie).splitlines()]  # one record a line
     assert all(set(r) == {"time", "level", "logger", "message"} for r in logged), logged
     gone = [r for r in logged if "went away" in r["message"]]
-    assert [(r["level"], r["logger"]) for r in gone] == [("INFO", "bookie.server.protocol")]
+    assert [(r["level"], r["logger"]) for r in gone] == [("INFO", "bookie.server.wire")]
     message = gone[0]["message"]
     assert message.startswith("client 127.0.0.1:") and f" with {POLLS} requests in flight" in message
     assert [r for r in logged if r["level"] == "ERROR" or "Traceback" in r["message"]] == []

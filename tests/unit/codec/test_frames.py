@@ -180,7 +180,7 @@ def add_v3(txn_id: int, ledger_id: int, key: bytes = b"k", recovery: bool = Fals
     if not high:
         return frame
     request = wire.decode_v3_request(frame[4:])
-    request.header.priority = frames.HIGH_PRIORITY
+    request.header.priority = wire.HIGH_PRIORITY
     return wire.encode_v3(request)
 
 

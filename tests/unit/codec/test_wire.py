@@ -524,3 +524,19 @@ def test_fast_responses_and_read_request_are_protobufs_bytes(txn, ledger_id, ent
 @pytest.mark.parametrize("n", [0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**63 - 1, -1, -(2**63)])
 def test_varint_is_protobufs(n):
     assert wire.varint(n) == pb.ReadResponse(status=0, ledgerId=n, entryId=0).SerializeToString()[3:-2]
+
+
+def test_v2_headers_and_response_encoders_match_the_general_encoder():
+    assert wire.packet_header(wire.V2_VERSION, wire.ADDENTRY, 0) == wire.V2_ADD_HEADER
+    assert wire.packet_header(wire.V2_VERSION, wire.READENTRY, 0) == wire.V2_READ_HEADER
+    assert wire.add_response_v2(102, 5, 6) == wire.encode_response_v2(wire.AddResponseV2(102, 5, 6))
+    assert wire.read_response_v2(0, 5, 6, b"entry") == wire.encode_response_v2(wire.ReadResponseV2(0, 5, 6, b"entry"))
+    assert wire.read_response_v2(2, 5, 6) == wire.encode_response_v2(wire.ReadResponseV2(2, 5, 6))
+
+
+def test_a_v3_answer_repeats_the_request_header_and_its_status():
+    header = pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.READ_LAC, txnId=9, priority=100)
+    answer = pb.ReadLacResponse(status=pb.ENOLEDGER, ledgerId=4)
+    response = wire.decode_v3_response(wire.response_v3(header, answer.status, "readLacResponse", answer)[4:])
+    assert response.header == pb.BKPacketHeader(version=pb.VERSION_THREE, operation=pb.READ_LAC, txnId=9)
+    assert response.status == pb.ENOLEDGER and response.readLacResponse == answer
