@@ -87,6 +87,9 @@ FLAG_DO_FENCING = 0x1
 FLAG_RECOVERY_ADD = 0x2
 FLAG_HIGH_PRIORITY = 0x4
 
+# BKPacketHeader.priority of recovery traffic (v3), as the Java client sets it; v2 says it with FLAG_HIGH_PRIORITY
+HIGH_PRIORITY = 100
+
 # The plugin name of BookKeeper's default (no-op) auth provider on both sides (AuthProviderFactoryFactory).
 AUTH_DISABLED_PLUGIN = "AuthDisabledPlugin"
 
@@ -204,6 +207,9 @@ def packet_header(version: int, opcode: int, flags: int) -> int:
     return header - (1 << 32) if header & 0x80000000 else header  # a Java int: signed
 
 
+V2_READ_HEADER = packet_header(V2_VERSION, READENTRY, FLAG_NONE)  # a plain read's (responses' too)
+
+
 def split_header(header: int) -> tuple[int, int, int]:
     """``(version, opcode, flags)`` of a packet header (``PacketHeader.getVersion/getOpCode/getFlags``)."""
     version = header >> 24  # a signed byte, as Java's (byte) cast
@@ -316,6 +322,23 @@ def encode_request_v2(request: RequestV2) -> bytes:
             message = _auth_message(plugin_name, payload)
             return V2_HEADER.pack(4 + len(message), packet_header(version, AUTH, FLAG_NONE)) + message
     raise TypeError(f"not a v2 request: {request!r}")
+
+
+_V2_ADD_HEADER = packet_header(V2_VERSION, ADDENTRY, FLAG_NONE)
+_V2_RECOVERY_ADD_HEADER = packet_header(V2_VERSION, ADDENTRY, FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY)
+
+
+def add_request_v2_head(entry_size: int, master_key: bytes, recovery: bool) -> bytes:
+    """The start of a v2 ADDENTRY frame, up to its entry (``entry_size`` bytes, sent after it: no copy of the entry
+    into the frame); a recovery add has the RECOVERY_ADD and HIGH_PRIORITY flags."""
+    header = _V2_RECOVERY_ADD_HEADER if recovery else _V2_ADD_HEADER
+    return V2_HEADER.pack(4 + MASTER_KEY_LENGTH + entry_size, header) + master_key
+
+
+def read_requests_v2(ledger_id: int, entry_ids: list[int]) -> bytes:
+    """The frames of plain v2 READENTRY requests of ``entry_ids``, one after the other."""
+    pack, size = V2_READ.pack, V2_READ.size - 4
+    return b"".join([pack(size, V2_READ_HEADER, ledger_id, entry_id) for entry_id in entry_ids])
 
 
 def encode_response_v2(response: ResponseV2) -> bytes:
