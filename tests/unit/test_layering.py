@@ -3,7 +3,9 @@ bookie.meta/codec."""
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,3 +52,106 @@ def test_the_core_starts_no_cli_and_only_its_metadata_store_imports_kazoo():
             if any(n.split(".")[0] == "kazoo" for n in names) and path.parts[:2] != ("bookie", "meta"):
                 offenders.append(str(path))
     assert offenders == []
+
+
+def _modules(package: str, root: Path) -> dict[str, Path]:
+    """Every module of ``package`` (dotted), by dotted name: a package is its ``__init__``."""
+    found = {}
+    for path in (root / package.replace(".", "/")).rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _real_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements that run, at module level or in a function; not those under ``if TYPE_CHECKING:``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for child in node.orelse:
+                yield from _real_imports(ast.Module(body=[child], type_ignores=[]))
+        else:
+            yield from _real_imports(node)
+
+
+def _imported(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> set[str]:
+    """The modules of ``modules`` that ``node``, in ``module``, imports (relative imports resolved)."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names if alias.name in modules}
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".") if is_package else module.split(".")[:-1]
+        anchor = anchor[: len(anchor) - node.level + 1]
+        base = ".".join([*anchor, base] if base else anchor)
+    names = {f"{base}.{alias.name}" for alias in node.names}
+    return {name if name in modules else base for name in names} & modules.keys()
+
+
+def import_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
+    """Which modules of ``package`` (dotted, under ``root``) each of its modules imports."""
+    modules = _modules(package, root)
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        is_package = path.name == "__init__.py"
+        graph[module] = set().union(*(_imported(module, is_package, n, modules) for n in _real_imports(tree)))
+    return graph
+
+
+def import_cycles(package: str, root: Path = ROOT) -> list[list[str]]:
+    """The import cycles between modules of ``package``: its graph's strongly connected components of more than one
+    module (or of a module that imports itself), each sorted (Tarjan's algorithm)."""
+    graph = import_graph(package, root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in graph[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1 or module in graph[module]:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_import_cycles_are_found_through_relative_and_lazy_imports_but_not_type_checking_ones(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "from pkg.a import A\n",
+        "a.py": "from . import b\nA = 1\n",
+        "b.py": "def f():\n    from pkg.sub import c\n",
+        "sub/__init__.py": "",
+        "sub/c.py": "from ..a import A\nimport pkg.d\n",
+        "d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import e\nelse:\n    import os\n",
+        "e.py": "import pkg.d\nfrom pkg import e\n",
+    }
+    for name, text in files.items():
+        (package / name).write_text(text)
+    assert import_graph("pkg", tmp_path)["pkg.d"] == set()
+    assert import_cycles("pkg", tmp_path) == [["pkg.a", "pkg.b", "pkg.sub.c"], ["pkg.e"]]
+
+
+def test_no_import_cycle_between_the_clients_modules():
+    """Each module of bookie.client can be read after what it imports: shared types sit in modules of their own
+    (bookie_client, context, bookie_admin) that the handles and transports import, never the other way."""
+    assert import_cycles("bookie.client") == []
