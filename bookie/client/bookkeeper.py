@@ -108,7 +108,7 @@ class _Feed(Generic[_T]):
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
     try:
-        import uvloop  # ~20% less CPU per gRPC message than asyncio's own loop
+        import uvloop  # less CPU per add than asyncio's own loop (pyproject.toml has the figure)
 
         return uvloop.new_event_loop()
     except ImportError:

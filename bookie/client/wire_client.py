@@ -47,7 +47,6 @@ from bookie.tls import Tls
 assert {s.name: int(s) for s in StatusCode if s != CONNECTION_LOST} == dict(pb.StatusCode.items())
 
 LIST_WINDOW = 64  # GET_LIST_OF_ENTRIES_OF_LEDGER requests in flight
-V2_FENCE_FLAGS = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY
 
 
 def _read_result(answer: Answer) -> EntryRead:
@@ -140,7 +139,8 @@ class WireBookieClient:
             key = (wire.READENTRY, ledger_id, entry_id)
             future = asyncio.get_running_loop().create_future()
             conn.expect(key, future)
-            conn.send(wire.encode_request_v2(wire.ReadRequestV2(ledger_id, entry_id, V2_FENCE_FLAGS, fence_key)))
+            flags = wire.FLAG_DO_FENCING | wire.FLAG_HIGH_PRIORITY  # recovery traffic, as BookKeeper sends it
+            conn.send(wire.encode_request_v2(wire.ReadRequestV2(ledger_id, entry_id, flags, fence_key)))
         else:
             request = pb.ReadRequest(
                 ledgerId=ledger_id, entryId=entry_id, flag=pb.ReadRequest.FENCE_LEDGER, masterKey=fence_key
