@@ -325,17 +325,18 @@ class Connection(asyncio.Protocol):
             return
         by_txn, client = self.by_txn, self.client
         for item in items:
-            waiter = by_txn.pop(item.key, None)  # type: ignore[arg-type]  # v3: the key is the txnId
+            _, txn, status, _, _ = item  # once, not an attribute lookup each (a NamedTuple's cost ~15 ns apiece)
+            waiter = by_txn.pop(txn, None)  # type: ignore[arg-type]  # v3: the key is the txnId
             if waiter is None:
                 continue  # timed out and forgotten
-            if isinstance(waiter, AddWaiter):
-                waiter.target.added(waiter.token, waiter.index, item.status, client)
-            elif isinstance(waiter, RangeWaiter):  # what RangeWaiter.answered does
-                waiter.answers[item.key] = item
+            if type(waiter) is AddWaiter:
+                waiter.target.added(waiter.token, waiter.index, status, client)
+            elif type(waiter) is RangeWaiter:  # what RangeWaiter.answered does
+                waiter.answers[txn] = item
                 if waiter.wake is not None:
                     waiter.woken()
-            elif not waiter.done():
-                waiter.set_result(item)
+            elif not waiter.done():  # type: ignore[union-attr]  # a future
+                waiter.set_result(item)  # type: ignore[union-attr]
 
     def _where(self) -> str:
         return f"bookie {self.client.bookie_id} at {self.address[0]}:{self.address[1]}"

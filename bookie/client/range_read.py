@@ -65,12 +65,13 @@ async def read_range(
                 if item is None:
                     break
                 entry_id = window.popleft()[0]
-                if item.status != EOK:
+                _, _, status, entry, _ = item  # once, not an attribute lookup each
+                if status != EOK:
                     if chunk:
                         yield chunk
-                    yield RangeStopped(entry_id, item.status)
+                    yield RangeStopped(entry_id, status)
                     return
-                chunk.append((entry_id, item.entry))  # type: ignore[arg-type]  # a read's entry: bytes
+                chunk.append((entry_id, entry))  # type: ignore[arg-type]  # a read's entry: bytes
             if not chunk:
                 await _next_answers(conn, reads, timeout, what)
                 continue
