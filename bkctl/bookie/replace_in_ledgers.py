@@ -32,7 +32,7 @@ def replace_in_ledgers(app, old_id, new_id, limit, rate, yes, dry_run):
     it meanwhile. Refused while OLD is registered (exit 3); asks first unless --yes; --dry-run lists the ledgers.
     """
     from admin.replace_bookie import check_replacement
-    from bookie.server.network import check_bookie_id
+    from bookie.meta.bookie_id import check_bookie_id
 
     check_bookie_id(new_id)
     check_replacement(app.metadata, old_id, new_id)

@@ -34,9 +34,9 @@ def generate(app, bookie_id, journal_dirs, ledger_dirs, index_dirs, instance_id,
 
     from admin.cookies import cookie_doc, generate_cookie
     from bookie.errors import InvalidArgument
+    from bookie.meta.bookie_id import check_bookie_id
     from bookie.meta.layout import read_instance_id
     from bookie.server.config import BookieConfig
-    from bookie.server.network import check_bookie_id
 
     check_bookie_id(bookie_id)
     if app.conf_path and None in (journal_dirs, ledger_dirs, index_dirs):

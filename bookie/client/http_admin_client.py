@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from bookie.client.admin_client import BookieState, GcStatus, GcTrigger
+from bookie.client.bookie_admin import BookieState, GcStatus, GcTrigger
 from bookie.client.http_request import Unreachable, read_body
 from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, Unauthorized
 from bookie.tls import TlsSettings, read_material, ssl_context

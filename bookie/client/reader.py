@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bookie.client.bookie_client import ENOENTRY, ENOLEDGER, EOK, EUA, LacRead, RangeStopped, Stripe, refused_because
+from bookie.client.context import ClientContext
 from bookie.codec.digest import Digester
 from bookie.codec.entry import Entry, parse_entry
 from bookie.codec.lac import parse_lac
@@ -21,15 +22,12 @@ from bookie.codec.write_set import write_set
 from bookie.errors import BKError, CorruptEntry, NoSuchEntry, NoSuchLedger, ServiceUnavailable, Unauthorized
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 
-if TYPE_CHECKING:
-    from bookie.client.bookkeeper import ClientCore
-
 log = logging.getLogger(__name__)
 WINDOW_BYTES = 16 << 20  # a round of striped range reads holds about this much (and one more is read ahead)
 MAX_WINDOW = 16384  # entries: 1 KiB entries read 112k/s with 16384, 102-108k/s with 4096
 # Single-entry reads in flight per reader (a lost stripe read entry by entry): a bound, so that a ledger's worth of
-# them is not sent at once (chosen when a gRPC data service shed a few thousand unary reads at once; BookKeeper's
-# protocol queues them on the bookie's connection instead, and 64 keeps that queue short for the reads behind it).
+# them is not sent at once; the bookie queues them on the connection, and 64 keeps that queue short for the reads
+# behind it.
 MAX_ENTRY_READS = 64
 
 
@@ -72,7 +70,9 @@ class _InFlight:
 class LedgerReader:
     """A ledger open for reading, on the client's loop: entries up to ``lac`` (a closed ledger's last entry)."""
 
-    def __init__(self, client: ClientCore, ledger_id: int, metadata: LedgerMetadata, password: bytes, lac: int) -> None:
+    def __init__(
+        self, client: ClientContext, ledger_id: int, metadata: LedgerMetadata, password: bytes, lac: int
+    ) -> None:
         self.client = client
         self.ledger_id = ledger_id
         self.metadata = metadata

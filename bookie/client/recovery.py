@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from bookie.client.bookie_client import ENOENTRY, ENOLEDGER, EOK, EUA, BookieClient, EntryRead, EntryToken
+from bookie.client.context import ClientContext
 from bookie.client.placement import replacement
 from bookie.client.reader import LedgerReader, covered
 from bookie.codec.entry import Entry, frame_entry
@@ -28,9 +28,6 @@ from bookie.codec.records import pack_record
 from bookie.codec.write_set import write_set
 from bookie.errors import BKError, LedgerClosed, MetadataVersionConflict, ServiceUnavailable, error_for_status
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
-
-if TYPE_CHECKING:
-    from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +50,7 @@ class _RecoveryTarget:
             self.done.set_result(None)
 
 
-async def _to_in_recovery(client: ClientCore, ledger_id: int) -> tuple[LedgerMetadata, int]:
+async def _to_in_recovery(client: ClientContext, ledger_id: int) -> tuple[LedgerMetadata, int]:
     while True:
         md, version = await asyncio.to_thread(client.ledgers.read, ledger_id)
         if md.state != LedgerState.OPEN:
@@ -66,7 +63,7 @@ async def _to_in_recovery(client: ClientCore, ledger_id: int) -> tuple[LedgerMet
 
 
 async def _fence(
-    client: ClientCore, reader: LedgerReader, md: LedgerMetadata, master_key: bytes
+    client: ClientContext, reader: LedgerReader, md: LedgerMetadata, master_key: bytes
 ) -> tuple[int, set[int]]:
     """Fence the last segment's bookies; return the highest LAC they know, once coverage holds, and the ensemble
     indexes that did not answer."""
@@ -102,7 +99,7 @@ async def _fence(
 
 
 async def _replace_silent(
-    client: ClientCore, ledger_id: int, md: LedgerMetadata, version: int, first: int, silent: set[str]
+    client: ClientContext, ledger_id: int, md: LedgerMetadata, version: int, first: int, silent: set[str]
 ) -> tuple[LedgerMetadata, int]:
     """Ensemble change during recovery: a segment at ``first`` without the bookies that did not answer."""
     while True:
@@ -129,7 +126,7 @@ async def _replace_silent(
 
 
 async def _recovery_read(
-    client: ClientCore, reader: LedgerReader, md: LedgerMetadata, entry_id: int, key: bytes
+    client: ClientContext, reader: LedgerReader, md: LedgerMetadata, entry_id: int, key: bytes
 ) -> Entry | None:
     """The entry if some replica has a valid copy; None once WQ-AQ+1 bookies say they have none and none has one.
 
@@ -172,7 +169,7 @@ async def _recovery_read(
 
 
 async def _recovery_add(
-    client: ClientCore, md: LedgerMetadata, entry: Entry, body: bytes, key: bytes, ledger_id: int
+    client: ClientContext, md: LedgerMetadata, entry: Entry, body: bytes, key: bytes, ledger_id: int
 ) -> None:
     segment = md.segment_of(entry.entry_id)
     indexes = write_set(entry.entry_id, md.ensemble_size, md.write_quorum_size)
@@ -189,7 +186,7 @@ async def _recovery_add(
         )
 
 
-async def recover(client: ClientCore, ledger_id: int, password: bytes, master_key: bytes) -> LedgerMetadata:
+async def recover(client: ClientContext, ledger_id: int, password: bytes, master_key: bytes) -> LedgerMetadata:
     """Fence and close the ledger; return its CLOSED metadata (at once if it is closed already)."""
     md, version = await _to_in_recovery(client, ledger_id)
     if md.state == LedgerState.CLOSED:

@@ -16,9 +16,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bookie.client.bookie_client import EOK, BookieClient, EntryToken, RangeStopped, Stripe
+from bookie.client.core import ClientCore
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester, master_key
 from bookie.codec.entry import parse_entry
@@ -36,9 +37,6 @@ from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 from bookie.meta.registration import BookieRegistry, RegisteredBookie
 from bookie.meta.store import MetadataStore
-
-if TYPE_CHECKING:
-    from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
 IN_FLIGHT_BYTES = 4 << 20  # recovery adds outstanding to one target, per fragment

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
 
 from bookie.client.bookie_client import CONNECTION_LOST, EBADREQ, EFENCED, EOK, EUA, BookieClient, refused_because
+from bookie.client.context import ClientContext
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester
 from bookie.codec.entry import frame_entry
@@ -25,9 +25,6 @@ from bookie.errors import (
     error_for_status,
 )
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
-
-if TYPE_CHECKING:
-    from bookie.client.bookkeeper import ClientCore
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +43,7 @@ class LedgerWriter:
 
     def __init__(
         self,
-        client: ClientCore,
+        client: ClientContext,
         ledger_id: int,
         metadata: LedgerMetadata,
         version: int,

@@ -545,6 +545,46 @@ failed:
 static PyObject *scan_requests_v3(PyObject *self, PyObject *args) { return scan_requests(args, v3_request); }
 static PyObject *scan_requests_v2(PyObject *self, PyObject *args) { return scan_requests(args, v2_request); }
 
+/* frames.ResponseItem (a NamedTuple), given once by set_response_item: the response items are built as its
+ * instances. Until then (or with None) they are plain tuples. */
+static PyTypeObject *response_item_type = NULL;
+
+static PyObject *set_response_item(PyObject *self, PyObject *type) {
+    if (type != Py_None && !(PyType_Check(type) && PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type))) {
+        PyErr_SetString(PyExc_TypeError, "a subclass of tuple, or None");
+        return NULL;
+    }
+    Py_XSETREF(response_item_type, type == Py_None ? NULL : (PyTypeObject *)Py_NewRef(type));
+    Py_RETURN_NONE;
+}
+
+/* A response item (kind, key, status, entry, maxLAC); it takes the references to key and entry (either NULL: the
+ * error of making it, returned as NULL). */
+static PyObject *response_item(int kind, PyObject *key, long long status, PyObject *entry, long long max_lac) {
+    PyObject *item = NULL, *k = PyLong_FromLong(kind), *s = PyLong_FromLongLong(status);
+    PyObject *m = PyLong_FromLongLong(max_lac);
+    if (key != NULL && entry != NULL && k != NULL && s != NULL && m != NULL)
+        item = response_item_type == NULL ? PyTuple_New(5) : response_item_type->tp_alloc(response_item_type, 5);
+    if (item == NULL) {
+        Py_XDECREF(key);
+        Py_XDECREF(entry);
+        Py_XDECREF(k);
+        Py_XDECREF(s);
+        Py_XDECREF(m);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(item, 0, k);
+    PyTuple_SET_ITEM(item, 1, key);
+    PyTuple_SET_ITEM(item, 2, s);
+    PyTuple_SET_ITEM(item, 3, entry);
+    PyTuple_SET_ITEM(item, 4, m);
+    return item;
+}
+
+static PyObject *bytes_of(const unsigned char *p, Py_ssize_t length) {
+    return PyBytes_FromStringAndSize((const char *)p, length);
+}
+
 /* A v3 Response that answers an add or a plain read: (KIND_ADD, txn, status, None, -1) or
  * (KIND_READ, txn, status, body, maxLAC or -1); NULL (no error) for any other. */
 static PyObject *v3_response(const unsigned char *p, Py_ssize_t start, Py_ssize_t end) {
@@ -562,8 +602,8 @@ static PyObject *v3_response(const unsigned char *p, Py_ssize_t start, Py_ssize_
         if (!header_of(p, &s[0], OP_ADD_ENTRY, &txn, &priority)) {
             if (s[3].present || !header_of(p, &s[0], OP_READ_ENTRY, &txn, &priority))
                 return NULL;
-            return Py_BuildValue("(iNKyL)", KIND_READ, PyLong_FromUnsignedLongLong(txn), (unsigned long long)status,
-                                 "", (long long)-1);
+            return response_item(KIND_READ, PyLong_FromUnsignedLongLong(txn), (long long)status, bytes_of(p, 0),
+                                 -1);
         }
         if (s[3].present) { /* AddResponse: status=1, ledgerId=2, entryId=3, all required */
             static const int add_numbers[] = {1, 2, 3};
@@ -575,8 +615,7 @@ static PyObject *v3_response(const unsigned char *p, Py_ssize_t start, Py_ssize_
                 return NULL;
             status = a[0].value;
         }
-        return Py_BuildValue("(iNKOL)", KIND_ADD, PyLong_FromUnsignedLongLong(txn), (unsigned long long)status,
-                             Py_None, (long long)-1);
+        return response_item(KIND_ADD, PyLong_FromUnsignedLongLong(txn), (long long)status, Py_NewRef(Py_None), -1);
     }
     /* ReadResponse: status=1, ledgerId=2, entryId=3 (required), body=4, maxLAC=5, lacUpdateTimestamp=6 */
     static const int read_numbers[] = {1, 2, 3, 4, 5, 6};
@@ -588,9 +627,9 @@ static PyObject *v3_response(const unsigned char *p, Py_ssize_t start, Py_ssize_
         return NULL;
     if (!r[0].present || !r[1].present || !r[2].present || !v3_known(r[0].value))
         return NULL;
-    return Py_BuildValue("(iNKy#L)", KIND_READ, PyLong_FromUnsignedLongLong(txn), (unsigned long long)r[0].value,
-                         r[3].present ? (const char *)(p + r[3].offset) : "", r[3].present ? r[3].length : 0,
-                         r[4].present ? (long long)(int64_t)r[4].value : (long long)-1);
+    return response_item(KIND_READ, PyLong_FromUnsignedLongLong(txn), (long long)r[0].value,
+                         bytes_of(p + r[3].offset, r[3].present ? r[3].length : 0),
+                         r[4].present ? (long long)(int64_t)r[4].value : -1);
 }
 
 /* A v2 answer to an add or a read: (KIND_ADD, (1, ledgerId, entryId), status, None, -1) or
@@ -605,10 +644,10 @@ static PyObject *v2_response(const unsigned char *p, Py_ssize_t start, Py_ssize_
         return NULL;
     long long ledger_id = (long long)be64(p + start + 8), entry_id = (long long)be64(p + start + 16);
     if (opcode == V2_ADDENTRY)
-        return Py_BuildValue("(i(iLL)iOL)", KIND_ADD, V2_ADDENTRY, ledger_id, entry_id, status, Py_None,
-                             (long long)-1);
-    return Py_BuildValue("(i(iLL)iy#L)", KIND_READ, V2_READENTRY, ledger_id, entry_id, status,
-                         (const char *)(p + start + 24), end - start - 24, (long long)-1);
+        return response_item(KIND_ADD, Py_BuildValue("(iLL)", V2_ADDENTRY, ledger_id, entry_id), status,
+                             Py_NewRef(Py_None), -1);
+    return response_item(KIND_READ, Py_BuildValue("(iLL)", V2_READENTRY, ledger_id, entry_id), status,
+                         bytes_of(p + start + 24, end - start - 24), -1);
 }
 
 static PyObject *scan_responses_v3(PyObject *self, PyObject *args) { return scan(args, v3_response); }
@@ -963,6 +1002,7 @@ static PyMethodDef methods[] = {
      "([(txn, ledgerId, entryId, masterKey, record, recovery), ...]) -> bytes"},
     {"read_request_v3", read_request_v3, METH_VARARGS, "(txn, ledgerId, entryId) -> bytes"},
     {"read_requests_v3", read_requests_v3, METH_VARARGS, "(first txn, ledgerId, [entryId, ...]) -> bytes"},
+    {"set_response_item", set_response_item, METH_O, "(the type of response items: a tuple subclass, or None)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,6 @@
 """The per-frame work of BookKeeper's protocol for the frames that make up nearly all of its traffic: plain adds and
 reads, and their answers, v3 and v2. The bookie (bookie/server/wire/) and the client
-(bookie/client/wire_client.py) go through these functions for every frame; everything else (LAC, fencing, long
+(bookie/client/connection.py) go through these functions for every frame; everything else (LAC, fencing, long
 polls, auth, TLS...) through bookie/codec/wire.py.
 
 Two implementations with one behaviour: the C extension ``bookie.codec._frames`` (built by ``pip install``; a C
@@ -22,9 +22,9 @@ Scanning: ``scan_*(buffer, offset, max_frame_size) -> (offset, items, stop)`` cu
   size, then the framed entry: bookie/codec/records.py), as an add batch is: the adds of a run have one priority and
   one key per ledger, of :data:`RUN_LEDGERS` ledgers at most (a run ends before an add that would break that). No
   object per add but its answer: the bookie stores a run as one add batch (one journal write);
-- response items (the client's): ``(ADD or READ, key, status, entry, maxLAC or -1)``, with ``key`` the txnId (v3)
-  or ``(opcode, ledgerId, entryId)`` (v2), ``status`` in v3 numbering, ``entry`` the framed entry of a read (b""
-  when none) and None for an add.
+- response items (the client's): :class:`ResponseItem` ``(ADD or READ, key, status, entry, maxLAC or -1)``, with
+  ``key`` the txnId (v3) or ``(opcode, ledgerId, entryId)`` (v2), ``status`` in v3 numbering, ``entry`` the framed
+  entry of a read (b"" when none) and None for an add.
 
 C takes fewer frames than Python (a field twice, a field it does not know, an unknown enum value: STOP_OTHER), never
 more, and wire.py decodes those as protobuf does; a Python frame that C leaves is decoded the same way either way.
@@ -33,7 +33,7 @@ more, and wire.py decodes those as protobuf does; a Python frame that C leaves i
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
@@ -45,7 +45,24 @@ RUN_LEDGERS = 16  # the most ledgers in one ADDS item
 STOP_END, STOP_OTHER, STOP_NEGATIVE, STOP_TOO_LARGE = 0, 1, 2, 3
 _FENCE, _RECOVERY_ADD = pb.ReadRequest.FENCE_LEDGER, pb.AddRequest.RECOVERY_ADD
 
-Scan = tuple[int, list[tuple[Any, ...]], int]
+Scan = tuple[int, list[Any], int]  # (offset, request or response items, stop)
+V2Key = tuple[int, int, int]  # (opcode, ledgerId, entryId): what matches a v2 answer to its request
+
+
+class ResponseItem(NamedTuple):
+    """An answer to an add or a plain read, as the response scans give it (C builds them too)."""
+
+    kind: int  # ADD or READ
+    key: int | V2Key  # the txnId (v3), or the v2 key
+    status: int  # v3 numbering
+    entry: bytes | None  # a read's framed entry (b"" when none); None for an add
+    max_lac: int  # the bookie's LAC of the ledger when a v3 read answered it; -1 unknown
+
+
+# One v3 add of add_requests_v3: (txnId, ledgerId, entryId, masterKey, record, recovery), the record a storage
+# record (its size, then the framed entry). A plain tuple: the client makes one per add and bookie, and a NamedTuple
+# costs ~250 ns more to make.
+AddRequestV3 = tuple[int, int, int, bytes, bytes, bool]
 
 
 def framing_error(buffer: bytes | bytearray, offset: int, stop: int, max_frame_size: int) -> MalformedFrame:
@@ -164,36 +181,41 @@ def _scan_requests_v2(buffer: bytes | bytearray, offset: int, max_frame_size: in
 # ---- responses (the client) ----
 
 
-def _response_v3(body: bytes) -> tuple[Any, ...] | None:
+def _response_v3(body: bytes) -> ResponseItem | None:
     response = wire.decode_v3_response(body)
     header = response.header
     if header.version != pb.VERSION_THREE or (response.HasField("readResponse") and response.HasField("addResponse")):
         return None
     if header.operation == pb.ADD_ENTRY and not response.HasField("readResponse"):
         status = response.addResponse.status if response.HasField("addResponse") else response.status
-        return ADD, header.txnId, status, None, -1
+        return ResponseItem(ADD, header.txnId, status, None, -1)
     if header.operation == pb.READ_ENTRY and not response.HasField("addResponse"):
         return read_item(response)
     return None
 
 
-def read_item(response: pb.Response) -> tuple[Any, ...]:
+def read_item(response: pb.Response) -> ResponseItem:
     """The response item of a v3 answer to a read (the client's, also for what the scans leave to wire.py)."""
     if not response.HasField("readResponse"):
-        return READ, response.header.txnId, response.status, b"", -1
+        return ResponseItem(READ, response.header.txnId, response.status, b"", -1)
     read = response.readResponse
-    return READ, response.header.txnId, read.status, read.body, read.maxLAC if read.HasField("maxLAC") else -1
+    max_lac = read.maxLAC if read.HasField("maxLAC") else -1
+    return ResponseItem(READ, response.header.txnId, read.status, read.body, max_lac)
 
 
-def _response_v2(body: bytes) -> tuple[Any, ...] | None:
-    response = wire.decode_response_v2(body)
+def response_item_v2(response: wire.ResponseV2) -> ResponseItem | None:
+    """The response item of a v2 answer to an add or a read; None for any other."""
     if isinstance(response, wire.AddResponseV2):
         key = (wire.ADDENTRY, response.ledger_id, response.entry_id)
-        return ADD, key, wire.v3_status(response.rc), None, -1
+        return ResponseItem(ADD, key, wire.v3_status(response.rc), None, -1)
     if isinstance(response, wire.ReadResponseV2):
         key = (wire.READENTRY, response.ledger_id, response.entry_id)
-        return READ, key, wire.v3_status(response.rc), bytes(response.body), -1
+        return ResponseItem(READ, key, wire.v3_status(response.rc), bytes(response.body), -1)
     return None
+
+
+def _response_v2(body: bytes) -> ResponseItem | None:
+    return response_item_v2(wire.decode_response_v2(body))
 
 
 def _scan_responses_v3(buffer: bytes | bytearray, offset: int, max_frame_size: int) -> Scan:
@@ -224,10 +246,9 @@ def _add_responses(answers: list[tuple[int | None, int, int]], statuses: list[in
     return b"".join(parts)
 
 
-def _add_requests_v3(adds: list[tuple[int, int, int, bytes, bytes, bool]]) -> bytes:
-    """The v3 add request of the entry of each ``(txnId, ledgerId, entryId, masterKey, record, recovery)`` (a
-    storage record: its size, then the entry), one after the other: the client's adds to one bookie in one turn of
-    its event loop."""
+def _add_requests_v3(adds: list[AddRequestV3]) -> bytes:
+    """The v3 add request of each add, one after the other: the client's adds to one bookie in one turn of its
+    event loop. Each entry is copied from its record once."""
     frames = []
     for add in adds:
         if len(add) != 6 or not isinstance(add[3], bytes) or not isinstance(add[4], bytes):
@@ -252,6 +273,8 @@ if os.environ.get("BKCTL_FRAMES") != "python":
     except ImportError:  # not built (no C compiler where it was installed): the Python above
         pass
 ACCELERATED = _c is not None
+if ACCELERATED:
+    _c.set_response_item(ResponseItem)  # the type of the response items it builds
 scan_requests_v3 = _c.scan_requests_v3 if ACCELERATED else _scan_requests_v3
 scan_requests_v2 = _c.scan_requests_v2 if ACCELERATED else _scan_requests_v2
 scan_responses_v3 = _c.scan_responses_v3 if ACCELERATED else _scan_responses_v3

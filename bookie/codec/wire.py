@@ -353,6 +353,22 @@ def read_response_v2(rc: int, ledger_id: int, entry_id: int, body: bytes = b"") 
     return V2_RESPONSE.pack(V2_RESPONSE_LENGTH + len(body), V2_READ_HEADER, rc, ledger_id, entry_id) + body
 
 
+_V2_RECOVERY_ADD_HEADER = packet_header(V2_VERSION, ADDENTRY, FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY)
+
+
+def add_request_v2_head(entry_size: int, master_key: bytes, recovery: bool) -> bytes:
+    """The start of a v2 ADDENTRY frame, up to its entry (``entry_size`` bytes, sent after it: no copy of the entry
+    into the frame); a recovery add has the RECOVERY_ADD and HIGH_PRIORITY flags."""
+    header = _V2_RECOVERY_ADD_HEADER if recovery else V2_ADD_HEADER
+    return V2_HEADER.pack(4 + MASTER_KEY_LENGTH + entry_size, header) + master_key
+
+
+def read_requests_v2(ledger_id: int, entry_ids: list[int]) -> bytes:
+    """The frames of plain v2 READENTRY requests of ``entry_ids``, one after the other."""
+    pack, size = V2_READ.pack, V2_READ.size - 4
+    return b"".join([pack(size, V2_READ_HEADER, ledger_id, entry_id) for entry_id in entry_ids])
+
+
 def encode_response_v2(response: ResponseV2) -> bytes:
     """The frame of a v2 response, laid out as BookKeeper's bookie writes it (flags are always 0)."""
     match response:

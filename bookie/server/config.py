@@ -14,10 +14,10 @@ from typing import ClassVar
 
 from bookie.conf import load_properties, metadata_service_uri
 from bookie.errors import InvalidArgument
+from bookie.meta.bookie_id import check_bookie_id
 from bookie.meta.security import KEYS as ZK_SECURITY_KEYS
 from bookie.meta.security import ZkSecurity
 from bookie.server.auth import BOOKIE_AUTHZ_FACTORY, Authorizer
-from bookie.server.network import check_bookie_id
 from bookie.storage.db import DB_LEDGER_STORAGE
 from bookie.storage.db.kv import RocksDbConfig
 from bookie.storage.db.storage import DbConfig

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import fcntl
 import ipaddress
-import re
 import socket
 import struct
 from dataclasses import dataclass
@@ -44,16 +43,6 @@ if TYPE_CHECKING:
 
 SIOCGIFADDR = 0x8915  # linux/sockios.h
 ANY_ADDRESS = "0.0.0.0"
-# BookieId.validateBookieId: ":-_" is a character range there (":" to "_"), so ";<=>?@[\]^" pass too
-BOOKIE_ID = re.compile(r"[a-zA-Z0-9:-_.\-]+")
-
-
-def check_bookie_id(bookie_id: str) -> None:
-    if not BOOKIE_ID.fullmatch(bookie_id) or bookie_id.lower() == "readonly":
-        raise InvalidArgument(
-            f"bookieId {bookie_id!r} is not a valid bookie id (letters, digits and "
-            f'":;<=>?@[\\]^_.-", not "readonly"), as BookKeeper\'s BookieId requires'
-        )
 
 
 def interfaces() -> dict[str, str | None]:

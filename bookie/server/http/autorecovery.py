@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from typing import Any
 
 from aiohttp import web
@@ -21,6 +20,7 @@ from google.protobuf import text_format
 
 from bookie.client.rereplication import BookieRecovery, decommission, delete_cookies
 from bookie.errors import AutoRecoveryDisabled, BKError, NotFound
+from bookie.meta.bookie_id import is_bookie_id
 from bookie.meta.underreplication import UnderReplicationManager
 from bookie.server.http.common import (
     Failed,
@@ -36,7 +36,6 @@ from bookie.server.http.common import (
 )
 
 log = logging.getLogger(__name__)
-BOOKIE_ID = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId (":-_" is the range ':' to '_')
 PUT_ONLY = "Not found method. Should be PUT method"
 GET_ONLY = "Not found method. Should be GET method"
 
@@ -196,7 +195,7 @@ def parse_bookie_id(value: Any) -> str:
         raise ValueError("BookieId cannot be null")
     if not isinstance(value, str):
         raise ValueError(f"{type(value).__name__} cannot be cast to String")
-    if not BOOKIE_ID.fullmatch(value) or value.lower() == "readonly":
+    if not is_bookie_id(value):
         raise ValueError(f"BookieId {value} is not valid")
     return value
 

@@ -3,7 +3,7 @@ still speaks v3 (its defaults read no environment)."""
 
 import pytest
 
-import bookie.client.bookkeeper
+import bookie.client.core
 from bookie.client import BookKeeper
 
 
@@ -11,13 +11,13 @@ from bookie.client import BookKeeper
 def spoken(monkeypatch):
     """Whether each bookie connection the process opens speaks v2."""
     seen: list[bool] = []
-    connection = bookie.client.bookkeeper.WireBookieClient
+    connection = bookie.client.core.WireBookieClient
 
     def recorded(bookie_id, address, use_v2=False, tls=None):
         seen.append(use_v2)
         return connection(bookie_id, address, use_v2, tls)
 
-    monkeypatch.setattr(bookie.client.bookkeeper, "WireBookieClient", recorded)
+    monkeypatch.setattr(bookie.client.core, "WireBookieClient", recorded)
     return seen
 
 

@@ -3,8 +3,8 @@
 import pytest
 
 from bookie.client import BookKeeper
+from bookie.client.range_read import READ_WINDOW
 from bookie.client.reader import MAX_ENTRY_READS
-from bookie.client.wire_client import READ_WINDOW
 from bookie.errors import NoSuchLedger
 
 from helpers import metric, reads_ok, wipe

@@ -4,20 +4,21 @@ that large entries do not put a gigabyte in flight and small ones keep the booki
 import pytest
 
 from bookie.client import BookKeeper
-from bookie.client.wire_client import FIRST_READS, READ_WINDOW, READ_WINDOW_BYTES, _Connection
+from bookie.client.connection import Connection
+from bookie.client.range_read import FIRST_READS, READ_WINDOW, READ_WINDOW_BYTES
 
 
 @pytest.fixture
 def in_flight(monkeypatch):
     """The most reads (and other requests) each send of a connection left waiting for answers."""
     peaks: list[int] = []
-    send = _Connection.send
+    send = Connection.send
 
     def counted(self, frame, entry=None):
         peaks.append(len(self.by_txn))
         send(self, frame, entry)
 
-    monkeypatch.setattr(_Connection, "send", counted)
+    monkeypatch.setattr(Connection, "send", counted)
     return peaks
 
 

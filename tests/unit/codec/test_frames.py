@@ -311,6 +311,19 @@ def test_c_takes_the_answers_of_our_bookie():
     assert (end, stop) == (len(data), frames.STOP_END)
 
 
+@pytest.mark.parametrize("kind", ["responses_v3", "responses_v2"])
+def test_response_items_are_named_in_c_and_python(kind):
+    if kind == "responses_v3":
+        data = wire.add_response_v3(1, pb.EOK, 3, 4) + wire.read_response_v3(2, pb.EOK, 3, 4, b"e", 3)
+    else:
+        data = wire.encode_response_v2(wire.AddResponseV2(0, 3, 4)) + wire.encode_response_v2(
+            wire.ReadResponseV2(0, 3, 4, b"e")
+        )
+    for _, items, _ in scan(kind, data):
+        assert [type(item) for item in items] == [frames.ResponseItem] * 2
+        assert (items[1].kind, items[1].status, items[1].entry) == (frames.READ, pb.EOK, b"e")
+
+
 def test_an_unknown_status_goes_to_wire_py_which_refuses_it():
     body = wire.add_response_v3(1, 999, 3, 4)[4:]
     assert scan("responses_v3", framed(body))[0][1:] == ([], frames.STOP_OTHER)

@@ -484,6 +484,18 @@ def test_encoder_refuses_a_master_key_of_the_wrong_size():
         wire.encode_request_v2(AddRequestV2(1, 2, b"abc", ENTRY))
 
 
+@pytest.mark.parametrize("recovery", [False, True])
+def test_v2_add_head_and_entry_are_the_add_request(recovery):
+    flags = wire.FLAG_RECOVERY_ADD | wire.FLAG_HIGH_PRIORITY if recovery else wire.FLAG_NONE
+    expected = wire.encode_request_v2(AddRequestV2(1, 2, KEY, ENTRY, flags))
+    assert wire.add_request_v2_head(len(ENTRY), KEY, recovery) + ENTRY == expected
+
+
+def test_v2_reads_are_the_read_requests_one_after_another():
+    expected = b"".join(wire.encode_request_v2(ReadRequestV2(7, e)) for e in (0, 5, -1))
+    assert wire.read_requests_v2(7, [0, 5, -1]) == expected
+
+
 # ---- the v3 fast path writes what protobuf writes ----
 FAST_VALUES = [(1, 0, 0), (127, 5, -1), (128, 2**40, 300), (2**21 + 5, 7, 2**28), (2**63 - 1, 2**63 - 1, -2)]
 
