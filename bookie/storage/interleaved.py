@@ -78,6 +78,9 @@ class InterleavedLedgerStorage(LedgerStorage):
         index = self.cache.get(ledger_id)
         return None if index is None else index.header
 
+    def ledger_exists(self, ledger_id: int) -> bool:
+        return self.cache.get(ledger_id) is not None
+
     def _set_header(self, ledger_id: int, header: LedgerHeader) -> None:
         cache = self.cache
         with cache.lock:

@@ -114,6 +114,10 @@ class LedgerStorage(JournalledStorage):
         """The ledger's header; None when the bookie has no such ledger."""
 
     @abstractmethod
+    def ledger_exists(self, ledger_id: int) -> bool:
+        """Whether the bookie has the ledger (what :meth:`_header` says, without making the header)."""
+
+    @abstractmethod
     def _set_header(self, ledger_id: int, header: LedgerHeader) -> None:
         """Keep the ledger's new header (creating the ledger when new), durable at the next checkpoint;
         :class:`BookieIOError` when there is no room for a new ledger."""
@@ -173,7 +177,8 @@ class LedgerStorage(JournalledStorage):
         return self.ledger(ledger_id).explicit_lac
 
     def lac(self, ledger_id: int) -> int:
-        self.ledger(ledger_id)
+        if not self.ledger_exists(ledger_id):
+            raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie", ledger_id=ledger_id)
         lac = self._lacs.get(ledger_id)
         if lac is None:
             lac = self._lacs[ledger_id] = self._lac_on_disk(ledger_id)
@@ -272,20 +277,21 @@ class LedgerStorage(JournalledStorage):
 
     # ---- replay ----
     def _apply(self, record: jf.Record, lacs: dict[int, int]) -> None:
-        ledger_id = record.ledger_id
-        header = self._header(ledger_id)
-        if record.kind == "master_key":
-            if header is None or not header.has_master_key:
-                self._set_header(ledger_id, replace(header or LedgerHeader(), master_key=record.data))
-        elif record.kind == "fence":
-            self._set_header(ledger_id, replace(header or LedgerHeader(), fenced=True))
-        elif record.kind == "explicit_lac":
-            self._set_header(ledger_id, replace(header or LedgerHeader(), explicit_lac=record.data))
-        else:
-            if header is None:  # a ledger first seen by an entry record
+        ledger_id, kind = record.ledger_id, record.kind
+        if kind == "entry":
+            if not self.ledger_exists(ledger_id):  # a ledger first seen by an entry record
                 self._set_header(ledger_id, LedgerHeader())
             self._replay_entry(ledger_id, record.entry_id, record.data)
             lacs[ledger_id] = max(lacs.get(ledger_id, -1), entry_lac(record.data))
+            return
+        header = self._header(ledger_id) or LedgerHeader()  # a ledger first seen by a fence or explicit LAC
+        if kind == "master_key":
+            if not header.has_master_key:
+                self._set_header(ledger_id, replace(header, master_key=record.data))
+        elif kind == "fence":
+            self._set_header(ledger_id, replace(header, fenced=True))
+        elif kind == "explicit_lac":
+            self._set_header(ledger_id, replace(header, explicit_lac=record.data))
 
     def _replayed(self, lacs: dict[int, int]) -> None:
         # Only now may the disk be read: until replay repointed them, index entries written before the crash can

@@ -298,6 +298,9 @@ class DbLedgerStorage(LedgerStorage):
         explicit_lac = bytes(data.explicitLac) if data.HasField("explicitLac") else None
         return LedgerHeader(bytes(data.masterKey), bool(data.fenced), explicit_lac)
 
+    def ledger_exists(self, ledger_id: int) -> bool:
+        return self.storage_of(ledger_id).ledgers.get(ledger_id) is not None
+
     def _set_header(self, ledger_id: int, header: LedgerHeader) -> None:
         """A new LedgerData for the ledger (never one changed in place: a flush may be serialising the current
         one), keeping what else the current one holds (limbo)."""
