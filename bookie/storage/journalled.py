@@ -14,7 +14,6 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 
 from bookie.codec.records import PREFIX, Walked, record_ledger_id
@@ -62,7 +61,6 @@ class JournalledStorage(ABC):
         self._checkpoint_asked = threading.Event()  # a checkpoint now, not at the next flushInterval
         self._stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
-        self.on_lac_advanced: Callable[[int], None] | None = None
 
     def journal_for(self, ledger_id: int) -> Journal:
         """The journal of a ledger's records (BookieImpl.getJournal)."""

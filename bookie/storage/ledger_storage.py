@@ -23,7 +23,7 @@ import logging
 import time
 from abc import abstractmethod
 from collections import defaultdict
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, replace
 
 from bookie.codec.records import PREFIX, Walked, entry_lac, walk_add_batch_records
@@ -107,6 +107,7 @@ class LedgerStorage(JournalledStorage):
         super().__init__(config, stats)
         # the LAC of each ledger added to, fenced or read since the start; the others' is derived on demand
         self._lacs: dict[int, int] = {}
+        self.on_lac_advanced: Callable[[int], None] | None = None  # told the ledger whose LAC an add raised
 
     # ---- what an engine does ----
     @abstractmethod

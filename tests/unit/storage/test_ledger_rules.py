@@ -41,6 +41,17 @@ def test_the_first_add_sets_the_master_key_and_another_key_is_refused(open_each_
         storage.ledger(6)
 
 
+def test_an_all_zero_master_key_is_no_key_and_the_next_writers_is_taken(open_each_storage):
+    """BookKeeper's LedgerMetadataIndex.setMasterKey rule, on both engines."""
+    storage = open_each_storage()
+    assert add(storage, 7, 0, 1, key=bytes(20)) == []
+    assert storage.master_key(7) is None
+    assert add(storage, 7, 1, 1) == []
+    assert storage.master_key(7) == KEY
+    [(_, _, error)] = add(storage, 7, 2, 1, key=bytes(20))
+    assert isinstance(error, Unauthorized)
+
+
 def test_a_fenced_ledger_takes_recovery_adds_only(open_each_storage):
     storage = open_each_storage()
     add(storage, 5, 0, 3)
