@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie.codec.records import MIN_STORED
+from bookie.storage.config import StorageConfig
 from bookie.storage.db.indexes import EntryLocationIndex
 from bookie.storage.db.kv import LOCATIONS, has_database
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.entry_log import log_path, record_head, split_location
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, index_name
 from bookie.storage.ledger_cache import LedgerCache
-from bookie.storage.ledger_storage import StorageConfig
 
 
 @dataclass(frozen=True)

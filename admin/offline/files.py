@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookie.storage.config import StorageConfig
 from bookie.storage.files import files_by_age
-from bookie.storage.ledger_storage import StorageConfig
 
 KINDS = {"journal": "txn", "entrylog": "log", "index": "idx"}
 

@@ -11,13 +11,13 @@ set, as BookKeeper does; an existing file keeps its header and its other slots. 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bookie.storage.config import StorageConfig
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.entry_log import iter_records, list_log_ids, location, log_path
 from bookie.storage.ledger_cache import LedgerCache
-from bookie.storage.ledger_storage import StorageConfig
 
 
 @dataclass
@@ -65,7 +65,7 @@ def rebuild_index(
             continue
         if state is None:
             state = cache.create(ledger.ledger_id, master_key)
-            state.header.fenced = True
+            state.header = replace(state.header, fenced=True)
         for entry_id, loc in sorted(ledger.locations.items()):
             cache.set_location(state, entry_id, loc)
     if not dry_run:

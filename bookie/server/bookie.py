@@ -37,8 +37,9 @@ from bookie.server.network import BookieNetwork
 from bookie.server.wire import WireServer
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import LedgerDirs
-from bookie.storage.gc import Compactable, GarbageCollector
+from bookie.storage.gc import GarbageCollector
 from bookie.storage.gc_group import GarbageCollectors
+from bookie.storage.interleaved import InterleavedLedgerStorage
 from bookie.storage.ledger_storage import LedgerStorage
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class BookieServer:
         self.bookie_id = network.bookie_id
         self.stats = BookieStats(len(config.journal_dirs))
         self.store: MetadataStore | None = None
-        self.storage: LedgerStorage | DbLedgerStorage | None = None
+        self.storage: LedgerStorage | None = None
         self.collectors: GarbageCollectors | None = None
         self.server: grpc.aio.Server | None = None
         self.read_only_by_operator = False
@@ -134,16 +135,10 @@ class BookieServer:
         replayed = await asyncio.to_thread(storage.start)
         self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
-        # DbLedgerStorage: one collector per ledger directory, as each SingleDirectoryDbLedgerStorage has its own
-        # GarbageCollectorThread (a ledger and its entry logs live in one directory only)
-        units: list[tuple[Compactable, str]]
-        if isinstance(storage, DbLedgerStorage):
-            db_dirs, units = storage.dirs, [(single, str(single.ledger_dir)) for single in storage.dirs]
-        else:
-            db_dirs, units = None, [(storage, "")]
         self.collectors = GarbageCollectors(
-            [GarbageCollector(unit, config.gc(), self._live_ledgers, where) for unit, where in units]
+            [GarbageCollector(unit, config.gc(), self._live_ledgers, where) for unit, where in storage.gc_units()]
         )
+        db_dirs = storage.dirs if isinstance(storage, DbLedgerStorage) else None
         self.stats.watch_gc(self.collectors, db_dirs)
         self.collectors.start()
         self.stats.watch(self.storage)
@@ -185,12 +180,12 @@ class BookieServer:
         )
         collect_less()
 
-    def _open_storage(self) -> LedgerStorage | DbLedgerStorage:
+    def _open_storage(self) -> LedgerStorage:
         """The ledger storage ledgerStorageClass names: DbLedgerStorage, or InterleavedLedgerStorage (which also
         serves SortedLedgerStorage's files)."""
         if self.config.db_storage:
             return DbLedgerStorage(self.config.storage(), self.config.db(), self.stats)
-        return LedgerStorage(self.config.storage(), self.stats, self.ledger_dirs, self.index_dirs)
+        return InterleavedLedgerStorage(self.config.storage(), self.stats, self.ledger_dirs, self.index_dirs)
 
     def _watch_server(self, wire: WireServer) -> None:
         """The metrics read from the bookie itself: its state, its directories, its connections."""

@@ -18,12 +18,12 @@ from bookie.meta.bookie_id import check_bookie_id
 from bookie.meta.security import KEYS as ZK_SECURITY_KEYS
 from bookie.meta.security import ZkSecurity
 from bookie.server.auth import BOOKIE_AUTHZ_FACTORY, Authorizer
+from bookie.storage.config import StorageConfig
 from bookie.storage.db import DB_LEDGER_STORAGE
 from bookie.storage.db.kv import RocksDbConfig
 from bookie.storage.db.storage import DbConfig
 from bookie.storage.dirs import DiskThresholds
 from bookie.storage.gc import GcConfig
-from bookie.storage.ledger_storage import StorageConfig
 from bookie.tls import KEYS as TLS_KEYS
 from bookie.tls import TLS_CONTEXT_FACTORY, Tls, TlsSettings
 

@@ -31,7 +31,6 @@ from bookie.storage.entry_log import (
     read_ledgers_map,
     rebuild_ledgers_map,
 )
-from bookie.storage.stats import GcStats
 
 log = logging.getLogger(__name__)
 COPY_BATCH = 1 << 20  # bytes appended to the current entry log at once
@@ -52,6 +51,12 @@ class Compactable(Protocol):
     def entry_location(self, ledger_id: int, entry_id: int) -> int: ...
 
     def update_entry_locations(self, moved: list[tuple[int, int, int, int]]) -> None: ...
+
+
+class GcStats(Protocol):
+    """Told of each garbage collection run (the bookie's GarbageCollectorStats)."""
+
+    def gc_run(self, run: GcRun) -> None: ...
 
 
 @dataclass

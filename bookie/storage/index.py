@@ -24,6 +24,7 @@ from pathlib import Path
 from bookie.errors import CorruptData
 from bookie.files import open_private, private_dirs
 from bookie.storage.files import fsync_dir
+from bookie.storage.ledger_header import LedgerHeader
 
 MAGIC = b"BKLE"
 VERSION = 1
@@ -69,11 +70,9 @@ def recover_relocations(directories: list[Path]) -> None:
                 os.replace(rloc, rloc.with_suffix(""))
 
 
-@dataclass
-class IndexHeader:
-    master_key: bytes = b""
-    fenced: bool = False
-    explicit_lac: bytes | None = None
+@dataclass(frozen=True)
+class IndexHeader(LedgerHeader):
+    """A ledger's header as its index file holds it (the layout above)."""
 
     def encode(self) -> bytes:
         lac = self.explicit_lac or b""

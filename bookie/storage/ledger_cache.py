@@ -30,9 +30,9 @@ from bookie.storage.stats import OpStatsLogger
 
 
 class LedgerIndex:
-    """One ledger's state: master key, fence bit, explicit LAC, LAC, last entry, and its cached index pages."""
+    """One ledger's index: its header (master key, fence bit, explicit LAC), last entry, and cached pages."""
 
-    __slots__ = ("_current", "dirty", "file", "header", "header_dirty", "lac", "last_entry", "ledger_id", "pages")
+    __slots__ = ("_current", "dirty", "file", "header", "header_dirty", "last_entry", "ledger_id", "pages")
 
     def __init__(self, ledger_id: int, file: IndexFile, header: IndexHeader, last_entry: int):
         self.ledger_id = ledger_id
@@ -42,16 +42,7 @@ class LedgerIndex:
         self.pages: dict[int, bytearray] = {}
         self.dirty: set[int] = set()
         self.last_entry = last_entry
-        self.lac: int | None = None  # None: not known since start; derived from the last entry on demand
         self._current: tuple[int, bytearray] | None = None
-
-    @property
-    def master_key(self) -> bytes:
-        return self.header.master_key
-
-    @property
-    def fenced(self) -> bool:
-        return self.header.fenced
 
 
 def _nonzero_slots(page: bytes | bytearray) -> list[int]:

@@ -5,10 +5,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from bookie.storage.gc import GcRun
+from typing import Protocol
 
 
 class OpStatsLogger(Protocol):
@@ -69,9 +66,3 @@ class StorageStats(Protocol):
     def adds_stored(self, added: int, failed: int, recovery: int, size: int, seconds: float) -> None: ...
 
     def journal_corruption_skipped(self, records: int, size: int) -> None: ...
-
-
-class GcStats(Protocol):
-    """Told of each garbage collection run."""
-
-    def gc_run(self, run: GcRun) -> None: ...

@@ -9,9 +9,10 @@ import pytest
 
 from bkctl.errors import ExitCode
 from bookie.server.claim import DirectoryLocks
+from bookie.storage.config import StorageConfig
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.entry_log import list_log_ids, log_path
-from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
+from bookie.storage.interleaved import InterleavedLedgerStorage
 
 from helpers import KEY, add, payload
 from helpers import stored_entry as entry
@@ -146,7 +147,7 @@ def test_conversion_puts_each_ledger_where_db_storage_reads_it_with_three_ledger
     """An interleaved bookie spreads index files and entry logs over its directories at random; DbLedgerStorage
     reads ledger L from directory L mod 3 only, from that directory's own entry logs."""
     config = three_dirs(tmp_path)
-    interleaved = LedgerStorage(config)
+    interleaved = InterleavedLedgerStorage(config)
     interleaved.start()
     for ledger_id in range(1, 7):
         add(interleaved, ledger_id, 0, 60, size=1000)  # 20 kB logs, each in a directory picked at random: ~18
@@ -172,7 +173,7 @@ def test_conversion_puts_each_ledger_where_db_storage_reads_it_with_three_ledger
     assert ids[0] & ids[1] & ids[2]
     done = bkctl("bookie", "convert-storage", "--to", "interleaved", *three_dir_args(tmp_path), "--yes")
     assert done.exit_code == 0, done.output
-    interleaved = LedgerStorage(config)
+    interleaved = InterleavedLedgerStorage(config)
     interleaved.start()
     try:
         for ledger_id in range(1, 8):

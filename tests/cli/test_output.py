@@ -24,8 +24,8 @@ from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager
 from bookie.meta.uri import parse_service_uri
+from bookie.storage.config import StorageConfig
 from bookie.storage.db.storage import DbLedgerStorage
-from bookie.storage.ledger_storage import StorageConfig
 
 from helpers import add, command_tree, shared_cluster, wait_for
 

@@ -5,8 +5,9 @@ import contextlib
 
 import pytest
 
+from bookie.storage.config import StorageConfig
 from bookie.storage.db.storage import DbConfig, DbLedgerStorage
-from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
+from bookie.storage.interleaved import InterleavedLedgerStorage
 
 from helpers import crash_db
 
@@ -24,7 +25,7 @@ def open_storage(config):
     def make(**changes):
         for key, value in changes.items():
             setattr(config, key, value)
-        storage = LedgerStorage(config)
+        storage = InterleavedLedgerStorage(config)
         storage.start()
         opened.append(storage)
         return storage
@@ -56,7 +57,7 @@ def open_db(config):
             crash_db(storage)
 
 
-@pytest.fixture(params=["open_storage", "open_db"], ids=["LedgerStorage", "DbLedgerStorage"])
+@pytest.fixture(params=["open_storage", "open_db"], ids=["InterleavedLedgerStorage", "DbLedgerStorage"])
 def open_each_storage(request):
     """``open_storage``, then ``open_db``: for what both storages promise alike."""
     return request.getfixturevalue(request.param)

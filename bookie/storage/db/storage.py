@@ -26,15 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie._proto.db_ledger_storage_pb2 import LedgerData
-from bookie.codec.records import PREFIX, entry_lac, size_prefix
-from bookie.errors import CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, TooManyRequests, Unauthorized
-from bookie.storage import journal as jf
+from bookie.codec.records import PREFIX, size_prefix
+from bookie.errors import CorruptData, NoSuchEntry, NoSuchLedger, TooManyRequests
+from bookie.storage.config import StorageConfig
 from bookie.storage.db.caches import ReadCache, WriteCache
-from bookie.storage.db.indexes import EntryLocationIndex, LedgerMetadataIndex, ledger_data
+from bookie.storage.db.indexes import EntryLocationIndex, LedgerMetadataIndex
 from bookie.storage.db.kv import MB, RocksDbConfig
 from bookie.storage.entry_log import EntryLogger, location
-from bookie.storage.group_commit import Callback
-from bookie.storage.ledger_storage import AddKey, JournalledStorage, StorageConfig, deferred, walk_add_batch
+from bookie.storage.gc import Compactable
+from bookie.storage.ledger_header import LedgerHeader
+from bookie.storage.ledger_storage import AddBatch, LedgerStorage
 from bookie.storage.stats import StorageStats
 
 log = logging.getLogger(__name__)
@@ -247,9 +248,9 @@ class SingleDirectoryStorage:
         self.ledgers.close()
 
 
-class DbLedgerStorage(JournalledStorage):
-    """The journal and the ledger directories' :class:`SingleDirectoryStorage`, behind the storage API the bookie
-    serves (the same as :class:`bookie.storage.ledger_storage.LedgerStorage`'s)."""
+class DbLedgerStorage(LedgerStorage):
+    """The journal and the ledger directories' :class:`SingleDirectoryStorage`: ledger ``L`` in directory
+    ``L mod N``, its header a ``LedgerData`` in that directory's ledgers index."""
 
     def __init__(self, config: StorageConfig, db: DbConfig | None = None, stats: StorageStats | None = None):
         super().__init__(config, stats)
@@ -266,10 +267,6 @@ class DbLedgerStorage(JournalledStorage):
         except BaseException:
             self._close()
             raise
-        self._lacs: dict[int, int] = {}
-
-    def _mark_dirs(self, writing: bool) -> list[Path]:
-        return [d.ledger_dir for d in self.dirs]
 
     def storage_of(self, ledger_id: int) -> SingleDirectoryStorage:
         return self.dirs[ledger_id % len(self.dirs)]
@@ -279,6 +276,9 @@ class DbLedgerStorage(JournalledStorage):
         self._flush_due.set()
 
     # ---- JournalledStorage ----
+    def _mark_dirs(self, writing: bool) -> list[Path]:
+        return [d.ledger_dir for d in self.dirs]
+
     def _persist(self) -> None:
         for single in self.dirs:
             single.flush()
@@ -290,166 +290,57 @@ class DbLedgerStorage(JournalledStorage):
         for single in self.dirs:
             single.close()
 
-    def _apply(self, record: jf.Record, lacs: dict[int, int]) -> None:
-        single = self.storage_of(record.ledger_id)
-        ledgers, ledger_id = single.ledgers, record.ledger_id
-        data = ledgers.get(ledger_id)
-        if record.kind == "master_key":
-            if data is None or not any(data.masterKey):
-                self._change(single, ledger_id, masterKey=record.data)
-            return
+    # ---- ledger headers ----
+    def _header(self, ledger_id: int) -> LedgerHeader | None:
+        data = self.storage_of(ledger_id).ledgers.get(ledger_id)
         if data is None:
-            ledgers.set(ledger_id, ledger_data())  # a ledger first seen by a fence or explicit LAC record
-        if record.kind == "fence":
-            self._change(single, ledger_id, fenced=True)
-        elif record.kind == "explicit_lac":
-            self._change(single, ledger_id, explicitLac=record.data)
-        else:
-            single.put([(ledger_id, record.entry_id, record.data)], wait=False)
-            lacs[ledger_id] = max(lacs.get(ledger_id, -1), entry_lac(record.data))
+            return None
+        explicit_lac = bytes(data.explicitLac) if data.HasField("explicitLac") else None
+        return LedgerHeader(bytes(data.masterKey), bool(data.fenced), explicit_lac)
 
-    def _replayed(self, lacs: dict[int, int]) -> None:
-        for ledger_id, lac in lacs.items():
-            self._lacs[ledger_id] = max(lac, self._lac_on_disk(ledger_id))
+    def ledger_exists(self, ledger_id: int) -> bool:
+        return self.storage_of(ledger_id).ledgers.get(ledger_id) is not None
 
-    @staticmethod
-    def _change(single: SingleDirectoryStorage, ledger_id: int, **changes: object) -> LedgerData:
-        """A new LedgerData for the ledger, with ``changes`` (never one changed in place: a flush may be
-        serialising the current one)."""
+    def _set_header(self, ledger_id: int, header: LedgerHeader) -> None:
+        """A new LedgerData for the ledger (never one changed in place: a flush may be serialising the current
+        one), keeping what else the current one holds (limbo)."""
+        ledgers = self.storage_of(ledger_id).ledgers
         data = LedgerData()
-        current = single.ledgers.get(ledger_id)
+        current = ledgers.get(ledger_id)
         if current is not None:
             data.CopyFrom(current)
+        data.masterKey, data.fenced = header.master_key, header.fenced
+        if header.explicit_lac is None:
+            data.ClearField("explicitLac")
         else:
-            data.fenced, data.masterKey = False, b""
-        for name, value in changes.items():
-            setattr(data, name, value)
-        single.ledgers.set(ledger_id, data)
-        return data
+            data.explicitLac = header.explicit_lac
+        ledgers.set(ledger_id, data)
 
-    # ---- adds ----
-    def _ledger_for_add(self, ledger_id: int, key: AddKey, journal: list[bytes]) -> LedgerData:
-        single = self.storage_of(ledger_id)
-        data = single.ledgers.get(ledger_id)
-        if data is None:
-            data = self._change(single, ledger_id, masterKey=key.master_key)
-            journal.append(jf.master_key_record(ledger_id, key.master_key))
-        elif data.masterKey != key.master_key:
-            if any(data.masterKey):
-                raise Unauthorized(f"ledger {ledger_id}: wrong master key")
-            data = self._change(single, ledger_id, masterKey=key.master_key)  # seen by a fence first, or rebuilt
-            journal.append(jf.master_key_record(ledger_id, key.master_key))
-        if data.fenced and not key.recovery:
-            raise LedgerFenced(f"ledger {ledger_id} is fenced")
-        return data
-
-    def add_batch(
-        self, keys: dict[int, AddKey], records: bytes, callback: Callback
-    ) -> tuple[int, list[tuple[int, int, Exception]]]:
-        """As :meth:`LedgerStorage.add_batch`: store the records, journal them, ``callback`` once durable."""
-        started = time.perf_counter()
-        journal: list[bytes] = []
-        known: set[int] = set()
-        refused: dict[int, Exception] = {}
-        for ledger_id, key in keys.items():
-            try:
-                self._ledger_for_add(ledger_id, key, journal)
-                known.add(ledger_id)
-            except (Unauthorized, LedgerFenced) as exc:
-                refused[ledger_id] = exc
-        entries, failures, sizes = walk_add_batch(records, known, refused, self.config.max_entry_size)
-        dirs = len(self.dirs)
+    # ---- entries ----
+    def _store(self, batch: AddBatch) -> dict[int, Exception]:
+        dirs, records = len(self.dirs), batch.records
         by_dir: defaultdict[int, list[tuple[int, int, bytes]]] = defaultdict(list)
-        lacs: dict[int, int] = {}
-        for start, size, ledger_id, entry_id, lac in entries:
+        for start, size, ledger_id, entry_id, _ in batch.entries:
             by_dir[ledger_id % dirs].append((ledger_id, entry_id, records[start + PREFIX : start + PREFIX + size]))
-            if lac > lacs.get(ledger_id, -1):
-                lacs[ledger_id] = lac
-        stored = len(entries)
-        rejected: set[int] = set()
-        for rank, batch in by_dir.items():
-            if not self.dirs[rank].put(batch):
+        rejected: dict[int, Exception] = {}
+        for rank, entries in by_dir.items():
+            if not self.dirs[rank].put(entries):
                 error = TooManyRequests("write cache full: the checkpoint cannot keep up")
-                failures.extend((lid, eid, error) for lid, eid, _ in batch)
-                rejected.add(rank)
-                stored -= len(batch)
-        for ledger_id, lac in lacs.items():
-            if ledger_id % dirs not in rejected:
-                self._raise_lac(ledger_id, lac)
-        kept = [e for e in entries if e[2] % dirs not in rejected]
-        self._journal_batch(journal, records, kept, not failures, callback, not deferred(keys))
-        if self.stats is not None:
-            recovery = sum(keys[e[2]].recovery for e in entries) if any(k.recovery for k in keys.values()) else 0
-            size = sum(n for lid, n in sizes.items() if lid % dirs not in rejected) - PREFIX * stored
-            self.stats.adds_stored(stored, len(failures), recovery, size, time.perf_counter() - started)
-        return stored, failures
+                rejected.update((ledger_id, error) for ledger_id, _, _ in entries)
+        return rejected
 
-    def _raise_lac(self, ledger_id: int, lac: int) -> None:
-        current = self._lacs.get(ledger_id)
-        if current is None:
-            current = self._lacs[ledger_id] = self._lac_on_disk(ledger_id)
-        if lac > current:
-            self._lacs[ledger_id] = lac
-            if self.on_lac_advanced is not None:
-                self.on_lac_advanced(ledger_id)
+    def _replay_entry(self, ledger_id: int, entry_id: int, entry: bytes) -> None:
+        self.storage_of(ledger_id).put([(ledger_id, entry_id, entry)], wait=False)
 
-    # ---- fencing and LAC ----
-    def fence(self, ledger_id: int, master_key: bytes, callback: Callback) -> None:
-        journal: list[bytes] = []
-        self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
-        self._change(self.storage_of(ledger_id), ledger_id, fenced=True)
-        self._journal_ledger_record(ledger_id, journal, jf.fence_record(ledger_id), callback)
-
-    def write_explicit_lac(
-        self, ledger_id: int, master_key: bytes, lac: int, buffer: bytes, callback: Callback
-    ) -> None:
-        journal: list[bytes] = []
-        self._ledger_for_add(ledger_id, AddKey(master_key, recovery=True), journal)
-        self._change(self.storage_of(ledger_id), ledger_id, explicitLac=buffer)
-        self._raise_lac(ledger_id, lac)
-        self._journal_ledger_record(ledger_id, journal, jf.explicit_lac_record(ledger_id, buffer), callback)
-
-    def _lac_on_disk(self, ledger_id: int) -> int:
-        """The piggy-backed LAC of the last entry stored."""
-        try:
-            entry = self.read_entry(ledger_id, -1)
-        except (NoSuchEntry, NoSuchLedger):
-            return -1
-        except CorruptData as exc:
-            log.error("ledger %d: cannot read its last entry for the LAC: %s", ledger_id, exc)
-            return -1
-        return entry_lac(entry)
-
-    def ledger(self, ledger_id: int) -> LedgerData:
-        data = self.storage_of(ledger_id).ledgers.get(ledger_id)
-        if data is None:
-            raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie")
-        return data
-
-    def master_key(self, ledger_id: int) -> bytes | None:
-        """The ledger's master key; None: no such ledger, or no key known yet (all zeros)."""
-        data = self.storage_of(ledger_id).ledgers.get(ledger_id)
-        return bytes(data.masterKey) if data is not None and any(data.masterKey) else None
-
-    def lac(self, ledger_id: int) -> int:
-        self.ledger(ledger_id)
-        lac = self._lacs.get(ledger_id)
-        if lac is None:
-            lac = self._lacs[ledger_id] = self._lac_on_disk(ledger_id)
-        return lac
-
-    def explicit_lac(self, ledger_id: int) -> bytes | None:
-        data = self.ledger(ledger_id)
-        return bytes(data.explicitLac) if data.HasField("explicitLac") else None
-
-    def is_fenced(self, ledger_id: int) -> bool:
-        return bool(self.ledger(ledger_id).fenced)
-
-    # ---- reads ----
-    def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
-        """The framed entry; ``entry_id`` -1 = the highest entry stored."""
-        self.ledger(ledger_id)
+    def _holding(self, ledger_id: int) -> SingleDirectoryStorage:
+        """The directory of a ledger this bookie has; :class:`NoSuchLedger` when it has not."""
         single = self.storage_of(ledger_id)
+        if single.ledgers.get(ledger_id) is None:
+            raise NoSuchLedger(f"ledger {ledger_id} is not on this bookie", ledger_id=ledger_id)
+        return single
+
+    def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
+        single = self._holding(ledger_id)
         if entry_id == -1:
             entry_id = single.last_entry(ledger_id)
             if entry_id < 0:
@@ -457,17 +348,19 @@ class DbLedgerStorage(JournalledStorage):
         return single.read(ledger_id, entry_id)
 
     def last_entry_id(self, ledger_id: int) -> int:
-        self.ledger(ledger_id)
-        return self.storage_of(ledger_id).last_entry(ledger_id)
+        return self._holding(ledger_id).last_entry(ledger_id)
 
     def entry_ids(self, ledger_id: int) -> list[int]:
         """The entries the caches and the index hold for the ledger (the entry logs are not read)."""
-        self.ledger(ledger_id)
-        return self.storage_of(ledger_id).entry_ids(ledger_id)
+        return self._holding(ledger_id).entry_ids(ledger_id)
 
     def ledger_ids(self) -> list[int]:
         return sorted(lid for single in self.dirs for lid in single.ledger_ids())
 
-    def delete_ledger(self, ledger_id: int) -> None:
+    def gc_units(self) -> list[tuple[Compactable, str]]:
+        """One collector per ledger directory, as each SingleDirectoryDbLedgerStorage has its own
+        GarbageCollectorThread (a ledger and its entry logs live in one directory only)."""
+        return [(single, str(single.ledger_dir)) for single in self.dirs]
+
+    def _delete_ledger(self, ledger_id: int) -> None:
         self.storage_of(ledger_id).delete_ledger(ledger_id)
-        self._lacs.pop(ledger_id, None)

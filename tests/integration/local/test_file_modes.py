@@ -90,8 +90,8 @@ def test_db_ledger_storage_keeps_its_rocksdb_databases_private(tmp_path, lax_uma
     """RocksDB creates its files itself (SSTs, which hold master keys, write-ahead logs, MANIFEST, LOG), with no
     option for their mode: under umask 022 they were 0644 in 0755 directories. Three ledger directories, as Pulsar
     runs them."""
+    from bookie.storage.config import StorageConfig
     from bookie.storage.db.storage import DbLedgerStorage
-    from bookie.storage.ledger_storage import StorageConfig
 
     from helpers import add
 

@@ -7,7 +7,7 @@ import pytest
 
 from bookie.storage.entry_log import HEADER_SIZE, iter_records, list_log_ids, log_path
 from bookie.storage.gc import MAJOR, MINOR, GarbageCollector, GcConfig, Throttle
-from bookie.storage.ledger_storage import LedgerStorage
+from bookie.storage.interleaved import InterleavedLedgerStorage
 
 from helpers import add, crash, records, wait_for
 from helpers import stored_entry as entry
@@ -146,7 +146,7 @@ def test_restart_after_the_repointed_index_was_checkpointed_but_before_the_old_l
     entries, _ = gc._compact(gc.logs[1], Throttle(0, threading.Event()))
     assert entries == 1
     crash(storage)
-    reopened = LedgerStorage(config)
+    reopened = InterleavedLedgerStorage(config)
     reopened.start()
     try:
         assert_reads(reopened, 3, 1)
@@ -167,7 +167,7 @@ def test_restart_after_the_copy_before_the_index_moved(half_and_tenth, config):
     storage.entry_logger.append(bytes(record), {3: len(record)})
     storage.entry_logger.flush()
     crash(storage)
-    reopened = LedgerStorage(config)
+    reopened = InterleavedLedgerStorage(config)
     reopened.start()
     try:
         assert_reads(reopened, 3, 1)

@@ -7,11 +7,11 @@ import time
 import pytest
 
 from bookie.codec.entry import parse_entry
-from bookie.errors import CorruptData, LedgerFenced, NoSuchEntry, NoSuchLedger, Unauthorized
-from bookie.storage import ledger_storage
+from bookie.errors import CorruptData, NoSuchEntry, NoSuchLedger
+from bookie.storage import journalled
 from bookie.storage.checkpoint import read_last_mark, write_last_mark
 from bookie.storage.index import IndexFile, index_path
-from bookie.storage.ledger_storage import LedgerStorage
+from bookie.storage.interleaved import InterleavedLedgerStorage
 
 from helpers import DIGESTER, KEY, add, crash, payload, wait_for
 from helpers import stored_entry as entry
@@ -28,21 +28,6 @@ def test_add_read_last_and_list(open_each_storage):  # and DbLedgerStorage's: th
         storage.read_entry(3, 50)
     with pytest.raises(NoSuchLedger):
         storage.read_entry(4, 0)
-
-
-def test_fence_and_master_key(open_storage):
-    storage = open_storage()
-    add(storage, 5, 0, 3)
-    [(ledger, entry_id, error)] = add(storage, 5, 3, 1, key=b"wrong" * 4)
-    assert (ledger, entry_id, type(error)) == (5, 3, Unauthorized)
-    done = threading.Event()
-    storage.fence(5, KEY, lambda e: done.set())
-    assert done.wait(5) and storage.is_fenced(5)
-    [(_, _, error)] = add(storage, 5, 3, 1)
-    assert isinstance(error, LedgerFenced)
-    assert add(storage, 5, 3, 1, recovery=True) == []
-    with pytest.raises(Unauthorized):
-        storage.fence(5, b"wrong" * 4, lambda e: None)
 
 
 def test_crash_before_any_checkpoint_replays_everything(open_storage, config):
@@ -124,7 +109,7 @@ def test_clean_shutdown_needs_no_replay(open_storage):
     storage = open_storage()
     add(storage, 1, 0, 20)
     storage.shutdown()
-    again = LedgerStorage(storage.config)
+    again = InterleavedLedgerStorage(storage.config)
     assert again.replay() == 0
     assert again.cache.get(1).last_entry == 19
 
@@ -168,7 +153,7 @@ def test_an_index_entry_whose_add_never_reached_the_journal_is_not_the_last_entr
 def test_flush_entrylog_bytes_writes_back_without_waiting(open_storage, monkeypatch, flush_bytes):
     """flushEntrylogBytes: the sync thread fsyncs the entry log as soon as that many bytes were added, long before
     the checkpoint (an hour) or the periodic writeback (an hour too, here); with 0 nothing extra happens."""
-    monkeypatch.setattr(ledger_storage, "WRITEBACK_INTERVAL", 3600.0)
+    monkeypatch.setattr(journalled, "WRITEBACK_INTERVAL", 3600.0)
     storage = open_storage(entry_log_flush_bytes=flush_bytes)
     logger = storage.entry_logger
     flushes = logger.flushes

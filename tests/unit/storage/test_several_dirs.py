@@ -10,10 +10,11 @@ import pytest
 
 from bookie.storage import journal as jf
 from bookie.storage.checkpoint import read_last_mark
+from bookie.storage.config import StorageConfig
 from bookie.storage.dirs import DiskSpace, DiskThresholds, LedgerDirs
 from bookie.storage.entry_log import EntryLogger, list_log_ids
 from bookie.storage.index import index_name, index_path
-from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
+from bookie.storage.interleaved import InterleavedLedgerStorage
 
 from helpers import KEY, add, crash, payload, wait_for
 from helpers import stored_entry as entry
@@ -49,7 +50,7 @@ def open_several(layout):
         thresholds = DiskThresholds(0.9, 0.8, min_usable_for_new_log=GB)
         ledger_dirs = LedgerDirs(ledgers, thresholds, disks)
         index = ledger_dirs if index_dirs is None else LedgerDirs(index_dirs, thresholds, disks)
-        storage = LedgerStorage(config, ledger_dirs=ledger_dirs, index_dirs=index)
+        storage = InterleavedLedgerStorage(config, ledger_dirs=ledger_dirs, index_dirs=index)
         storage.start()
         opened.append(storage)
         return storage
