@@ -246,7 +246,7 @@ class Application:
         """A BookKeeper client on this command's ZooKeeper session, closed when the command ends."""
         from bookie.client import BookKeeper
         from bookie.client.config import ClientConfig
-        from bookie.entry import collect_less
+        from bookie.daemon import collect_less
 
         config = ClientConfig.from_environment(os.environ, tls=self.client_tls)  # and BKCTL_USE_V2_WIRE_PROTOCOL
         client = BookKeeper(store=self.metadata, config=config)

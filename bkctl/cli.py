@@ -15,7 +15,7 @@ from bkctl.completers import complete_context_names
 from bkctl.contexts import MAX_TIMEOUT
 from bkctl.errors import ExitCode, exit_code_for, exit_codes_summary
 from bkctl.options import finite_seconds, log_format_option
-from bookie.entry import interruption
+from bookie.daemon import interruption
 from bookie.errors import BKError
 
 COMMANDS = {
@@ -86,7 +86,7 @@ def _terminate_on_sigterm(ctx: click.Context) -> None:
     import signal
     import threading
 
-    from bookie.entry import raise_terminated
+    from bookie.daemon import raise_terminated
 
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, raise_terminated)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 
 from bookie import errors as bk
-from bookie.entry import Terminated  # SIGTERM, as the core's own processes take it (bookie/entry.py)
+from bookie.daemon import Terminated  # SIGTERM, as the core's own processes take it (bookie/daemon.py)
 
 
 class CheckFailed(bk.BKError):

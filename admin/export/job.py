@@ -7,7 +7,7 @@ place, removes ``_temporary`` and writes ``_SUCCESS``. A failed export leaves th
 
 Verification reads the written files back in Spark tasks and checks, per ledger, the entry count (lastEntryId + 1,
 or LAC + 1 for an open ledger), that the entry ids run from 0 to the last, the payload bytes against the metadata's
-length, and the payload checksum (:mod:`admin.export.files`) against the one the write tasks computed as the
+length, and the payload checksum (:mod:`admin.export.part_files`) against the one the write tasks computed as the
 entries came from the bookies.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from pyarrow.fs import FileSelector, FileType
 
-from admin.export.files import SUFFIX, LedgerStats, filesystem, read_file, write_file
+from admin.export.part_files import SUFFIX, LedgerStats, filesystem, read_file, write_file
 from admin.export.plan import ExportPlan, Partition
 from admin.export.session import TaskProgress
 from admin.export.source import read_partition, task_client

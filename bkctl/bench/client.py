@@ -27,7 +27,7 @@ def _show(app, result: dict, what: str) -> None:
 
 def _delete_interrupted(app, created: list[int], exc: KeyboardInterrupt) -> KeyboardInterrupt:
     """Interrupted (Ctrl-C, SIGTERM): the bench ledgers are deleted, as they would have been at the end; say so."""
-    from bookie.entry import interruption
+    from bookie.daemon import interruption
     from bookie.errors import NoSuchLedger
 
     for ledger_id in created:

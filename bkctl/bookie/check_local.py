@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.offline import directory_options
+from bkctl.bookie._offline import directory_options
 from bkctl.options import output_option
 
 
@@ -19,7 +19,7 @@ def check_local(app, journal_dirs, ledger_dirs, index_dirs):
     cut-short) when any is found. Refused while a bookie of ours runs on the directories (exit 3).
     """
     from admin.offline.consistency import check_local as check
-    from bkctl.bookie.offline import bookie_config, require_ledger_dirs, stopped
+    from bkctl.bookie._offline import bookie_config, require_ledger_dirs, stopped
     from bkctl.errors import CheckFailed
 
     config = bookie_config(app, journal_dirs, ledger_dirs, index_dirs)

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.targets import bookies_argument
+from bkctl.bookie._targets import bookies_argument
 from bkctl.options import dry_run_option, output_option
 
 
@@ -16,7 +16,7 @@ def _kinds_options(command):
 
 def _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended: bool) -> None:
     from admin.bookie_admin import Outcome, fan_out
-    from bkctl.bookie.targets import outcome_docs, target_bookies
+    from bkctl.bookie._targets import outcome_docs, target_bookies
     from bkctl.errors import exit_for_errors
 
     bookies = target_bookies(app, bookie_ids, all_bookies)

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from bkctl.bookie.offline import bookie_config, dir_pairs, directory_options, stopped
+from bkctl.bookie._offline import bookie_config, dir_pairs, directory_options, stopped
 from bkctl.options import dry_run_option, output_option, yes_option
 
 if TYPE_CHECKING:

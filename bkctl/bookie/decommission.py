@@ -25,8 +25,8 @@ def decommission(app, bookie_id, timeout, yes, dry_run):
     what is left. --dry-run lists the ledgers that would be re-replicated, and changes nothing.
     """
 
+    from bkctl.bookie._targets import require_known_bookies
     from bkctl.bookie.recover import list_affected, show_report
-    from bkctl.bookie.targets import require_known_bookies
     from bookie.client.rereplication import decommission as rereplicate
     from bookie.client.rereplication import delete_cookies, require_stopped
     from bookie.errors import BKError

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.offline import directory_options
+from bkctl.bookie._offline import directory_options
 from bkctl.options import dry_run_option, output_option, yes_option
 
 
@@ -25,7 +25,7 @@ def format_bookie(app, delete_cookie, journal_dirs, ledger_dirs, index_dirs, yes
     from admin.cookies import delete_cookie as delete_stored
     from admin.cookies import read_cookie
     from admin.offline.format import format_dirs, format_plan
-    from bkctl.bookie.offline import bookie_config, stopped
+    from bkctl.bookie._offline import bookie_config, stopped
     from bookie.errors import NotFound
     from bookie.meta.registration import require_not_registered
     from bookie.server.network import BookieNetwork

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.targets import bookies_argument
+from bkctl.bookie._targets import bookies_argument
 from bkctl.options import dry_run_option, output_option
 
 HEADERS = ["BOOKIE", "KIND", "LEDGERS", "LOGS", "COMPACTED", "RECLAIMED", "DURATION"]
@@ -33,7 +33,7 @@ def gc(app, bookie_ids, all_bookies, major, minor, wait, timeout, dry_run):
     a run failed or --timeout passed, 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     from admin.bookie_admin import fan_out, wait_for_gc
-    from bkctl.bookie.targets import target_bookies
+    from bkctl.bookie._targets import target_bookies
     from bkctl.errors import exit_for_errors
     from bkctl.terminal import format_bytes, with_iso_times
     from bookie.errors import BKError

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.targets import bookies_argument
+from bkctl.bookie._targets import bookies_argument
 from bkctl.options import output_option
 from bkctl.terminal import with_iso_times
 
@@ -46,7 +46,7 @@ def gc_status(app, bookie_ids, all_bookies):
     Exit 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     from admin.bookie_admin import fan_out
-    from bkctl.bookie.targets import target_bookies
+    from bkctl.bookie._targets import target_bookies
     from bkctl.errors import exit_for_errors
     from bkctl.terminal import format_bytes
 

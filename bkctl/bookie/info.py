@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.targets import bookies_argument
+from bkctl.bookie._targets import bookies_argument
 from bkctl.options import output_option
 from bkctl.terminal import format_bytes
 
@@ -14,7 +14,7 @@ def info(app, bookie_ids: tuple[str, ...], all_bookies: bool):
 
     Exit 6 when a bookie asked for does not answer (every other bookie is still shown).
     """
-    from bkctl.bookie.targets import target_bookies
+    from bkctl.bookie._targets import target_bookies
     from bkctl.errors import exit_for_errors
     from bookie.errors import BKError
 

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.offline import directory_options
+from bkctl.bookie._offline import directory_options
 from bkctl.options import output_option
 
 
@@ -16,7 +16,7 @@ def init_bookie(app, journal_dirs, ledger_dirs, index_dirs):
     The directories and id are -c's bk_server.conf's. Exit 3 naming each problem (`bookie format` clears them).
     """
     from admin.offline.format import init_problems
-    from bkctl.bookie.offline import bookie_config
+    from bkctl.bookie._offline import bookie_config
     from bkctl.errors import CheckFailed
     from bookie.server.network import BookieNetwork
 

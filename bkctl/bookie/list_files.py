@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.offline import directory_options
+from bkctl.bookie._offline import directory_options
 from bkctl.options import output_option
 
 
@@ -17,8 +17,8 @@ def list_files(app, journal, entrylog, index, journal_dirs, ledger_dirs, index_d
     The directories are -c's bk_server.conf's (or the flags'), Java's or ours; without --journal, --entrylog or
     --index, every kind. Runs beside a live bookie too (it only lists).
     """
-    from admin.offline.files import KINDS, list_files
-    from bkctl.bookie.offline import bookie_config
+    from admin.offline.list_files import KINDS, list_files
+    from bkctl.bookie._offline import bookie_config
     from bkctl.terminal import format_bytes
 
     kinds = [k for k, wanted in (("journal", journal), ("entrylog", entrylog), ("index", index)) if wanted]

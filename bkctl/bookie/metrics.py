@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.targets import bookies_argument
+from bkctl.bookie._targets import bookies_argument
 from bkctl.options import output_option
 
 HEADERS = ["BOOKIE", "STATE", "ADDS/S", "READS/S", "ADD P99", "JOURNAL Q", "DISK", "DIRS"]
@@ -42,7 +42,7 @@ def metrics(app, bookie_ids, all_bookies, metrics_port, interval):
     Exit 6 when a bookie's metrics cannot be reached, 7 when it publishes no address for them.
     """
     from admin.bookie_metrics import health
-    from bkctl.bookie.targets import target_bookies
+    from bkctl.bookie._targets import target_bookies
     from bkctl.errors import exit_for_errors
 
     outcomes = health(target_bookies(app, bookie_ids, all_bookies), interval, metrics_port)

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.targets import bookies_argument
+from bkctl.bookie._targets import bookies_argument
 from bkctl.options import dry_run_option, output_option
 
 
@@ -19,7 +19,7 @@ def readonly(app, bookie_ids: tuple[str, ...], all_bookies: bool, read_only: boo
     does not answer, 7 when it publishes no admin service.
     """
     from admin.bookie_admin import fan_out
-    from bkctl.bookie.targets import outcome_docs, target_bookies
+    from bkctl.bookie._targets import outcome_docs, target_bookies
     from bkctl.errors import exit_for_errors
 
     bookies = target_bookies(app, bookie_ids, all_bookies)

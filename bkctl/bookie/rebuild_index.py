@@ -1,6 +1,6 @@
 import click
 
-from bkctl.bookie.offline import directory_options
+from bkctl.bookie._offline import directory_options
 from bkctl.options import dry_run_option, output_option, password_options
 
 
@@ -28,7 +28,7 @@ def rebuild_index(
 
     from admin.offline.consistency import is_db_storage
     from admin.offline.rebuild import rebuild_index as rebuild
-    from bkctl.bookie.offline import bookie_config, require_ledger_dirs, stopped
+    from bkctl.bookie._offline import bookie_config, require_ledger_dirs, stopped
     from bkctl.options import read_password
     from bookie.codec.digest import master_key
     from bookie.errors import InvalidArgument

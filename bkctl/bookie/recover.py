@@ -85,7 +85,7 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     --skip-unrecoverable).
     """
 
-    from bkctl.bookie.targets import require_known_bookies
+    from bkctl.bookie._targets import require_known_bookies
     from bkctl.errors import ExitCode
     from bookie.client.rereplication import delete_cookies
     from bookie.errors import InvalidArgument

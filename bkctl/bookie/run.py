@@ -97,7 +97,7 @@ def _print_service(app, conf_file: str | None, overrides: dict[str, str], log_fo
     import os
 
     from bkctl import __version__
-    from bkctl.bookie.service import BookieService
+    from bkctl.bookie._service import BookieService
     from bookie.server.config import BookieConfig
 
     args = ["-u", app.service_uri_flag] if app.service_uri_flag else []

@@ -64,7 +64,7 @@ def create(
     ledger is closed at its last acknowledged entry, and the error names it and how many entries it holds; a
     ledger nothing was written to is deleted again. Acknowledged entries are never deleted.
     """
-    from bookie.entry import interruption
+    from bookie.daemon import interruption
     from bookie.errors import BKError
 
     secret = read_password(password, password_file)

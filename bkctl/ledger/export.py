@@ -99,7 +99,7 @@ def export(
     from bkctl.extras import require
 
     require("export", "bkctl ledger export")  # before anything imports pyspark or pyarrow
-    from admin.export.files import is_empty_or_missing
+    from admin.export.part_files import is_empty_or_missing
     from admin.export.plan import parse_selection, parse_size, plan_export
     from bkctl.errors import CheckFailed
     from bookie.errors import BKError, InvalidArgument

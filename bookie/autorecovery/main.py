@@ -8,7 +8,7 @@ import asyncio
 import signal
 from typing import TYPE_CHECKING
 
-from bookie import entry
+from bookie import daemon
 from bookie.server.config import BookieConfig
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def run_autorecovery(client: BookKeeper, name: str, poll: float = 1.0, open_grac
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = entry.parser(
+    parser = daemon.parser(
         "python -m bookie.autorecovery",
         "Run autorecovery in the foreground: auditor election, marking lost bookies' ledgers, re-replication; "
         "SIGTERM or Ctrl-C stops it. Operators: `bkctl autorecovery run`.",
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
         "bookie id this process is named by [default: BookKeeper's defaults]",
     )
     parser.add_argument("--service-uri", metavar="URI", help="the metadata service [default: the configuration's]")
-    args = entry.parse(parser, argv)
+    args = daemon.parse(parser, argv)
 
     def start() -> None:
         from bookie.client import BookKeeper
@@ -83,4 +83,4 @@ def main(argv: list[str] | None = None) -> None:
             finally:
                 client.close()
 
-    entry.run(start)
+    daemon.run(start)

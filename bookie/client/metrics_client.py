@@ -1,5 +1,5 @@
 """A bookie's ``/metrics``: Prometheus' text format as BookKeeper's Prometheus provider writes it (and ours,
-bookie/server/stats.py): ``name{label="value",...} value`` lines, ``# TYPE name kind`` before each family.
+bookie/server/prometheus.py): ``name{label="value",...} value`` lines, ``# TYPE name kind`` before each family.
 
 BookKeeper's writer has quirks a strict parser refuses: a space after the comma before scope labels
 (``{success="true",quantile="0.5", journalIndex="0"}``), a trailing comma in older versions, ``Infinity``; these are

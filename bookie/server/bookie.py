@@ -22,7 +22,7 @@ import grpc
 
 from bookie._proto import bookie_admin_pb2_grpc
 from bookie.codec import frames
-from bookie.entry import collect_less
+from bookie.daemon import collect_less
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.registration import METRICS_PORT, READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from bookie import entry
+from bookie import daemon
 from bookie.errors import BKError
 from bookie.server.config import BookieConfig
 
@@ -32,12 +32,12 @@ def run_bookie(config: BookieConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = entry.parser(
+    parser = daemon.parser(
         "python -m bookie.server",
         "Run a bookie in the foreground; SIGTERM or Ctrl-C shuts it down cleanly. Operators: `bkctl bookie run`.",
     )
     parser.add_argument("--conf", required=True, metavar="FILE", help="the bookie's bk_server.conf")
-    args = entry.parse(parser, argv)
+    args = daemon.parse(parser, argv)
 
     def start() -> None:
         from bookie.logs import configure_server
@@ -46,4 +46,4 @@ def main(argv: list[str] | None = None) -> None:
         configure_server(args.log_format)
         run_bookie(config)
 
-    entry.run(start)
+    daemon.run(start)

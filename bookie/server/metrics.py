@@ -1,5 +1,5 @@
 """The bookie's metrics under Apache BookKeeper 4.17.4's names, types and labels, for every event of BookKeeper's that
-ours has (bookie/server/stats.py writes them as BookKeeper's Prometheus provider does). Each group below says which
+ours has (bookie/server/prometheus.py writes them as BookKeeper's Prometheus provider does). Each group below says which
 Java class it mirrors and under which scope BookKeeper creates it (``EmbeddedServer``: the root logger, ``bookie``
 for the bookie and its storage, ``bookkeeper_server`` for the request processor).
 
@@ -20,7 +20,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bookie.server.stats import OpStats, StatsLogger, StatsProvider
+from bookie.server.prometheus import OpStats, StatsLogger, StatsProvider
 from bookie.storage.dirs import LedgerDirs
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bookie.errors import CorruptData
 from bookie.files import open_private, private_dirs
-from bookie.storage.files import fsync_dir
+from bookie.storage.dir_files import fsync_dir
 from bookie.storage.ledger_header import LedgerHeader
 
 MAGIC = b"BKLE"

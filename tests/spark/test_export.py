@@ -119,8 +119,8 @@ def test_a_stopped_bookie_leaves_the_export_complete_but_a_lost_ledger_fails_it(
 
 
 def test_verify_finds_files_that_do_not_match(spark, three_bookies, mixed_ledgers, tmp_path):
-    from admin.export.files import LedgerStats, filesystem, read_file
     from admin.export.job import run_export, verify_output
+    from admin.export.part_files import LedgerStats, filesystem, read_file
     from admin.export.plan import Selection, plan_export
 
     uri = three_bookies.service_uri

@@ -23,9 +23,9 @@ from bookie.codec.digest import DigestType
 from bookie.codec.jackson import hash_map
 from bookie.errors import BKError
 from bookie.server.http.common import NOT_STARTED, Failed, Handler, jackson, json_body, params, started, text
-from bookie.server.stats import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE  # MetricsService's
+from bookie.server.prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE  # MetricsService's
 from bookie.storage.checkpoint import highest_mark, mark_file
-from bookie.storage.files import files_by_age
+from bookie.storage.dir_files import files_by_age
 from bookie.storage.gc import MAJOR, MINOR, GarbageCollector
 from bookie.storage.group_commit import LogMark
 

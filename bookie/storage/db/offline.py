@@ -23,6 +23,7 @@ from bookie.files import write_private
 from bookie.storage import journal as jf
 from bookie.storage.db.indexes import LOCATION_KEY, LONG, EntryLocationIndex, LedgerMetadataIndex
 from bookie.storage.db.kv import LEDGERS, LOCATIONS, KeyValueStorage
+from bookie.storage.dir_files import fsync_dir
 from bookie.storage.entry_log import (
     EntryLogger,
     iter_records,
@@ -34,7 +35,6 @@ from bookie.storage.entry_log import (
     scan_log,
     split_location,
 )
-from bookie.storage.files import fsync_dir
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader
 from bookie.storage.ledger_cache import LedgerCache
 

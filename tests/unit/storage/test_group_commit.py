@@ -1,7 +1,7 @@
 import threading
 
 from bookie.server.metrics import JournalStats
-from bookie.server.stats import StatsProvider
+from bookie.server.prometheus import StatsProvider
 from bookie.storage import journal as jf
 from bookie.storage.group_commit import Journal
 

@@ -4,7 +4,7 @@ SIGTERM reaches them, and how they end.
 
 ``bkctl bookie run`` and ``bkctl autorecovery run`` run the same functions, and exit with the codes of bkctl's one
 table (bkctl/errors.py). These processes use a subset of those codes, each meaning what it means there
-(tests/unit/test_entry.py holds them together): 0 stopped cleanly, 1 failed, 2 a configuration or argument refused,
+(tests/unit/test_daemon.py holds them together): 0 stopped cleanly, 1 failed, 2 a configuration or argument refused,
 130 Ctrl-C, 143 SIGTERM before the process took that signal for its clean stop; an error is one line on stderr.
 """
 

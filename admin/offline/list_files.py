@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookie.storage.config import StorageConfig
-from bookie.storage.files import files_by_age
+from bookie.storage.dir_files import files_by_age
 
 KINDS = {"journal": "txn", "entrylog": "log", "index": "idx"}
 

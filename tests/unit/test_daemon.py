@@ -6,21 +6,21 @@ import signal
 import pytest
 
 from bkctl.errors import ExitCode, exit_code_for
-from bookie import entry
+from bookie import daemon
 from bookie.errors import BKError, ClusterAlreadyInitialised, EntryTooLarge, InvalidArgument
 
 
 @pytest.fixture(autouse=True)
 def sigterm_restored():
-    """entry.run takes SIGTERM for the process: give pytest's handler back."""
+    """daemon.run takes SIGTERM for the process: give pytest's handler back."""
     previous = signal.getsignal(signal.SIGTERM)
     yield
     signal.signal(signal.SIGTERM, previous)
 
 
 def test_each_status_means_what_it_means_in_bkctls_table():
-    assert (entry.OK, entry.FAILED, entry.USAGE) == (ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE)
-    assert (entry.INTERRUPTED, entry.TERMINATED) == (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
+    assert (daemon.OK, daemon.FAILED, daemon.USAGE) == (ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE)
+    assert (daemon.INTERRUPTED, daemon.TERMINATED) == (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
 
 
 @pytest.mark.parametrize(
@@ -32,35 +32,36 @@ def test_an_error_is_one_line_and_the_status_bkctl_gives_it(error, capsys):
         raise error
 
     with pytest.raises(SystemExit) as ended:
-        entry.run(main)
+        daemon.run(main)
     assert ended.value.code == exit_code_for(error)
     assert capsys.readouterr().err == f"error: {error}\n"
 
 
 @pytest.mark.parametrize(
     ("interrupt", "line"),
-    [(KeyboardInterrupt(), "error: interrupted"), (entry.Terminated(), "error: terminated")],
+    [(KeyboardInterrupt(), "error: interrupted"), (daemon.Terminated(), "error: terminated")],
 )
 def test_an_interrupt_exits_as_bkctl_does(interrupt, line, capsys):
     def main():
         raise interrupt
 
     with pytest.raises(SystemExit) as ended:
-        entry.run(main)
+        daemon.run(main)
     assert ended.value.code == exit_code_for(interrupt)
     assert capsys.readouterr().err == line + "\n"
 
 
 def test_a_clean_stop_exits_0(capsys):
     with pytest.raises(SystemExit) as ended:
-        entry.run(lambda: None)
+        daemon.run(lambda: None)
     assert ended.value.code == 0 and capsys.readouterr().err == ""
 
 
 def test_a_log_format_from_the_environment_is_checked(monkeypatch, capsys):
     monkeypatch.setenv("BKCTL_LOG_FORMAT", "xml")
     with pytest.raises(SystemExit) as ended:
-        entry.parse(entry.parser("p", "d"), [])
+        daemon.parse(daemon.parser("p", "d"), [])
     assert (
-        ended.value.code == entry.USAGE and "BKCTL_LOG_FORMAT='xml' is not one of text, json" in capsys.readouterr().err
+        ended.value.code == daemon.USAGE
+        and "BKCTL_LOG_FORMAT='xml' is not one of text, json" in capsys.readouterr().err
     )

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from bookie.client.metrics_client import parse
-from bookie.server.stats import QUANTILES, StatsProvider, java_double, java_float
+from bookie.server.prometheus import QUANTILES, StatsProvider, java_double, java_float
 
 
 # Double.toString / Float.toString of Java 17 (java T.java printing both for each value)
