@@ -1,4 +1,4 @@
-"""The client x bookie matrix of issue 13: {Java client, our client} x {Java bookies, our bookies}, all in BookKeeper's
+"""The client x bookie matrix: {Java client, our client} x {Java bookies, our bookies}, all in BookKeeper's
 protocol v3.
 
 Three bookies a side, 1 KiB entries, E3 W2 A2, CRC32C, fsync on, the same journal settings on both sides
