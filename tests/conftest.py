@@ -1,4 +1,5 @@
-"""Shared fixtures: one real ZooKeeper for the session (the embedded one), a fresh cluster root per test.
+"""Shared fixtures: one real ZooKeeper for the session (the embedded one), a fresh cluster root per test; and the
+tiers: every test is marked with what it needs by the folder it lives in (``TIERS``).
 
 As in kazoo's harness, each test gets its own namespace (``/t<N>/ledgers``), and ZooKeeper's log is attached to
 the report of a failing test.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +35,76 @@ from helpers import (
 )
 
 _namespaces = itertools.count(1)
+
+# What the tests of a folder need, the longest matching folder first; the markers are described in pyproject.toml
+# ([tool.pytest.ini_options] markers). A new test gets its folder's markers: put it where it belongs.
+TIERS = {
+    "unit": ("pure",),
+    "cli/unit": ("pure",),
+    "cli/cluster": ("zookeeper", "bookies"),
+    "integration/meta": ("zookeeper",),
+    "integration": ("zookeeper", "bookies"),
+    "interop": ("zookeeper", "bookies", "oracle"),
+    "spark": ("zookeeper", "bookies", "spark"),
+    "faults": ("zookeeper", "bookies", "faults"),
+}
+# Markers a test carries itself (its folder's other tests do not need what it needs): ``root``, ``slow``.
+TEST_MARKERS = ("root", "slow")
+TESTS = Path(__file__).parent
+
+
+def tier(path: Path) -> tuple[str, ...]:
+    """The markers of the folder of ``path`` (a test file or folder under tests/)."""
+    try:
+        where = path.relative_to(TESTS).as_posix()
+    except ValueError:
+        return ()
+    for folder in sorted(TIERS, key=len, reverse=True):
+        if where == folder or where.startswith(folder + "/"):
+            return TIERS[folder]
+    return ()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in tier(item.path):
+            item.add_marker(name)
+        if item.get_closest_marker("root") and os.geteuid() != 0:
+            item.add_marker(pytest.mark.skip(reason="needs root to mount filesystems or set firewall rules"))
+
+
+def pytest_ignore_collect(collection_path: Path, config):
+    """With ``-m``, a folder whose tests can match no test is not even imported: ``-m pure`` imports no module that
+    needs Spark or the oracle. A test's own markers (TEST_MARKERS) may still make it match, so they count too."""
+    expression = config.option.markexpr
+    if not expression or not tier(collection_path):
+        return None
+    from _pytest.mark.expression import Expression
+
+    compiled = Expression.compile(expression)
+    folder = set(tier(collection_path))
+    for marks in (folder, folder | set(TEST_MARKERS)):
+        if compiled.evaluate(marks.__contains__):
+            return None
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _pure_starts_no_process(request, monkeypatch):
+    """A ``pure`` test runs nothing but this Python (and bash, which click's completion asks for its version): it
+    fails when it starts any other program (a ZooKeeper, a JVM, a service manager), which would make
+    ``tests/run --fast`` need more than a fresh clone has."""
+    if request.node.get_closest_marker("pure") is None:
+        return
+    popen_init = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):
+        program = args if isinstance(args, (str, bytes, os.PathLike)) else args[0]
+        if kwargs.get("shell") or (os.fspath(program) != sys.executable and Path(os.fspath(program)).name != "bash"):
+            pytest.fail(f"a pure test started {args!r}: move it to a folder whose tier runs processes (conftest TIERS)")
+        popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
 
 
 @pytest.fixture(scope="session")

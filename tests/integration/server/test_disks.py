@@ -15,7 +15,7 @@ from bookie.meta.registration import BookieRegistry
 
 from helpers import metrics, wait_for
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting small filesystems needs root (CI runs as root)")
+pytestmark = pytest.mark.root  # mounts small filesystems
 FILLER = "filler"
 
 
