@@ -48,8 +48,10 @@ TIERS = {
     "spark": ("zookeeper", "bookies", "spark"),
     "faults": ("zookeeper", "bookies", "faults"),
 }
-# Markers a test carries itself (its folder's other tests do not need what it needs): ``root``, ``slow``.
-TEST_MARKERS = ("root", "slow")
+# Markers a test may carry itself, when it needs what its folder's other tests do not: ``root``, ``slow``, or a need
+# of another tier (then its folder's ``pure`` does not apply).
+NEEDS = ("zookeeper", "bookies", "oracle", "spark", "faults")
+TEST_MARKERS = ("root", "slow", *NEEDS)
 TESTS = Path(__file__).parent
 
 
@@ -67,8 +69,10 @@ def tier(path: Path) -> tuple[str, ...]:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        own = {mark.name for mark in item.iter_markers()}
         for name in tier(item.path):
-            item.add_marker(name)
+            if not (name == "pure" and own.intersection(NEEDS)):
+                item.add_marker(name)
         if item.get_closest_marker("root") and os.geteuid() != 0:
             item.add_marker(pytest.mark.skip(reason="needs root to mount filesystems or set firewall rules"))
 
