@@ -67,6 +67,12 @@ def tier(path: Path) -> tuple[str, ...]:
     return ()
 
 
+# With pytest-xdist (`-n 2 --dist loadgroup`, as tests/run runs the suite), the order in which the modules are handed
+# out: the longest first (a module's tests run on one worker, sharing its clusters), the many short ones last to fill.
+LONGEST_FIRST = ("faults", "oracle", "spark", "bookies", "zookeeper", "pure")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
         own = {mark.name for mark in item.iter_markers()}
@@ -75,6 +81,16 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(name)
         if item.get_closest_marker("root") and os.geteuid() != 0:
             item.add_marker(pytest.mark.skip(reason="needs root to mount filesystems or set firewall rules"))
+    if config.getoption("dist", "no") == "loadgroup":
+        for item in items:
+            # a module is one unit of work; Spark's modules are one, so that one worker starts a Spark session
+            group = "spark" if item.get_closest_marker("spark") and "spark" in tier(item.path) else item.path
+            item.add_marker(pytest.mark.xdist_group(str(group)))
+
+        def rank(item):
+            return next(i for i, name in enumerate(LONGEST_FIRST) if name == "pure" or item.get_closest_marker(name))
+
+        items.sort(key=rank)  # stable: the order within a rank is the collection's
 
 
 def pytest_ignore_collect(collection_path: Path, config):
