@@ -23,13 +23,13 @@ from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 from bookie.tls import ENVIRONMENT as TLS_ENVIRONMENT
 
-from helpers import (
+from support.cluster import BookieHarness
+from support.security import (
     DIGEST_PASSWORD,
     DIGEST_USER,
     LEDGER_PASSWORD,
     SASL_PASSWORD,
     SASL_USER,
-    BookieHarness,
     jaas_client,
     private_file,
 )
@@ -137,8 +137,8 @@ def zookeeper(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def secure_zookeeper(tmp_path_factory):
-    """A ZooKeeper that also accepts SASL DIGEST-MD5 logins of helpers.SASL_USER (digest needs nothing). It answers
-    `dump` too: the oracle's bk-cluster waits for Java bookies' registrations with it, or else with an
+    """A ZooKeeper that also accepts SASL DIGEST-MD5 logins of support.security.SASL_USER (digest needs nothing).
+    It answers `dump` too: the oracle's bk-cluster waits for Java bookies' registrations with it, or else with an
     unauthenticated ZooKeeper shell that a secure cluster refuses."""
     zk = EmbeddedZooKeeper(
         tmp_path_factory.mktemp("secure-zk"),

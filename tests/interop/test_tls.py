@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import shared_cluster, wait_for
 from interop.oracle import JavaCluster, require_oracle, run
 from pki import bookie_tls, make_pki, tls_args
+from support.cluster import shared_cluster
+from support.waiting import wait_for
 
 require_oracle()
 

@@ -8,7 +8,7 @@ import pytest
 from bookie.storage.db.storage import DbConfig, DbLedgerStorage
 from bookie.storage.ledger_storage import LedgerStorage, StorageConfig
 
-from helpers import crash_db
+from support.storage import crash_db
 
 
 @pytest.fixture

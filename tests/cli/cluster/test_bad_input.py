@@ -10,7 +10,8 @@ import pytest
 from bkctl.errors import ExitCode
 from bookie.client import BookKeeper
 
-from helpers import EVERY_GROUP, assert_one_line_error, invoke, shared_cluster
+from support.cli import EVERY_GROUP, assert_one_line_error, invoke
+from support.cluster import shared_cluster
 
 FAILED, USAGE, PROBLEMS, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
     ExitCode.FAILED,

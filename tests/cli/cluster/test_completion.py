@@ -12,7 +12,8 @@ import pytest
 
 from bookie.client import BookKeeper
 
-from helpers import shared_cluster, values
+from support.cli import values
+from support.cluster import shared_cluster
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from helpers import dead_uri, shared_cluster
+from support.cli import dead_uri
+from support.cluster import shared_cluster
 
 
 @pytest.fixture(scope="module")

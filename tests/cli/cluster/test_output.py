@@ -27,7 +27,10 @@ from bookie.meta.uri import parse_service_uri
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.ledger_storage import StorageConfig
 
-from helpers import WITHOUT_OUTPUT_OPTION, add, command_tree, shared_cluster, wait_for
+from support.cli import WITHOUT_OUTPUT_OPTION, command_tree
+from support.cluster import shared_cluster
+from support.storage import add
+from support.waiting import wait_for
 
 # Arguments of each command after `bkctl -u URI` (unless they start with -u) and before `-o FORMAT`, and the exit
 # codes the run may end with. {L}: a closed ledger (password pw); {T}: a new throwaway ledger; {B}: a writable

@@ -14,7 +14,7 @@ import pytest
 
 from bkctl.errors import ExitCode
 
-from helpers import EVERY_GROUP, assert_one_line_error, command_tree, invoke
+from support.cli import EVERY_GROUP, assert_one_line_error, command_tree, invoke
 
 FAILED, USAGE, PROBLEMS, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
     ExitCode.FAILED,

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from bkctl.cli import cli
 from bkctl.options import complete_bookie_ids, complete_ledger_ids, complete_sandbox_bookies
 
-from helpers import complete, values
+from support.cli import complete, values
 
 
 def click_tree() -> dict[tuple[str, ...], click.Context]:

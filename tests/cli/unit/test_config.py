@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import dead_uri
+from support.cli import dead_uri
 
 
 def ok(result, stdout: str) -> None:

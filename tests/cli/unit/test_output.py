@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 import pytest
 
-from helpers import WITHOUT_OUTPUT_OPTION, command_tree
+from support.cli import WITHOUT_OUTPUT_OPTION, command_tree
 
 LEAVES = {path: command for path, command in command_tree().items() if not isinstance(command, click.Group)}
 

@@ -6,7 +6,7 @@ import pytest
 
 from bkctl import __version__
 
-from helpers import dead_uri
+from support.cli import dead_uri
 
 
 def test_help_lists_the_command_groups(bkctl):
@@ -152,7 +152,7 @@ def test_every_exit_code_a_command_help_names_is_one_of_the_table():
 
     from bkctl.errors import ExitCode
 
-    from helpers import command_tree
+    from support.cli import command_tree
 
     named = {}
     for path, command in command_tree().items():

@@ -3,7 +3,7 @@
 
 import pytest
 
-from helpers import shared_cluster
+from support.cluster import shared_cluster
 
 
 @pytest.fixture(autouse=True, params=["v3", "v2"])

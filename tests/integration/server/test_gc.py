@@ -10,7 +10,8 @@ from bookie.client import BookKeeper
 from bookie.meta.registration import BookieRegistry
 from bookie.storage.db import DB_LEDGER_STORAGE
 
-from helpers import http_call, metrics, wait_for
+from support.cluster import http_call, metrics
+from support.waiting import wait_for
 
 SMALL_LOGS = {"logSizeLimit": 256 * 1024}
 HTTP_API = json.loads(Path(__file__).with_name("bookkeeper_http_api.json").read_text())
