@@ -36,7 +36,7 @@ from support.security import (
 
 _namespaces = itertools.count(1)
 
-# What the tests of a folder need, the longest matching folder first; the markers are described in pyproject.toml
+# What the tests of a folder need (the longest folder that holds a test wins); pyproject.toml describes the markers
 # ([tool.pytest.ini_options] markers). A new test gets its folder's markers: put it where it belongs.
 TIERS = {
     "unit": ("pure",),
@@ -84,7 +84,7 @@ def pytest_collection_modifyitems(config, items):
     if config.getoption("dist", "no") == "loadgroup":
         for item in items:
             # a module is one unit of work; Spark's modules are one, so that one worker starts a Spark session
-            group = "spark" if item.get_closest_marker("spark") and "spark" in tier(item.path) else item.path
+            group = "spark" if "spark" in tier(item.path) else item.path
             item.add_marker(pytest.mark.xdist_group(str(group)))
 
         def rank(item):
@@ -94,8 +94,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_ignore_collect(collection_path: Path, config):
-    """With ``-m``, a folder whose tests can match no test is not even imported: ``-m pure`` imports no module that
-    needs Spark or the oracle. A test's own markers (TEST_MARKERS) may still make it match, so they count too."""
+    """With ``-m``, a folder none of whose tests can match is not even imported: ``-m pure`` imports no module that
+    needs Spark or the oracle. A test's own markers (TEST_MARKERS) may make it match, so they count too."""
     expression = config.option.markexpr
     if not expression or not tier(collection_path):
         return None
