@@ -99,6 +99,9 @@ def pytest_ignore_collect(collection_path: Path, config):
     expression = config.option.markexpr
     if not expression or not tier(collection_path):
         return None
+    where = collection_path.relative_to(TESTS).as_posix()
+    if any(folder.startswith(where + "/") for folder in TIERS):  # a folder below has a tier of its own
+        return None
     from _pytest.mark.expression import Expression
 
     compiled = Expression.compile(expression)
