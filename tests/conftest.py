@@ -1,4 +1,5 @@
-"""Shared fixtures: one real ZooKeeper for the session (the embedded one), a fresh cluster root per test.
+"""Shared fixtures: one real ZooKeeper for the session (the embedded one), a fresh cluster root per test; and the
+tiers: every test is marked with what it needs by the folder it lives in (``TIERS``).
 
 As in kazoo's harness, each test gets its own namespace (``/t<N>/ledgers``), and ZooKeeper's log is attached to
 the report of a failing test.
@@ -6,8 +7,11 @@ the report of a failing test.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,18 +24,116 @@ from bookie.local.zookeeper import EmbeddedZooKeeper
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
-from helpers import (
+from support.cluster import BookieHarness
+from support.security import (
     DIGEST_PASSWORD,
     DIGEST_USER,
     LEDGER_PASSWORD,
     SASL_PASSWORD,
     SASL_USER,
-    BookieHarness,
     jaas_client,
     private_file,
 )
 
 _namespaces = itertools.count(1)
+
+# Every machine runs the suite on one ZooKeeper, the one the `test` extra brings (PySpark's jars, 3.9), whatever the
+# host has installed (the sandbox prefers a host's own: Debian's package is 3.8); processes the tests start inherit it.
+if "ZOOKEEPER_PATH" not in os.environ and (spec := importlib.util.find_spec("pyspark")) is not None:
+    os.environ["ZOOKEEPER_PATH"] = str(Path(next(iter(spec.submodule_search_locations or ()))) / "jars")
+
+# What the tests of a folder need (the longest folder that holds a test wins); pyproject.toml describes the markers
+# ([tool.pytest.ini_options] markers). A new test gets its folder's markers: put it where it belongs.
+TIERS = {
+    "unit": ("pure",),
+    "cli/unit": ("pure",),
+    "cli/cluster": ("zookeeper", "bookies"),
+    "integration/meta": ("zookeeper",),
+    "integration": ("zookeeper", "bookies"),
+    "interop": ("zookeeper", "bookies", "oracle"),
+    "spark": ("zookeeper", "bookies", "spark"),
+    "faults": ("zookeeper", "bookies", "faults"),
+}
+# Markers a test may carry itself, when it needs what its folder's other tests do not: ``root``, ``slow``, or a need
+# of another tier (then its folder's ``pure`` does not apply).
+NEEDS = ("zookeeper", "bookies", "oracle", "spark", "faults")
+TEST_MARKERS = ("root", "slow", *NEEDS)
+TESTS = Path(__file__).parent
+
+
+def tier(path: Path) -> tuple[str, ...]:
+    """The markers of the folder of ``path`` (a test file or folder under tests/)."""
+    try:
+        where = path.relative_to(TESTS).as_posix()
+    except ValueError:
+        return ()
+    for folder in sorted(TIERS, key=len, reverse=True):
+        if where == folder or where.startswith(folder + "/"):
+            return TIERS[folder]
+    return ()
+
+
+# With pytest-xdist (`-n 2 --dist loadgroup`, as tests/run runs the suite), the order in which the modules are handed
+# out: the longest first (a module's tests run on one worker, sharing its clusters), the many short ones last to fill.
+LONGEST_FIRST = ("faults", "oracle", "spark", "bookies", "zookeeper", "pure")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        own = {mark.name for mark in item.iter_markers()}
+        for name in tier(item.path):
+            if not (name == "pure" and own.intersection(NEEDS)):
+                item.add_marker(name)
+        if item.get_closest_marker("root") and os.geteuid() != 0:
+            item.add_marker(pytest.mark.skip(reason="needs root to mount filesystems or set firewall rules"))
+    if config.getoption("dist", "no") == "loadgroup":
+        for item in items:
+            # a module is one unit of work; Spark's modules are one, so that one worker starts a Spark session
+            group = "spark" if "spark" in tier(item.path) else item.path
+            item.add_marker(pytest.mark.xdist_group(str(group)))
+
+        def rank(item):
+            return next(i for i, name in enumerate(LONGEST_FIRST) if name == "pure" or item.get_closest_marker(name))
+
+        items.sort(key=rank)  # stable: the order within a rank is the collection's
+
+
+def pytest_ignore_collect(collection_path: Path, config):
+    """With ``-m``, a folder none of whose tests can match is not even imported: ``-m pure`` imports no module that
+    needs Spark or the oracle. A test's own markers (TEST_MARKERS) may make it match, so they count too."""
+    expression = config.option.markexpr
+    if not expression or not tier(collection_path):
+        return None
+    where = collection_path.relative_to(TESTS).as_posix()
+    if any(folder.startswith(where + "/") for folder in TIERS):  # a folder below has a tier of its own
+        return None
+    from _pytest.mark.expression import Expression
+
+    compiled = Expression.compile(expression)
+    folder = set(tier(collection_path))
+    for marks in (folder, folder | set(TEST_MARKERS)):
+        if compiled.evaluate(marks.__contains__):
+            return None
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _pure_starts_no_process(request, monkeypatch):
+    """A ``pure`` test runs nothing but this Python (and bash, which click's completion asks for its version): it
+    fails when it starts any other program (a ZooKeeper, a JVM, a service manager), which would make
+    ``tests/run --fast`` need more than a fresh clone has."""
+    if request.node.get_closest_marker("pure") is None:
+        return
+    popen_init = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):
+        program = args if isinstance(args, (str, bytes, os.PathLike)) else args[0]
+        if kwargs.get("shell") or (os.fspath(program) != sys.executable and Path(os.fspath(program)).name != "bash"):
+            pytest.fail(f"a pure test started {args!r}: move it to a folder whose tier runs processes (conftest TIERS)")
+        popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
 
 
 @pytest.fixture(scope="session")
@@ -44,8 +146,8 @@ def zookeeper(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def secure_zookeeper(tmp_path_factory):
-    """A ZooKeeper that also accepts SASL DIGEST-MD5 logins of helpers.SASL_USER (digest needs nothing). It answers
-    `dump` too: the oracle's bk-cluster waits for Java bookies' registrations with it, or else with an
+    """A ZooKeeper that also accepts SASL DIGEST-MD5 logins of support.security.SASL_USER (digest needs nothing).
+    It answers `dump` too: the oracle's bk-cluster waits for Java bookies' registrations with it, or else with an
     unauthenticated ZooKeeper shell that a secure cluster refuses."""
     zk = EmbeddedZooKeeper(
         tmp_path_factory.mktemp("secure-zk"),

@@ -14,8 +14,8 @@ import pytest
 from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_manager import LedgerManager
 
-from helpers import wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_started, free_ports, require_oracle, run
+from support.waiting import wait_for
 
 require_oracle()
 

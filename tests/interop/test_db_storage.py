@@ -25,7 +25,6 @@ from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
 from bookie.storage.db.indexes import LOCATION_KEY, LONG
 
-from helpers import wait_for
 from interop.oracle import (
     ENV,
     JavaCluster,
@@ -37,6 +36,7 @@ from interop.oracle import (
     output,
     require_oracle,
 )
+from support.waiting import wait_for
 
 require_oracle()
 

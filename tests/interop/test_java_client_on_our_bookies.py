@@ -13,8 +13,9 @@ import pytest
 from bookie.local.bookies import wait_registered
 from bookie.meta.ledger_manager import LedgerManager
 
-from helpers import adds_ok, shared_cluster, wait_for
 from interop.oracle import bk_read, bk_write, bk_write_during, require_oracle, run
+from support.cluster import adds_ok, shared_cluster
+from support.waiting import wait_for
 
 require_oracle()
 

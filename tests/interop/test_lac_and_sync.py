@@ -14,8 +14,9 @@ import pytest
 from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
 
-from helpers import shared_cluster, wait_for
 from interop.oracle import ENV, JavaCluster, interop, java_command, require_oracle, where
+from support.cluster import shared_cluster
+from support.waiting import wait_for
 
 require_oracle()
 

@@ -24,8 +24,10 @@ import pytest
 
 from bookie.storage.db import DB_LEDGER_STORAGE
 
-from helpers import metrics, shared_cluster, wait_for, write_ledgers
 from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle
+from support.checks import write_ledgers
+from support.cluster import metrics, shared_cluster
+from support.waiting import wait_for
 
 require_oracle()
 

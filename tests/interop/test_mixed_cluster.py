@@ -9,8 +9,9 @@ from bookie.client import BookKeeper
 from bookie.errors import LedgerFenced
 from bookie.meta.ledger_manager import LedgerManager
 
-from helpers import adds_ok, shared_cluster, wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, bk_write_during, require_oracle
+from support.cluster import adds_ok, shared_cluster
+from support.waiting import wait_for
 
 require_oracle()
 

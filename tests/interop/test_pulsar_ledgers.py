@@ -17,8 +17,8 @@ from bookie.meta.store import MetadataStore
 from bookie.meta.tree import ZooKeeperTree
 from bookie.meta.uri import parse_service_uri
 
-from helpers import shared_cluster
 from interop.oracle import interop, require_oracle
+from support.cluster import shared_cluster
 
 require_oracle()
 

@@ -14,8 +14,9 @@ from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.underreplication import UnderReplicationManager
 
-from helpers import ledgers_naming, wait_for
 from interop.oracle import JavaCluster, bk_read, bk_write, require_oracle
+from support.checks import ledgers_naming
+from support.waiting import wait_for
 
 require_oracle()
 

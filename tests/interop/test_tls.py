@@ -19,10 +19,11 @@ import pytest
 
 from bookie.storage.db import DB_LEDGER_STORAGE
 
-from helpers import shared_cluster, wait_for
 from interop import oracle
 from interop.oracle import JavaCluster, require_oracle, run
 from pki import bookie_tls, make_pki, tls_args
+from support.cluster import shared_cluster
+from support.waiting import wait_for
 
 require_oracle()
 

@@ -8,7 +8,7 @@ import pytest
 
 from bookie.client import BookKeeper
 
-from helpers import shared_cluster
+from support.cluster import shared_cluster
 
 
 @pytest.fixture(scope="session")

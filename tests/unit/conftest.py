@@ -9,7 +9,7 @@ from bookie.storage.config import StorageConfig
 from bookie.storage.db.storage import DbConfig, DbLedgerStorage
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
-from helpers import crash_db
+from support.storage import crash_db
 
 
 @pytest.fixture

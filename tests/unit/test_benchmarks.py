@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("*.py") if p.name != "common.py")
+# export.py imports the export's job, which needs PyArrow (the export extra): a test of the spark tier
+SCRIPTS = [
+    pytest.param(name, marks=pytest.mark.spark) if name == "export.py" else name
+    for name in sorted(p.name for p in BENCHMARKS.glob("*.py") if p.name != "common.py")
+]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

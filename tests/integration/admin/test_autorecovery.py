@@ -8,7 +8,8 @@ from bookie.autorecovery.main import auditor_id
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.underreplication import UnderReplicationManager
 
-from helpers import check, ledgers_naming, wait_for, write_ledgers
+from support.checks import check, ledgers_naming, write_ledgers
+from support.waiting import wait_for
 
 
 def test_a_lost_bookie_is_re_replicated_without_operator_action(harness, bkctl, cluster, tmp_path):

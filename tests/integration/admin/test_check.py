@@ -14,7 +14,8 @@ from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 from bookie.meta.underreplication import UnderReplicationManager
 
-from helpers import check, flip_byte, wait_for, wipe, write_ledgers
+from support.checks import check, flip_byte, wipe, write_ledgers
+from support.waiting import wait_for
 
 
 def test_clean_cluster_then_a_wiped_bookie(harness, bkctl, cluster, tmp_path):

@@ -17,7 +17,7 @@ from bookie.meta.store import MetadataStore
 from bookie.meta.tree import ZooKeeperTree
 from bookie.meta.uri import parse_service_uri
 
-from helpers import shared_cluster
+from support.cluster import shared_cluster
 
 TOPIC = "public/default/persistent/orders"
 OLD = 7200  # seconds: older than the default --min-age

@@ -6,7 +6,7 @@ from admin.check import categories as cat
 from bookie.client import BookKeeper
 from bookie.meta.cookies import CookieStore
 
-from helpers import check, ledgers_naming, wipe, write_ledgers
+from support.checks import check, ledgers_naming, wipe, write_ledgers
 
 
 def test_wiped_bookie_is_reported_then_recovered_and_the_check_is_clean(harness, bkctl):

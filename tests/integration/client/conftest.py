@@ -6,7 +6,7 @@ import pytest
 
 from bookie.client import ClientConfig
 
-from helpers import shared_cluster
+from support.cluster import shared_cluster
 
 
 @pytest.fixture(autouse=True, params=["v3", "v2"])

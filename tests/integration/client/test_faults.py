@@ -13,7 +13,8 @@ from bookie.client import BookKeeper
 from bookie.errors import LedgerFenced
 from bookie.meta.ledger_metadata import LedgerState
 
-from helpers import flip_byte, wait_for
+from support.checks import flip_byte
+from support.waiting import wait_for
 
 
 def payload(i: int) -> bytes:

@@ -7,7 +7,8 @@ from bookie.client.range_read import READ_WINDOW
 from bookie.client.reader import MAX_ENTRY_READS
 from bookie.errors import NoSuchLedger
 
-from helpers import metric, reads_ok, wipe
+from support.checks import wipe
+from support.cluster import metric, reads_ok
 
 
 def payload(i: int) -> bytes:

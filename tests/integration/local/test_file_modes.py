@@ -93,7 +93,7 @@ def test_db_ledger_storage_keeps_its_rocksdb_databases_private(tmp_path, lax_uma
     from bookie.storage.config import StorageConfig
     from bookie.storage.db.storage import DbLedgerStorage
 
-    from helpers import add
+    from support.storage import add
 
     ledgers = tuple(tmp_path / f"ledgers{i}" for i in range(3))
     storage = DbLedgerStorage(StorageConfig((tmp_path / "journal",), ledgers, ledgers))

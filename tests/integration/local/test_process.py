@@ -5,7 +5,7 @@ from pathlib import Path
 
 from bookie.local.process import pid_alive, running, spawn, stop_process_group
 
-from helpers import wait_for
+from support.waiting import wait_for
 
 
 def test_a_process_is_running_from_the_moment_it_is_spawned(tmp_path):

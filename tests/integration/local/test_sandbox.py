@@ -17,7 +17,7 @@ from bookie.meta.security import ZkSecurity
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
-from helpers import wait_for
+from support.waiting import wait_for
 
 SPEC_LAYOUT = b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
 

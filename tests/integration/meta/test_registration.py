@@ -7,7 +7,8 @@ from bookie.errors import NotFound, OperationTimeout
 from bookie.meta.registration import READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
 
-from helpers import expire_session, wait_for
+from support.cluster import expire_session
+from support.waiting import wait_for
 
 
 def info(port: int, rack: str | None = None) -> BookieServiceInfo:
@@ -97,7 +98,7 @@ def test_waits_out_a_stale_node_across_a_zookeeper_restart(tmp_path):
     import subprocess
     import sys
 
-    from helpers import OwnZooKeeper
+    from support.cluster import OwnZooKeeper
 
     with OwnZooKeeper(tmp_path) as zk:
         earlier = subprocess.Popen(  # a bookie killed -9: its registration stays until its session expires

@@ -17,7 +17,7 @@ from bookie.meta.security import ZkSecurity
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
-from helpers import DIGEST_USER, jaas_client, private_file
+from support.security import DIGEST_USER, jaas_client, private_file
 
 
 def anonymous(zk) -> KazooClient:

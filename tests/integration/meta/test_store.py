@@ -6,7 +6,8 @@ from bookie.errors import ServiceUnavailable
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
-from helpers import OwnZooKeeper, wait_for
+from support.cluster import OwnZooKeeper
+from support.waiting import wait_for
 
 
 def test_session_id_owns_the_ephemeral_znodes_and_is_none_while_disconnected(tmp_path):

@@ -2,7 +2,8 @@ from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager, marker_path
 from bookie.meta.uri import parse_service_uri
 
-from helpers import expire_session, wait_for
+from support.cluster import expire_session
+from support.waiting import wait_for
 
 
 def test_mark_merge_list_unmark(cluster):

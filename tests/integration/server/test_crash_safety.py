@@ -4,7 +4,10 @@ import pytest
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 
-from helpers import KEY, StreamWriter, add_requests, payload, read_stored, wait_for
+from support.cluster import StreamWriter
+from support.storage import KEY, payload
+from support.waiting import wait_for
+from support.wire import add_requests, read_stored
 
 
 def fence(conn, ledger_id):

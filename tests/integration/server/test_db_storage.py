@@ -3,7 +3,9 @@ shutdown, read back through read-ahead), and exports DbLedgerStorage's metrics p
 
 from bookie.storage.db import DB_LEDGER_STORAGE
 
-from helpers import StreamWriter, metric, payload, read_stored
+from support.cluster import StreamWriter, metric
+from support.storage import payload
+from support.wire import read_stored
 
 
 def test_a_db_storage_bookie_serves_its_entries_after_a_restart_and_counts_its_caches(harness):

@@ -13,9 +13,10 @@ from bookie.client import BookKeeper
 from bookie.errors import NotFound
 from bookie.meta.registration import BookieRegistry
 
-from helpers import metrics, wait_for
+from support.cluster import metrics
+from support.waiting import wait_for
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting small filesystems needs root (CI runs as root)")
+pytestmark = pytest.mark.root  # mounts small filesystems
 FILLER = "filler"
 
 

@@ -1,7 +1,6 @@
 """Garbage collection and compaction on real bookie processes, driven through bkctl."""
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +10,8 @@ from bookie.client import BookKeeper
 from bookie.meta.registration import BookieRegistry
 from bookie.storage.db import DB_LEDGER_STORAGE
 
-from helpers import http_call, metrics, wait_for
+from support.cluster import http_call, metrics
+from support.waiting import wait_for
 
 SMALL_LOGS = {"logSizeLimit": 256 * 1024}
 HTTP_API = json.loads(Path(__file__).with_name("bookkeeper_http_api.json").read_text())
@@ -163,7 +163,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small filesystem needs root (CI runs as root)")
+@pytest.mark.root  # mounts a small filesystem
 def test_a_read_only_bookie_on_a_full_disk_gets_space_back_from_a_forced_gc(harness, bkctl, cluster, small_disk):
     (bookie,) = harness.start(1, logSizeLimit=1 << 20, diskCheckInterval=300)
     assert bookie.ledger_dir == str(small_disk)

@@ -12,8 +12,8 @@ import pytest
 
 from bookie.client.metrics_client import parse
 
-from helpers import http_call as call
-from helpers import wait_for
+from support.cluster import http_call as call
+from support.waiting import wait_for
 
 API = json.loads((Path(__file__).with_name("bookkeeper_http_api.json")).read_text())
 CASES = [(e["path"], case) for e in API["endpoints"] for case in e["cases"]]
@@ -25,7 +25,7 @@ ENTRIES = 12  # of the fixture's ledger: entry-0 .. entry-11
 def cluster(zookeeper, tmp_path_factory):
     from bookie.meta.underreplication import UnderReplicationManager
 
-    from helpers import shared_cluster
+    from support.cluster import shared_cluster
 
     with shared_cluster(zookeeper, tmp_path_factory.mktemp("http"), bookies=1, http=True) as harness:
         UnderReplicationManager(harness.store).set_lost_bookie_recovery_delay(0)  # as an auditor does on start

@@ -10,8 +10,9 @@ from bookie.client import BookKeeper
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.cookies import CookieStore
 
-from helpers import check, ledgers_naming, wait_for, write_ledgers
-from helpers import http_call as call
+from support.checks import check, ledgers_naming, write_ledgers
+from support.cluster import http_call as call
+from support.waiting import wait_for
 
 UR = "/api/v1/autorecovery"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 
-from helpers import http_call as call
-from helpers import wait_for
+from support.cluster import http_call as call
+from support.waiting import wait_for
 
 INFO = re.compile(r": \{Free: (\d+)(\([0-9.]+[KMGT]B\))?, Total: (\d+)(\([0-9.]+[KMGT]B\))?\},")
 

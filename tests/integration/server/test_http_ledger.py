@@ -9,12 +9,12 @@ import pytest
 
 from bookie.client import BookKeeper
 
-from helpers import http_call as call
+from support.cluster import http_call as call
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    from helpers import shared_cluster
+    from support.cluster import shared_cluster
 
     with shared_cluster(zookeeper, tmp_path_factory.mktemp("http-ledger"), bookies=2, http=True) as harness:
         yield harness

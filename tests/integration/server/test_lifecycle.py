@@ -12,7 +12,9 @@ from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.meta.cookies import CookieStore
 from bookie.meta.registration import BookieRegistry
 
-from helpers import add_requests, records, wait_for
+from support.storage import records
+from support.waiting import wait_for
+from support.wire import add_requests
 
 # the CLI's bookie, and the core's own process that the harness and the sandbox start: one bookie, the same refusals
 CLI = ("bkctl", "bookie", "run")
@@ -101,7 +103,7 @@ def test_sigterm_shuts_down_cleanly(harness, cluster):
 
 
 def test_metrics_count_adds_reads_and_fsyncs(harness):
-    from helpers import StreamWriter, metrics
+    from support.cluster import StreamWriter, metrics
 
     (bookie,) = harness.start(1)
     writer = StreamWriter(bookie.port, ledger_id=1, batch=25, limit=100)  # each batch in one write
@@ -129,7 +131,7 @@ def test_reregisters_after_zookeeper_was_down_longer_than_a_connect_timeout(tmp_
     good, leaving the bookie running but invisible to every client.)"""
     import time
 
-    from helpers import OwnZooKeeper
+    from support.cluster import OwnZooKeeper
 
     with OwnZooKeeper(tmp_path) as zk:
         bookie = zk.start_bookie()
@@ -159,7 +161,7 @@ def test_calls_fail_and_a_bookie_stops_in_bounded_time_while_zookeeper_is_down(t
 
     from bookie.errors import ServiceUnavailable
 
-    from helpers import OwnZooKeeper
+    from support.cluster import OwnZooKeeper
 
     with OwnZooKeeper(tmp_path) as zk:
         bookie = zk.start_bookie()

@@ -7,7 +7,8 @@ import struct
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 
-from helpers import WireConn, add_requests, wait_for
+from support.waiting import wait_for
+from support.wire import WireConn, add_requests
 
 LEDGER = 7
 POLLS = 20

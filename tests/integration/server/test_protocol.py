@@ -12,7 +12,10 @@ from bookie.codec.digest import Digester, DigestType
 from bookie.codec.entry import parse_entry
 from bookie.codec.lac import frame_lac, parse_lac
 
-from helpers import DIGESTER, KEY, add_requests, metric, payload, wait_for
+from support.cluster import metric
+from support.storage import DIGESTER, KEY, payload
+from support.waiting import wait_for
+from support.wire import add_requests
 
 
 def add_request(ledger_id, entry_id, key=KEY, recovery=False):

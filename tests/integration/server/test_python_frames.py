@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import shared_cluster
+from support.cluster import shared_cluster
 
 CLIENT = """
 import os

@@ -24,7 +24,8 @@ from bookie.meta.uri import parse_service_uri
 from bookie.server.auth import BOOKIE_AUTHZ_FACTORY
 from bookie.tls import TLS_CONTEXT_FACTORY
 
-from helpers import DIGEST_PASSWORD, LEDGER_PASSWORD, SECRETS, http_call, private_file
+from support.cluster import http_call
+from support.security import DIGEST_PASSWORD, LEDGER_PASSWORD, SECRETS, private_file
 
 # A TLS bookie's: its key store's (in the file tlsKeyStorePasswordPath names), its HTTPS key and trust stores' (in
 # bk_server.conf, BookKeeper's keys), and bkctl's key store's (in the file --tls-key-password-file names)

@@ -15,8 +15,9 @@ from integration.server.test_tls import Conn, client_context
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.storage.db import DB_LEDGER_STORAGE
 
-from helpers import KEY, shared_cluster
 from pki import bookie_tls, make_pki, tls_args
+from support.cluster import shared_cluster
+from support.storage import KEY
 
 STORAGES = {"interleaved": {}, "db": {"ledgerStorageClass": DB_LEDGER_STORAGE}}
 

@@ -18,7 +18,9 @@ from bookie.meta.cookies import CookieStore
 from bookie.storage import journal as jf
 from bookie.storage.checkpoint import read_last_mark
 
-from helpers import DIGESTER, StreamWriter, metrics, payload, read_stored
+from support.cluster import StreamWriter, metrics
+from support.storage import DIGESTER, payload
+from support.wire import read_stored
 
 
 def run_bookie(conf, *flags):

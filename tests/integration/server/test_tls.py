@@ -19,8 +19,10 @@ from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
 from bookie.local import certs
 
-from helpers import KEY, records, shared_cluster, wait_for
 from pki import STORE_PASSWORD, bookie_tls, make_pki, tls_args
+from support.cluster import shared_cluster
+from support.storage import KEY, records
+from support.waiting import wait_for
 
 
 @pytest.fixture(scope="module")

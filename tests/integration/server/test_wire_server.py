@@ -17,7 +17,9 @@ from bookie.codec import wire
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.entry import parse_entry
 
-from helpers import DIGESTER, KEY, WireConn, payload, records, wait_for
+from support.storage import DIGESTER, KEY, payload, records
+from support.waiting import wait_for
+from support.wire import WireConn
 
 
 def body(ledger_id: int, entry_id: int) -> bytes:
@@ -46,7 +48,7 @@ def v2_add(ledger_id: int, entry_id: int, key: bytes = KEY, flags: int = 0) -> w
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    from helpers import shared_cluster
+    from support.cluster import shared_cluster
 
     with shared_cluster(zookeeper, tmp_path_factory.mktemp("wire"), bookies=1) as harness:
         yield harness

@@ -8,7 +8,7 @@ from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE
 from bookie.errors import InvalidArgument
 from bookie.meta.security import Credentials, ZkSecurity, read_jaas_login
 
-from helpers import jaas_client, private_file
+from support.security import jaas_client, private_file
 
 
 def test_without_settings_nothing_authenticates_and_znodes_stay_open():

@@ -11,7 +11,7 @@ from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.server.handlers import BookieHandlers
 from bookie.server.metrics import BookieStats
 
-from helpers import add
+from support.storage import add
 
 
 def test_long_polls_that_time_out_or_are_cancelled_leave_no_waiter(open_storage):

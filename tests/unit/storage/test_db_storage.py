@@ -14,8 +14,8 @@ from bookie.storage.db.storage import DbConfig, DbLedgerStorage
 from bookie.storage.entry_log import list_log_ids, split_location
 from bookie.storage.gc import GarbageCollector, GcConfig
 
-from helpers import KEY, add, crash_db, payload
-from helpers import stored_entry as entry
+from support.storage import KEY, add, crash_db, payload
+from support.storage import stored_entry as entry
 
 
 def test_fence_master_key_and_explicit_lac_survive_a_restart(open_db):

@@ -9,8 +9,9 @@ from bookie.storage.entry_log import HEADER_SIZE, iter_records, list_log_ids, lo
 from bookie.storage.gc import MAJOR, MINOR, GarbageCollector, GcConfig, Throttle
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
-from helpers import add, crash, records, wait_for
-from helpers import stored_entry as entry
+from support.storage import add, crash, records
+from support.storage import stored_entry as entry
+from support.waiting import wait_for
 
 RECORD = len(records(1, 0, 1))
 PER_LOG = 10

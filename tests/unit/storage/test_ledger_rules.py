@@ -8,7 +8,7 @@ import pytest
 from bookie.errors import LedgerFenced, NoSuchLedger, Unauthorized
 from bookie.storage.db.storage import DbLedgerStorage
 
-from helpers import KEY, add, crash, crash_db
+from support.storage import KEY, add, crash, crash_db
 
 OTHER_KEY = b"wrong" * 4
 

@@ -13,8 +13,9 @@ from bookie.storage.checkpoint import read_last_mark, write_last_mark
 from bookie.storage.index import IndexFile, index_path
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
-from helpers import DIGESTER, KEY, add, crash, payload, wait_for
-from helpers import stored_entry as entry
+from support.storage import DIGESTER, KEY, add, crash, payload
+from support.storage import stored_entry as entry
+from support.waiting import wait_for
 
 
 def test_add_read_last_and_list(open_each_storage):  # and DbLedgerStorage's: the same promise
@@ -135,7 +136,7 @@ def test_an_index_entry_whose_add_never_reached_the_journal_is_not_the_last_entr
     "last entry" (read -1, used by fencing and READ_LAC) must be the last real one."""
     from bookie.storage.ledger_storage import AddKey
 
-    from helpers import KEY, records
+    from support.storage import KEY, records
 
     storage = open_storage()
     add(storage, 1, 0, 100)

@@ -16,8 +16,9 @@ from bookie.storage.entry_log import EntryLogger, list_log_ids
 from bookie.storage.index import index_name, index_path
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
-from helpers import KEY, add, crash, payload, wait_for
-from helpers import stored_entry as entry
+from support.storage import KEY, add, crash, payload
+from support.storage import stored_entry as entry
+from support.waiting import wait_for
 
 GB = 1 << 30
 
@@ -97,7 +98,7 @@ def test_each_ledger_goes_to_its_journal_and_a_crash_replays_them_all(open_sever
 def test_adds_of_ledgers_of_both_journals_in_one_batch_are_acknowledged_once_both_are_durable(open_several):
     from bookie.storage.ledger_storage import AddKey
 
-    from helpers import records
+    from support.storage import records
 
     storage = open_several()
     done = []

@@ -12,7 +12,7 @@ from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 from bookie.meta.registration import BookieRegistry, BookieServiceInfo
 
-from helpers import write_ledgers
+from support.checks import write_ledgers
 
 OLD, OTHER = "127.0.0.1:3181", "127.0.0.1:3182"
 

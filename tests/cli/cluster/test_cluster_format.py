@@ -9,7 +9,7 @@ from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.registration import BookieRegistry, BookieServiceInfo
 from bookie.meta.underreplication import UnderReplicationManager
 
-from helpers import write_ledgers
+from support.checks import write_ledgers
 
 
 def populated(cluster, harness) -> tuple[list[int], str]:

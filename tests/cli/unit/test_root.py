@@ -1,10 +1,12 @@
-"""What every command shares: service URI resolution, configuration, errors and exit codes."""
+"""What every command shares: service URI resolution, configuration, errors and exit codes (with no cluster)."""
 
 import time
 
 import pytest
 
 from bkctl import __version__
+
+from support.cli import dead_uri
 
 
 def test_help_lists_the_command_groups(bkctl):
@@ -48,12 +50,6 @@ def test_unreachable_zookeeper_exits_6_within_10_seconds(bkctl):
     assert result.stderr.startswith("error: cannot reach ZooKeeper at 127.0.0.1:") and result.stderr.count("\n") == 1
 
 
-def dead_uri():
-    from bookie.local.process import free_port
-
-    return f"zk+hierarchical://127.0.0.1:{free_port()}/ledgers"
-
-
 @pytest.mark.parametrize("how", ["flag", "env", "zkTimeout"])
 def test_timeout_bounds_the_wait_for_an_unreachable_zookeeper(bkctl, monkeypatch, tmp_path, how):
     uri = dead_uri()
@@ -85,57 +81,11 @@ def test_a_bad_timeout_is_a_usage_error(bkctl, value, tmp_path):
     )
 
 
-def test_a_conf_file_without_a_metadata_service_is_refused(bkctl, cluster, service_uri, tmp_path, monkeypatch):
-    from bookie.local.sandbox import Sandbox
-
-    conf = tmp_path / "bk.conf"
-    conf.write_text("bookiePort=3181\n")
-    # a running sandbox must not be picked instead of the cluster the file was meant to name
-    monkeypatch.setattr(Sandbox, "running", lambda self: pytest.fail("the sandbox was consulted"))
-    result = bkctl("-c", str(conf), "ledger", "list")
-    assert (result.exit_code, result.stderr) == (
-        2,
-        f"error: configuration file {conf} names no metadata service (metadataServiceUri, or zkServers): add one, "
-        "or pass -u/--service-uri\n",
-    )
-    conf.write_text(f"metadataServiceUri={service_uri}\n")
-    result = bkctl("-v", "-c", str(conf), "ledger", "list")
-    assert result.exit_code == 0 and f"metadata service: {service_uri} (from {conf})" in result.stderr
-
-
-def test_a_relative_ledgers_root_path_in_conf_is_named(bkctl, zookeeper, tmp_path):
-    conf = tmp_path / "old.conf"
-    conf.write_text(f"zkServers={zookeeper.address}\nzkLedgersRootPath=ledgers\n")
-    result = bkctl("-c", str(conf), "cluster", "info")
-    assert (result.exit_code, result.stderr) == (
-        2,
-        f"error: {conf}: zkLedgersRootPath='ledgers' must be an absolute path, e.g. /ledgers\n",
-    )
-
-
 def test_no_service_and_no_sandbox_exits_6(bkctl, tmp_path):
     result = bkctl("ledger", "list")
     assert result.exit_code == 6
     assert "no metadata service given and no sandbox running" in result.stderr
     assert "bkctl sandbox start" in result.stderr
-
-
-def test_service_uri_from_conf_file_and_env(bkctl, cluster, service_uri, tmp_path, monkeypatch):
-    conf = tmp_path / "bk_server.conf"
-    conf.write_text(f"# a bookie's configuration\nmetadataServiceUri={service_uri}\nbookiePort=3181\n")
-    assert bkctl("-c", str(conf), "cluster", "info", "-o", "json").exit_code == 0
-    monkeypatch.setenv("BKCTL_CONF", str(conf))
-    assert bkctl("cluster", "info").exit_code == 0
-    # env BKCTL_SERVICE_URI beats the file, and -u beats both
-    monkeypatch.setenv("BKCTL_SERVICE_URI", "zk+hierarchical://h:1")
-    assert bkctl("cluster", "info").exit_code == 2
-    assert bkctl("-u", service_uri, "cluster", "info").exit_code == 0
-
-
-def test_legacy_zk_servers_in_conf(bkctl, cluster, zookeeper, tmp_path):
-    conf = tmp_path / "old.conf"
-    conf.write_text(f"zkServers={zookeeper.address}\nzkLedgersRootPath={cluster.root}\n")
-    assert bkctl("-c", str(conf), "cluster", "info").exit_code == 0
 
 
 def test_missing_conf_file_exits_2(bkctl, tmp_path):
@@ -180,14 +130,10 @@ def test_completion_scripts(bkctl, shell, marker):
     assert marker in result.stdout and "_BKCTL_COMPLETE" in result.stdout
 
 
-def test_readme_help_and_man_page_give_the_exit_codes_of_the_one_table(bkctl):
-    from pathlib import Path
-
+def test_the_help_gives_the_exit_codes_of_the_one_table(bkctl):
+    """bkctl --help lists every code of bkctl.errors' table (docs/cli.md's copy: tests/unit/test_docs_links.py)."""
     from bkctl.errors import EXIT_CODE_MEANINGS, ExitCode
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    table = readme.split("### Exit codes\n")[1].strip().split("\n\n")[0].splitlines()[2:]
-    assert table == [f"| {code.value} | {meaning} |" for code, meaning in EXIT_CODE_MEANINGS.items()]
     assert list(EXIT_CODE_MEANINGS) == list(ExitCode)
     help_text = " ".join(bkctl("--help").stdout.split())
     assert all(f"{code.value} {code.name.lower().replace('_', ' ')}" in help_text for code in ExitCode)
@@ -202,7 +148,7 @@ def test_every_exit_code_a_command_help_names_is_one_of_the_table():
 
     from bkctl.errors import ExitCode
 
-    from helpers import command_tree
+    from support.cli import command_tree
 
     named = {}
     for path, command in command_tree().items():

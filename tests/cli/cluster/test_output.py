@@ -1,5 +1,5 @@
-"""The output contract, over the whole command tree: every command takes -o json|yaml, and then prints one document
-on stdout (or nothing), never a sentence; every time in milliseconds since the epoch has its ISO-8601 twin.
+"""The output contract, over the whole command tree: every command with -o json|yaml prints one document on stdout
+(or nothing), never a sentence; every time in milliseconds since the epoch has its ISO-8601 twin.
 
 Each command runs in-process against a real cluster of its own (two bookies up, a third stopped, a Pulsar topic, an
 auditor standing, a ledger marked under-replicated); destructive ones run with --dry-run or on a throwaway ledger.
@@ -27,14 +27,10 @@ from bookie.meta.uri import parse_service_uri
 from bookie.storage.config import StorageConfig
 from bookie.storage.db.storage import DbLedgerStorage
 
-from helpers import add, command_tree, shared_cluster, wait_for
-
-# The commands without -o, each with why: what they print is not data about the cluster.
-EXCEPTIONS = {
-    ("bookie", "run"): "a daemon: logs on stderr; --print-systemd-unit/--print-dockerfile print a file as it is",
-    ("autorecovery", "run"): "a daemon: logs on stderr, nothing on stdout",
-    ("completion",): "prints a shell script for eval",
-}
+from support.cli import WITHOUT_OUTPUT_OPTION, command_tree
+from support.cluster import shared_cluster
+from support.storage import add
+from support.waiting import wait_for
 
 # Arguments of each command after `bkctl -u URI` (unless they start with -u) and before `-o FORMAT`, and the exit
 # codes the run may end with. {L}: a closed ledger (password pw); {T}: a new throwaway ledger; {B}: a writable
@@ -131,24 +127,8 @@ LEAVES = {path: command for path, command in command_tree().items() if not isins
 TIME = re.compile(r"(^|[a-z])[tT]ime$")  # ctime, startTime, lastMajorCompactionTime: not timeout, seconds, ...
 
 
-def output_choices(command: click.Command) -> list[str] | None:
-    for param in command.params:
-        if "--output" in getattr(param, "opts", ()):
-            return list(param.type.choices)
-    return None
-
-
-@pytest.mark.parametrize("path", sorted(LEAVES), ids=" ".join)
-def test_every_command_takes_output_json_and_yaml(path):
-    choices = output_choices(LEAVES[path])
-    if path in EXCEPTIONS:
-        assert choices is None, f"{path} takes -o: take it off the exceptions"
-    else:
-        assert choices is not None and {"json", "yaml"} <= set(choices), f"bkctl {' '.join(path)} has no -o json"
-
-
 def test_every_command_is_run_below():
-    assert set(LEAVES) == set(RUNS) | SANDBOX | set(EXCEPTIONS)
+    assert set(LEAVES) == set(RUNS) | SANDBOX | set(WITHOUT_OUTPUT_OPTION)
 
 
 def assert_times_have_iso_twins(doc, where: str) -> None:

@@ -6,7 +6,8 @@ import pytest
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 
-from helpers import KEY, add_requests
+from support.storage import KEY
+from support.wire import add_requests
 
 
 @pytest.fixture
@@ -127,7 +128,8 @@ def test_inspect_a_damaged_journal_lists_what_follows_the_damage(bkctl, tmp_path
 def test_metrics_of_busy_and_idle_bookies(bkctl, service_uri, harness):
     """Rates between two scrapes: the bookie being written to shows its adds, the other none; the p99 once the
     first one-second window closed."""
-    from helpers import StreamWriter, adds_ok, wait_for
+    from support.cluster import StreamWriter, adds_ok
+    from support.waiting import wait_for
 
     busy, idle = harness.start(2, prometheusStatsLatencyRolloverSeconds=1)
     writer = StreamWriter(busy.port, ledger_id=9, batch=20)

@@ -20,7 +20,7 @@ import pytest
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.local.process import spawn, stop_process_group, tail
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MAN_PAGES = sorted(p.name for p in (REPO / "man").glob("*.1"))
 
 

@@ -1,4 +1,5 @@
-"""The nemesis's schedules: the same seed gives the same schedule, and a schedule keeps the cluster writable."""
+"""The fault suite's schedules (tests/faults/nemesis.py): the same seed gives the same schedule, and a schedule keeps
+the cluster writable."""
 
 import pytest
 from faults.nemesis import BOOKIE_FAULTS, KINDS, MAX_BOOKIES_DOWN, generate

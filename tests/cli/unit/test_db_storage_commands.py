@@ -14,8 +14,8 @@ from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.entry_log import list_log_ids, log_path
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
-from helpers import KEY, add, payload
-from helpers import stored_entry as entry
+from support.storage import KEY, add, payload
+from support.storage import stored_entry as entry
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerState
 
-from helpers import adds_ok, reads_ok, wait_for
+from support.cluster import adds_ok, reads_ok
+from support.waiting import wait_for
 
 
 def bkctl_process(uri, *args, tmp_path):
