@@ -46,11 +46,12 @@ def test_a_new_bookies_cookie_is_written_all_or_nothing(cluster, tmp_path):
     conf = config([journal], [ledgers])
     check = check_cookies(cluster, "127.0.0.1:3181", conf)
     assert check.new and CookieStore(cluster).list() == []  # the check itself writes nothing
-    (ledgers / "current" / "VERSION.tmp").mkdir(parents=True)  # the ledger directory's cookie cannot be written
+    (ledgers / "current" / "VERSION").mkdir(parents=True)  # the ledger directory's cookie cannot be written
     with pytest.raises(IsADirectoryError):
         write_cookies(cluster, check)
     assert CookieStore(cluster).list() == [] and read_local_cookie(journal) is None  # what it wrote is gone
-    (ledgers / "current" / "VERSION.tmp").rmdir()
+    assert [p.name for p in (ledgers / "current").iterdir()] == ["VERSION"]  # no temporary file left beside it
+    (ledgers / "current" / "VERSION").rmdir()
     write_cookies(cluster, check)
     assert check_cookies(cluster, "127.0.0.1:3181", conf).new is False
 
