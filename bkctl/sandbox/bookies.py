@@ -14,7 +14,12 @@ def stop_bookie(app, name: str, kill: bool, state_dir: str | None):
     """Stop one sandbox bookie (by number or bookie id), for fault drills"""
     from bookie.local.sandbox import Sandbox
 
-    bookie = Sandbox(state_dir).stop_bookie(name, kill=kill)
+    sandbox = Sandbox(state_dir)
+    try:
+        bookie = sandbox.stop_bookie(name, kill=kill)
+    finally:
+        for note in sandbox.notes:
+            app.terminal.warn(note)
     verb = "killed" if kill else "stopped"
     app.terminal.document(
         {"bookieId": bookie.bookie_id, "state": verb}, lambda: app.terminal.line(f"bookie/{bookie.bookie_id} {verb}")

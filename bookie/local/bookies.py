@@ -132,10 +132,16 @@ class LocalBookie:
     def running(self) -> bool:
         return running(self.pid, *self.markers)
 
-    def stop(self, kill: bool = False) -> None:
+    STOP_TIMEOUT = 20.0  # seconds a clean shutdown may take before the bookie is killed
+
+    def stop(self, kill: bool = False) -> bool:
+        """Stop the bookie (SIGTERM, or SIGKILL with ``kill``). Returns whether a SIGTERM had to be followed by a
+        SIGKILL: it did not shut down within STOP_TIMEOUT."""
+        killed = False
         if self.pid is not None and self.running():
-            stop_process_group(self.pid, timeout=20, kill=kill)
+            killed = stop_process_group(self.pid, timeout=self.STOP_TIMEOUT, kill=kill)
         self.pid = None
+        return killed
 
     def to_dict(self) -> dict:
         return asdict(self)

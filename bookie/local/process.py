@@ -133,25 +133,26 @@ def find(*markers: tuple[str, ...]) -> list[int]:
     return sorted(found, key=_start_time)
 
 
-def stop_process_group(pid: int, timeout: float = 10.0, kill: bool = False) -> None:
+def stop_process_group(pid: int, timeout: float = 10.0, kill: bool = False) -> bool:
     """SIGTERM (or SIGKILL when ``kill``) the process group led by ``pid``; SIGKILL it if still alive after
-    ``timeout``."""
+    ``timeout``. Returns whether it had to: a SIGTERM the group did not end on in time."""
     sig = signal.SIGKILL if kill else signal.SIGTERM
     try:
         os.killpg(pid, sig)
     except ProcessLookupError:
-        return
+        return False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not pid_alive(pid):
-            return
+            return False
         time.sleep(0.05)
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
-        return
+        return False
     while pid_alive(pid) and time.monotonic() < deadline + 5:
         time.sleep(0.05)
+    return not kill
 
 
 _handed_out: set[int] = set()

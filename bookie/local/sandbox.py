@@ -432,7 +432,11 @@ class Sandbox:
             bookie = self._find(state, name)
             if not bookie.pid:
                 raise NotFound(f"sandbox bookie {bookie.bookie_id} is not running")
-            bookie.stop(kill=kill)
+            if bookie.stop(kill=kill):
+                self.notes.append(
+                    f"bookie {bookie.bookie_id} did not shut down within {bookie.STOP_TIMEOUT:.0f} s of SIGTERM: "
+                    "killed (its log says where it was; its registration stays until its ZooKeeper session expires)"
+                )
             self._update(state, bookie)
             return bookie
 

@@ -300,13 +300,16 @@ class BookieServer:
         if self.shutting_down:
             return
         self.shutting_down = True
-        if self.collectors is not None:  # first: their ledger GC uses the metadata store
-            await asyncio.to_thread(self.collectors.stop)
+        # Unregister first: a collector in the middle of a run (a ZooKeeper call while the session reconnects, a
+        # compaction's flush) may take a while to stop, and until the node is gone the cluster takes this bookie
+        # for a live one (decommission refuses it, placement chooses it).
         if self.store is not None and self.store.connected:  # else the node goes with the session
             try:
                 BookieRegistry(self.store).unregister(self.bookie_id)
             except Exception:
                 log.exception("unregister failed")
+        if self.collectors is not None:  # before the store closes: their ledger GC uses it
+            await asyncio.to_thread(self.collectors.stop)
         if self.wire is not None:
             await self.wire.stop(grace=2)
         if self.server is not None:
