@@ -32,13 +32,15 @@ def pip_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
-        check=True,
+    # --no-build-isolation: the test environment's setuptools builds it, with no download of one for the build
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
         env=pip_env(),
         timeout=300,
         capture_output=True,
+        text=True,
     )
+    assert built.returncode == 0, f"pip wheel failed:\n{built.stdout[-2000:]}\n{built.stderr[-3000:]}"
     (built,) = out.glob("bkctl-*.whl")
     return built
 
@@ -48,13 +50,14 @@ def base(wheel, tmp_path_factory) -> Path:
     """A virtualenv with `pip install bkctl` (no extras): its bin directory."""
     venv = tmp_path_factory.mktemp("base") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run(
+    installed = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-        check=True,
         env=pip_env(),
         timeout=600,
         capture_output=True,
+        text=True,
     )
+    assert installed.returncode == 0, f"pip install failed:\n{installed.stderr[-3000:]}"
     return venv / "bin"
 
 
