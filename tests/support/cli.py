@@ -8,6 +8,18 @@ import sys
 
 import click
 
+from bkctl.errors import ExitCode
+
+# The exit codes the bad-input tests expect, by the names they read best under
+FAILED, USAGE, PROBLEMS, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
+    ExitCode.FAILED,
+    ExitCode.USAGE,
+    ExitCode.PROBLEMS,
+    ExitCode.UNAUTHORIZED,
+    ExitCode.NOT_FOUND,
+    ExitCode.UNREACHABLE,
+)
+
 
 def command_tree() -> dict[tuple[str, ...], click.Command]:
     """Every group and command under `bkctl` by its argument path, loading lazy groups as a user's call would."""

@@ -14,12 +14,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _imports(package: str) -> dict[Path, set[str]]:
+    """Each file of ``package`` (generated code aside) and the absolute module names it imports from."""
     found = {}
     for path in (ROOT / package).rglob("*.py"):
         if "_proto" in path.parts:
             continue
-        names = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", path.read_text(), re.M)
-        found[path.relative_to(ROOT)] = set(names)
+        statements = _import_statements(ast.parse(path.read_text(), str(path)))
+        found[path.relative_to(ROOT)] = {
+            name
+            for node in statements
+            for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
+            if name
+        }
     return found
 
 

@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import pytest
 
-from bkctl.errors import ExitCode
 from bookie.client import BookKeeper
 
-from support.cli import EVERY_GROUP, assert_one_line_error, invoke
-from support.cluster import shared_cluster
-
-FAILED, USAGE, PROBLEMS, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
-    ExitCode.FAILED,
-    ExitCode.USAGE,
-    ExitCode.PROBLEMS,
-    ExitCode.UNAUTHORIZED,
-    ExitCode.NOT_FOUND,
-    ExitCode.UNREACHABLE,
+from support.cli import (
+    EVERY_GROUP,
+    FAILED,
+    NOT_FOUND,
+    PROBLEMS,
+    UNAUTHORIZED,
+    USAGE,
+    assert_one_line_error,
+    invoke,
 )
+from support.cluster import shared_cluster
 
 
 @pytest.fixture(scope="module")

@@ -12,17 +12,13 @@ import sys
 
 import pytest
 
-from bkctl.errors import ExitCode
-
-from support.cli import EVERY_GROUP, assert_one_line_error, command_tree, invoke
-
-FAILED, USAGE, PROBLEMS, UNAUTHORIZED, NOT_FOUND, UNREACHABLE = (
-    ExitCode.FAILED,
-    ExitCode.USAGE,
-    ExitCode.PROBLEMS,
-    ExitCode.UNAUTHORIZED,
-    ExitCode.NOT_FOUND,
-    ExitCode.UNREACHABLE,
+from support.cli import (
+    EVERY_GROUP,
+    UNREACHABLE,
+    USAGE,
+    assert_one_line_error,
+    command_tree,
+    invoke,
 )
 
 
