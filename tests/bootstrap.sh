@@ -45,16 +45,17 @@ if [ "$bootstrap_mode" = fast ]; then
     return 0
 fi
 
-# OS packages, when we may install them: a Java runtime, and iptables for the fault suite's network partitions
-# (without it those faults are skipped, and the suite says so).
+# OS packages, when we may install them: a Java runtime, iptables for the fault suite's network partitions and fuse3
+# for its power cuts (without them those faults are skipped, and the suite says so).
 packages=()
 java_ok || packages+=(openjdk-17-jre-headless)
 command -v iptables >/dev/null 2>&1 || packages+=(iptables)
+command -v fusermount3 >/dev/null 2>&1 || packages+=(fuse3)
 # BouncyCastle for the Java side of the TLS interop tests (BookKeeper's TLSContextFactory loads it at start)
 [ -f /usr/share/java/bcprov.jar ] || packages+=(libbcprov-java)
 if [ "${#packages[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing ${packages[*]} (ZooKeeper and Spark need Java; the fault suite's partitions need iptables;" \
-        "Java's TLS needs BouncyCastle)" >&2
+    echo "installing ${packages[*]} (ZooKeeper and Spark need Java; the fault suite's partitions need iptables" \
+        "and its power cuts fuse3; Java's TLS needs BouncyCastle)" >&2
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null \
         || echo "could not install ${packages[*]}" >&2
 fi

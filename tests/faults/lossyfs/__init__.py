@@ -1,0 +1,1 @@
+"""A test filesystem that loses what was not synced when its power is cut (see ``model``)."""
