@@ -19,9 +19,20 @@ PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 
 
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    """Make the names in ``directory`` durable: a file created, renamed or unlinked there survives a power cut only
+    once its directory is fsynced."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def private_dirs(path: str | os.PathLike[str]) -> Path:
-    """Create ``path`` and its missing parents, each 0700; an existing ``path`` is made 0700 too (parents that
-    existed are left as they are: they may be shared, like /var/lib)."""
+    """Create ``path`` and its missing parents, each 0700 and durable (its parent fsynced after it is made); an
+    existing ``path`` is made 0700 too (parents that existed are left as they are: they may be shared, like
+    /var/lib)."""
     path = Path(path)
     missing = []
     parent = path
@@ -34,6 +45,7 @@ def private_dirs(path: str | os.PathLike[str]) -> Path:
         except FileExistsError:  # made by another thread or process meanwhile: still ours to make private
             pass
         os.chmod(directory, PRIVATE_DIR)
+        fsync_dir(directory.parent)
     if not missing and (path.stat().st_mode & 0o777) != PRIVATE_DIR:
         os.chmod(path, PRIVATE_DIR)
     return path
@@ -85,11 +97,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int | None = P
             os.unlink(temporary)
         raise
     if sync:
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        fsync_dir(path.parent)
 
 
 def write_private(path: str | os.PathLike[str], data: bytes, sync: bool = False) -> None:

@@ -22,14 +22,6 @@ def hex_ids(directory: Path, suffix: str) -> list[int]:
     return sorted(ids)
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def files_by_age(directories: Iterable[Path], extension: str) -> list[Path]:
     """Every ``*.<extension>`` under the directories (at any depth), oldest first, as BookKeeper's shell lists them
     (BookieShell.listFilesAndSort: by creation time, then modification time; Java 17 reads the creation time with

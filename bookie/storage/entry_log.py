@@ -29,8 +29,8 @@ from pathlib import Path
 from bookie.codec.entry import IDS, entry_ids
 from bookie.codec.records import MIN_STORED, PREFIX, RECORD_IDS, SIZE, records_in
 from bookie.errors import CorruptData
-from bookie.files import open_private, private_dirs, write_private
-from bookie.storage.dir_files import fsync_dir, hex_ids
+from bookie.files import fsync_dir, open_private, private_dirs, write_private
+from bookie.storage.dir_files import hex_ids
 from bookie.storage.dirs import DirEvent, LedgerDirs, NoWritableLedgerDir
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookie.errors import CorruptData
-from bookie.files import open_private, private_dirs
-from bookie.storage.dir_files import fsync_dir
+from bookie.files import fsync_dir, open_private, private_dirs
 from bookie.storage.ledger_header import LedgerHeader
 
 MAGIC = b"BKLE"

@@ -28,8 +28,8 @@ from typing import BinaryIO, Final, Literal, NamedTuple
 
 from bookie.codec.records import MIN_ADD
 from bookie.errors import CorruptData
-from bookie.files import open_private, private_dirs
-from bookie.storage.dir_files import fsync_dir, hex_ids
+from bookie.files import fsync_dir, open_private, private_dirs
+from bookie.storage.dir_files import hex_ids
 
 MAGIC = b"BKLG"
 VERSION = 6

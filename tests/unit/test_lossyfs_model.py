@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from faults.lossyfs.model import Disk
+from faults.lossyfs.model import Disk, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -152,3 +152,18 @@ def test_a_file_reads_as_written_and_after_a_cut_as_at_its_last_fsync(tmp_path_f
             synced = bytes(live)
         assert disk.read_path("/f") == live
     assert reborn(disk).read_path("/f") == synced
+
+
+def test_materialize_lays_out_the_durable_tree(tmp_path):
+    disk = Disk(tmp_path / "store")
+    disk.mkdir("/current", 0o700)
+    disk.fsync_dir("/")
+    write_file(disk, "/current/lastMark", b"mark", sync=True)
+    write_file(disk, "/current/unlinked", b"kept", sync=True)
+    disk.fsync_dir("/current")
+    disk.unlink("/current/unlinked")  # undone by the cut: its name is durable
+    disk.cut()
+    materialize(tmp_path / "store", tmp_path / "tree")
+    assert sorted(p.name for p in (tmp_path / "tree" / "current").iterdir()) == ["lastMark", "unlinked"]
+    assert (tmp_path / "tree" / "current" / "lastMark").read_bytes() == b"mark"
+    assert oct((tmp_path / "tree" / "current").stat().st_mode & 0o777) == oct(0o700)

@@ -19,11 +19,10 @@ from bookie._proto.db_ledger_storage_pb2 import LedgerData
 from bookie.codec.entry import entry_ids
 from bookie.codec.records import PREFIX, SIZE
 from bookie.errors import CorruptData
-from bookie.files import write_private
+from bookie.files import fsync_dir, write_private
 from bookie.storage import journal as jf
 from bookie.storage.db.indexes import LOCATION_KEY, LONG, EntryLocationIndex, LedgerMetadataIndex
 from bookie.storage.db.kv import LEDGERS, LOCATIONS, KeyValueStorage
-from bookie.storage.dir_files import fsync_dir
 from bookie.storage.entry_log import (
     EntryLogger,
     iter_records,

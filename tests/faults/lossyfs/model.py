@@ -441,3 +441,27 @@ class Disk:
                     torn.append((self.path_of(inode.ino), offset, keep_to - offset))
             self.inodes.clear()
         return torn
+
+
+def materialize(store: str | os.PathLike, target: str | os.PathLike) -> None:
+    """Lay the disk a store (or a snapshot of one) holds out as a plain directory tree under ``target``: what a
+    machine finds after the power comes back. The store is only read."""
+    store, target = Path(store), Path(target)
+    path = store / "namespace.json"
+    inodes = {int(k): v for k, v in json.loads(path.read_text())["inodes"].items()} if path.exists() else {}
+    inodes.setdefault(ROOT, {"mode": stat.S_IFDIR | 0o755, "entries": {}})
+    todo = [(ROOT, target)]
+    while todo:
+        ino, where = todo.pop()
+        where.mkdir(exist_ok=True)
+        for name, child in inodes[ino]["entries"].items():
+            if child not in inodes:
+                continue
+            mode = inodes[child]["mode"]
+            if stat.S_ISDIR(mode):
+                todo.append((child, where / name))
+            else:
+                content = store / "inodes" / str(child)
+                (where / name).write_bytes(content.read_bytes() if content.exists() else b"")
+                os.chmod(where / name, stat.S_IMODE(mode))
+        os.chmod(where, stat.S_IMODE(inodes[ino]["mode"]))
