@@ -3,6 +3,7 @@ tears land on the boundary asked for; an armed cut fires right after the N-th sy
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import subprocess
@@ -167,3 +168,35 @@ def test_snapshots_hold_the_disk_after_each_sync(tmp_path):
     assert sizes == [10, 20, 30]
     assert not (snaps / "3" / "namespace.json").exists()  # the name "f" is durable from sync 4 on
     assert '"f"' in (snaps / "4" / "namespace.json").read_text()
+
+
+def test_injected_errors_delays_and_free_space(disk):
+    root = disk.mountpoint
+    (root / "current").mkdir()
+    (root / "current" / "0.log").write_bytes(b"entry" * 100)
+    (root / "current" / "lastMark").write_bytes(b"mark")
+    disk.inject("read", "*/0.log", "EIO")
+    for _ in range(2):
+        with pytest.raises(OSError) as failed:
+            (root / "current" / "0.log").read_bytes()
+        assert failed.value.errno == errno.EIO
+    assert (root / "current" / "lastMark").read_bytes() == b"mark"
+    [cleared] = disk.clear()
+    assert cleared["hits"] >= 2  # the kernel retries a failed readahead: one read() may hit twice
+    assert (root / "current" / "0.log").read_bytes() == b"entry" * 100
+
+    disk.inject("sync", "/current/lastMark", None, delay=0.3)
+    started = time.monotonic()
+    with open(root / "current" / "lastMark", "rb") as f:
+        os.fsync(f.fileno())
+    assert time.monotonic() - started >= 0.3
+    disk.inject("write", "*", "ENOSPC", count=1)
+    with pytest.raises(OSError) as full:
+        (root / "current" / "new").write_bytes(b"x")
+    assert full.value.errno == errno.ENOSPC
+    (root / "current" / "new").write_bytes(b"y")  # count 1: the next write works
+    assert [(c["op"], c["hits"]) for c in disk.clear()] == [("sync", 1)]
+    disk.set_usable(4096 * 10)
+    assert os.statvfs(root).f_bavail * os.statvfs(root).f_frsize == 4096 * 10
+    disk.set_usable(None)
+    assert os.statvfs(root).f_bavail > 10

@@ -4,6 +4,7 @@ foreground until unmounted or cut (see ``faults.lossyfs.disk.LossyMount``)."""
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 
 import mfusepy
@@ -20,6 +21,7 @@ def main() -> None:
     args = parser.parse_args()
     ops = LossyOperations(Disk(args.store))
     Control(ops, Path(args.control), Path(args.snapshots) if args.snapshots else None).serve()
+    warnings.simplefilter("ignore", DeprecationWarning)  # mfusepy's about float times: seconds are what we keep
     mfusepy.FUSE(ops, args.mountpoint, foreground=True, nothreads=False, fsname="lossyfs")
 
 

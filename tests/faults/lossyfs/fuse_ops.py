@@ -13,7 +13,9 @@ import threading
 from pathlib import Path
 
 import mfusepy
-from faults.lossyfs.model import Disk, Sync
+from faults.lossyfs.model import Disk, Injection, Sync
+
+STATFS_FIELDS = ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail", "f_files", "f_ffree", "f_favail")
 
 
 def _dead_disk() -> None:
@@ -118,20 +120,10 @@ class LossyOperations(mfusepy.Operations):
 
     def statfs(self, path):
         st = os.statvfs(self.disk.store)
-        return {
-            k: getattr(st, k)
-            for k in (
-                "f_bsize",
-                "f_frsize",
-                "f_blocks",
-                "f_bfree",
-                "f_bavail",
-                "f_files",
-                "f_ffree",
-                "f_favail",
-                "f_namemax",
-            )
-        }
+        answer = {k: getattr(st, k) for k in STATFS_FIELDS}
+        if self.disk.usable is not None:  # a disk filling up: its free space as the test set it
+            answer["f_bavail"] = answer["f_bfree"] = min(st.f_blocks, self.disk.usable // st.f_frsize)
+        return answer
 
     def symlink(self, target, source):
         raise OSError(errno.EPERM, "lossyfs keeps no symlinks")
@@ -153,6 +145,10 @@ class Control:
     - ``{"cmd": "cut", "tear": null|512|4096, "seed": S, "killpg": [...]}``: the power goes now; answers the
       tears made, then the process ends without unmounting (the caller unmounts lazily)
     - ``{"cmd": "sync-all"}``: every file and directory synced, as a clean shutdown does
+    - ``{"cmd": "inject", "op": "read|write|sync|create", "pattern": GLOB, "error": "EIO"|"ENOSPC"|null,
+      "delay": SECONDS, "count": N|null}``: a failing or slow disk (``model.Injection``)
+    - ``{"cmd": "clear"}``: the injections end; answers each one's hits
+    - ``{"cmd": "space", "usable": BYTES|null}``: the free space statfs reports (null: the real one)
     """
 
     def __init__(self, ops: LossyOperations, path: Path, snapshots: Path | None):
@@ -225,6 +221,23 @@ class Control:
                     elif inode.links and inode.dirty:
                         self.disk._write_back(inode)
             return {"syncs": len(self.disk.syncs)}, False
+        if cmd == "inject":
+            error = request.get("error", "EIO")
+            self.disk.inject(
+                Injection(
+                    request["op"],
+                    request.get("pattern", "*"),
+                    getattr(errno, error) if error else None,
+                    request.get("delay", 0.0),
+                    request.get("count"),
+                )
+            )
+            return {"injected": len(self.disk.injections)}, False
+        if cmd == "clear":
+            return [{"op": i.op, "pattern": i.pattern, "hits": i.hits} for i in self.disk.clear()], False
+        if cmd == "space":
+            self.disk.usable = request.get("usable")
+            return {"usable": self.disk.usable}, False
         if cmd == "cut":
             with self.disk.lock:
                 self._power_off(request.get("killpg", []))

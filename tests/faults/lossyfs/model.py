@@ -18,6 +18,7 @@ neither.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import json
 import os
 import random
@@ -69,6 +70,20 @@ class Sync:
     at: float  # time.monotonic() when it completed: compare with when a client saw an acknowledgement
 
 
+@dataclass
+class Injection:
+    """A failing or slow disk: operations ``op`` (read, write, sync, create) on paths matching ``pattern`` (fnmatch,
+    on the live path) wait ``delay`` seconds, then fail with ``error`` (an errno; None: they succeed), ``count``
+    times (None: until cleared)."""
+
+    op: str
+    pattern: str = "*"
+    error: int | None = errno.EIO
+    delay: float = 0.0
+    count: int | None = None
+    hits: int = 0
+
+
 class Disk:
     """The live filesystem over a store directory. Thread-safe: every operation holds one lock."""
 
@@ -81,6 +96,8 @@ class Disk:
         self.next_fh = 1
         self.syncs: list[Sync] = []
         self.on_sync = on_sync  # called with the Sync (and the lock held) after each one is durable
+        self.injections: list[Injection] = []
+        self.usable: int | None = None  # free bytes statfs reports (None: the store's disk's own)
         self._load()
 
     # ---- the store ----
@@ -149,6 +166,38 @@ class Disk:
         inode.last_write = None
         inode.dirty_since = None
 
+    # ---- faults ----
+    def inject(self, injection: Injection) -> None:
+        with self.lock:
+            self.injections.append(injection)
+
+    def clear(self) -> list[Injection]:
+        """No more injected faults; returns those there were (with how often each hit)."""
+        with self.lock:
+            cleared, self.injections = self.injections, []
+            return cleared
+
+    def _fault(self, op: str, path: str | None = None, ino: int | None = None) -> None:
+        """Wait and fail as an injected fault says. Called before taking the lock: a slow operation holds up only its
+        caller (as a disk's queue would, other requests keep their place)."""
+        if not self.injections:
+            return
+        with self.lock:
+            if path is None:
+                path = self.path_of(ino) if ino is not None else "/"
+            hit = next((i for i in self.injections if i.op == op and fnmatch.fnmatch(path, i.pattern)), None)
+            if hit is None:
+                return
+            hit.hits += 1
+            if hit.count is not None:
+                hit.count -= 1
+                if hit.count <= 0:
+                    self.injections.remove(hit)
+        if hit.delay:
+            time.sleep(hit.delay)
+        if hit.error is not None:
+            raise _error(hit.error)
+
     def _synced(self, op: str, path: str) -> Sync:
         sync = Sync(len(self.syncs) + 1, op, path, time.monotonic())
         self.syncs.append(sync)
@@ -190,11 +239,13 @@ class Disk:
         return inode
 
     def mkdir(self, path: str, mode: int) -> None:
+        self._fault("create", path)
         with self.lock:
             parent, name = self._parent(path)
             self._new(parent, name, stat.S_IFDIR | (mode & 0o7777))
 
     def create(self, path: str, mode: int, flags: int) -> int:
+        self._fault("create", path)
         with self.lock:
             parent, name = self._parent(path)
             if name in parent.entries:
@@ -329,6 +380,7 @@ class Disk:
         return out
 
     def read(self, fh: int, size: int, offset: int) -> bytes:
+        self._fault("read", ino=self.handles[fh][0])
         with self.lock:
             inode = self.inodes[self.handles[fh][0]]
             size = max(0, min(size, inode.size - offset))
@@ -353,6 +405,7 @@ class Disk:
             page[lo - start : hi - start] = data[lo - offset : hi - offset]
 
     def write(self, fh: int, data: bytes, offset: int) -> int:
+        self._fault("write", ino=self.handles[fh][0])
         with self.lock:
             ino, synchronous = self.handles[fh]
             inode = self.inodes[ino]
@@ -386,12 +439,14 @@ class Disk:
             self._truncate(inode, length)
 
     def fsync(self, fh: int, datasync: bool) -> None:
+        self._fault("sync", ino=self.handles[fh][0])
         with self.lock:
             ino = self.handles[fh][0]
             self._write_back(self.inodes[ino])
             self._synced("fdatasync" if datasync else "fsync", self.path_of(ino))
 
     def fsync_dir(self, path: str) -> None:
+        self._fault("sync", path)
         with self.lock:
             inode = self.lookup(path)
             for child in inode.entries.values():  # a durable name for a never-synced file: the file, empty

@@ -101,6 +101,20 @@ class LossyMount:
         self._reap()
         return [tuple(t) for t in answer["tears"]]
 
+    def inject(
+        self, op: str, pattern: str = "*", error: str | None = "EIO", delay: float = 0.0, count: int | None = None
+    ) -> None:
+        """A failing or slow disk from now on: see ``model.Injection`` (``error`` by errno name, None: no error)."""
+        self._request({"cmd": "inject", "op": op, "pattern": pattern, "error": error, "delay": delay, "count": count})
+
+    def clear(self) -> list[dict]:
+        """The injected faults end; returns each one's ``hits``."""
+        return self._request({"cmd": "clear"})
+
+    def set_usable(self, usable: int | None) -> None:
+        """The free space the disk reports (None: the real free space of the store's disk)."""
+        self._request({"cmd": "space", "usable": usable})
+
     def unmount(self) -> None:
         """A clean shutdown: every write synced, then unmounted."""
         if self.process is None:
