@@ -243,6 +243,11 @@ class LedgerHandle:
     def length(self) -> int:
         return self._writer.lac_length
 
+    @property
+    def ensemble(self) -> list[str]:
+        """The bookies the next entries go to (the last segment's, after any ensemble change)."""
+        return list(self._writer.ensemble)
+
     def add_entry_async(self, data: bytes) -> concurrent.futures.Future[int]:
         """Pipelined add: a future of the entry id. Entries complete in entry-id order."""
 

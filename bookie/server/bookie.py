@@ -71,6 +71,7 @@ class BookieServer:
         self.server: grpc.aio.Server | None = None
         self.read_only_by_operator = False
         self.read_only_by_disk = False
+        self.journal_failure: str | None = None  # a journal write or fsync failed: read-only until restarted
         self.shutting_down = False
         self.metrics_port: int | None = None
         self.metrics_server: ThreadingHTTPServer | None = None  # serves /metrics on prometheusStatsHttpPort
@@ -94,7 +95,7 @@ class BookieServer:
 
     @property
     def read_only(self) -> bool:
-        return self.read_only_by_operator or self.read_only_by_disk
+        return self.read_only_by_operator or self.read_only_by_disk or self.journal_failure is not None
 
     async def start(self) -> None:
         """Claim the directories and ports, check cookies, replay, serve, write a new bookie's cookie, register.
@@ -134,6 +135,8 @@ class BookieServer:
         storage = await asyncio.to_thread(self._open_storage)
         replayed = await asyncio.to_thread(storage.start)
         self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
+        for journal in storage.journals:
+            journal.on_failure = self._journal_failed
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
         self.collectors = GarbageCollectors(
             [GarbageCollector(unit, config.gc(), self._live_ledgers, where) for unit, where in storage.gc_units()]
@@ -255,6 +258,15 @@ class BookieServer:
         wanted = READONLY if self.read_only else WRITABLE
         if wanted != self._registered_state:
             await asyncio.to_thread(self._register)
+
+    def _journal_failed(self, exc: BaseException) -> None:
+        """On a journal thread: the bookie turns read-only (BookKeeper's stops); it still serves what it holds."""
+        self.journal_failure = str(exc)
+        log.error(
+            "bookie %s: going read-only: a journal failed (%s); restart it once its disk is fixed", self.bookie_id, exc
+        )
+        if self._loop is not None and not self.shutting_down:
+            self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._apply_read_only()))
 
     async def set_read_only_by_operator(self, read_only: bool) -> None:
         self.read_only_by_operator = read_only

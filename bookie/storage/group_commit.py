@@ -66,6 +66,8 @@ class Journal:
         self._mark_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        # called once, on the journal thread, when a write or fsync fails (the bookie turns read-only)
+        self.on_failure: Callable[[BaseException], None] | None = None
         # records queued and taken: each written by one thread only, so neither loses an update
         self._queued = self._taken = 0
 
@@ -196,12 +198,31 @@ class Journal:
                 self._mark = LogMark(journal.id, position)
             if position >= self.max_size:
                 self._new_file()
-        except BaseException as exc:  # a failed journal fails every add from now on
-            log.exception("journal write failed")
-            error = self._failure = exc
+        except BaseException as exc:  # noqa: BLE001 - a failed journal fails every add from now on; _fail logs it
+            self._fail(exc, sum(p.records for p in group if p.synced))
+            error = exc
         self._acknowledge([p for p in group if p.synced or error], error)
         if stats is not None:
             stats.process_time.event(time.perf_counter() - began)
+
+    def _fail(self, exc: BaseException, unacknowledged: int) -> None:
+        """The journal takes nothing more: after a failed write or fsync what reached its disk is unknown (a failed
+        fsync may have dropped the dirty pages it could not write), so no later fsync can vouch for them."""
+        where = self._file.path if self._file is not None else self.directory
+        if isinstance(exc, OSError):
+            log.error(
+                "journal %s failed: %s; %d records of this group were not acknowledged, and no add is taken until "
+                "the bookie restarts",
+                where,
+                exc,
+                unacknowledged,
+            )
+        else:
+            log.exception("journal %s failed", where)
+        first = self._failure is None
+        self._failure = exc
+        if first and self.on_failure is not None:
+            self.on_failure(exc)
 
     def _acknowledge(self, items: list[_Pending], error: BaseException | None) -> None:
         """Run the callbacks; count each record once (a DEFERRED_SYNC one when written, even if its fsync fails)."""

@@ -1,0 +1,89 @@
+"""Disks that fail, fill and stall (issue 28 §3), on a lossy disk (tests/faults/lossyfs) under one bookie of three:
+what the bookie answers, what it logs and how it turns, and that no acknowledged entry is lost."""
+
+from __future__ import annotations
+
+import pytest
+from faults.lossyfs.mount import LossyMount, fuse_missing
+
+from bookie.client import BookKeeper, ClientConfig
+from bookie.meta.registration import BookieRegistry
+
+from support.waiting import wait_for
+
+pytestmark = pytest.mark.root
+if reason := fuse_missing():
+    pytest.skip(f"lossyfs cannot mount here: {reason}", allow_module_level=True)
+
+PASSWORD = b"disk-faults"
+
+
+@pytest.fixture(params=["interleaved", "db"])
+def storage(request):
+    return request.param
+
+
+@pytest.fixture
+def lossy(tmp_path):
+    mount = LossyMount(tmp_path / "store", tmp_path / "disk")
+    mount.mount()
+    yield mount
+    mount.unmount()
+
+
+@pytest.fixture
+def bookies(harness, lossy, storage):
+    """Three bookies; the first has its journal and ledger directories on the lossy disk."""
+    settings = (
+        {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"} if storage == "db" else {}
+    )
+    [sick] = harness.start(
+        1,
+        journalDirectories=lossy.mountpoint / "journal",
+        ledgerDirectories=lossy.mountpoint / "ledgers",
+        **settings,
+    )
+    return [sick, *harness.start(2, **settings)]
+
+
+def ledger_on(bk: BookKeeper, bookie_id: str, ensemble: int):
+    """A new ledger whose ensemble holds ``bookie_id`` (placement is random: try until it does)."""
+    for _ in range(40):
+        handle = bk.create_ledger(ensemble, ensemble, ensemble, password=PASSWORD)
+        if bookie_id in handle.ensemble:
+            return handle
+        handle.close()
+    raise AssertionError(f"no ledger placed on {bookie_id} in 40 tries")
+
+
+def registered_state(store, bookie_id: str) -> str | None:
+    for state, bookies in (("writable", False), ("readonly", True)):
+        ids = {b.bookie_id for b in BookieRegistry(store).list(writable=not bookies, readonly=bookies)}
+        if bookie_id in ids:
+            return state
+    return None
+
+
+@pytest.mark.parametrize("error", ["EIO", "ENOSPC"])
+def test_a_failing_journal_acknowledges_nothing_unsynced_and_turns_the_bookie_read_only(
+    bookies, lossy, store, service_uri, error
+):
+    sick = bookies[0]
+    with BookKeeper(service_uri, ClientConfig(add_entry_timeout=5.0)) as bk:
+        handle = ledger_on(bk, sick.bookie_id, 2)
+        acked = [handle.add_entry(b"before %d" % n) for n in range(20)]
+        lossy.inject("write", "/journal/*", error)
+        acked += [handle.add_entry(b"after %d" % n) for n in range(20)]  # the writer replaces the sick bookie
+        assert sick.bookie_id not in handle.ensemble
+        handle.close()
+
+        wait_for(lambda: registered_state(store, sick.bookie_id) == "readonly", "the sick bookie to turn read-only")
+        log = sick.log_path.read_text()
+        failed = [line for line in log.splitlines() if "journal" in line and "failed" in line and "ERROR" in line]
+        assert failed and "Traceback" not in "\n".join(failed)
+        assert any("going read-only" in line for line in log.splitlines())
+
+        reader = bk.open_ledger(handle.ledger_id, PASSWORD, recovery=False)
+        expected = [b"before %d" % n for n in range(20)] + [b"after %d" % n for n in range(20)]
+        assert [e.payload for e in reader.read(0, reader.last_add_confirmed)] == expected
+        assert len(acked) == 40
