@@ -23,6 +23,7 @@ import grpc
 from bookie._proto import bookie_admin_pb2_grpc
 from bookie.codec import frames
 from bookie.daemon import collect_less
+from bookie.errors import BookieIOError
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.registration import METRICS_PORT, READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
 from bookie.meta.store import MetadataStore
@@ -72,6 +73,8 @@ class BookieServer:
         self.read_only_by_operator = False
         self.read_only_by_disk = False
         self.journal_failure: str | None = None  # a journal write or fsync failed: read-only until restarted
+        self.disks_failed: str | None = None  # why the ledger disks were declared failed: the bookie stops
+        self.stopping = asyncio.Event()  # set when the bookie stops itself (failed disks)
         self.shutting_down = False
         self.metrics_port: int | None = None
         self.metrics_server: ThreadingHTTPServer | None = None  # serves /metrics on prometheusStatsHttpPort
@@ -137,6 +140,7 @@ class BookieServer:
         self.storage = storage  # only now: a replay that failed must not be checkpointed by stop()
         for journal in storage.journals:
             journal.on_failure = self._journal_failed
+        storage.disk_errors.on_failed = self._disks_failed
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
         self.collectors = GarbageCollectors(
             [GarbageCollector(unit, config.gc(), self._live_ledgers, where) for unit, where in storage.gc_units()]
@@ -268,6 +272,13 @@ class BookieServer:
         if self._loop is not None and not self.shutting_down:
             self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._apply_read_only()))
 
+    def _disks_failed(self, reason: str) -> None:
+        """On a reading thread: the ledger disks failed; the bookie stops (BookKeeper's diskFailed)."""
+        self.disks_failed = reason
+        log.error("bookie %s: its ledger disks failed: %s; shutting down", self.bookie_id, reason)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.stopping.set)
+
     async def set_read_only_by_operator(self, read_only: bool) -> None:
         self.read_only_by_operator = read_only
         await self._apply_read_only()
@@ -356,10 +367,14 @@ async def serve(config: BookieConfig, network: BookieNetwork) -> None:
     try:
         await bookie.start()
         watcher = asyncio.ensure_future(bookie.watch_disks())
-        await stop.wait()
-        watcher.cancel()
+        signalled, failed = asyncio.ensure_future(stop.wait()), asyncio.ensure_future(bookie.stopping.wait())
+        await asyncio.wait([signalled, failed], return_when=asyncio.FIRST_COMPLETED)
+        for waiter in (watcher, signalled, failed):
+            waiter.cancel()
     finally:
         await bookie.stop()
+    if bookie.disks_failed:
+        raise BookieIOError(f"bookie {bookie.bookie_id} stopped: its ledger disks failed: {bookie.disks_failed}")
 
 
 def run(config: BookieConfig, network: BookieNetwork) -> None:

@@ -131,6 +131,9 @@ class BookieConfig:
     # BookKeeper client (the Java client, Pulsar brokers) and of ours, which never carry the key: with it on, such a
     # role reads a ledger only on the connection that wrote or recovered it (bookie/server/auth.py)
     bkctlReadRequiresMasterKey: bool = False
+    # ours: this many I/O errors reading the ledger disks within a minute declare them failed and stop the bookie, as
+    # BookKeeper's disk checker does for a directory it cannot use (0: never; each read still answers EIO)
+    bkctlDiskReadErrorsToFail: int = 10
     gcWaitTime: int = 600000
     minorCompactionThreshold: float = 0.2
     minorCompactionInterval: int = 3600
@@ -369,4 +372,5 @@ class BookieConfig:
             flush_interval_ms=self.flushInterval,
             page_limit=self.pageLimit if self.pageLimit > 0 else 65536,  # automatic: 512 MB of index pages
             max_entry_size=self.nettyMaxFrameSizeBytes,
+            read_errors_to_fail=self.bkctlDiskReadErrorsToFail,
         )

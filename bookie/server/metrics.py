@@ -218,6 +218,8 @@ class BookieStats:
         caches."""
         for index, journal in enumerate(storage.journals):
             self.journal_stats(index).watch(journal.queue_depth)
+        errors = storage.disk_errors
+        self.provider.logger().counter("bkctl_disk_read_errors", lambda: errors.total)  # ours: reads the disk failed
         if hasattr(storage, "dirs"):
             for single in storage.dirs:
                 self._watch_db_dir(single)

@@ -30,6 +30,7 @@ class StorageConfig:
     flush_interval_ms: int = 10_000
     page_limit: int = 8192
     max_entry_size: int = 5 * 1024 * 1024
+    read_errors_to_fail: int = 10  # I/O errors reading within a minute that declare the disks failed (0: never)
 
     @property
     def journal_dir(self) -> Path:

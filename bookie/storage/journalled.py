@@ -21,6 +21,7 @@ from bookie.storage import journal as jf
 from bookie.storage.checkpoint import highest_mark, mark_file, write_last_marks
 from bookie.storage.config import StorageConfig
 from bookie.storage.dirs import sign_safe_mod
+from bookie.storage.disk_errors import DiskErrors
 from bookie.storage.group_commit import Callback, Journal, LogMark
 from bookie.storage.stats import StorageStats
 
@@ -55,6 +56,7 @@ class JournalledStorage(ABC):
             )
             for index, directory in enumerate(config.journal_dirs)
         ]
+        self.disk_errors = DiskErrors(config.read_errors_to_fail)  # the read path records its I/O errors here
         # Set by the entry logger every flushEntrylogBytes appended, and by shutdown: wakes the sync thread.
         self._flush_due = threading.Event()
         self._checkpoint_lock = threading.Lock()

@@ -3,9 +3,12 @@ what the bookie answers, what it logs and how it turns, and that no acknowledged
 
 from __future__ import annotations
 
+import urllib.request
+
 import pytest
 from faults.lossyfs.mount import LossyMount, fuse_missing
 
+from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.client import BookKeeper, ClientConfig
 from bookie.meta.registration import BookieRegistry
 
@@ -87,3 +90,70 @@ def test_a_failing_journal_acknowledges_nothing_unsynced_and_turns_the_bookie_re
         expected = [b"before %d" % n for n in range(20)] + [b"after %d" % n for n in range(20)]
         assert [e.payload for e in reader.read(0, reader.last_add_confirmed)] == expected
         assert len(acked) == 40
+
+
+def written_ledger(service_uri: str, sick, entries: int = 30) -> int:
+    """A closed ledger of ``entries`` on the sick bookie and another (E2 W2 A2), its id."""
+    with BookKeeper(service_uri) as bk:
+        handle = ledger_on(bk, sick.bookie_id, 2)
+        for n in range(entries):
+            handle.add_entry(b"entry %d" % n)
+        handle.close()
+        return handle.ledger_id
+
+
+def restart_from_disk(harness, bookie) -> None:
+    """A restart: the entries are read from the disk (the page cache of a lossy disk is dropped at each open)."""
+    bookie.stop()
+    harness.restart(bookie)
+
+
+def test_a_read_the_disk_fails_answers_eio_and_the_client_reads_the_other_replica(harness, lossy, service_uri, storage):
+    settings = {"bkctlDiskReadErrorsToFail": "0"}  # never declared failed: every read fails alike
+    if storage == "db":
+        settings["ledgerStorageClass"] = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
+    [sick] = harness.start(
+        1, journalDirectories=lossy.mountpoint / "journal", ledgerDirectories=lossy.mountpoint / "ledgers", **settings
+    )
+    harness.start(2, **settings)
+    ledger_id = written_ledger(service_uri, sick)
+    restart_from_disk(harness, sick)
+    lossy.inject("read", "/ledgers/*", "EIO")
+
+    with harness.wire(sick) as conn:
+        answers = [conn.ask(pb.ReadRequest(ledgerId=ledger_id, entryId=e)).status for e in range(30)]
+    assert set(answers) == {pb.EIO}
+    with BookKeeper(service_uri) as bk:
+        reader = bk.open_ledger(ledger_id, PASSWORD, recovery=False)
+        assert [e.payload for e in reader.read(0, 29)] == [b"entry %d" % n for n in range(30)]
+
+    assert sick.running()
+    errors = [line for line in sick.log_path.read_text().splitlines() if "I/O error reading ledger" in line]
+    assert 1 <= len(errors) <= 3, errors  # a line at most every 10 s, not one per failed read
+    assert "Traceback" not in sick.log_path.read_text()
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{sick.metrics_port}/metrics", timeout=10).read().decode()
+    [count] = [line.split()[-1] for line in metrics.splitlines() if line.startswith("bkctl_disk_read_errors")]
+    assert float(count) >= 30
+
+
+def test_repeated_read_errors_declare_the_disks_failed_and_stop_the_bookie(harness, lossy, service_uri, storage):
+    settings = (
+        {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"} if storage == "db" else {}
+    )
+    [sick] = harness.start(
+        1, journalDirectories=lossy.mountpoint / "journal", ledgerDirectories=lossy.mountpoint / "ledgers", **settings
+    )
+    harness.start(2, **settings)
+    ledger_id = written_ledger(service_uri, sick)
+    restart_from_disk(harness, sick)
+    lossy.inject("read", "/ledgers/*", "EIO")
+
+    with harness.wire(sick) as conn:
+        for e in range(10):  # bkctlDiskReadErrorsToFail: 10 in a minute
+            assert conn.ask(pb.ReadRequest(ledgerId=ledger_id, entryId=e)).status == pb.EIO
+    wait_for(lambda: not sick.running(), "the bookie to stop on its failed disks")
+    log = sick.log_path.read_text()
+    assert "its ledger disks failed: 10 I/O errors reading its disks in 60 s" in log
+    with BookKeeper(service_uri) as bk:  # the other replica serves every entry
+        reader = bk.open_ledger(ledger_id, PASSWORD, recovery=False)
+        assert [e.payload for e in reader.read(0, 29)] == [b"entry %d" % n for n in range(30)]

@@ -11,6 +11,7 @@ from typing import Protocol
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.codec import wire
 from bookie.errors import BKError, CorruptData
+from bookie.storage.disk_errors import DiskErrors
 
 log = logging.getLogger("bookie.server.wire")
 
@@ -19,6 +20,8 @@ class ReadableStorage(Protocol):
     def read_entry(self, ledger_id: int, entry_id: int) -> bytes: ...
 
     def lac(self, ledger_id: int) -> int: ...
+
+    disk_errors: DiskErrors
 
 
 def status_of(exc: BaseException) -> int:
@@ -46,6 +49,9 @@ def read_entry(storage: ReadableStorage, ledger_id: int, entry_id: int, lacs: di
             if known is None:
                 known = lacs[ledger_id] = storage.lac(ledger_id)
             lac = known
+    except OSError as exc:  # the disk: counted and logged without flooding (a failing disk fails every read)
+        storage.disk_errors.record(exc, f"ledger {ledger_id} entry {entry_id}")
+        return pb.EIO, None, None
     except Exception as exc:  # noqa: BLE001 - every failure answers the request; status_of logs the unexpected
         return status_of(exc), None, None
     return pb.EOK, body, lac
