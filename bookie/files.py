@@ -9,6 +9,7 @@ the next time it is opened for writing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -17,6 +18,18 @@ from typing import BinaryIO
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+
+
+def pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> None:
+    """``os.pwrite`` until every byte is written. A write that fills the disk may take only part of its bytes and
+    return how many (a short write; the next one fails with ENOSPC): taking it for the whole leaves a hole under data
+    that is then acknowledged (journal) or checkpointed (entry logs, index pages)."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        if written <= 0:
+            raise OSError(errno.EIO, f"pwrite wrote nothing at offset {offset}")
+        view, offset = view[written:], offset + written
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:

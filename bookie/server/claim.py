@@ -19,7 +19,7 @@ import socket
 from pathlib import Path
 
 from bookie.errors import BKError
-from bookie.files import open_private, private_dirs
+from bookie.files import open_private, private_dirs, pwrite_all
 
 LOCK_FILE = "bookie.lock"
 
@@ -71,7 +71,7 @@ def _lock(directory: Path, path: Path) -> int:
         os.close(fd)
         raise
     os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    pwrite_all(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 

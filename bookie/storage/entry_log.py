@@ -29,7 +29,7 @@ from pathlib import Path
 from bookie.codec.entry import IDS, entry_ids
 from bookie.codec.records import MIN_STORED, PREFIX, RECORD_IDS, SIZE, records_in
 from bookie.errors import CorruptData
-from bookie.files import fsync_dir, open_private, private_dirs, write_private
+from bookie.files import fsync_dir, open_private, private_dirs, pwrite_all, write_private
 from bookie.storage.dir_files import hex_ids
 from bookie.storage.dirs import DirEvent, LedgerDirs, NoWritableLedgerDir
 
@@ -244,7 +244,7 @@ class EntryLogger:
         log_id = self._next_id()
         path = log_path(directory, log_id)
         self._fd = open_private(path, os.O_RDWR | os.O_EXCL)
-        os.write(self._fd, HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"))
+        pwrite_all(self._fd, HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"), 0)
         for d in self.dirs.all:  # as EntryLoggerAllocator: every directory knows the highest id handed out
             try:
                 write_private(d / "current" / "lastId", f"{log_id:x}\n".encode())
@@ -269,8 +269,8 @@ class EntryLogger:
             batch = items[start : start + MAP_BATCH]
             body = b"".join(MAP_ENTRY.pack(lid, size) for lid, size in batch)
             blob += MAP_BATCH_HEADER.pack(MAP_BATCH_HEADER.size - 4 + len(body), -1, -2, len(batch)) + body
-        os.pwrite(self._fd, bytes(blob), map_offset)
-        os.pwrite(self._fd, struct.pack(">qi", map_offset, len(items)), 8)
+        pwrite_all(self._fd, blob, map_offset)
+        pwrite_all(self._fd, struct.pack(">qi", map_offset, len(items)), 8)
         os.fsync(self._fd)
         os.close(self._fd)
         self.unsynced.discard(self.current_id)
@@ -301,7 +301,7 @@ class EntryLogger:
 
     def _flush_buffer(self) -> None:
         if self._buffer:
-            os.pwrite(self._fd, self._buffer, self._flushed)
+            pwrite_all(self._fd, self._buffer, self._flushed)
             self._flushed += len(self._buffer)
             self._buffer = bytearray()
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookie.errors import CorruptData
-from bookie.files import fsync_dir, open_private, private_dirs
+from bookie.files import fsync_dir, open_private, private_dirs, pwrite_all
 from bookie.storage.ledger_header import LedgerHeader
 
 MAGIC = b"BKLE"
@@ -124,7 +124,7 @@ class IndexFile:
         return IndexHeader.decode(os.pread(self._open(False), HEADER_SIZE, 0), str(self.path))
 
     def write_raw_header(self, encoded: bytes) -> None:
-        os.pwrite(self._open(True), encoded, 0)
+        pwrite_all(self._open(True), encoded, 0)
 
     def page_count(self) -> int:
         size = os.fstat(self._open(False)).st_size
@@ -137,7 +137,7 @@ class IndexFile:
         return bytearray(data.ljust(PAGE_SIZE, b"\0"))
 
     def write_page(self, page_no: int, page: bytes | bytearray) -> None:
-        os.pwrite(self._open(True), page, HEADER_SIZE + page_no * PAGE_SIZE)
+        pwrite_all(self._open(True), page, HEADER_SIZE + page_no * PAGE_SIZE)
 
     def sync(self) -> None:
         if self._fd >= 0:
@@ -165,7 +165,7 @@ class IndexFile:
         target = open_private(rloc, os.O_WRONLY | os.O_TRUNC)
         try:
             for offset in range(0, size, 1 << 20):
-                os.pwrite(target, os.pread(source, 1 << 20, offset), offset)
+                pwrite_all(target, os.pread(source, 1 << 20, offset), offset)
             os.fsync(target)
         finally:
             os.close(target)

@@ -28,7 +28,7 @@ from typing import BinaryIO, Final, Literal, NamedTuple
 
 from bookie.codec.records import MIN_ADD
 from bookie.errors import CorruptData
-from bookie.files import fsync_dir, open_private, private_dirs
+from bookie.files import fsync_dir, open_private, private_dirs, pwrite_all
 from bookie.storage.dir_files import hex_ids
 
 MAGIC = b"BKLG"
@@ -308,13 +308,13 @@ class JournalFile:
         self.allocated = 0
         while self.allocated < self.prealloc_bytes:
             self._zero_chunk()
-        os.pwrite(self.fd, HEADER.pack(MAGIC, VERSION), 0)
+        pwrite_all(self.fd, HEADER.pack(MAGIC, VERSION), 0)
         self.position = HEADER_SIZE
         os.fsync(self.fd)
         fsync_dir(self.path.parent)
 
     def _zero_chunk(self, size: int = len(ZEROS)) -> None:
-        os.pwrite(self.fd, ZEROS[:size], self.allocated)
+        pwrite_all(self.fd, ZEROS[:size], self.allocated)
         self.allocated += size
 
     def append(self, data: bytes) -> int:
@@ -325,7 +325,7 @@ class JournalFile:
             self._zero_chunk()
         if self.allocated - end < self.prealloc_bytes:  # replace what this append used, in small steps
             self._zero_chunk(min(len(ZEROS), max(ZERO_STEP, len(block))))
-        os.pwrite(self.fd, block, self.position)
+        pwrite_all(self.fd, block, self.position)
         self.position = end
         return end
 

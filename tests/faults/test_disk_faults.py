@@ -3,6 +3,7 @@ what the bookie answers, what it logs and how it turns, and that no acknowledged
 
 from __future__ import annotations
 
+import json
 import urllib.request
 
 import pytest
@@ -157,3 +158,72 @@ def test_repeated_read_errors_declare_the_disks_failed_and_stop_the_bookie(harne
     with BookKeeper(service_uri) as bk:  # the other replica serves every entry
         reader = bk.open_ledger(ledger_id, PASSWORD, recovery=False)
         assert [e.payload for e in reader.read(0, 29)] == [b"entry %d" % n for n in range(30)]
+
+
+def test_a_disk_that_fills_during_compaction_stops_it_cleanly(harness, lossy, bkctl, storage):
+    """ENOSPC on every write to the ledger disk while a major compaction copies: the run gives up with an error,
+    nothing is lost, and the disk holds no more than before it; a run once there is room again finishes."""
+    from integration.server.test_gc import assert_b_intact, gc, write_interleaved
+
+    settings = {"compactionRate": 400, "logSizeLimit": 256 * 1024}
+    if storage == "db":
+        settings["ledgerStorageClass"] = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
+    [bookie] = harness.start(
+        1, journalDirectories=lossy.mountpoint / "journal", ledgerDirectories=lossy.mountpoint / "ledgers", **settings
+    )
+    uri = harness.service_uri
+    _, b = write_interleaved(uri, 3000, quorum=(1, 1, 1))
+    ledgers = lossy.mountpoint / "ledgers" / "current"
+
+    def log_bytes() -> int:
+        return sum(p.stat().st_size for p in ledgers.glob("*.log"))
+
+    before = log_bytes()
+    assert bkctl("-u", uri, "bookie", "gc", "--major", bookie.bookie_id).exit_code == 0
+
+    def compacting():
+        out = bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json").stdout
+        return json.loads(out)[0]["majorCompacting"]
+
+    wait_for(compacting, "the compaction to start")
+    lossy.inject("write", "/ledgers/*", "ENOSPC")
+    wait_for(lambda: not compacting(), "the compaction to give up", timeout=60)
+    status = json.loads(bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json").stdout)[0]
+    assert "No space left on device" in status["lastRun"]["error"], status
+    assert log_bytes() <= before
+    lossy.clear()
+    assert_b_intact(uri, b, 3000)
+    runs = gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")
+    assert runs[bookie.bookie_id]["error"] == ""
+    assert log_bytes() < 0.62 * before
+    assert_b_intact(uri, b, 3000)
+
+
+@pytest.mark.parametrize("where", ["/journal/*", "/ledgers/current/*.log"])
+def test_a_short_write_on_a_filling_disk_is_finished_before_anything_counts_on_it(harness, lossy, storage, where):
+    """A write that fills the disk may take only part of its bytes and return how many (short, no error). The
+    journal's group write (then acknowledged) and the entry log's flush (then checkpointed, the journal let go)
+    must write the rest; before the fix the rest was never written, and the entries were gone after a restart."""
+    settings = (
+        {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"} if storage == "db" else {}
+    )
+    [bookie] = harness.start(
+        1, journalDirectories=lossy.mountpoint / "journal", ledgerDirectories=lossy.mountpoint / "ledgers", **settings
+    )
+    uri = harness.service_uri
+    lossy.inject("write", where, None, count=2, short=True)  # the journal zeroes ahead first: its 2nd write is data
+    with BookKeeper(uri) as bk:
+        handle = bk.create_ledger(1, 1, 1, password=PASSWORD)
+        futures = [handle.add_entry_async(b"entry %d" % n * 50) for n in range(200)]
+        assert [f.result(30) for f in futures] == list(range(200))
+        ledger_id = handle.ledger_id
+    if where.startswith("/journal"):
+        bookie.stop(kill=True)  # no checkpoint: the restart replays the journal
+    else:
+        bookie.stop()  # a clean stop checkpoints: the restart reads the entry log
+    assert lossy.clear() == [], "the short write did not happen"
+    harness.restart(bookie)
+    with BookKeeper(uri) as bk:
+        reader = bk.open_ledger(ledger_id, PASSWORD, recovery=True)
+        assert reader.last_add_confirmed == 199
+        assert [e.payload for e in reader.read(0, 199)] == [b"entry %d" % n * 50 for n in range(200)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from faults.lossyfs.model import Disk, materialize
+from faults.lossyfs.model import Disk, Injection, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -167,3 +167,12 @@ def test_materialize_lays_out_the_durable_tree(tmp_path):
     assert sorted(p.name for p in (tmp_path / "tree" / "current").iterdir()) == ["lastMark", "unlinked"]
     assert (tmp_path / "tree" / "current" / "lastMark").read_bytes() == b"mark"
     assert oct((tmp_path / "tree" / "current").stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_a_short_write_takes_half_and_says_so(tmp_path):
+    disk = Disk(tmp_path)
+    disk.inject(Injection("write", "/f", error=None, short=True, count=1))
+    fh = disk.create("/f", 0o600, os.O_WRONLY)
+    assert disk.write(fh, b"abcdefgh", 0) == 4
+    assert disk.write(fh, b"efgh", 4) == 4
+    assert disk.read_path("/f") == b"abcdefgh"

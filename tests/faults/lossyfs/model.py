@@ -74,13 +74,15 @@ class Sync:
 class Injection:
     """A failing or slow disk: operations ``op`` (read, write, sync, create) on paths matching ``pattern`` (fnmatch,
     on the live path) wait ``delay`` seconds, then fail with ``error`` (an errno; None: they succeed), ``count``
-    times (None: until cleared)."""
+    times (None: until cleared). ``short``: a write takes only the first half of its bytes and says so, as a write
+    that fills the disk does (the caller must write the rest)."""
 
     op: str
     pattern: str = "*"
     error: int | None = errno.EIO
     delay: float = 0.0
     count: int | None = None
+    short: bool = False
     hits: int = 0
 
 
@@ -177,17 +179,17 @@ class Disk:
             cleared, self.injections = self.injections, []
             return cleared
 
-    def _fault(self, op: str, path: str | None = None, ino: int | None = None) -> None:
+    def _fault(self, op: str, path: str | None = None, ino: int | None = None) -> Injection | None:
         """Wait and fail as an injected fault says. Called before taking the lock: a slow operation holds up only its
         caller (as a disk's queue would, other requests keep their place)."""
         if not self.injections:
-            return
+            return None
         with self.lock:
             if path is None:
                 path = self.path_of(ino) if ino is not None else "/"
             hit = next((i for i in self.injections if i.op == op and fnmatch.fnmatch(path, i.pattern)), None)
             if hit is None:
-                return
+                return None
             hit.hits += 1
             if hit.count is not None:
                 hit.count -= 1
@@ -197,6 +199,7 @@ class Disk:
             time.sleep(hit.delay)
         if hit.error is not None:
             raise _error(hit.error)
+        return hit
 
     def _synced(self, op: str, path: str) -> Sync:
         sync = Sync(len(self.syncs) + 1, op, path, time.monotonic())
@@ -405,7 +408,9 @@ class Disk:
             page[lo - start : hi - start] = data[lo - offset : hi - offset]
 
     def write(self, fh: int, data: bytes, offset: int) -> int:
-        self._fault("write", ino=self.handles[fh][0])
+        hit = self._fault("write", ino=self.handles[fh][0])
+        if hit is not None and hit.short and len(data) > 1:
+            data = data[: len(data) // 2]
         with self.lock:
             ino, synchronous = self.handles[fh]
             inode = self.inodes[ino]

@@ -102,10 +102,18 @@ class LossyMount:
         return [tuple(t) for t in answer["tears"]]
 
     def inject(
-        self, op: str, pattern: str = "*", error: str | None = "EIO", delay: float = 0.0, count: int | None = None
+        self,
+        op: str,
+        pattern: str = "*",
+        error: str | None = "EIO",
+        delay: float = 0.0,
+        count: int | None = None,
+        short: bool = False,
     ) -> None:
-        """A failing or slow disk from now on: see ``model.Injection`` (``error`` by errno name, None: no error)."""
-        self._request({"cmd": "inject", "op": op, "pattern": pattern, "error": error, "delay": delay, "count": count})
+        """A failing, slow or filling disk from now on: see ``model.Injection`` (``error`` by errno name, None: no
+        error)."""
+        request = {"op": op, "pattern": pattern, "error": error, "delay": delay, "count": count, "short": short}
+        self._request({"cmd": "inject", **request})
 
     def clear(self) -> list[dict]:
         """The injected faults end; returns each one's ``hits``."""
