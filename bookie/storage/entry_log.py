@@ -159,6 +159,65 @@ def rebuild_ledgers_map(path: Path) -> dict[int, int]:
     return dict(sizes)
 
 
+class LogFile:
+    """One entry log being written: the header when created, records appended through a write buffer, and when
+    sealed the ledgers map, the header's map offset and an fsync. The current log of an :class:`EntryLogger` is one;
+    compaction writes each log's copies into one of its own (:meth:`EntryLogger.new_log`)."""
+
+    def __init__(self, path: Path, log_id: int):
+        self.path, self.id = path, log_id
+        self.fd = open_private(path, os.O_RDWR | os.O_EXCL)
+        pwrite_all(self.fd, HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"), 0)
+        self.flushed = HEADER_SIZE  # file offset where the buffer starts
+        self.buffer = bytearray()
+        self.ledger_sizes: dict[int, int] = defaultdict(int)
+
+    @property
+    def position(self) -> int:
+        return self.flushed + len(self.buffer)
+
+    def append(self, records: bytes | memoryview, sizes: dict[int, int]) -> int:
+        """Buffer ``records`` (``int32 size | framed entry`` each; ``sizes`` their bytes by ledger); their offset."""
+        offset = self.position
+        self.buffer += records
+        for ledger_id, size in sizes.items():
+            self.ledger_sizes[ledger_id] += size
+        if len(self.buffer) >= WRITE_BUFFER:
+            self.flush_buffer()
+        return offset
+
+    def flush_buffer(self) -> None:
+        if self.buffer:
+            pwrite_all(self.fd, self.buffer, self.flushed)
+            self.flushed += len(self.buffer)
+            self.buffer = bytearray()
+
+    def buffered(self, pos: int, size: int) -> bytes:
+        """``size`` bytes from file offset ``pos`` (at or past ``flushed``): still in the buffer."""
+        start = pos - self.flushed
+        return bytes(self.buffer[start : start + size])
+
+    def seal(self) -> None:
+        """Flush, append the ledgers map, patch the header, fsync, close."""
+        self.flush_buffer()
+        map_offset = self.flushed
+        items = sorted(self.ledger_sizes.items())
+        blob = bytearray()
+        for start in range(0, len(items), MAP_BATCH):
+            batch = items[start : start + MAP_BATCH]
+            body = b"".join(MAP_ENTRY.pack(lid, size) for lid, size in batch)
+            blob += MAP_BATCH_HEADER.pack(MAP_BATCH_HEADER.size - 4 + len(body), -1, -2, len(batch)) + body
+        pwrite_all(self.fd, blob, map_offset)
+        pwrite_all(self.fd, struct.pack(">qi", map_offset, len(items)), 8)
+        os.fsync(self.fd)
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 class EntryLogger:
     """Appends to the current entry log (with a write buffer), rotates at ``logSizeLimit``, reads any log — across
     the bookie's ledger directories, as BookKeeper's DefaultEntryLogger: a new log goes to a random writable
@@ -198,10 +257,8 @@ class EntryLogger:
         self.current_id = -1
         self.current_dir = self.dirs.all[0]
         self._roll_due = False  # the current log's directory filled up: the next append starts a new log
-        self._fd = -1
-        self._buffer = bytearray()
-        self._flushed = 0  # file offset where the buffer starts
-        self.ledger_sizes: dict[int, int] = defaultdict(int)  # of the current log
+        self._current: LogFile | None = None
+        self._compacting: set[int] = set()  # ids of compaction logs being written (see new_log)
         self.unsynced: set[int] = set()
         self.dirs.add_listener(self._on_dir_event)
         try:
@@ -233,63 +290,79 @@ class EntryLogger:
         """Every entry log in the ledger directories, ascending."""
         return sorted({log_id for d in self.dirs.all for log_id in list_log_ids(d)})
 
+    def sealed_log_ids(self) -> list[int]:
+        """The logs no one writes to any more: all but the current one and the compaction logs being written."""
+        with self.lock:
+            writing = {self.current_id, *self._compacting}
+        return [log_id for log_id in self.log_ids() if log_id not in writing]
+
     # ---- writing ----
     def _next_id(self) -> int:
         return max(last_log_id(d) for d in self.dirs.all) + 1
 
-    def _roll(self) -> None:
-        directory = self.dirs.pick_for_new_log()
-        if self._fd >= 0:
-            self._seal()
+    def _create(self, directory: Path) -> LogFile:
+        """A new log in ``directory``, with the next id (``lastId`` updated in every directory)."""
         log_id = self._next_id()
-        path = log_path(directory, log_id)
-        self._fd = open_private(path, os.O_RDWR | os.O_EXCL)
-        pwrite_all(self._fd, HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"), 0)
+        created = LogFile(log_path(directory, log_id), log_id)
         for d in self.dirs.all:  # as EntryLoggerAllocator: every directory knows the highest id handed out
             try:
                 write_private(d / "current" / "lastId", f"{log_id:x}\n".encode())
             except OSError as exc:  # a full disk: the next start also looks at the logs themselves
                 log.error("cannot write %s: %s", d / "current" / "lastId", exc)
-        self._log_dirs[log_id] = self.current_dir = directory
+        self._log_dirs[log_id] = directory
+        return created
+
+    def new_log(self) -> LogFile:
+        """A log of its own for a compaction's copies. :meth:`seal_new` makes it and its name durable, before the
+        index may point into it; :meth:`discard_new` removes it when the compaction gives up."""
+        with self.lock:
+            new = self._create(self.dirs.pick_for_new_log())
+            self._compacting.add(new.id)
+            return new
+
+    def seal_new(self, new: LogFile) -> None:
+        new.seal()
+        fsync_dir(new.path.parent)
+        with self.lock:
+            self._compacting.discard(new.id)
+
+    def discard_new(self, new: LogFile) -> None:
+        """Remove a compaction's log nothing points into (its copies were never indexed)."""
+        new.close()
+        with self.lock:
+            self._log_dirs.pop(new.id, None)
+            self._compacting.discard(new.id)
+        new.path.unlink(missing_ok=True)
+
+    def _roll(self) -> None:
+        directory = self.dirs.pick_for_new_log()
+        if self._current is not None:
+            self._seal()
+        self._current = current = self._create(directory)
+        self.current_dir = self._log_dirs[current.id]
         self._roll_due = False
-        self.current_id = log_id
-        self._flushed = HEADER_SIZE
-        self._buffer = bytearray()
-        self.ledger_sizes = defaultdict(int)
+        self.current_id = current.id
         self.unflushed_bytes = 0  # sealing fsynced the previous log
-        self.unsynced.add(log_id)
+        self.unsynced.add(current.id)
 
     def _seal(self) -> None:
-        """Flush the current log, append its ledgers map, patch the header."""
-        self._flush_buffer()
-        map_offset = self._flushed
-        items = sorted(self.ledger_sizes.items())
-        blob = bytearray()
-        for start in range(0, len(items), MAP_BATCH):
-            batch = items[start : start + MAP_BATCH]
-            body = b"".join(MAP_ENTRY.pack(lid, size) for lid, size in batch)
-            blob += MAP_BATCH_HEADER.pack(MAP_BATCH_HEADER.size - 4 + len(body), -1, -2, len(batch)) + body
-        pwrite_all(self._fd, blob, map_offset)
-        pwrite_all(self._fd, struct.pack(">qi", map_offset, len(items)), 8)
-        os.fsync(self._fd)
-        os.close(self._fd)
-        self.unsynced.discard(self.current_id)
-        self._fd = -1
+        assert self._current is not None
+        self._current.seal()
+        self.unsynced.discard(self._current.id)
+        self._current = None
 
     def append(self, records: bytes, sizes: dict[int, int]) -> int:
         """Append ``records`` (``int32 size | framed entry`` each) and return the file offset of the first record.
         ``sizes`` is ``{ledgerId: bytes}`` of the records, for the ledgers map."""
         with self.lock:
-            if self._fd < 0:
+            current = self._current
+            if current is None or (
+                current.position > HEADER_SIZE and (self._roll_due or current.position + len(records) > self.size_limit)
+            ):
                 self._roll()
-            if self.position > HEADER_SIZE and (self._roll_due or self.position + len(records) > self.size_limit):
-                self._roll()
-            offset = self.position
-            self._buffer += records
-            for ledger_id, size in sizes.items():
-                self.ledger_sizes[ledger_id] += size
-            if len(self._buffer) >= WRITE_BUFFER:
-                self._flush_buffer()
+                current = self._current
+                assert current is not None
+            offset = current.append(records, sizes)
             before, self.unflushed_bytes = self.unflushed_bytes, self.unflushed_bytes + len(records)
             if self.flush_bytes > 0 and before < self.flush_bytes <= self.unflushed_bytes and self.on_flush_due:
                 self.on_flush_due()  # once per crossing: the flush resets the count
@@ -297,23 +370,24 @@ class EntryLogger:
 
     @property
     def position(self) -> int:
-        return self._flushed + len(self._buffer)
+        return self._current.position if self._current is not None else HEADER_SIZE
 
-    def _flush_buffer(self) -> None:
-        if self._buffer:
-            pwrite_all(self._fd, self._buffer, self._flushed)
-            self._flushed += len(self._buffer)
-            self._buffer = bytearray()
+    @property
+    def ledger_sizes(self) -> dict[int, int]:
+        """Bytes of each ledger in the current log."""
+        return self._current.ledger_sizes if self._current is not None else {}
 
     def flush(self) -> None:
         """Make everything appended durable (the checkpoint's half for entry logs)."""
         with self.lock:
-            self._flush_buffer()
+            current = self._current
+            if current is not None:
+                current.flush_buffer()
             self.unflushed_bytes = 0  # what the fsyncs below cover
             pending = set(self.unsynced)
             self._close_retired(RETIRE_AFTER)
         for log_id in pending:
-            fd = self._fd if log_id == self.current_id else self._reader(log_id)
+            fd = current.fd if current is not None and log_id == current.id else self._reader(log_id)
             os.fsync(fd)
             if log_id != self.current_id:
                 self.unsynced.discard(log_id)
@@ -350,11 +424,11 @@ class EntryLogger:
     def close(self) -> None:
         with self.lock:
             self._close_retired(0)
-            if self._fd >= 0:
-                self._flush_buffer()
-                os.fsync(self._fd)
-                os.close(self._fd)
-                self._fd = -1
+            if self._current is not None:
+                self._current.flush_buffer()
+                os.fsync(self._current.fd)
+                self._current.close()
+                self._current = None
             for fd in self._read_fds.values():
                 os.close(fd)
             self._read_fds.clear()
@@ -388,7 +462,8 @@ class EntryLogger:
         and about ``size`` bytes, in one read of the file (never of the write buffer)."""
         log_id, pos = split_location(loc)
         with self.lock:
-            end = self._flushed if log_id == self.current_id else None
+            current = self._current
+            end = current.flushed if current is not None and log_id == current.id else None
         try:
             fd = self._reader(log_id)
         except CorruptData:
@@ -408,11 +483,11 @@ class EntryLogger:
         size: int
         data: bytes | None = None
         with self.lock:
-            if log_id == self.current_id and pos - PREFIX >= self._flushed:
-                start = pos - PREFIX - self._flushed
-                head = bytes(self._buffer[start : start + PREFIX])
+            current = self._current
+            if current is not None and log_id == current.id and pos - PREFIX >= current.flushed:
+                head = current.buffered(pos - PREFIX, PREFIX)
                 size = SIZE.unpack(head)[0] if len(head) == PREFIX else -1
-                data = bytes(self._buffer[start + PREFIX : start + PREFIX + size]) if size > 0 else b""
+                data = current.buffered(pos, size) if size > 0 else b""
         if data is None:
             fd = self._reader(log_id)
             head = os.pread(fd, PREFIX + 4096, pos - PREFIX)

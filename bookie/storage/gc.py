@@ -4,11 +4,14 @@ Each run: 1. ledger GC — forget the local ledgers the metadata store no longer
 2. entry log metadata — ``{totalSize, remainingSize, ledgerId -> bytes}`` of every sealed log, from its ledgers map
 or by scanning it; deleted ledgers are taken out, and a log left with none is deleted; 3. compaction — major when
 ``majorCompactionInterval`` has passed (or forced), else minor: every log under the kind's usage threshold, emptiest
-first, has its live entries copied into the current entry log.
+first, has its live entries copied into a new entry log of their own (as BookKeeper's transactional compactor).
 
-Compacting a log is crash-safe by its order: copy, flush the copies to disk, repoint the index (only slots that
-still point at the old log), checkpoint (index pages fsynced), and only then delete the old log. A crash before the
-checkpoint leaves the index on the old log, which still exists; the copies are garbage for a later run.
+Compacting a log is crash-safe by its order: copy into the new log, seal it and fsync its directory (the copies and
+their log's name durable), repoint the index (only slots that still point at the old log) durably, and only then
+delete the old log. A crash before the index is repointed leaves it on the old log, which still exists; the new log is
+then garbage its ledgers map counts as live until those ledgers are deleted (as BookKeeper's default compactor leaves
+its copies in the current log). A failure, a full disk among them, removes the new log at once, so a compaction that
+gives up leaves the disk no fuller than it found it.
 """
 
 from __future__ import annotations
@@ -16,16 +19,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from bookie.codec.records import PREFIX
 from bookie.errors import BKError
 from bookie.storage.entry_log import (
     EntryLogger,
+    LogFile,
     iter_records,
     location,
     read_ledgers_map,
@@ -33,7 +36,6 @@ from bookie.storage.entry_log import (
 )
 
 log = logging.getLogger(__name__)
-COPY_BATCH = 1 << 20  # bytes appended to the current entry log at once
 MAJOR, MINOR = "major", "minor"
 
 
@@ -100,6 +102,16 @@ class EntryLogMetadata:
 
     def forget(self, live: Callable[[int], bool]) -> None:
         self.ledgers = {lid: size for lid, size in self.ledgers.items() if live(lid)}
+
+
+class Compacted(NamedTuple):
+    """A log compacted: the entries and bytes copied, the new log holding them (None: nothing was live) and its
+    size on disk (with its header and ledgers map)."""
+
+    entries: int
+    copied: int
+    new_log: EntryLogMetadata | None
+    new_size: int
 
 
 def log_metadata(path: Path, log_id: int) -> EntryLogMetadata:
@@ -289,13 +301,11 @@ class GarbageCollector:
         """Usage of every sealed entry log now (the current log is still being written)."""
         local = set(self.storage.ledger_ids())
         return entry_log_usage(
-            self.storage.entry_logger.log_path, self._sealed_log_ids(), local.__contains__, dict(self.logs)
+            self.storage.entry_logger.log_path,
+            self.storage.entry_logger.sealed_log_ids(),
+            local.__contains__,
+            dict(self.logs),
         )
-
-    def _sealed_log_ids(self) -> list[int]:
-        logger = self.storage.entry_logger
-        current = logger.current_id  # -1: no log open yet (every disk full), so every log is sealed
-        return [log_id for log_id in logger.log_ids() if log_id < current or current < 0]
 
     def _loop(self) -> None:
         wait = self.config.gc_wait_ms / 1000.0
@@ -386,7 +396,7 @@ class GarbageCollector:
         local = set(self.storage.ledger_ids())
         self.logs = {
             log_id: self.logs.get(log_id) or log_metadata(logger.log_path(log_id), log_id)
-            for log_id in self._sealed_log_ids()
+            for log_id in self.storage.entry_logger.sealed_log_ids()
         }
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
@@ -411,61 +421,58 @@ class GarbageCollector:
                 if meta.usage >= threshold or self._stop.is_set() or kind in self.state.suspended:
                     break
                 size = self.storage.entry_logger.log_path(meta.log_id).stat().st_size
-                entries, copied = self._compact(meta, throttle)
-                if entries is None:
+                done = self._compact(meta, throttle)
+                if done is None:
                     break  # stopping: the log is left as it was
                 self._remove_log(meta.log_id)
                 del self.logs[meta.log_id]
+                if done.new_log is not None:  # all live: a later run looks at it again
+                    self.logs[done.new_log.log_id] = done.new_log
+                reclaimed = max(0, size - done.new_size)
                 result.logs_compacted += 1
-                result.entries_copied += entries
-                result.bytes_copied += copied
-                result.bytes_reclaimed += max(0, size - copied)
-                self.state.reclaimed_by_compaction += max(0, size - copied)
+                result.entries_copied += done.entries
+                result.bytes_copied += done.copied
+                result.bytes_reclaimed += reclaimed
+                self.state.reclaimed_by_compaction += reclaimed
         finally:
             self.state.compacting = ""
             self._count_active()
         self.state.last_compaction[kind] = time.time()
         self.state.counters[kind] += 1
 
-    def _compact(self, meta: EntryLogMetadata, throttle: Throttle) -> tuple[int | None, int]:
-        """Copy the log's live entries into the current entry log and repoint the index at the copies.
-        Returns (entries, bytes) copied, or (None, 0) when the bookie is stopping."""
+    def _compact(self, meta: EntryLogMetadata, throttle: Throttle) -> Compacted | None:
+        """Copy the log's live entries into a new log of their own, make it and its name durable, then repoint the
+        index at the copies; None when the bookie is stopping. A failure (a disk full) or a stop removes the new log:
+        nothing points into it yet, and the disk holds no more than before (copies appended to the shared current
+        log would stay there as garbage)."""
         storage, logger = self.storage, self.storage.entry_logger
         moved: list[tuple[int, int, int, int]] = []  # (ledgerId, entryId, old location, new location)
-        pending: list[tuple[int, int, int, int]] = []  # (ledgerId, entryId, old location, offset in batch)
-        batch = bytearray()
-        sizes: defaultdict[int, int] = defaultdict(int)
+        copies: LogFile | None = None
         copied = entries = 0
-
-        def append() -> None:
-            with logger.lock:
-                base = logger.append(bytes(batch), sizes)
-                log_id = logger.current_id
-            moved.extend(
-                (ledger_id, entry_id, old, location(log_id, base + offset + PREFIX))
-                for ledger_id, entry_id, old, offset in pending
-            )
-            batch.clear()
-            pending.clear()
-            sizes.clear()
-
-        for pos, ledger_id, entry_id, record in iter_records(logger.log_path(meta.log_id)):
-            if ledger_id not in meta.ledgers:
-                continue
-            old = location(meta.log_id, pos)
-            if storage.entry_location(ledger_id, entry_id) != old:
-                continue  # deleted, or superseded by a later copy of the entry
-            pending.append((ledger_id, entry_id, old, len(batch)))
-            batch += record
-            sizes[ledger_id] += len(record)
-            copied += len(record)
-            entries += 1
-            if len(batch) >= COPY_BATCH:
-                append()
-            if not throttle.take():
-                return None, 0
-        if batch:
-            append()
-        logger.flush()  # the copies are on disk before any index slot points at them
+        try:
+            for pos, ledger_id, entry_id, record in iter_records(logger.log_path(meta.log_id)):
+                if ledger_id not in meta.ledgers:
+                    continue
+                old = location(meta.log_id, pos)
+                if storage.entry_location(ledger_id, entry_id) != old:
+                    continue  # deleted, or superseded by a later copy of the entry
+                if copies is None:
+                    copies = logger.new_log()
+                offset = copies.append(record, {ledger_id: len(record)})
+                moved.append((ledger_id, entry_id, old, location(copies.id, offset + PREFIX)))
+                copied += len(record)
+                entries += 1
+                if not throttle.take():
+                    logger.discard_new(copies)
+                    return None
+            if copies is not None:
+                logger.seal_new(copies)  # the copies and their log's name durable before an index slot points there
+        except BaseException:
+            if copies is not None:
+                logger.discard_new(copies)
+            raise
         storage.update_entry_locations(moved)  # durable before the old log goes
-        return entries, copied
+        if copies is None:
+            return Compacted(entries, copied, None, 0)
+        new_log = EntryLogMetadata(copies.id, copied, dict(copies.ledger_sizes))
+        return Compacted(entries, copied, new_log, copies.path.stat().st_size)

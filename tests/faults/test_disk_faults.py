@@ -166,13 +166,15 @@ def test_a_disk_that_fills_during_compaction_stops_it_cleanly(harness, lossy, bk
     from integration.server.test_gc import assert_b_intact, gc, write_interleaved
 
     settings = {"compactionRate": 400, "logSizeLimit": 256 * 1024}
-    if storage == "db":
+    if storage == "db":  # checkpoints often: each writes its ledgers sorted, so A and B share every log
         settings["ledgerStorageClass"] = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
+        settings["flushInterval"] = 100
     [bookie] = harness.start(
         1, journalDirectories=lossy.mountpoint / "journal", ledgerDirectories=lossy.mountpoint / "ledgers", **settings
     )
     uri = harness.service_uri
     _, b = write_interleaved(uri, 3000, quorum=(1, 1, 1))
+    restart_from_disk(harness, bookie)  # every entry in the entry logs, no write buffer or cache left to flush
     ledgers = lossy.mountpoint / "ledgers" / "current"
 
     def log_bytes() -> int:
@@ -190,8 +192,9 @@ def test_a_disk_that_fills_during_compaction_stops_it_cleanly(harness, lossy, bk
     wait_for(lambda: not compacting(), "the compaction to give up", timeout=60)
     status = json.loads(bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json").stdout)[0]
     assert "No space left on device" in status["lastRun"]["error"], status
-    assert log_bytes() <= before
     lossy.clear()
+    restart_from_disk(harness, bookie)  # whatever the bookie held to write is written now
+    assert log_bytes() <= before + 2048  # + the log the restart sealed, empty: a header and a map
     assert_b_intact(uri, b, 3000)
     runs = gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")
     assert runs[bookie.bookie_id]["error"] == ""
