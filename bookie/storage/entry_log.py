@@ -245,6 +245,9 @@ class EntryLogger:
         path = log_path(directory, log_id)
         self._fd = open_private(path, os.O_RDWR | os.O_EXCL)
         os.write(self._fd, HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"))
+        # The name durable before any location points into the log: a compaction's index update, or a checkpoint
+        # whose lastMark goes to another directory, would otherwise outlive it (and its id be handed out again).
+        fsync_dir(path.parent)
         for d in self.dirs.all:  # as EntryLoggerAllocator: every directory knows the highest id handed out
             try:
                 write_private(d / "current" / "lastId", f"{log_id:x}\n".encode())
