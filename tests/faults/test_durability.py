@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from faults.lossyfs.mount import LossyMount, fuse_missing
 
+from admin.offline.format import format_dirs
 from bookie.files import private_dirs, write_atomic
 
 pytestmark = pytest.mark.root
@@ -29,3 +30,19 @@ def test_directories_a_bookie_creates_survive_a_cut(disk):
     disk.cut()
     disk.mount()
     assert (disk.mountpoint / "bookie" / "ledgers" / "current" / "VERSION").read_bytes() == b"cookie"
+
+
+def test_a_format_stays_done_after_a_cut(disk):
+    """Crash point: right after ``bkctl bookie format`` (before the bookie starts anew). The removals were never
+    fsynced: the cut brought the old ``current`` back (its cookie, journals, lastMark), so the next start was
+    refused (the cookie deleted from ZooKeeper) or ran on the old files instead of a new bookie."""
+    journal, ledgers = disk.mountpoint / "journal", disk.mountpoint / "ledgers"
+    for directory in (journal, ledgers):
+        current = private_dirs(directory / "current")
+        write_atomic(current / "VERSION", b"cookie")
+    write_atomic(ledgers / "current" / "lastMark", b"\0" * 16)
+    format_dirs([journal, ledgers, disk.mountpoint / "index"])
+    disk.cut()
+    disk.mount()
+    assert [sorted(d.iterdir()) for d in (journal, ledgers)] == [[], []]
+    assert (disk.mountpoint / "index").is_dir()
