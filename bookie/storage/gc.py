@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bookie.codec.records import PREFIX
-from bookie.errors import BKError
+from bookie.errors import BKError, CorruptData
 from bookie.storage.entry_log import (
     EntryLogger,
     iter_records,
@@ -384,10 +384,13 @@ class GarbageCollector:
     def _update_logs(self, result: GcRun) -> None:
         logger = self.storage.entry_logger
         local = set(self.storage.ledger_ids())
-        self.logs = {
-            log_id: self.logs.get(log_id) or log_metadata(logger.log_path(log_id), log_id)
-            for log_id in self._sealed_log_ids()
-        }
+        logs = {}
+        for log_id in self._sealed_log_ids():
+            try:
+                logs[log_id] = self.logs.get(log_id) or log_metadata(logger.log_path(log_id), log_id)
+            except (CorruptData, OSError) as exc:  # that log left alone, the others collected (as BookKeeper)
+                log.error("gc%s: cannot read entry log %x, left as it is: %s", self._in(), log_id, exc)
+        self.logs = logs
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
             if not meta.ledgers:
