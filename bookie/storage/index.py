@@ -125,6 +125,10 @@ class IndexFile:
                 self._fd = os.open(self.path, os.O_RDWR)
         return self._fd
 
+    def blank(self) -> bool:
+        """Whether the header is only zeros (or missing: a file shorter than a header)."""
+        return not os.pread(self._open(False), HEADER_SIZE, 0).strip(b"\0")
+
     def read_header(self) -> IndexHeader:
         return IndexHeader.decode(os.pread(self._open(False), HEADER_SIZE, 0), str(self.path))
 

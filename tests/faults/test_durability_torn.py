@@ -3,17 +3,30 @@ What a crash leaves must not refuse a start nor fail garbage collection forever;
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 
+from bookie.storage import journal as jf
+from bookie.storage.checkpoint import write_last_mark
 from bookie.storage.config import StorageConfig
 from bookie.storage.entry_log import HEADER_SIZE, EntryLogger, log_path
 from bookie.storage.gc import GarbageCollector, GcConfig, log_metadata
+from bookie.storage.group_commit import LogMark
+from bookie.storage.index import index_path
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
-from support.storage import add, records
+from support.storage import add, crash, payload, records
+from support.storage import stored_entry as entry
 
 RECORD = len(records(1, 0, 1))
+
+
+def open_storage(tmp_path, **changes) -> InterleavedLedgerStorage:
+    ledgers = tmp_path / "ledgers"
+    storage = InterleavedLedgerStorage(StorageConfig((tmp_path / "journal",), (ledgers,), (ledgers,), **changes))
+    storage.start()
+    return storage
 
 
 def sealed_and_current(directory) -> EntryLogger:
@@ -56,12 +69,8 @@ def test_a_log_whose_header_was_lost_is_scanned(tmp_path):
 def test_garbage_collection_goes_on_past_a_log_it_cannot_read(tmp_path):
     """One unreadable log (not an entry log at all) failed every GC run, so no other log was ever reclaimed. As
     BookKeeper's GarbageCollectorThread, that log is left as it is and the others are collected."""
-    ledgers = tmp_path / "ledgers"
-    config = StorageConfig(
-        (tmp_path / "journal",), (ledgers,), (ledgers,), entry_log_size_limit=HEADER_SIZE + 10 * RECORD
-    )
-    storage = InterleavedLedgerStorage(config)
-    storage.start()
+    storage = open_storage(tmp_path, entry_log_size_limit=HEADER_SIZE + 10 * RECORD)
+    ledgers = storage.config.ledger_dir
     add(storage, 1, 0, 10)  # log 0
     add(storage, 2, 0, 10)  # log 1
     add(storage, 3, 0, 1)  # log 2, the current one
@@ -71,3 +80,49 @@ def test_garbage_collection_goes_on_past_a_log_it_cannot_read(tmp_path):
     storage.shutdown()
     assert run.error == "" and run.logs_deleted == 1
     assert not log_path(ledgers, 1).exists() and log_path(ledgers, 0).exists()
+
+
+def test_a_journal_a_crash_left_without_its_header_replays_nothing(tmp_path, caplog):
+    """A cut while a new journal was created, its name durable (journal and ledger directory shared: a lastMark's
+    directory fsync), its zeros and header not: every later start was refused ("not a journal file"), even with
+    --skip-journal-corruption. As BookKeeper (JournalChannel: no magic, a version 1 journal; a zero length ends it)
+    it holds no records."""
+    storage = open_storage(tmp_path)
+    add(storage, 1, 0, 10)
+    crash(storage)
+    newest = max(jf.list_journal_ids(storage.config.journal_dir))
+    jf.journal_path(storage.config.journal_dir, newest + 1).write_bytes(b"")
+    jf.journal_path(storage.config.journal_dir, newest + 2).write_bytes(bytes(4096))
+    with caplog.at_level(logging.WARNING):
+        again = open_storage(tmp_path)
+    assert [entry(again, 1, e).payload for e in range(10)] == [payload(1, e) for e in range(10)]
+    again.shutdown()
+    assert caplog.text.count("nothing but zeros (a crash while it was created)") == 2
+
+
+def test_an_index_file_a_crash_left_without_its_header_is_replayed_anew(tmp_path):
+    """A cut in the first checkpoint after a ledger's first adds: its ``.idx`` name durable (another new index
+    file's directory fsync in the same directory), its header not. Replaying the ledger's master key raised
+    CorruptData ("not an index file") and refused every start; the journal holds all of that ledger."""
+    storage = open_storage(tmp_path)
+    add(storage, 1, 0, 10)
+    crash(storage)
+    path = index_path(storage.config.index_dir, 1)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(bytes(4096))  # zeros where its header and first page were to be
+    again = open_storage(tmp_path)
+    assert [entry(again, 1, e).payload for e in range(10)] == [payload(1, e) for e in range(10)]
+    again.shutdown()
+
+
+def test_a_lastmark_past_what_the_journal_holds_is_reported(tmp_path, caplog):
+    """A journal that lost what its lastMark points past (or is gone): the start replayed nothing and said
+    nothing."""
+    storage = open_storage(tmp_path)
+    add(storage, 1, 0, 10)
+    (mark,) = storage.checkpoint()
+    storage.shutdown()
+    write_last_mark(storage.config.ledger_dir, LogMark(mark.journal_id, mark.offset + 64 * 4096))
+    with caplog.at_level(logging.WARNING):
+        open_storage(tmp_path).shutdown()
+    assert "points past what journal" in caplog.text
