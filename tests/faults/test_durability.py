@@ -46,3 +46,23 @@ def test_a_format_stays_done_after_a_cut(disk):
     disk.mount()
     assert [sorted(d.iterdir()) for d in (journal, ledgers)] == [[], []]
     assert (disk.mountpoint / "index").is_dir()
+
+
+def test_a_first_start_cut_between_its_two_cookies_says_what_it_was(disk, cluster):
+    """Crash point: a new bookie's cookie written to ZooKeeper, not yet to its directories. The next start is
+    refused, as BookKeeper 4.17.4's is (it writes the directories' cookies first, without fsync, then ZooKeeper's:
+    a cut after both leaves it this state too), and now says that a first start cut short leaves this."""
+    from bookie.meta.cookies import CookieStore
+    from bookie.server.config import BookieConfig
+    from bookie.server.cookie_check import CookieMismatch, check_cookies
+
+    journal, ledgers = disk.mountpoint / "journal", disk.mountpoint / "ledgers"
+    config = BookieConfig.load(None, {"journalDirectories": str(journal), "ledgerDirectories": str(ledgers)})
+    check = check_cookies(cluster, "127.0.0.1:3181", config)
+    for directory in (journal, ledgers):
+        private_dirs(directory / "current")  # and the first start's files
+    CookieStore(cluster).write(check.cookie)
+    disk.cut()
+    disk.mount()
+    with pytest.raises(CookieMismatch, match="a first start cut short between writing its cookie to ZooKeeper"):
+        check_cookies(cluster, "127.0.0.1:3181", config)
