@@ -11,6 +11,7 @@ import pytest
 from faults.lossyfs.mount import LossyMount, fuse_missing
 
 from bookie.storage.config import StorageConfig
+from bookie.storage.db import offline
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import DiskSpace, DiskThresholds, LedgerDirs
 from bookie.storage.entry_log import HEADER_SIZE
@@ -172,8 +173,8 @@ def test_an_index_file_moved_off_a_full_directory_stays_moved_after_a_cut(disk):
 def test_dbledgerstorage_index_directories_survive_a_cut_after_the_first_checkpoint(disk):
     """Crash point: the first checkpoint of a DbLedgerStorage whose RocksDB databases live in index directories of
     their own (the locations batch synced, lastMark in the ledger directory). RocksDB fsyncs its own folder, not
-    the ``current`` holding it: the cut took both databases, and the start opened empty ones (private_dirs now
-    fsyncs each directory it makes in its parent)."""
+    the ``current`` holding it: the cut took both databases, and the start opened empty ones (fixed by private_dirs
+    fsyncing each directory it makes in its parent)."""
     config = config_on(disk.mountpoint, indexes=1)
     storage = DbLedgerStorage(config)
     storage.start()
@@ -184,3 +185,19 @@ def test_dbledgerstorage_index_directories_survive_a_cut_after_the_first_checkpo
     again.start()
     assert [entry(again, 1, e).payload for e in range(20)] == [payload(1, e) for e in range(20)]
     again.shutdown()
+
+
+def test_a_rebuilt_ledgers_index_stays_in_place_after_a_cut(disk):
+    """Crash point: right after ``bkctl bookie rebuild-db-index --ledgers`` (offline). Its two renames (the old
+    index aside, the rebuilt one in place) were never fsynced: the cut brought the old index back and left the
+    rebuilt one under its temporary name."""
+    config = config_on(disk.mountpoint)
+    storage = DbLedgerStorage(config)
+    storage.start()
+    add(storage, 1, 0, 10)
+    storage.shutdown()
+    assert not offline.ledgers(config.index_dir)[1].fenced
+    offline.rebuild_ledgers(list(config.journal_dirs), config.ledger_dir, config.index_dir)
+    disk.cut()
+    disk.mount()
+    assert offline.ledgers(config.index_dir)[1].fenced  # the rebuilt index: every ledger fenced
