@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from bookie.errors import NotFound
+from bookie.files import fsync_dir, private_dirs
 from bookie.meta.cookies import CookieStore
 from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
@@ -31,7 +32,8 @@ def format_plan(directories: list[Path]) -> list[Path]:
 
 
 def format_dirs(directories: list[Path]) -> list[Path]:
-    """Empty the directories (BookieImpl.cleanDir), creating missing ones; return what was deleted."""
+    """Empty the directories (BookieImpl.cleanDir), creating missing ones; return what was deleted. Durable on
+    return: a power cut after a format must not bring the old cookie, journals and lastMark back."""
     deleted = format_plan(directories)
     for child in deleted:
         if child.is_dir() and not child.is_symlink():
@@ -39,7 +41,8 @@ def format_dirs(directories: list[Path]) -> list[Path]:
         else:
             child.unlink()
     for directory in directories:
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dirs(directory)
+        fsync_dir(directory)
     return deleted
 
 

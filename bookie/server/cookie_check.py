@@ -94,6 +94,12 @@ def check_cookies(store: MetadataStore, bookie_id: str, config: BookieConfig) ->
         raise CookieMismatch(
             f"bookie {bookie_id}: {wiped[0]} has no cookie but ZooKeeper has one: the directory is new or was wiped; "
             + ("to add a ledger or index directory, set allowStorageExpansion=true; " if added else "")
+            + (
+                "a first start cut short between writing its cookie to ZooKeeper and to its directories leaves this "
+                "too (BookKeeper refuses it alike); "
+                if len(missing) == len(dirs)
+                else ""
+            )
             + f"if on purpose, delete {cookies.path(bookie_id)} and start again"
         )
     if busy := [d for d in missing if _holds_files(d)]:

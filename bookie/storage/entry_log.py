@@ -25,6 +25,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from bookie.codec.entry import IDS, entry_ids
 from bookie.codec.records import MIN_STORED, PREFIX, RECORD_IDS, SIZE, records_in
@@ -77,27 +78,40 @@ def last_log_id(directory: Path) -> int:
     return last
 
 
+def _head(f: BinaryIO, path: Path) -> tuple[int, int] | None:
+    """``(ledgersMapOffset, ledgersCount)`` from a log's header; None when the log has no header yet (created, not
+    written). A zeroed magic is a header a crash lost while later data stayed: read as a log without a map, to be
+    scanned, as BookKeeper reads any header it can (DefaultEntryLogger.getHeaderForLogId skips the magic)."""
+    head = f.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    magic, _, map_offset, count = HEADER.unpack(head)
+    if magic == bytes(len(MAGIC)):
+        log.warning("%s: header lost (zeros): scanning the log as one without a ledgers map", path)
+        return 0, 0
+    if magic != MAGIC:
+        raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
+    return map_offset, count
+
+
 def read_ledgers_map(path: Path) -> dict[int, int] | None:
-    """The sealed log's ledgers map ``{ledgerId: bytes}``, or None when it has none."""
+    """The sealed log's ledgers map ``{ledgerId: bytes}``, or None when it has none, or a crash damaged it (a torn
+    seal): the log is then scanned, as BookKeeper's getEntryLogMetadata falls back to scanning."""
     with open(path, "rb") as f:
-        head = f.read(HEADER.size)
-        if len(head) < HEADER.size:
-            return None  # a log created but not written yet (the next one is pre-created): nothing in it
-        magic, _, map_offset, count = HEADER.unpack(head)
-        if magic != MAGIC:
-            raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
-        if map_offset == 0:
+        head = _head(f, path)
+        if head is None or head[0] == 0:
             return None
+        map_offset, count = head
         f.seek(map_offset)
         result: dict[int, int] = {}
         while len(result) < count:
-            head = f.read(MAP_BATCH_HEADER.size)
-            if len(head) < MAP_BATCH_HEADER.size:
-                raise CorruptData(f"{path}: ledgers map cut short at offset {f.tell()}")
-            _, m1, m2, n = MAP_BATCH_HEADER.unpack(head)
-            if (m1, m2) != (-1, -2) or n < 0:
-                raise CorruptData(f"{path}: bad ledgers map batch at offset {f.tell() - MAP_BATCH_HEADER.size}")
-            body = f.read(n * MAP_ENTRY.size)
+            at = f.tell()
+            batch = f.read(MAP_BATCH_HEADER.size)
+            _, m1, m2, n = MAP_BATCH_HEADER.unpack(batch.ljust(MAP_BATCH_HEADER.size, b"\0"))
+            body = f.read(n * MAP_ENTRY.size) if (m1, m2) == (-1, -2) and 0 <= n <= MAP_BATCH else b""
+            if len(body) != n * MAP_ENTRY.size or (m1, m2) != (-1, -2):
+                log.warning("%s: ledgers map damaged at offset %d (a torn seal): scanning the log instead", path, at)
+                return None
             for i in range(n):
                 ledger_id, size = MAP_ENTRY.unpack_from(body, i * MAP_ENTRY.size)
                 result[ledger_id] = size
@@ -107,15 +121,16 @@ def read_ledgers_map(path: Path) -> dict[int, int] | None:
 def iter_records(path: Path, chunk: int = 4 << 20) -> Iterator[tuple[int, int, int, memoryview]]:
     """``(pos, ledgerId, entryId, record)`` of every entry, up to the ledgers map or the end of the data;
     ``record`` is ``int32 size | framed entry``, valid until the next item. Reads the log in large chunks: compaction
-    and map rebuilding read whole logs, and a read per entry costs more than the entry."""
+    and map rebuilding read whole logs, and a read per entry costs more than the entry.
+
+    Stops, with a warning, at a record a crash damaged (a size that runs past the data, an entry cut short), as
+    BookKeeper's scanEntryLog stops at a short read: what follows was never synced, so nothing acknowledged relies on
+    it (the journal has it), and a scan that raised would fail every garbage collection after the crash."""
     with open(path, "rb", buffering=0) as f:
-        head = f.read(HEADER.size)
-        if len(head) < HEADER.size:
+        head = _head(f, path)
+        if head is None:
             return  # a log created but not written yet (the next one is pre-created): no entries
-        magic, _, map_offset, _ = HEADER.unpack(head)
-        if magic != MAGIC:
-            raise CorruptData(f"{path}: not an entry log (magic {magic!r})")
-        end = map_offset or os.fstat(f.fileno()).st_size
+        end = head[0] or os.fstat(f.fileno()).st_size
         data, base, position = b"", HEADER_SIZE, HEADER_SIZE  # data holds the file from offset base
         while position + PREFIX <= end:
             start = position - base
@@ -128,13 +143,17 @@ def iter_records(path: Path, chunk: int = 4 << 20) -> Iterator[tuple[int, int, i
             if size == 0:
                 return  # unwritten tail
             if size < MIN_STORED or position + PREFIX + size > end:
-                raise CorruptData(f"{path}: bad entry size {size} at offset {position}")
+                log.warning("%s: scan stops at a bad entry size %d at offset %d (a torn write)", path, size, position)
+                return
             if start + PREFIX + size > len(data):
                 data = data[start:] + os.pread(f.fileno(), max(chunk, PREFIX + size), base + len(data))
                 base, start = position, 0
                 if PREFIX + size > len(data):
-                    raise CorruptData(f"{path}: entry at offset {position} cut short")
+                    log.warning("%s: scan stops at an entry cut short at offset %d (a torn write)", path, position)
+                    return
             ledger_id, entry_id = IDS.unpack_from(data, start + PREFIX)
+            if ledger_id == -1:
+                return  # the ledgers map, after a header that lost its offset
             yield position + PREFIX, ledger_id, entry_id, memoryview(data)[start : start + PREFIX + size]
             position += PREFIX + size
 
@@ -304,6 +323,9 @@ class EntryLogger:
         """A new log in ``directory``, with the next id (``lastId`` updated in every directory)."""
         log_id = self._next_id()
         created = LogFile(log_path(directory, log_id), log_id)
+        # The name durable before any location points into the log: a compaction's index update, or a checkpoint
+        # whose lastMark goes to another directory, would otherwise outlive it (and its id be handed out again).
+        fsync_dir(directory / "current")
         for d in self.dirs.all:  # as EntryLoggerAllocator: every directory knows the highest id handed out
             try:
                 write_private(d / "current" / "lastId", f"{log_id:x}\n".encode())
@@ -313,8 +335,9 @@ class EntryLogger:
         return created
 
     def new_log(self) -> LogFile:
-        """A log of its own for a compaction's copies. :meth:`seal_new` makes it and its name durable, before the
-        index may point into it; :meth:`discard_new` removes it when the compaction gives up."""
+        """A log of its own for a compaction's copies (its name durable, as every new log's). :meth:`seal_new` makes
+        its data durable, before the index may point into it; :meth:`discard_new` removes it when the compaction
+        gives up."""
         with self.lock:
             new = self._create(self.dirs.pick_for_new_log())
             self._compacting.add(new.id)
@@ -322,7 +345,6 @@ class EntryLogger:
 
     def seal_new(self, new: LogFile) -> None:
         new.seal()
-        fsync_dir(new.path.parent)
         with self.lock:
             self._compacting.discard(new.id)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from bookie.codec.records import PREFIX
-from bookie.errors import BKError
+from bookie.errors import BKError, CorruptData
 from bookie.storage.entry_log import (
     EntryLogger,
     LogFile,
@@ -394,10 +394,13 @@ class GarbageCollector:
     def _update_logs(self, result: GcRun) -> None:
         logger = self.storage.entry_logger
         local = set(self.storage.ledger_ids())
-        self.logs = {
-            log_id: self.logs.get(log_id) or log_metadata(logger.log_path(log_id), log_id)
-            for log_id in self.storage.entry_logger.sealed_log_ids()
-        }
+        logs = {}
+        for log_id in logger.sealed_log_ids():
+            try:
+                logs[log_id] = self.logs.get(log_id) or log_metadata(logger.log_path(log_id), log_id)
+            except (CorruptData, OSError) as exc:  # that log left alone, the others collected (as BookKeeper)
+                log.error("gc%s: cannot read entry log %x, left as it is: %s", self._in(), log_id, exc)
+        self.logs = logs
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
             if not meta.ledgers:
@@ -421,7 +424,11 @@ class GarbageCollector:
                 if meta.usage >= threshold or self._stop.is_set() or kind in self.state.suspended:
                     break
                 size = self.storage.entry_logger.log_path(meta.log_id).stat().st_size
-                done = self._compact(meta, throttle)
+                try:
+                    done = self._compact(meta, throttle)
+                except CorruptData as exc:  # that log kept as it is, the others compacted
+                    log.error("gc%s: %s", self._in(), exc)
+                    continue
                 if done is None:
                     break  # stopping: the log is left as it was
                 self._remove_log(meta.log_id)
@@ -448,11 +455,12 @@ class GarbageCollector:
         storage, logger = self.storage, self.storage.entry_logger
         moved: list[tuple[int, int, int, int]] = []  # (ledgerId, entryId, old location, new location)
         copies: LogFile | None = None
-        copied = entries = 0
+        copied = entries = seen = 0  # seen: bytes of the live ledgers' records scanned, copied or superseded
         try:
             for pos, ledger_id, entry_id, record in iter_records(logger.log_path(meta.log_id)):
                 if ledger_id not in meta.ledgers:
                     continue
+                seen += len(record)
                 old = location(meta.log_id, pos)
                 if storage.entry_location(ledger_id, entry_id) != old:
                     continue  # deleted, or superseded by a later copy of the entry
@@ -465,8 +473,13 @@ class GarbageCollector:
                 if not throttle.take():
                     logger.discard_new(copies)
                     return None
+            if seen < meta.remaining_size:  # the scan stopped at damage: what follows it must not go with the log
+                raise CorruptData(
+                    f"entry log {meta.log_id:x}: its scan stopped at a damaged record after {seen} of the "
+                    f"{meta.remaining_size} bytes of its live ledgers; the log is kept"
+                )
             if copies is not None:
-                logger.seal_new(copies)  # the copies and their log's name durable before an index slot points there
+                logger.seal_new(copies)  # the copies durable before an index slot points at them
         except BaseException:
             if copies is not None:
                 logger.discard_new(copies)

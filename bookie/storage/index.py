@@ -107,6 +107,7 @@ class IndexFile:
     def __init__(self, directory: Path, ledger_id: int, path: Path | None = None):
         self.path = path or index_path(directory, ledger_id)
         self._fd = -1
+        self._new_name = False  # created since the last sync: its directory is fsynced with it
 
     def exists(self) -> bool:
         return self._fd >= 0 or self.path.exists()
@@ -115,10 +116,18 @@ class IndexFile:
         if self._fd < 0:
             if create:
                 private_dirs(self.path.parent)
-                self._fd = open_private(self.path, os.O_RDWR)
+                try:
+                    self._fd = open_private(self.path, os.O_RDWR | os.O_EXCL)
+                    self._new_name = True
+                except FileExistsError:
+                    self._fd = open_private(self.path, os.O_RDWR)
             else:
                 self._fd = os.open(self.path, os.O_RDWR)
         return self._fd
+
+    def blank(self) -> bool:
+        """Whether the header is only zeros (or missing: a file shorter than a header)."""
+        return not os.pread(self._open(False), HEADER_SIZE, 0).strip(b"\0")
 
     def read_header(self) -> IndexHeader:
         return IndexHeader.decode(os.pread(self._open(False), HEADER_SIZE, 0), str(self.path))
@@ -140,8 +149,12 @@ class IndexFile:
         pwrite_all(self._open(True), page, HEADER_SIZE + page_no * PAGE_SIZE)
 
     def sync(self) -> None:
+        """Make what was written durable, and the file's name when it is new (a checkpoint's lastMark follows)."""
         if self._fd >= 0:
             os.fsync(self._fd)
+        if self._new_name:
+            fsync_dir(self.path.parent)
+            self._new_name = False
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -169,8 +182,10 @@ class IndexFile:
             os.fsync(target)
         finally:
             os.close(target)
+        fsync_dir(rloc.parent)  # the copy's name durable before the original goes
         self.close()
         self.path.unlink()
+        fsync_dir(self.path.parent)  # else a cut brings the stale original back, and dirs.find may pick it
         os.replace(rloc, path)
         fsync_dir(path.parent)
         self.path = path

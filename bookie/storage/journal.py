@@ -55,6 +55,20 @@ def list_journal_ids(directory: Path) -> list[int]:
     return hex_ids(directory, ".txn")
 
 
+def holds_position(directory: Path, journal_id: int, offset: int, window: int = 8192) -> bool:
+    """Whether the journal seems to still hold what comes before ``offset`` (a lastMark: the end of a flush, or the
+    header's): something other than zeros in the ``window`` bytes before it. Each flush ends with a padding record
+    whose marker is not zero, and a padding is shorter than the alignment (512 bytes here, at most 4096 in
+    BookKeeper); what a cut lost reads as the zeros the file was preallocated with."""
+    start = max(0, offset - window)
+    try:
+        with open(journal_path(directory, journal_id), "rb") as f:
+            before = os.pread(f.fileno(), offset - start, start)
+    except FileNotFoundError:
+        return False
+    return len(before) == offset - start and any(before)
+
+
 def padding(position: int) -> bytes:
     """The padding record that re-aligns ``position`` to a 512-byte boundary."""
     remaining = ALIGN - position % ALIGN
@@ -138,14 +152,21 @@ class JournalScan:
         self.skip_corruption = skip_corruption
         self.torn_tail: int | None = None
         self.skipped: list[Skipped] = []
+        self.blank = False  # nothing but zeros: see __iter__
 
     def __iter__(self) -> Iterator[Record]:
         with open(self.path, "rb") as f:
             head = f.read(HEADER_SIZE)
+            size = os.fstat(f.fileno()).st_size
+            if not head.strip(b"\0") and _next_nonzero(f, len(head), size) is None:
+                # A crash while the journal was created (its name made durable by another file's directory fsync,
+                # its zeros and header not): no record was ever written to it. BookKeeper reads a journal without
+                # its magic as a version 1 one and finds a zero length at once: no records.
+                self.blank = True
+                return
             magic, version = HEADER.unpack_from(head.ljust(HEADER.size, b"\0"))
             if magic != MAGIC or version != VERSION:
                 raise CorruptData(f"{self.path}: not a journal file (magic {magic!r}, version {version})")
-            size = os.fstat(f.fileno()).st_size
             position = max(self.start, HEADER_SIZE)
             while True:
                 found = _read(f, position, size)

@@ -196,6 +196,14 @@ class JournalledStorage(ABC):
 
     def _replay_journal(self, directory: Path, mark: LogMark, lacs: dict[int, int], skipped: list[jf.Skipped]) -> int:
         count = 0
+        if mark.journal_id and not jf.holds_position(directory, mark.journal_id, mark.offset):
+            log.warning(
+                "%s: lastMark %s points past what journal %x holds (the disk lost synced writes, the journal was "
+                "replaced, or journalSyncData=false): replay starts after it, from whatever the journal still has",
+                directory,
+                mark,
+                mark.journal_id,
+            )
         for journal_id in jf.list_journal_ids(directory):
             if journal_id < mark.journal_id:
                 continue
@@ -204,6 +212,8 @@ class JournalledStorage(ABC):
             for record in scan:
                 self._apply(record, lacs)
                 count += 1
+            if scan.blank:
+                log.warning("%s: nothing but zeros (a crash while it was created): no records", scan.path)
             if scan.torn_tail is not None:
                 log.warning(
                     "%s: torn tail at offset %d (a crash cut the last write): replay ends there",

@@ -11,12 +11,14 @@ written while its directory is full is first moved to a writable one (index.Inde
 from __future__ import annotations
 
 import array
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
+from bookie.errors import CorruptData
 from bookie.storage.dirs import LedgerDirs, NoWritableLedgerDir
 from bookie.storage.index import (
     ENTRIES_PER_PAGE,
@@ -27,6 +29,8 @@ from bookie.storage.index import (
     ledger_id_of,
 )
 from bookie.storage.stats import OpStatsLogger
+
+log = logging.getLogger(__name__)
 
 
 class LedgerIndex:
@@ -79,7 +83,16 @@ class LedgerCache:
             if path is None:
                 return None
             file = IndexFile(path.parents[3], ledger_id, path)
-            header = file.read_header()
+            try:
+                header = file.read_header()
+            except CorruptData:
+                if not file.blank():
+                    raise
+                # created, and a crash took its header: no checkpoint completed since (each syncs the header it
+                # writes before its lastMark), so the journal replays all of the ledger's state
+                log.warning("%s: no header (a crash while it was created): the ledger is replayed anew", path)
+                file.delete()
+                return None
             state = LedgerIndex(ledger_id, file, header, self._last_entry_on_disk(file))
             self.ledgers[ledger_id] = state
             return state

@@ -218,6 +218,7 @@ def rebuild_ledgers(
     if (current / LEDGERS).exists():
         os.rename(current / LEDGERS, result.backup)
     os.rename(current / temp, current / LEDGERS)
+    fsync_dir(current)  # done when it returns: a power cut must not bring the old index back
     return result
 
 
@@ -356,6 +357,7 @@ def convert_to_interleaved(pairs: list[tuple[Path, Path]], dry_run: bool = False
         current = Path(index_dir) / "current"
         for name in (LEDGERS, LOCATIONS):
             os.rename(current / name, current / f"{name}.backup")
+        fsync_dir(current)
         result.backup = current / f"{LEDGERS}.backup"
     return results
 

@@ -242,3 +242,21 @@ def test_compaction_throttle_unlimited_and_stopped():
     assert all(unlimited.take() for _ in range(1000))
     stop.set()
     assert not Throttle(10, stop).take()
+
+
+def test_a_log_whose_scan_stops_at_damage_is_kept_with_what_follows(half_and_tenth, caplog):
+    """A record a crash damaged in the middle of a sealed log (its size field): the scan stops there (as
+    BookKeeper's), so compaction would copy only what comes before it; the log must then stay, or the live entries
+    after the damage go with it."""
+    storage = half_and_tenth
+    path = log_path(storage.config.ledger_dir, 0)
+    positions = [pos for pos, lid, _, _ in iter_records(path) if lid == 1]
+    with open(path, "r+b") as f:  # ledger 1's second entry: a size running past the data
+        f.seek(positions[1] - 4)
+        f.write((1 << 30).to_bytes(4, "big"))
+    run = collector(storage, {2, 4}).run((True, False))
+    assert run.error == "" and 0 in list_log_ids(storage.config.ledger_dir)
+    assert run.logs_compacted == 1  # log 1, not log 0
+    assert "scan stopped at a damaged record" in caplog.text
+    assert entry(storage, 1, 0).entry_id == 0
+    assert [entry(storage, 1, e).entry_id for e in range(2, 5)] == [2, 3, 4]  # after the damage, still there
