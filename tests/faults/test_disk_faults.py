@@ -230,3 +230,24 @@ def test_a_short_write_on_a_filling_disk_is_finished_before_anything_counts_on_i
         reader = bk.open_ledger(ledger_id, PASSWORD, recovery=True)
         assert reader.last_add_confirmed == 199
         assert [e.payload for e in reader.read(0, 199)] == [b"entry %d" % n * 50 for n in range(200)]
+
+
+def test_a_slow_disk_slows_acknowledgements_but_loses_nothing(harness, bookies, lossy, service_uri):
+    """fsync in 300 ms on one bookie of three: E3 W3 A2 and E3 W3 A3 writers are acknowledged (the second at the slow
+    bookie's pace) and every entry reads back, from the slow bookie too. The latencies: benchmarks/slow_disk.py."""
+    sick = bookies[0]
+    lossy.inject("sync", "*", None, delay=0.3)
+    with BookKeeper(service_uri) as bk:
+        ledgers = []
+        for quorum in ((3, 3, 2), (3, 3, 3)):
+            handle = bk.create_ledger(*quorum, password=PASSWORD)
+            futures = [handle.add_entry_async(b"slow %d" % n) for n in range(200)]
+            assert [f.result(60) for f in futures] == list(range(200))
+            handle.close()
+            ledgers.append(handle.ledger_id)
+    assert lossy.clear()[0]["hits"] > 0
+    with harness.wire(sick) as conn:  # the slow bookie has them all
+        for ledger_id in ledgers:
+            for n in range(200):
+                answer = conn.ask(pb.ReadRequest(ledgerId=ledger_id, entryId=n))
+                assert answer.status == pb.EOK and answer.body.endswith(b"slow %d" % n)
