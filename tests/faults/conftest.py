@@ -5,9 +5,44 @@ rotate it away): it is removed when every schedule passed and kept, with its log
 
 import shutil
 import tempfile
+from dataclasses import dataclass
 
 import pytest
 from faults.cluster import FaultCluster
+
+
+@dataclass
+class Tally:
+    """Entries the disk-fault tests saw acknowledged and read back (``tests/faults/run --disk-faults`` prints it)."""
+
+    acknowledged: int = 0
+    read_back: int = 0
+
+    def check(self, got: list[bytes], expected: list[bytes]) -> None:
+        """``expected`` were acknowledged; ``got`` is what reads returned of them, in order."""
+        self.acknowledged += len(expected)
+        self.read_back += sum(g == e for g, e in zip(got, expected, strict=False))
+        assert got == expected
+
+    def render(self) -> str:
+        return (
+            f"entries acknowledged: {self.acknowledged}\n"
+            f"entries read back:    {self.read_back}\n"
+            f"entries lost:         {self.acknowledged - self.read_back}"
+        )
+
+
+TALLY = Tally()
+
+
+@pytest.fixture
+def tally() -> Tally:
+    return TALLY
+
+
+def pytest_unconfigure(config):
+    if TALLY.acknowledged:  # after pytest's own summary: the last line is the one scripts look for
+        print(TALLY.render())
 
 
 @pytest.fixture(scope="module")
