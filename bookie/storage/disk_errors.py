@@ -1,7 +1,8 @@
-"""I/O errors reading a bookie's ledger disks: each answers its read with EIO and is counted; they are logged a line at
-most every ``LOG_EVERY`` seconds (a failing disk fails every read: one line per read would bury the log); and
+"""I/O errors on a bookie's ledger disks. A read error answers its read with EIO and is counted; they are logged a line
+at most every ``LOG_EVERY`` seconds (a failing disk fails every read: one line per read would bury the log); and
 ``limit`` of them within ``window`` seconds declare the disks failed (BookKeeper's ``LedgerDirsListener.diskFailed``,
-on which a bookie shuts down, so that its ledgers are re-replicated from their other copies)."""
+on which a bookie shuts down, so that its ledgers are re-replicated from their other copies). A checkpoint that
+cannot write declares them failed at once (:meth:`fail`, BookKeeper's ``fatalError``)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,10 @@ class DiskErrors:
                 )
         if declare is not None and self.on_failed is not None:
             self.on_failed(declare)
+
+    def fail(self, reason: str) -> None:
+        """The disks failed at once (a write the bookie cannot do without: BookKeeper's SyncThread fatalError)."""
+        with self._lock:
+            first, self.failed = self.failed is None, self.failed or reason
+        if first and self.on_failed is not None:
+            self.on_failed(reason)

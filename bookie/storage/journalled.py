@@ -129,8 +129,14 @@ class JournalledStorage(ABC):
             self._sync_thread.join()
         for journal in self.journals:
             journal.stop()
-        self.checkpoint()
-        self._close()
+        try:
+            self.checkpoint()
+        except OSError as exc:  # a failed disk: the journal, kept from lastMark on, replays it all at the next start
+            log.error("the last checkpoint failed (%s): the next start replays the journal instead", exc)
+        try:
+            self._close()
+        except OSError as exc:
+            log.error("closing the storage's files: %s", exc)
 
     def _sync_loop(self) -> None:
         """Checkpoint every flushInterval; in between, write the entry logs back every second, so that a
@@ -153,6 +159,9 @@ class JournalledStorage(ABC):
                     next_checkpoint = time.monotonic() + interval
                 else:
                     self._writeback()
+            except OSError as exc:  # the ledger disks: what is not written stays in the journal, which is kept
+                self.disk_errors.fail(f"a checkpoint could not write to them ({exc})")
+                return
             except Exception:
                 log.exception("checkpoint failed")
 

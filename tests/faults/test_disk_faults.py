@@ -257,3 +257,28 @@ def test_a_slow_disk_slows_acknowledgements_but_loses_nothing(harness, bookies, 
             answers = [conn.ask(pb.ReadRequest(ledgerId=ledger_id, entryId=n)) for n in range(200)]
             got = [a.body[-len(e) :] if a.status == pb.EOK else b"" for a, e in zip(answers, expected, strict=True)]
             tally.check(got, expected)
+
+
+def test_a_ledger_disk_that_fails_writes_stops_the_bookie_and_the_journal_keeps_its_entries(
+    harness, bookies, lossy, service_uri, tally
+):
+    """EIO on every write to the ledger directory (the journal's, on the same disk, still works): the next
+    write-back or checkpoint fails, and the bookie stops, as BookKeeper's does (SyncThread's fatalError), instead of
+    acknowledging adds it can no longer store. Restarted on a repaired disk, it replays them from the journal."""
+    sick = bookies[0]
+    with BookKeeper(service_uri, ClientConfig(add_entry_timeout=5.0)) as bk:
+        handle = ledger_on(bk, sick.bookie_id, 3)  # E3 W3 A3: every add reached the sick bookie's journal
+        expected = [b"entry %d" % n for n in range(50)]
+        for data in expected:
+            handle.add_entry(data)
+        lossy.inject("write", "/ledgers/*", "EIO")
+        wait_for(lambda: not sick.running(), "the bookie to stop on its failed ledger disk")
+        handle.close()
+    log = sick.log_path.read_text()
+    assert "its ledger disks failed: a checkpoint could not write to them ([Errno 5] Input/output error)" in log
+    lossy.clear()
+    harness.restart(sick)
+    with harness.wire(sick) as conn:  # its own copy, from the journal
+        answers = [conn.ask(pb.ReadRequest(ledgerId=handle.ledger_id, entryId=n)) for n in range(50)]
+    got = [a.body[-len(e) :] if a.status == pb.EOK else b"" for a, e in zip(answers, expected, strict=True)]
+    tally.check(got, expected)
