@@ -17,6 +17,8 @@ rocksdict leaves a ``rocksdict-config.json`` of its own in the database director
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -183,15 +185,33 @@ class KeyValueStorage:
         self._sync.sync = True
 
     def get(self, key: bytes) -> bytes | None:
-        value = self.db.get(key)
+        with self._disk():
+            value = self.db.get(key)
         return value if isinstance(value, bytes) else None
 
     def put(self, key: bytes, value: bytes) -> None:
         """Not synced: :meth:`sync` (or a synced batch) makes it durable."""
-        self.db.put(key, value)
+        with self._disk():
+            self.db.put(key, value)
 
     def delete(self, key: bytes) -> None:
-        self.db.delete(key)
+        with self._disk():
+            self.db.delete(key)
+
+    @contextlib.contextmanager
+    def _disk(self) -> Iterator[None]:
+        """RocksDB's I/O errors as OSError, what the bookie takes for its disk failing (rocksdict raises a bare
+        Exception with RocksDB's status: "IO error: No space left on device: ...")."""
+        try:
+            yield
+        except OSError:
+            raise
+        except Exception as exc:
+            message = str(exc)
+            if not message.startswith("IO error"):
+                raise
+            code = errno.ENOSPC if "No space left" in message else errno.EIO
+            raise OSError(code, f"RocksDB {self.path}: {message}") from None
 
     def write(self, puts: Iterable[tuple[bytes, bytes]], delete_ranges: Iterable[tuple[bytes, bytes]] = ()) -> None:
         """Apply puts and range deletes (``[begin, end)``) as one synced batch."""
@@ -200,11 +220,13 @@ class KeyValueStorage:
             batch.delete_range(begin, end)
         for key, value in puts:
             batch.put(key, value)
-        self.db.write(batch, self._sync)
+        with self._disk():
+            self.db.write(batch, self._sync)
 
     def sync(self) -> None:
         """Make the puts and deletes before it durable (BookKeeper writes an empty synced batch)."""
-        self.db.write(_rocksdict().WriteBatch(raw_mode=True), self._sync)
+        with self._disk():
+            self.db.write(_rocksdict().WriteBatch(raw_mode=True), self._sync)
 
     def floor(self, key: bytes) -> tuple[bytes, bytes] | None:
         """The record with the greatest key <= ``key``."""

@@ -123,48 +123,56 @@ class SingleDirectoryStorage:
 
     def flush(self) -> None:
         """Write the write cache into the entry log and its locations into the index, and the changed ledgers:
-        all durable on return (the storage half of a checkpoint)."""
+        all durable on return (the storage half of a checkpoint). A flush that failed left its entries in the
+        flushing half: they go first (swapping them back into the write cache would leave them behind while the
+        checkpoint's lastMark moved past them)."""
         with self.flush_lock:
+            if self.flushing.count:
+                self._flush_half()
             with self.cache_lock:
                 self.write_cache, self.flushing = self.flushing, self.write_cache
                 self.cache_lock.notify_all()
-            flushing = self.flushing
-            locations: list[tuple[int, int, int]] = []
-            logger = self.entry_logger
-            chunk: list[bytes] = []
-            chunk_ids: list[tuple[int, int, int]] = []  # (ledgerId, entryId, offset in chunk)
-            sizes: defaultdict[int, int] = defaultdict(int)
+            self._flush_half()
+
+    def _flush_half(self) -> None:
+        """Write the flushing half of the write cache out (under the flush lock)."""
+        flushing = self.flushing
+        locations: list[tuple[int, int, int]] = []
+        logger = self.entry_logger
+        chunk: list[bytes] = []
+        chunk_ids: list[tuple[int, int, int]] = []  # (ledgerId, entryId, offset in chunk)
+        sizes: defaultdict[int, int] = defaultdict(int)
+        chunk_size = 0
+
+        def append() -> None:
+            nonlocal chunk_size
+            with logger.lock:
+                base = logger.append(b"".join(chunk), sizes)
+                log_id = logger.current_id
+            locations.extend((lid, eid, location(log_id, base + at + PREFIX)) for lid, eid, at in chunk_ids)
+            chunk.clear()
+            chunk_ids.clear()
+            sizes.clear()
             chunk_size = 0
 
-            def append() -> None:
-                nonlocal chunk_size
-                with logger.lock:
-                    base = logger.append(b"".join(chunk), sizes)
-                    log_id = logger.current_id
-                locations.extend((lid, eid, location(log_id, base + at + PREFIX)) for lid, eid, at in chunk_ids)
-                chunk.clear()
-                chunk_ids.clear()
-                sizes.clear()
-                chunk_size = 0
-
-            for ledger_id, entry_id, entry in flushing.sorted_entries():
-                chunk_ids.append((ledger_id, entry_id, chunk_size))
-                chunk.append(size_prefix(entry))
-                chunk.append(entry)
-                sizes[ledger_id] += PREFIX + len(entry)
-                chunk_size += PREFIX + len(entry)
-                if chunk_size >= FLUSH_CHUNK:
-                    append()
-            if chunk:
+        for ledger_id, entry_id, entry in flushing.sorted_entries():
+            chunk_ids.append((ledger_id, entry_id, chunk_size))
+            chunk.append(size_prefix(entry))
+            chunk.append(entry)
+            sizes[ledger_id] += PREFIX + len(entry)
+            chunk_size += PREFIX + len(entry)
+            if chunk_size >= FLUSH_CHUNK:
                 append()
-            logger.flush()  # the entries are on disk before any location points at them
-            if locations:
-                self.locations.write(locations)
-            self.ledgers.flush()
-            with self.cache_lock:
-                flushing.clear()
-            self.locations.remove_deleted()
-            self.ledgers.remove_deleted()
+        if chunk:
+            append()
+        logger.flush()  # the entries are on disk before any location points at them
+        if locations:
+            self.locations.write(locations)
+        self.ledgers.flush()
+        with self.cache_lock:
+            flushing.clear()
+        self.locations.remove_deleted()
+        self.ledgers.remove_deleted()
 
     # ---- reads ----
     def caches(self) -> tuple[WriteCache, WriteCache]:

@@ -146,7 +146,8 @@ class Control:
       tears made, then the process ends without unmounting (the caller unmounts lazily)
     - ``{"cmd": "sync-all"}``: every file and directory synced, as a clean shutdown does
     - ``{"cmd": "inject", "op": "read|write|sync|create", "pattern": GLOB, "error": "EIO"|"ENOSPC"|null,
-      "delay": SECONDS, "count": N|null, "short": bool}``: a failing, slow or filling disk (``model.Injection``)
+      "delay": SECONDS, "count": N|null, "short": bool, "skip": N}``: a failing, slow or filling disk
+      (``model.Injection``)
     - ``{"cmd": "clear"}``: the injections end; answers each one's hits
     - ``{"cmd": "space", "usable": BYTES|null}``: the free space statfs reports (null: the real one)
     """
@@ -231,6 +232,7 @@ class Control:
                     request.get("delay", 0.0),
                     request.get("count"),
                     request.get("short", False),
+                    request.get("skip", 0),
                 )
             )
             return {"injected": len(self.disk.injections)}, False

@@ -74,8 +74,8 @@ class Sync:
 class Injection:
     """A failing or slow disk: operations ``op`` (read, write, sync, create) on paths matching ``pattern`` (fnmatch,
     on the live path) wait ``delay`` seconds, then fail with ``error`` (an errno; None: they succeed), ``count``
-    times (None: until cleared). ``short``: a write takes only the first half of its bytes and says so, as a write
-    that fills the disk does (the caller must write the rest)."""
+    times (None: until cleared), after letting the first ``skip`` through. ``short``: a write takes only the first
+    half of its bytes and says so, as a write that fills the disk does (the caller must write the rest)."""
 
     op: str
     pattern: str = "*"
@@ -83,6 +83,7 @@ class Injection:
     delay: float = 0.0
     count: int | None = None
     short: bool = False
+    skip: int = 0
     hits: int = 0
 
 
@@ -189,6 +190,9 @@ class Disk:
                 path = self.path_of(ino) if ino is not None else "/"
             hit = next((i for i in self.injections if i.op == op and fnmatch.fnmatch(path, i.pattern)), None)
             if hit is None:
+                return None
+            if hit.skip > 0:
+                hit.skip -= 1
                 return None
             hit.hits += 1
             if hit.count is not None:

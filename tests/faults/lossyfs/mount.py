@@ -109,10 +109,12 @@ class LossyMount:
         delay: float = 0.0,
         count: int | None = None,
         short: bool = False,
+        skip: int = 0,
     ) -> None:
         """A failing, slow or filling disk from now on: see ``model.Injection`` (``error`` by errno name, None: no
         error)."""
         request = {"op": op, "pattern": pattern, "error": error, "delay": delay, "count": count, "short": short}
+        request["skip"] = skip
         self._request({"cmd": "inject", **request})
 
     def clear(self) -> list[dict]:
