@@ -8,9 +8,9 @@ exact bytes. A bookie that refuses to start is a failure when any entry was ackn
 refusal (with its reason recorded) when none was.
 
 ZooKeeper is not cut: it holds the state of the end of the run. Two things in it are put back as they were at the
-crash point: the bookie's cookie (written at its first start) and its registration (a killed bookie's ephemeral
-node is deleted at once instead of waiting for its session to expire). Deleted ledgers are not checked at any
-point: their metadata is gone.
+crash point: the bookie's cookie (written at its first start, deleted by a format) and its registration (a killed
+bookie's ephemeral node is deleted at once instead of waiting for its session to expire). Deleted ledgers are not
+checked at any point: their metadata is gone.
 """
 
 from __future__ import annotations
@@ -23,17 +23,19 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from faults.lossyfs.model import Sync, materialize
 from faults.lossyfs.mount import LossyMount
 
-from bookie.errors import BKError
+from bookie.errors import BKError, NoSuchEntry, NoSuchLedger
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.local.process import tail
 from bookie.meta.layout import init_cluster
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
+_T = TypeVar("_T")
 PASSWORD = b"crashpoints"
 STORAGES = ("interleaved", "db")
 DB_STORAGE = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
@@ -65,13 +67,29 @@ class Recording:
     events: list[tuple[str, float]] = field(default_factory=list)
     syncs: list[Sync] = field(default_factory=list)
     first: int = 0  # the first crash point checked
-    cookie_at: float | None = None  # when ZooKeeper got the bookie's cookie (a first start), time.monotonic()
+    # ZooKeeper's cookie of the bookie over time, where a workload changes it: (from time.monotonic(), its bytes or
+    # None for none); empty: left as it is
+    cookie: list[tuple[float, bytes | None]] = field(default_factory=list)
+    forgotten: dict[int, float] = field(default_factory=dict)  # ledger -> when its bookie was formatted
+
+    def cookie_at(self, before: float) -> bytes | None:
+        """The cookie in ZooKeeper when the power went just before ``before``."""
+        return next((data for at, data in reversed(self.cookie) if at < before), None)
+
+    def phase(self, sync: Sync | None) -> str:
+        """The step of the workload that made ``sync``: the last event before it completed."""
+        at = sync.at if sync is not None else float("-inf")
+        return next((name for name, when in reversed(self.events) if when <= at), "")
 
     def expected(self, before: float) -> dict[int, int]:
         """ledger -> the last entry acknowledged before ``before`` (entries 0..it were all acknowledged)."""
         last: dict[int, int] = {}
         for ack in self.acks:
-            if ack.at < before and ack.ledger_id not in self.deleted:
+            if (
+                ack.at < before
+                and ack.ledger_id not in self.deleted
+                and self.forgotten.get(ack.ledger_id, before) >= before
+            ):
                 last[ack.ledger_id] = max(last.get(ack.ledger_id, -1), ack.entry_id)
         return last
 
@@ -87,6 +105,7 @@ class Point:
     lost: list[str] = field(default_factory=list)  # what did not read back, one line per ledger
     refused: str | None = None  # why the bookie did not start
     seconds: float = 0.0
+    phase: str = ""  # the step of the workload the sync belongs to (the last one begun before it)
 
     @property
     def failed(self) -> bool:
@@ -203,6 +222,7 @@ class Session:
         whose adds the journal commits in groups), then wait for their acknowledgements. The time of each
         acknowledgement is taken in the client's loop as it completes."""
         recording = self.recording
+        self.event(f"adds ({rounds} x {count} to {len(handles)} ledgers)")
         for _ in range(rounds):
             futures: list[tuple[Future, int, int]] = []
             for handle in handles:
@@ -224,6 +244,7 @@ class Session:
     def wait_for_sync(self, fragment: str, timeout: float = 20.0) -> Sync:
         """Wait for the next sync of a path containing ``fragment`` (a checkpoint writes ``lastMark``)."""
         seen = self.mount.sync_count()
+        self.event("checkpoint" if fragment == "lastMark" else f"waiting for a sync of {fragment}")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for sync in self.mount.syncs(seen):
@@ -232,8 +253,44 @@ class Session:
             time.sleep(0.05)
         raise TimeoutError(f"no sync of a path containing {fragment!r} within {timeout:g} s")
 
+    def stop(self) -> None:
+        """Stop the bookie cleanly (SIGTERM: it checkpoints and unregisters)."""
+        self.event("clean stop")
+        self.bookie.stop()
+
+    def start(self) -> None:
+        self.event("the bookie's start")
+        self.bookie.start()
+        wait_registered(self.store, [self.bookie], START_TIMEOUT)
+
+    def format(self, ledgers: list) -> None:
+        """``bkctl bookie format --delete-cookie`` on the stopped bookie: its data and cookie go by design, so
+        ``ledgers`` are not checked at crash points after the format began."""
+        import subprocess
+        import sys
+
+        self.event("bkctl bookie format --delete-cookie")
+        began = time.monotonic()
+        recording = self.recording
+        if not recording.cookie:
+            current = _cookie(self.store, self.bookie.bookie_id)
+            recording.cookie.append((float("-inf"), current[0] if current else None))
+        for handle in ledgers:
+            recording.forgotten[handle.ledger_id] = began
+        command = [sys.executable, "-m", "bkctl", "-c", str(self.bookie.conf_path), "bookie", "format"]
+        done = subprocess.run([*command, "--delete-cookie", "--yes"], capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"bkctl bookie format failed: {done.stderr.strip().splitlines()[-3:]}")
+        recording.cookie.append((time.monotonic(), None))  # deleted last, once the directories are emptied
+
+    def cookie_written(self) -> None:
+        """Note when the bookie's (new) cookie reached ZooKeeper, after a start that wrote one."""
+        if (cookie := _cookie(self.store, self.bookie.bookie_id)) is not None:
+            self.recording.cookie.append((cookie[1], cookie[0]))
+
     def delete(self, handle) -> None:
         self.recording.deleted.add(handle.ledger_id)
+        self.event(f"deletion of ledger {handle.ledger_id}")
         self.bk.delete_ledger(handle.ledger_id)
 
     def gc(self, major: bool = False, minor: bool = False, timeout: float = 30.0):
@@ -243,6 +300,7 @@ class Session:
 
         registered = BookieRegistry(self.store).get(self.bookie.bookie_id)
         with admin_client(registered, "gc") as admin:
+            self.event(f"forced GC (major {major}, minor {minor})")
             run_id = admin.trigger_gc(major, minor).run_id or 0
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
@@ -251,8 +309,8 @@ class Session:
                     if last.error:
                         raise RuntimeError(f"the forced GC failed: {last.error}")
                     self.event(
-                        f"gc run {last.run_id}: {last.kind or 'no'} compaction, {last.logs_deleted} logs "
-                        f"deleted, {last.logs_compacted} compacted"
+                        f"after GC run {last.run_id} ({last.kind or 'no'} compaction, {last.logs_deleted} logs "
+                        f"deleted, {last.logs_compacted} compacted)"
                     )
                     return last
                 time.sleep(0.05)
@@ -335,7 +393,7 @@ def run_case(
                 mount.unmount()
             mount = LossyMount(store_dir, disk, snapshots=snapshots)
             mount.mount()
-            recording.events.append(("start", time.monotonic()))
+            recording.events.append(("the bookie's start", time.monotonic()))
             bookie.start()
             wait_registered(store, [bookie], START_TIMEOUT)
             if not (workload.fresh or workload.count_start):
@@ -362,12 +420,11 @@ def run_case(
             recording.syncs.append(Sync(number, "?", "(after the kill)", float("inf")))
         case.acknowledged = len([a for a in recording.acks if a.ledger_id not in recording.deleted])
         case.run_seconds = time.monotonic() - started
-        cookie = _cookie(store, bookie.bookie_id) if workload.fresh else None
-        if cookie is not None:
-            recording.cookie_at = cookie[1]
+        if workload.fresh and (cookie := _cookie(store, bookie.bookie_id)) is not None:
+            recording.cookie = [(float("-inf"), None), (cookie[1], cookie[0])]
         checked = time.monotonic()
         try:
-            check_points(case, bookie, disk, snapshots, recording, store, cookie, progress)
+            check_points(case, bookie, disk, snapshots, recording, store, progress)
         finally:
             bookie.stop(kill=True)
             _drop_registration(store, bookie.bookie_id)
@@ -406,7 +463,6 @@ def check_points(
     snapshots: Path,
     recording: Recording,
     store: MetadataStore,
-    cookie: tuple[bytes, float] | None,
     progress: Callable[[str], None],
 ) -> None:
     from bookie.client import BookKeeper, ClientConfig
@@ -417,11 +473,12 @@ def check_points(
             began = time.monotonic()
             before = syncs[number].at if number < len(syncs) else float("inf")
             expected = recording.expected(before)
-            point = Point(number, syncs[number - 1] if number else None, sum(n + 1 for n in expected.values()))
+            sync = syncs[number - 1] if number else None
+            point = Point(number, sync, sum(n + 1 for n in expected.values()), phase=recording.phase(sync))
             _clear(disk)
             materialize(snapshots / str(number), disk)
-            if recording.cookie_at is not None and cookie is not None:
-                _set_cookie(store, bookie.bookie_id, cookie[0] if recording.cookie_at < before else None)
+            if recording.cookie:
+                _set_cookie(store, bookie.bookie_id, recording.cookie_at(before))
             with open(bookie.log_path, "a") as log:
                 log.write(f"==== crash point {number} ====\n")
             bookie.start()
@@ -450,32 +507,52 @@ def _reason(bookie: LocalBookie, exc: Exception) -> str:
 
 
 def _read_back(bk, recording: Recording, ledger_id: int, last: int, lost: list[str]) -> int:
-    """Read entries 0..last of a ledger from the bookie; returns how many came back exact, noting the others."""
+    """Read entries 0..last of a ledger from the bookie; returns how many came back exact, noting the others. A read
+    that fails otherwise than "no such entry/ledger" (a timeout on a busy machine) is tried again before it counts."""
     seed, size = recording.seed, recording.sizes[ledger_id]
+    entries: dict[int, bytes] = {}
+    errors: dict[int, str] = {}
     try:
-        handle = bk.open_ledger(ledger_id, PASSWORD, recovery=False)
+        handle = _retried(lambda: bk.open_ledger(ledger_id, PASSWORD, recovery=False))
+    except BKError as exc:
+        lost.append(f"ledger {ledger_id}: 0..{last} unreadable, the open failed: {type(exc).__name__}: {exc}")
+        return 0
+    try:
         entries = {e.entry_id: e.payload for e in handle.read(0, last)}
     except BKError:
-        entries = {}
-        try:
-            handle = bk.open_ledger(ledger_id, PASSWORD, recovery=False)
-        except BKError as exc:
-            lost.append(f"ledger {ledger_id}: 0..{last} unreadable, the open failed: {exc}")
-            return 0
+        pass
+    if len(entries) <= last:  # which ones: entry by entry
         for entry_id in range(last + 1):
             try:
-                entries[entry_id] = handle.read(entry_id, entry_id)[0].payload
-            except BKError:
+                entries[entry_id] = _retried(lambda e=entry_id: handle.read(e, e)[0].payload)
+            except (NoSuchLedger, NoSuchEntry):
                 pass
+            except BKError as exc:
+                errors[entry_id] = f"{type(exc).__name__}: {exc}"
     good = [e for e in range(last + 1) if entries.get(e) == payload(seed, ledger_id, e, size)]
     if len(good) <= last:
         bad = sorted(set(range(last + 1)) - set(good))
-        missing = [e for e in bad if e not in entries]
-        lost.append(
-            f"ledger {ledger_id}: {len(bad)} of entries 0..{last} lost ({_ranges(missing)} missing"
-            f"{', ' + _ranges([e for e in bad if e in entries]) + ' wrong bytes' if len(missing) < len(bad) else ''})"
-        )
+        missing = [e for e in bad if e not in entries and e not in errors]
+        wrong = [e for e in bad if e in entries]
+        failed = [e for e in bad if e in errors]
+        parts = [f"{_ranges(missing)} missing"] if missing else []
+        parts += [f"{_ranges(wrong)} with other bytes"] if wrong else []
+        parts += [f"{_ranges(failed)} unreadable ({errors[failed[0]]})"] if failed else []
+        lost.append(f"ledger {ledger_id}: {len(bad)} of entries 0..{last} lost ({'; '.join(parts)})")
     return len(good)
+
+
+def _retried(read: Callable[[], _T], attempts: int = 3) -> _T:
+    for attempt in range(attempts):
+        try:
+            return read()
+        except (NoSuchLedger, NoSuchEntry):
+            raise
+        except BKError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
 
 
 def _ranges(ids: list[int]) -> str:

@@ -67,17 +67,22 @@ def delete_gc(s: Session) -> None:
     s.add([b], 50, rounds=2)
     s.wait_for_sync("lastMark")
     s.delete(a)
-    s.gc()
+    run = s.gc()
+    assert run.logs_deleted, f"the GC deleted no entry log: {run}"
 
 
 def compaction(s: Session) -> None:
-    """Ledgers A and B interleaved over several entry logs; A deleted; a forced major compaction copies B's entries
-    into a new log, flushes, then deletes the old logs (S4)."""
+    """Ledgers A and B interleaved in one entry log, then B alone in the next (DbLedgerStorage writes each cache
+    flush into one log and rolls between flushes: two checkpoints make two logs); A deleted; a forced major
+    compaction copies B's entries out of the first log into a new one, flushes, then deletes the old log (S4)."""
     a, b = s.ledger(4 * KB), s.ledger(4 * KB)
-    s.add([a, b], 40, rounds=2)
+    s.add([a, b], 40)
+    s.wait_for_sync("lastMark")
+    s.add([b], 20)
     s.wait_for_sync("lastMark")
     s.delete(a)
-    s.gc(major=True)
+    run = s.gc(major=True)
+    assert run.logs_compacted, f"the major compaction compacted no entry log: {run}"
     s.add([b], 10)
 
 
@@ -110,6 +115,23 @@ def journal_rollover(s: Session) -> None:
     s.add(ledgers, 20, rounds=2)
     s.wait_for_sync("lastMark")
     s.add(ledgers, 20)
+
+
+def format_bookie(s: Session) -> None:
+    """Adds and a checkpoint; a clean stop; ``bkctl bookie format --delete-cookie``; a start as a new bookie (new
+    cookie, new directories) and adds again, with a checkpoint: what the format erased must not come back over what
+    the new bookie acknowledged (S12)."""
+    old = s.ledger()
+    s.add([old], 10, rounds=2)
+    s.wait_for_sync("lastMark")
+    s.stop()
+    s.format([old])
+    s.start()
+    s.cookie_written()
+    new = s.ledger()
+    s.add([new], 10, rounds=2)
+    s.wait_for_sync("lastMark")
+    s.add([new], 10)
 
 
 def _several_dirs(storage: str, disk: Path) -> dict[str, str]:
@@ -151,7 +173,7 @@ WORKLOADS = [
         "compaction",
         compaction,
         "ledger deleted, major compaction of mixed logs",
-        settings=lambda storage, disk: SMALL_LOGS,
+        settings=lambda storage, disk: {**SMALL_LOGS, "majorCompactionThreshold": "0.99"},
     ),
     Workload(
         "write-cache",
@@ -167,5 +189,11 @@ WORKLOADS = [
         journal_rollover,
         "1 MB journals in the ledger dir roll, checkpoint",
         settings=_journal_in_ledgers,
+    ),
+    Workload(
+        "format",
+        format_bookie,
+        "adds, format --delete-cookie, start anew, adds",
+        settings=lambda storage, disk: CHECKPOINTS,
     ),
 ]

@@ -20,7 +20,9 @@ def main() -> None:
     args = parser.parse_args()
     ops = LossyOperations(Disk(args.store))
     Control(ops, Path(args.control), Path(args.snapshots) if args.snapshots else None).serve()
-    mfusepy.FUSE(ops, args.mountpoint, foreground=True, nothreads=False, fsname="lossyfs")
+    # hard_remove: an open file unlinked is gone from its directory at once, as on a disk filesystem (else the kernel
+    # renames it to .fuse_hidden*, and the directory cannot be removed while the file stays open)
+    mfusepy.FUSE(ops, args.mountpoint, foreground=True, nothreads=False, fsname="lossyfs", hard_remove=True)
 
 
 if __name__ == "__main__":
