@@ -67,7 +67,7 @@ def swept(request, zookeeper):
     storages = tuple(s for s in STORAGES if any(storage == s for _, storage in selected))
     directory = Path(tempfile.mkdtemp(prefix="bkctl-crashpoints-"))
     failed_before = request.session.testsfailed
-    result = sweep(workloads, storages, directory, progress=print, zk_address=zookeeper.address)
+    result = sweep(workloads, storages, directory, progress=print, zk_address=zookeeper.address, only=selected)
     print(f"\n{result.render()}")
     yield {(c.workload, c.storage): c for c in result.cases}
     if request.session.testsfailed == failed_before:
@@ -88,3 +88,18 @@ def test_every_crash_point(swept, workload, storage):
         assert point.refused, f"crash point {point.number}: the start was refused without a reason"
     failures = "\n".join(p.describe() for p in case.failures)
     assert not failures, f"{workload} on {storage} ({case.directory}):\n{failures}"
+
+
+def test_a_crash_point_expects_what_was_acknowledged_before_the_next_sync():
+    """The rule of the checker: an acknowledgement received before sync k + 1 completed binds crash point k; deleted
+    ledgers bind nothing, formatted ones nothing once the format began; the cookie is the one of that moment."""
+    from faults.crashpoints.sweep import Ack, Recording
+
+    recording = Recording("seed", acks=[Ack(1, 0, 1.0), Ack(1, 1, 2.0), Ack(2, 0, 1.5), Ack(3, 0, 1.0)])
+    recording.deleted.add(3)
+    recording.forgotten[2] = 1.8
+    assert recording.expected(1.2) == {1: 0}
+    assert recording.expected(1.8) == {1: 0, 2: 0}
+    assert recording.expected(float("inf")) == {1: 1}
+    recording.cookie = [(float("-inf"), b"old"), (3.0, None), (5.0, b"new")]
+    assert [recording.cookie_at(t) for t in (0.0, 3.0, 3.5, 6.0)] == [b"old", b"old", None, b"new"]

@@ -1,6 +1,6 @@
 """``python -m faults.crashpoints [--storage interleaved|db] [--workload NAME] [--keep DIR] [--jobs N]``: the
 crash-point sweep of every scripted workload (or those named) on both storages (or the one named); exits 1 when an
-acknowledged entry was lost or a start refused with entries acknowledged. Run from tests/ (or with it on PYTHONPATH),
+acknowledged entry was lost or a start refused with entries acknowledged. With tests/ on PYTHONPATH,
 as root, where FUSE works."""
 
 from __future__ import annotations

@@ -115,6 +115,8 @@ class Point:
         where = (
             "before any sync" if self.sync is None else f"after sync {self.number} ({self.sync.op} {self.sync.path})"
         )
+        if self.phase:
+            where += f" during {self.phase}"
         if self.refused is not None:
             verdict = f"start refused with {self.acknowledged} entries acknowledged: {self.refused}"
         else:
@@ -160,7 +162,8 @@ class SweepResult:
 
     @property
     def acknowledged(self) -> int:
-        """Acknowledged entries checked, summed over the crash points."""
+        """Acknowledged entries checked, summed over the crash points (an entry is checked at every point after its
+        acknowledgement)."""
         return sum(p.acknowledged for c in self.cases for p in c.points)
 
     @property
@@ -194,8 +197,9 @@ class SweepResult:
         per_check = sum(checks) / len(checks) if checks else 0.0
         lines += [
             f"crash points checked: {self.crash_points} ({per_check:.2f} s each, {self.seconds:.0f} s in all)",
-            f"entries acknowledged at the crash points: {self.acknowledged}, read back: {self.read_back}",
-            f"entries lost at crash points: {self.lost}",
+            f"entries acknowledged before a crash point, summed over them: {self.acknowledged}, "
+            f"read back: {self.read_back}",
+            f"entries lost at crash points (missing, other bytes, or the start refused): {self.lost}",
         ]
         return "\n".join(lines)
 
@@ -376,6 +380,7 @@ def run_case(
 
     case = Case(workload.name, storage, directory=directory)
     started = time.monotonic()
+    _clear(directory)  # a kept directory of an earlier sweep
     disk, store_dir, snapshots = directory / "disk", directory / "store", directory / "snapshots"
     uri = f"zk+hierarchical://{zk_address}/crashpoints-{workload.name}-{storage}-{uuid.uuid4().hex[:6]}/ledgers"
     recording = Recording(seed=uuid.uuid4().hex[:8])
@@ -411,8 +416,10 @@ def run_case(
                 recording.syncs = mount.syncs()
         finally:
             bookie.stop(kill=True)
-            if mount is not None:
-                mount.cut()
+            if mount is not None and mount.process is not None and mount.process.poll() is None:
+                mount.cut()  # nothing to lose: the bookie is dead, its disk already snapshotted after each sync
+            elif mount is not None:
+                mount.unmount()  # a mount whose process died: only the kernel's side is left to undo
             _drop_registration(store, bookie.bookie_id)
         # A sync that completed while the killed bookie's last request drained: a crash point after every ack.
         taken = len([p for p in snapshots.iterdir() if p.name.isdigit()]) if snapshots.exists() else 0
@@ -523,18 +530,21 @@ def _read_back(bk, recording: Recording, ledger_id: int, last: int, lost: list[s
         pass
     if len(entries) <= last:  # which ones: entry by entry
         for entry_id in range(last + 1):
+            if entry_id in entries:
+                continue
             try:
                 entries[entry_id] = _retried(lambda e=entry_id: handle.read(e, e)[0].payload)
             except (NoSuchLedger, NoSuchEntry):
                 pass
-            except BKError as exc:
-                errors[entry_id] = f"{type(exc).__name__}: {exc}"
+            except BKError as exc:  # the bookie does not answer: the rest is not read either
+                errors.update(dict.fromkeys(range(entry_id, last + 1), f"{type(exc).__name__}: {exc}"))
+                break
     good = [e for e in range(last + 1) if entries.get(e) == payload(seed, ledger_id, e, size)]
     if len(good) <= last:
         bad = sorted(set(range(last + 1)) - set(good))
         missing = [e for e in bad if e not in entries and e not in errors]
         wrong = [e for e in bad if e in entries]
-        failed = [e for e in bad if e in errors]
+        failed = [e for e in bad if e in errors and e not in entries]
         parts = [f"{_ranges(missing)} missing"] if missing else []
         parts += [f"{_ranges(wrong)} with other bytes"] if wrong else []
         parts += [f"{_ranges(failed)} unreadable ({errors[failed[0]]})"] if failed else []
@@ -573,10 +583,12 @@ def sweep(
     progress: Callable[[str], None] = print,
     zk_address: str | None = None,
     jobs: int = 2,
+    only: set[tuple[str, str]] | None = None,
 ) -> SweepResult:
     """Every crash point of each workload on each storage (those it applies to). ``directory`` keeps each case's
     disk, snapshots and bookie log (a temporary directory, removed, when None). ``zk_address``: a running
-    ZooKeeper to use (else one is started here and stopped at the end). ``jobs`` cases run at once."""
+    ZooKeeper to use (else one is started here and stopped at the end). ``jobs`` cases run at once. ``only``: these
+    (workload, storage) cases, not every pair."""
     import tempfile
 
     from bookie.local.process import free_port, stop_process_group
@@ -592,7 +604,9 @@ def sweep(
             zk = EmbeddedZooKeeper(root / "zookeeper", free_port())
             zk_pid = zk.start()
             zk_address = zk.address
-        todo = [(w, s) for w in workloads for s in storages if s in w.storages]
+        todo = [
+            (w, s) for w in workloads for s in storages if s in w.storages and (only is None or (w.name, s) in only)
+        ]
         with ThreadPoolExecutor(jobs) as pool:  # cases are independent: their own bookie, disk and cluster root
             futures = [pool.submit(run_case, w, s, root / f"{w.name}-{s}", zk_address, progress) for w, s in todo]
             result.cases = [f.result() for f in futures]
