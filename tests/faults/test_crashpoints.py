@@ -2,7 +2,7 @@
 after each cut the bookie starts on what the disk kept (or refuses, with a reason, having acknowledged nothing) and
 every entry it acknowledged before the cut reads back exactly.
 
-The sweep runs once for the module (two cases at a time, ~2.5 minutes for all of them on two cores); each test
+The sweep runs once for the module (three cases at a time, ~3 minutes for all of them on two cores); each test
 checks one (workload, storage) case of it. ``python -m faults.crashpoints`` runs the same from a shell.
 """
 
@@ -68,8 +68,13 @@ def swept(request, zookeeper):
     directory = Path(tempfile.mkdtemp(prefix="bkctl-crashpoints-"))
     failed_before = request.session.testsfailed
     result = sweep(workloads, storages, directory, progress=print, zk_address=zookeeper.address, only=selected)
-    print(f"\n{result.render()}")
     yield {(c.workload, c.storage): c for c in result.cases}
+    reporter = request.config.pluginmanager.getplugin("terminalreporter")
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    if reporter is not None and capture is not None:  # the table in the run's output, passed or not
+        with capture.global_and_fixture_disabled():
+            reporter.write_sep("-", "crash-point sweep")
+            reporter.write_line(result.render())
     if request.session.testsfailed == failed_before:
         shutil.rmtree(directory, ignore_errors=True)
     else:

@@ -19,7 +19,7 @@ def main() -> int:
     parser.add_argument("--storage", choices=STORAGES, action="append", help="repeatable (default: both)")
     parser.add_argument("--workload", choices=names, action="append", help="repeatable (default: all)")
     parser.add_argument("--keep", type=Path, help="keep each case's disk, snapshots and bookie log under DIR")
-    parser.add_argument("--jobs", type=int, default=2, help="cases checked at once (default 2)")
+    parser.add_argument("--jobs", type=int, default=3, help="cases checked at once (default 3)")
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     args = parser.parse_args()
     if args.list:

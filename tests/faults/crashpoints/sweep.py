@@ -582,7 +582,7 @@ def sweep(
     directory: Path | None = None,
     progress: Callable[[str], None] = print,
     zk_address: str | None = None,
-    jobs: int = 2,
+    jobs: int = 3,
     only: set[tuple[str, str]] | None = None,
 ) -> SweepResult:
     """Every crash point of each workload on each storage (those it applies to). ``directory`` keeps each case's

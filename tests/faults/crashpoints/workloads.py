@@ -76,7 +76,7 @@ def compaction(s: Session) -> None:
     flush into one log and rolls between flushes: two checkpoints make two logs); A deleted; a forced major
     compaction copies B's entries out of the first log into a new one, flushes, then deletes the old log (S4)."""
     a, b = s.ledger(4 * KB), s.ledger(4 * KB)
-    s.add([a, b], 40)
+    s.add([a, b], 4, rounds=10)  # 4 of A then 4 of B, ten times: every entry log of the interleaved engine has both
     s.wait_for_sync("lastMark")
     s.add([b], 20)
     s.wait_for_sync("lastMark")
