@@ -20,11 +20,13 @@ pytestmark = pytest.mark.root
 if reason := fuse_missing():
     pytest.skip(f"lossyfs cannot mount here: {reason}", allow_module_level=True)
 
-# Known losses, each a bug of the bookie with its suspect in the audit (/work/notes/audit28.md is the issue's): the
+# Known losses, each a bug of the bookie named by its suspect in issue 28's crash-consistency audit (S1..S12): the
 # case fails until the fix lands, then its xfail turns red (strict) and the entry is removed from here.
 S2 = (
-    "S2: an index file's name is never fsynced in its directory (bookie/storage/index.py); once lastMark passes "
-    "the ledger's journal records, a cut loses the .idx and with it every entry of the ledger"
+    "S2: an index file's name is never fsynced in its directory (bookie/storage/index.py); at the crash point "
+    "after the fsync of <ledger dir>/current that makes a checkpoint's lastMark durable, the ledgers' .idx files "
+    "are gone (of any age: nothing syncs their directory) and lastMark is past their journal records: every entry "
+    "of those ledgers is lost, and the bookie starts without a warning"
 )
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("first-start", "interleaved"): S2,
