@@ -40,8 +40,9 @@ def checkpoint(s: Session) -> None:
 
 
 def fence(s: Session) -> None:
-    """A ledger fenced and closed by a recovery open, then a checkpoint: the fence and the entries survive (S2,
-    ledger header writes)."""
+    """A ledger fenced and closed by a recovery open (a fence record, recovery's re-adds, each synced), then a
+    checkpoint that writes the ledger's index header: the entries survive (S2). That the fence survives too is not
+    checked here: it would take an add refused with FENCED."""
     ledgers = [s.ledger() for _ in range(2)]
     s.add(ledgers, 5)
     s.bk.open_ledger(ledgers[0].ledger_id, s.password, recovery=True)
