@@ -28,6 +28,7 @@ from typing import TypeVar
 from faults.lossyfs.model import Sync, materialize
 from faults.lossyfs.mount import LossyMount
 
+from bookie.client.bookie_client import EFENCED
 from bookie.errors import BKError, NoSuchEntry, NoSuchLedger
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.local.process import tail
@@ -71,6 +72,7 @@ class Recording:
     # None for none); empty: left as it is
     cookie: list[tuple[float, bytes | None]] = field(default_factory=list)
     forgotten: dict[int, float] = field(default_factory=dict)  # ledger -> when its bookie was formatted
+    fenced: dict[int, float] = field(default_factory=dict)  # ledger -> when a recovery open that fenced it returned
 
     def cookie_at(self, before: float) -> bytes | None:
         """The cookie in ZooKeeper when the power went just before ``before``."""
@@ -256,6 +258,12 @@ class Session:
                     return sync
             time.sleep(0.05)
         raise TimeoutError(f"no sync of a path containing {fragment!r} within {timeout:g} s")
+
+    def fence(self, handle) -> None:
+        """Open the ledger with recovery: the bookie fences it (no more adds from its writer) and it is closed."""
+        self.event(f"recovery open of ledger {handle.ledger_id} (fence)")
+        self.bk.open_ledger(handle.ledger_id, PASSWORD, recovery=True)
+        self.recording.fenced[handle.ledger_id] = time.monotonic()
 
     def stop(self) -> None:
         """Stop the bookie cleanly (SIGTERM: it checkpoints and unregisters)."""
@@ -496,6 +504,9 @@ def check_points(
             else:
                 for ledger_id, last in sorted(expected.items()):
                     point.read_back += _read_back(bk, recording, ledger_id, last, point.lost)
+                for ledger_id, at in sorted(recording.fenced.items()):
+                    if at < before and (status := _add_status(bk, bookie.bookie_id, ledger_id)) != EFENCED:
+                        point.lost.append(f"ledger {ledger_id}: the fence is gone (a writer's add got status {status})")
             finally:
                 bookie.stop(kill=True)
                 _drop_registration(store, bookie.bookie_id)
@@ -550,6 +561,32 @@ def _read_back(bk, recording: Recording, ledger_id: int, last: int, lost: list[s
         parts += [f"{_ranges(failed)} unreadable ({errors[failed[0]]})"] if failed else []
         lost.append(f"ledger {ledger_id}: {len(bad)} of entries 0..{last} lost ({'; '.join(parts)})")
     return len(good)
+
+
+def _add_status(bk, bookie_id: str, ledger_id: int) -> int:
+    """The status of an add to a ledger, as its writer would send it: EFENCED for a fenced ledger."""
+    import asyncio
+
+    from bookie.client.bookie_client import EntryToken
+    from bookie.codec.digest import Digester, DigestType, master_key
+    from bookie.codec.entry import frame_entry
+    from bookie.codec.records import pack_record
+
+    async def add() -> int:
+        answered: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Target:
+            def added(self, token, index, status, bookie) -> None:
+                if not answered.done():
+                    answered.set_result(status)
+
+        entry_id = 1 << 20  # beyond any entry of the workloads
+        framed = frame_entry(Digester(DigestType.CRC32), ledger_id, entry_id, -1, 0, b"after the fence")
+        client = bk.core.bookie(bookie_id)
+        client.add(ledger_id, master_key(PASSWORD), False, pack_record(framed), Target(), EntryToken(entry_id), 0)
+        return await asyncio.wait_for(answered, 10.0)
+
+    return bk.run(add())
 
 
 def _retried(read: Callable[[], _T], attempts: int = 3) -> _T:

@@ -41,12 +41,11 @@ def checkpoint(s: Session) -> None:
 
 def fence(s: Session) -> None:
     """A ledger fenced and closed by a recovery open (a fence record, recovery's re-adds, each synced), then a
-    checkpoint that writes the ledger's index header: the entries survive (S2). That the fence survives too is not
-    checked here: it would take an add refused with FENCED."""
+    checkpoint that writes the ledger's index header: its entries survive, and so does its fence (an add of its
+    writer is refused with EFENCED at every crash point after the recovery open returned) (S2)."""
     ledgers = [s.ledger() for _ in range(2)]
     s.add(ledgers, 5)
-    s.bk.open_ledger(ledgers[0].ledger_id, s.password, recovery=True)
-    s.event("fenced")
+    s.fence(ledgers[0])
     s.wait_for_sync("lastMark")
     s.add([ledgers[1]], 5)
 
