@@ -62,6 +62,23 @@ def test_a_cut_keeps_what_was_synced_and_loses_the_rest(disk):
     assert (current / "not-synced").read_bytes() == b""
 
 
+def test_an_open_file_unlinked_leaves_its_directory_removable(disk):
+    """``bkctl bookie format`` removes ``current`` while it holds ``current/bookie.lock`` open: the kernel's default
+    for FUSE renamed the open file to .fuse_hidden* and rmdir failed with ENOTEMPTY (the crash-point sweep's format
+    workload found it)."""
+    current = disk.mountpoint / "journal" / "current"
+    current.mkdir(parents=True)
+    fd = os.open(current / "bookie.lock", os.O_CREAT | os.O_RDWR)
+    try:
+        os.unlink(current / "bookie.lock")
+        assert os.listdir(current) == []
+        os.rmdir(current)
+        assert os.write(fd, b"pid") == 3  # still usable through its descriptor
+    finally:
+        os.close(fd)
+    assert not current.exists()
+
+
 def test_a_clean_unmount_keeps_everything(disk):
     (disk.mountpoint / "d").mkdir()
     (disk.mountpoint / "d" / "f").write_bytes(b"z" * 9000)

@@ -22,7 +22,9 @@ def main() -> None:
     ops = LossyOperations(Disk(args.store))
     Control(ops, Path(args.control), Path(args.snapshots) if args.snapshots else None).serve()
     warnings.simplefilter("ignore", DeprecationWarning)  # mfusepy's about float times: seconds are what we keep
-    mfusepy.FUSE(ops, args.mountpoint, foreground=True, nothreads=False, fsname="lossyfs")
+    # hard_remove: an open file unlinked is gone from its directory at once, as on a disk filesystem (else the kernel
+    # renames it to .fuse_hidden*, and the directory cannot be removed while the file stays open)
+    mfusepy.FUSE(ops, args.mountpoint, foreground=True, nothreads=False, fsname="lossyfs", hard_remove=True)
 
 
 if __name__ == "__main__":

@@ -218,7 +218,9 @@ class Control:
             with self.disk.lock:
                 for inode in list(self.disk.inodes.values()):
                     if inode.is_dir:
-                        self.disk.fsync_dir(self.disk.path_of(inode.ino))
+                        path = self.disk.path_of(inode.ino)
+                        if not path.startswith("<unlinked"):  # a removed directory has no names to sync
+                            self.disk.fsync_dir(path)
                     elif inode.links and inode.dirty:
                         self.disk._write_back(inode)
             return {"syncs": len(self.disk.syncs)}, False

@@ -129,9 +129,11 @@ class LossyMount:
         """A clean shutdown: every write synced, then unmounted."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self._request({"cmd": "sync-all"})
-        self._reap()
+        try:
+            if self.process.poll() is None:
+                self._request({"cmd": "sync-all"})
+        finally:  # a disk that failed to sync is still unmounted, its process ended
+            self._reap()
 
     def _reap(self) -> None:
         if self.process is not None and self.process.poll() is None:
