@@ -54,6 +54,7 @@ class FaultCluster:
         self.directory = Path(directory)
         self.power = power
         self.disks: list = []  # power: bookie i's LossyMount
+        self._log_read: dict[int, int] = {}  # bookie index -> how far logged_errors read its log
         self.zk = EmbeddedZooKeeper(self.directory / "zookeeper", free_port())
         self.zk_pid: int | None = None
         self.service_uri = f"zk+hierarchical://{self.zk.address}/faults-{uuid.uuid4().hex[:6]}/ledgers"
@@ -90,6 +91,23 @@ class FaultCluster:
             "journalDirectories": str(disk.mountpoint / "journal"),
             "ledgerDirectories": ",".join(str(disk.mountpoint / f"ledgers-{n}") for n in range(dirs)),
         }
+
+    def logged_errors(self) -> dict[int, list[str]]:
+        """The ERROR lines each bookie logged since the last call (a bookie that finds its own files damaged says
+        so there, even when a reader got the entry from another replica), by bookie index."""
+        found = {}
+        for index, bookie in enumerate(self.bookies):
+            try:
+                with open(bookie.log_path, "rb") as log:
+                    log.seek(self._log_read.get(index, 0))
+                    text = log.read()
+                    self._log_read[index] = log.tell()
+            except FileNotFoundError:
+                continue
+            errors = [line for line in text.decode(errors="replace").splitlines() if " ERROR " in line]
+            if errors:
+                found[index] = errors
+        return found
 
     def storages(self) -> list[str]:
         return [storage_name(b.settings) for b in self.bookies]

@@ -43,6 +43,8 @@ class Totals:
     power_cuts: int = 0
     torn_cuts: int = 0
     torn_writes: int = 0
+    bookie_errors: int = 0  # ERROR lines in the bookies' logs
+    first_errors: list[str] = field(default_factory=list)
 
     def add(self, run: ScheduleRun) -> None:
         self.schedules += 1
@@ -50,6 +52,8 @@ class Totals:
         self.power_cuts += run.nemesis.power_cuts
         self.torn_cuts += run.nemesis.torn_cuts
         self.torn_writes += run.nemesis.torn_writes
+        self.bookie_errors += sum(len(lines) for lines in run.bookie_errors.values())
+        self.first_errors += [f"seed {run.seed}, bookie {i}: {lines[0]}" for i, lines in run.bookie_errors.items()]
         self.skipped.update(run.nemesis.skipped)
         r = run.result
         self.ledgers += r.ledgers
@@ -73,6 +77,8 @@ class Totals:
                 f"power cuts:           {self.power_cuts} bookies ({self.torn_cuts} tearing the last unsynced "
                 f"writes, {self.torn_writes} writes torn with a part kept)"
             )
+            lines.append(f"bookie errors logged: {self.bookie_errors}")
+            lines += [f"  first of {e[:200]}" for e in self.first_errors[:10]]
         lines += [
             f"ledgers checked:      {self.ledgers} ({self.raced_recoveries} closed by two racing recoveries)",
             f"entries acknowledged: {self.acknowledged}",
@@ -97,6 +103,7 @@ class ScheduleRun:
     notes: list[str]
     tailer_reads: int
     directory: str = ""
+    bookie_errors: dict[int, list[str]] = field(default_factory=dict)  # power: ERROR lines, by bookie index
 
     @property
     def violations(self) -> list[str]:
@@ -175,7 +182,8 @@ def run_schedule(
     (cluster.directory / f"nemesis-{seed}.log").write_text(
         "\n".join([describe(seed, schedule), "what the nemesis did:", *(f"  {line}" for line in nemesis.log), ""])
     )
-    return ScheduleRun(seed, schedule, nemesis, result, history, notes, tailer.reads, str(cluster.directory))
+    errors = cluster.logged_errors() if cluster.power else {}
+    return ScheduleRun(seed, schedule, nemesis, result, history, notes, tailer.reads, str(cluster.directory), errors)
 
 
 def _interrupt(_signum, _frame) -> None:
@@ -232,7 +240,8 @@ def main(argv=None) -> int:
             print(
                 f"seed {seed}: {status}: {sum(run.nemesis.injected.values())} faults, "
                 f"{run.result.acknowledged} entries acknowledged, {run.result.lost} lost, "
-                f"{time.monotonic() - started:.0f} s",
+                f"{time.monotonic() - started:.0f} s"
+                + "".join(f"; bookie {i} logged {len(e)} errors" for i, e in run.bookie_errors.items()),
                 flush=True,
             )
             if not run.ok:
