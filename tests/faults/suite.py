@@ -115,9 +115,11 @@ class ScheduleRun:
 
     def report(self) -> str:
         """What a failing run prints: the seed first, then how to repeat it, what went wrong, the schedule."""
+        power = self.nemesis.cluster.power
         lines = [
             f"FAULT SCHEDULE FAILED: seed {self.seed} (repeat: BKCTL_FAULT_SEED={self.seed} pytest "
-            f"tests/faults, or bash tests/faults/run --seed {self.seed} --schedules 1)",
+            f"tests/faults{'/test_power_loss.py' if power else ''}, or bash tests/faults/run "
+            f"{'--power-loss ' if power else ''}--seed {self.seed} --schedules 1)",
             f"entries acknowledged {self.result.acknowledged}, lost {self.result.lost}",
         ]
         if self.result.acknowledged == 0:
