@@ -146,14 +146,16 @@ class FaultCluster:
                 self.paused.discard(index)
             bookie.stop(kill=True)
 
-    def start_bookie(self, index: int) -> None:
-        """Start it again on the same disks (mounted first, after a power cut); registration is not awaited
-        (ZooKeeper may be down)."""
+    def start_bookie(self, index: int, arm: int | None = None) -> None:
+        """Start it again on the same disks (mounted first, after a power cut; armed to lose power again at its
+        ``arm``-th sync, power=True); registration is not awaited (ZooKeeper may be down)."""
         with self.lock:
             bookie = self.bookies[index]
             if not bookie.running():
                 if self.power and self.disks[index].process is None:
                     self.disks[index].mount()
+                if arm is not None:  # no process to kill yet: the cut that follows the freeze kills it
+                    self.disks[index].arm(arm)
                 bookie.start()
 
     # ---- power (power=True) ----

@@ -34,9 +34,10 @@ KINDS = (
 MAX_BOOKIES_DOWN = 2  # of 5: three stay up, enough for an E3 ensemble
 # Power cuts (a FaultCluster with power=True): one machine, two, or the whole rack at once; then one machine cut at
 # a chosen moment: the N-th sync after arming, inside a checkpoint, right after an entry-log rotation, during a
-# major compaction. Each may tear the last unsynced write of every file on the disk.
+# major compaction; and one cut again while it starts after a cut (its journal replay, its first checkpoint). Each
+# may tear the last unsynced write of every file on the disk.
 TIMED_CUTS = ("power-cut-sync", "power-cut-checkpoint", "power-cut-rotation", "power-cut-compaction")
-POWER_KINDS = ("power-cut", "power-cut-2", "power-cut-all", *TIMED_CUTS)
+POWER_KINDS = ("power-cut", "power-cut-2", "power-cut-all", *TIMED_CUTS, "power-cut-restart")
 POWER_PROFILE = (*POWER_KINDS, "writer-crash")
 
 
@@ -77,6 +78,7 @@ class Fault:
         else:
             target = f" bookie{'s' if self.also else ''} {', '.join(map(str, (self.target, *self.also)))}"
         extra = f" {self.after} syncs after" if self.kind in TIMED_CUTS else ""
+        extra += f", again at its start's sync {self.after}" if self.kind == "power-cut-restart" else ""
         extra += f" tearing at {self.tear}" if self.tear else ""
         return f"t={self.at:5.1f}s {self.kind}{target}{extra} for {self.duration:.1f}s"
 
@@ -87,7 +89,8 @@ class Fault:
     @property
     def end(self) -> float:
         """When what it took out is back at the latest."""
-        return self.at + self.duration + (TIMED_WAIT if self.kind in TIMED_CUTS else 0.0)
+        timed = self.kind in TIMED_CUTS or self.kind == "power-cut-restart"
+        return self.at + self.duration + (TIMED_WAIT if timed else 0.0)
 
 
 def generate(seed: int, duration: float, bookies: int, writers: int, kinds=KINDS) -> list[Fault]:
@@ -117,7 +120,9 @@ def generate(seed: int, duration: float, bookies: int, writers: int, kinds=KINDS
             chosen = rng.sample(free, width)
             length = rng.uniform(2, 4) if kind == "power-cut-all" else rng.uniform(2, 6)
             tear = rng.choice((None, 512, 4096))
-            after = rng.randint(1, 40) if kind == "power-cut-sync" else rng.randint(0, 3)
+            after = {"power-cut-sync": rng.randint(1, 40), "power-cut-restart": rng.randint(1, 12)}.get(
+                kind, rng.randint(0, 3)
+            )
             target, also = (None, ()) if kind == "power-cut-all" else (chosen[0], tuple(chosen[1:]))
             faults.append(Fault(round(t, 1), kind, target, round(length, 1), also, tear, after))
             t += rng.uniform(1.5, 4.0)
@@ -400,6 +405,8 @@ class Nemesis:
         )
         self.note(f"{fault.kind}: power cut to {what}{tearing}")
         time.sleep(fault.duration)
+        if fault.kind == "power-cut-restart":
+            self._cut_while_starting(fault.target, fault.after)
         for index in targets:
             c.start_bookie(index)
         self.note(f"power back on {what}: disk mounted, bookie started")
@@ -437,6 +444,21 @@ class Nemesis:
             self.note(f"{fault.kind}: bookie {index}'s disk did not reach sync {after} within {TIMED_WAIT:g} s")
         except OSError as exc:  # the disk's control socket gone: it was cut by another fault
             self.note(f"{fault.kind} on bookie {index}: {exc}")
+
+    def _cut_while_starting(self, index: int, after: int) -> None:
+        """Power back on, and off again at the ``after``-th sync of the bookie's start: a cut in its recovery."""
+        c, disk = self.cluster, self.cluster.disks[index]
+        c.start_bookie(index, arm=after)
+        self.note(f"power back on bookie {index}, its disk armed to lose power again at sync {after}")
+        deadline = time.monotonic() + TIMED_WAIT
+        while not disk.frozen() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        syncs = disk.syncs()
+        c.power_cut(index)
+        self.power_cuts += 1
+        where = f"after its start's sync {syncs[-1]}" if syncs else "before its start synced anything"
+        self.note(f"power cut to bookie {index} again, {where}")
+        time.sleep(1.0)
 
     def _watch(self, disk, since: int, moment, deadline: float) -> int | None:
         """The number of the first sync after ``since`` for which ``moment(the syncs before it, sync)`` holds."""

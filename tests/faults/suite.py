@@ -23,7 +23,7 @@ from faults.workload import History, Tailer, WriterProcess
 WRITERS = (("w0-e3w2a2", (3, 2, 2)), ("w1-e2w2a1", (2, 2, 1)))
 SHORT_SEEDS = (20261123, 7)  # fixed: CI repeats the same schedules every day
 SHORT_SECONDS = 32.0
-POWER_SEEDS = (20261129, 20261134)  # the power-loss profile's: between them every kind, the rack cut twice
+POWER_SEEDS = (20261131, 20261149)  # the power-loss profile's: between them every kind, the rack cut twice
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """The power-loss profile of the fault suite (CI): five bookies on lossy disks (interleaved, sorted and
 DbLedgerStorage, one or two ledger directories), fixed seeds, each a ~30 s schedule of power cuts to one bookie, two
-and all five, timed cuts (the N-th sync, a checkpoint, an entry-log rotation, a compaction) with torn writes, checked
-ledger by ledger as the other faults are. ``BKCTL_FAULT_SEED=<seed>`` runs that seed's schedule instead;
-``tests/faults/run --power-loss --long`` runs schedules for as long as asked."""
+and all five, timed cuts (the N-th sync, a checkpoint, an entry-log rotation, a compaction, the start after a cut)
+with torn writes, checked ledger by ledger as the other faults are. ``BKCTL_FAULT_SEED=<seed>`` runs that seed's
+schedule instead; ``tests/faults/run --power-loss --long`` runs schedules for as long as asked."""
 
 import os
 import shutil
