@@ -14,6 +14,8 @@ import threading
 import uuid
 from pathlib import Path
 
+from faults.lossyfs.mount import LossyMount
+
 from bookie.local.bookies import LocalBookie, wait_registered
 from bookie.local.process import free_port, pid_alive, stop_process_group
 from bookie.local.zookeeper import EmbeddedZooKeeper
@@ -45,7 +47,7 @@ POWER_STORAGES = ((SORTED, 1), (INTERLEAVED, 2), (DB, 1), (DB, 2), (INTERLEAVED,
 def storage_name(settings: dict[str, str]) -> str:
     """``interleaved``, ``sorted`` or ``db``, with the number of ledger directories when more than one."""
     name = settings.get("ledgerStorageClass", SORTED).rsplit(".", 1)[-1].removesuffix("LedgerStorage").lower()
-    dirs = len(settings.get("ledgerDirectories", "x").split(","))
+    dirs = len(settings.get("ledgerDirectories", "").split(","))
     return name if dirs == 1 else f"{name}, {dirs} ledger dirs"
 
 
@@ -53,7 +55,7 @@ class FaultCluster:
     def __init__(self, directory: Path, bookies: int = 5, power: bool = False):
         self.directory = Path(directory)
         self.power = power
-        self.disks: list = []  # power: bookie i's LossyMount
+        self.disks: list[LossyMount] = []  # power: bookie i's disk
         self._log_read: dict[int, int] = {}  # bookie index -> how far logged_errors read its log
         self.zk = EmbeddedZooKeeper(self.directory / "zookeeper", free_port())
         self.zk_pid: int | None = None
@@ -79,9 +81,8 @@ class FaultCluster:
             wait_registered(store, self.bookies)
 
     def _power_settings(self, index: int, home: Path) -> dict[str, str]:
-        """Bookie ``index``'s settings and its disk: journal and ledger directories all on one lossy disk."""
-        from faults.lossyfs.mount import LossyMount
-
+        """Bookie ``index``'s settings, and its disk (in ``disks``): journal and ledger directories on one lossy
+        disk."""
         disk = LossyMount(home / "disk-store", home / "disk")
         self.disks.append(disk)
         storage, dirs = POWER_STORAGES[index % len(POWER_STORAGES)]

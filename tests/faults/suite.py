@@ -53,7 +53,7 @@ class Totals:
         self.torn_cuts += run.nemesis.torn_cuts
         self.torn_writes += run.nemesis.torn_writes
         self.bookie_errors += sum(len(lines) for lines in run.bookie_errors.values())
-        self.first_errors += [f"seed {run.seed}, bookie {i}: {lines[0]}" for i, lines in run.bookie_errors.items()]
+        self.first_errors += [f"seed {run.seed}, bookie {i}, first: {ls[0]}" for i, ls in run.bookie_errors.items()]
         self.skipped.update(run.nemesis.skipped)
         r = run.result
         self.ledgers += r.ledgers
@@ -78,7 +78,7 @@ class Totals:
                 f"writes, {self.torn_writes} writes torn with a part kept)"
             )
             lines.append(f"bookie errors logged: {self.bookie_errors}")
-            lines += [f"  first of {e[:200]}" for e in self.first_errors[:10]]
+            lines += [f"  {e[:200]}" for e in self.first_errors[:10]]
         lines += [
             f"ledgers checked:      {self.ledgers} ({self.raced_recoveries} closed by two racing recoveries)",
             f"entries acknowledged: {self.acknowledged}",
