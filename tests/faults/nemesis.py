@@ -7,7 +7,9 @@ the same offsets; what the processes do in between is up to the machine, as in J
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -30,6 +32,30 @@ KINDS = (
     "partition",
 )
 MAX_BOOKIES_DOWN = 2  # of 5: three stay up, enough for an E3 ensemble
+# Power cuts (a FaultCluster with power=True): one machine, two, or the whole rack at once; then one machine cut at
+# a chosen moment: the N-th sync after arming, inside a checkpoint, right after an entry-log rotation, during a
+# major compaction; and one cut again while it starts after a cut (its journal replay, its first checkpoint). Each
+# may tear the last unsynced write of every file on the disk.
+TIMED_CUTS = ("power-cut-sync", "power-cut-checkpoint", "power-cut-rotation", "power-cut-compaction")
+POWER_KINDS = ("power-cut", "power-cut-2", "power-cut-all", *TIMED_CUTS, "power-cut-restart")
+POWER_PROFILE = (*POWER_KINDS, "writer-crash")
+
+
+def checkpoint_sync(_earlier, sync) -> bool:
+    """A sync of a checkpoint: an index file, RocksDB's indexes, lastMark."""
+    return re.search(r"\.idx$|/current/(locations|ledgers)/|lastMark", sync.path) is not None
+
+
+def log_removal_sync(earlier, sync) -> bool:
+    """GC removing an entry log (a compacted one, or one left without live entries): a ledger directory synced
+    right after no file of its own (lastMark and the cookie are written to a temporary file, synced, renamed)."""
+    if sync.op != "fsyncdir" or re.search(r"/ledgers-\d+/current$", sync.path) is None:
+        return False
+    mine = [s for s in earlier if s.path.startswith(sync.path + "/") or s.path == sync.path]
+    return not mine or mine[-1].op == "fsyncdir"
+
+
+TIMED_WAIT = 5.0  # seconds a timed cut may wait for its moment (and a compaction's garbage) before it cuts
 
 
 @dataclass(frozen=True)
@@ -38,12 +64,33 @@ class Fault:
     kind: str
     target: int | None  # a bookie index, or a writer index for writer-crash
     duration: float  # until the bookie, writer or ZooKeeper comes back
+    also: tuple[int, ...] = ()  # power-cut-2: the second bookie
+    tear: int | None = None  # power cuts: tear the last unsynced write of each file at this boundary
+    after: int = 0  # timed power cuts: this many syncs after the moment (or after arming)
 
     def __str__(self) -> str:
-        target = (
-            "" if self.target is None else f" {'writer' if self.kind == 'writer-crash' else 'bookie'} {self.target}"
-        )
-        return f"t={self.at:5.1f}s {self.kind}{target} for {self.duration:.1f}s"
+        if self.kind == "power-cut-all":
+            target = " every bookie"
+        elif self.target is None:
+            target = ""
+        elif self.kind == "writer-crash":
+            target = f" writer {self.target}"
+        else:
+            target = f" bookie{'s' if self.also else ''} {', '.join(map(str, (self.target, *self.also)))}"
+        extra = f" {self.after} syncs after" if self.kind in TIMED_CUTS else ""
+        extra += f", again at its start's sync {self.after}" if self.kind == "power-cut-restart" else ""
+        extra += f" tearing at {self.tear}" if self.tear else ""
+        return f"t={self.at:5.1f}s {self.kind}{target}{extra} for {self.duration:.1f}s"
+
+    def bookies(self, size: int) -> tuple[int, ...]:
+        """The bookies a bookie fault takes out."""
+        return tuple(range(size)) if self.kind == "power-cut-all" else (self.target, *self.also)
+
+    @property
+    def end(self) -> float:
+        """When what it took out is back at the latest."""
+        timed = self.kind in TIMED_CUTS or self.kind == "power-cut-restart"
+        return self.at + self.duration + (TIMED_WAIT if timed else 0.0)
 
 
 def generate(seed: int, duration: float, bookies: int, writers: int, kinds=KINDS) -> list[Fault]:
@@ -57,21 +104,37 @@ def generate(seed: int, duration: float, bookies: int, writers: int, kinds=KINDS
     t = 2.0  # the writers get going first
 
     def active(at: float, kind_set) -> list[Fault]:
-        return [f for f in faults if f.kind in kind_set and f.at <= at < f.at + f.duration + 1.0]
+        return [f for f in faults if f.kind in kind_set and f.at <= at < f.end + 1.0]
 
     while t < duration - 4:
         kind = first.pop(0) if first else rng.choice(kinds)
+        if kind in POWER_KINDS:
+            busy = active(t, (*BOOKIE_FAULTS, *POWER_KINDS))
+            out = {b for f in busy for b in f.bookies(bookies)}
+            free = [b for b in range(bookies) if b not in out]
+            width = {"power-cut-all": bookies, "power-cut-2": 2}.get(kind, 1)
+            if len(out) + width > (bookies if kind == "power-cut-all" else MAX_BOOKIES_DOWN):
+                t = min(f.end for f in busy) + 1.5
+                first.insert(0, kind)
+                continue
+            chosen = rng.sample(free, width)
+            length = rng.uniform(2, 4) if kind == "power-cut-all" else rng.uniform(2, 6)
+            tear = rng.choice((None, 512, 4096))
+            after = {"power-cut-sync": rng.randint(1, 40), "power-cut-restart": rng.randint(1, 12)}.get(
+                kind, rng.randint(0, 3)
+            )
+            target, also = (None, ()) if kind == "power-cut-all" else (chosen[0], tuple(chosen[1:]))
+            faults.append(Fault(round(t, 1), kind, target, round(length, 1), also, tear, after))
+            t += rng.uniform(1.5, 4.0)
+            continue
         if kind in BOOKIE_FAULTS:
-            busy = active(t, BOOKIE_FAULTS)
+            busy = active(t, (*BOOKIE_FAULTS, *POWER_KINDS))
             if kind == "rereplicate":
                 busy += active(t, ("zk-crash",))
-            free = [b for b in range(bookies) if b not in {f.target for f in busy if f.kind in BOOKIE_FAULTS}]
-            if (
-                len([f for f in busy if f.kind in BOOKIE_FAULTS]) >= MAX_BOOKIES_DOWN
-                or not free
-                or any(f.kind == "zk-crash" for f in busy)
-            ):
-                t = min(f.at + f.duration for f in busy) + 1.5
+            out = {b for f in busy if f.kind != "zk-crash" for b in f.bookies(bookies)}
+            free = [b for b in range(bookies) if b not in out]
+            if len(out) >= MAX_BOOKIES_DOWN or not free or any(f.kind == "zk-crash" for f in busy):
+                t = min(f.end for f in busy) + 1.5
                 first.insert(0, kind)
                 continue
             target = rng.choice(free)
@@ -85,7 +148,7 @@ def generate(seed: int, duration: float, bookies: int, writers: int, kinds=KINDS
         elif kind == "zk-crash":
             busy = active(t, ("zk-crash", "rereplicate"))
             if busy:
-                t = min(f.at + f.duration for f in busy) + 1.5
+                t = min(f.end for f in busy) + 1.5
                 first.insert(0, kind)
                 continue
             target, length = None, rng.uniform(2, 6)
@@ -116,6 +179,9 @@ class Nemesis:
         self.log: list[str] = []
         self.injected: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
+        self.power_cuts = 0  # machines that lost power (power-cut-all counts each bookie)
+        self.torn_cuts = 0  # of them, cuts that tore the last unsynced writes
+        self.torn_writes = 0  # writes torn with part of them kept
         self._threads: list[threading.Thread] = []
         self._t0 = 0.0
 
@@ -163,7 +229,9 @@ class Nemesis:
     def _actions(self, fault: Fault):
         c, kind, target = self.cluster, fault.kind, fault.target
         end = fault.at + fault.duration
-        if kind == "bookie-crash":
+        if kind in POWER_KINDS:
+            yield fault.at, lambda: self._background(lambda: self._power_cut(fault))
+        elif kind == "bookie-crash":
             bookie = c.bookies[target]
             yield (
                 fault.at,
@@ -304,3 +372,149 @@ class Nemesis:
         time.sleep(max(0.0, self._t0 + end - time.monotonic()))
         c.start_bookie(target)
         self.note(f"restart bookie {target} after re-replication")
+
+    # ---- power cuts ----
+    def _power_cut(self, fault: Fault) -> None:
+        """Cut the power of the fault's bookies (at its moment, for a timed cut), then after its duration bring
+        each disk and bookie back."""
+        try:
+            self._cut_and_restore(fault)
+        except Exception as exc:  # noqa: BLE001 - the harness failed: the schedule must not pass
+            self.note(f"{fault.kind} failed: {type(exc).__name__}: {exc}")
+            with self.history.lock:
+                self.history.violations.append(f"nemesis: {fault} failed: {type(exc).__name__}: {exc}")
+
+    def _cut_and_restore(self, fault: Fault) -> None:
+        c = self.cluster
+        targets = fault.bookies(c.size)
+        seed = int(fault.at * 10)  # the tears: the same for a seed's schedule every time
+        if fault.kind in TIMED_CUTS:
+            self._arm_and_wait(fault)
+        made = []
+        for index in targets:
+            tears = c.power_cut(index, fault.tear, seed + index)
+            made += tears
+        self.injected.update([fault.kind])
+        self.power_cuts += len(targets)
+        self.torn_cuts += len(targets) if fault.tear else 0
+        torn = [t for t in made if t[2] > 0]
+        self.torn_writes += len(torn)
+        what = "every bookie" if fault.kind == "power-cut-all" else f"bookie {', '.join(map(str, targets))}"
+        tearing = f", torn at {fault.tear}: {len(torn)} writes kept in part, {len(made) - len(torn)} lost whole" * (
+            fault.tear is not None
+        )
+        self.note(f"{fault.kind}: power cut to {what}{tearing}")
+        time.sleep(fault.duration)
+        if fault.kind == "power-cut-restart":
+            self._cut_while_starting(fault.target, fault.after)
+        for index in targets:
+            c.start_bookie(index)
+        self.note(f"power back on {what}: disk mounted, bookie started")
+
+    def _arm_and_wait(self, fault: Fault) -> None:
+        """Wait for the fault's moment on its bookie's disk, arm the disk to lose power ``fault.after`` syncs later,
+        and wait until it has (the bookie killed, the disk frozen). A moment that does not come within TIMED_WAIT,
+        or a disk that did not freeze, gives a cut at once, noted."""
+        c, index = self.cluster, fault.target
+        disk = c.disks[index]
+        deadline = time.monotonic() + TIMED_WAIT
+        try:
+            count = disk.sync_count()
+            moment = count
+            if fault.kind == "power-cut-checkpoint":
+                moment = self._watch(disk, count, checkpoint_sync, deadline)
+            elif fault.kind == "power-cut-rotation":
+                moment = self._rotation(disk, c.bookies[index], deadline)
+            elif fault.kind == "power-cut-compaction":
+                moment = self._compaction(index, deadline)
+            if moment is None:
+                self.note(f"{fault.kind} on bookie {index}: its moment did not come within {TIMED_WAIT:g} s")
+                return
+            after = max(moment + fault.after, disk.sync_count() + 1)
+            if not c.arm_power_cut(index, after):
+                self.note(f"{fault.kind} on bookie {index}: not up, not armed")
+                return
+            self.note(f"{fault.kind}: bookie {index}'s disk armed to lose power at its sync {after} (moment {moment})")
+            while time.monotonic() < deadline:
+                if disk.frozen():
+                    last = disk.syncs(after - 1)
+                    self.note(f"bookie {index}'s disk lost power after {last[0] if last else 'sync ' + str(after)}")
+                    return
+                time.sleep(0.02)
+            self.note(f"{fault.kind}: bookie {index}'s disk did not reach sync {after} within {TIMED_WAIT:g} s")
+        except OSError as exc:  # the disk's control socket gone: it was cut by another fault
+            self.note(f"{fault.kind} on bookie {index}: {exc}")
+
+    def _cut_while_starting(self, index: int, after: int) -> None:
+        """Power back on, and off again at the ``after``-th sync of the bookie's start: a cut in its recovery."""
+        c, disk = self.cluster, self.cluster.disks[index]
+        c.start_bookie(index, arm=after)
+        self.note(f"power back on bookie {index}, its disk armed to lose power again at sync {after}")
+        deadline = time.monotonic() + TIMED_WAIT
+        while not disk.frozen() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        syncs = disk.syncs()
+        c.power_cut(index)
+        self.power_cuts += 1
+        where = f"after its start's sync {syncs[-1]}" if syncs else "before its start synced anything"
+        self.note(f"power cut to bookie {index} again, {where}")
+        time.sleep(1.0)
+
+    def _watch(self, disk, since: int, moment, deadline: float) -> int | None:
+        """The number of the first sync after ``since`` for which ``moment(the syncs before it, sync)`` holds."""
+        earlier: list = []
+        while time.monotonic() < deadline:
+            for sync in disk.syncs(since):
+                if moment(earlier, sync):
+                    return sync.number
+                earlier.append(sync)
+                since = sync.number
+            time.sleep(0.005)  # the moment passes in a few syncs
+        return None
+
+    def _rotation(self, disk, bookie, deadline: float) -> int | None:
+        """The sync count when a new entry log appears in one of the bookie's ledger directories (a rotation: the
+        old log sealed, the new one's name not yet durable)."""
+
+        def logs() -> set[str]:
+            found = set()
+            for directory in bookie.ledger_dirs:
+                try:
+                    found |= {f"{directory}/{n}" for n in os.listdir(f"{directory}/current") if n.endswith(".log")}
+                except FileNotFoundError:
+                    pass
+            return found
+
+        before = logs()
+        while time.monotonic() < deadline:
+            if logs() - before:
+                return disk.sync_count()
+            time.sleep(0.02)
+        return None
+
+    def _compaction(self, index: int, deadline: float) -> int | None:
+        """Give the bookie something to compact (a ledger written and deleted), start a major compaction on it and
+        answer the number of the sync that removed the first entry log."""
+        from bookie.client import BookKeeper
+
+        c = self.cluster
+        try:
+            with BookKeeper(c.service_uri) as bk:
+                for quorum in ((5, 5, 2), (3, 3, 2)):
+                    try:
+                        ledger = bk.create_ledger(*quorum, password=PASSWORD)
+                        break
+                    except Exception:  # noqa: BLE001 - too few bookies up: a smaller ensemble
+                        ledger = None
+                if ledger is not None:
+                    junk = bytes(1024)
+                    ledger.add_entries(junk for _ in range(400))
+                    ledger.close()
+                    bk.delete_ledger(ledger.ledger_id)
+                    self.note(f"ledger {ledger.ledger_id} (400 KiB) written and deleted, garbage to compact")
+        except Exception as exc:  # noqa: BLE001 - the compaction runs anyway
+            self.note(f"no garbage written for the compaction: {type(exc).__name__}: {exc}")
+        bookie = c.bookies[index]
+        self._background(lambda: self.bkctl("bookie", "gc", bookie.bookie_id, "--major", "--wait", "--timeout", "60"))
+        disk = c.disks[index]
+        return self._watch(disk, disk.sync_count(), log_removal_sync, deadline)

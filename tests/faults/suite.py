@@ -1,5 +1,5 @@
 """Runs schedules against one cluster and adds up the figures; ``python -m faults.suite`` is the long profile
-(see ``tests/faults/run``)."""
+(see ``tests/faults/run``), and with ``--power-loss`` the power-loss profile: bookies on lossy disks, power cuts."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from pathlib import Path
 
 from faults.checker import CheckResult, check, degraded_read
 from faults.cluster import FaultCluster
-from faults.nemesis import KINDS, Nemesis, describe, generate
+from faults.nemesis import KINDS, POWER_PROFILE, Nemesis, describe, generate
 from faults.partition import Partitioner
 from faults.workload import History, Tailer, WriterProcess
 
 WRITERS = (("w0-e3w2a2", (3, 2, 2)), ("w1-e2w2a1", (2, 2, 1)))
 SHORT_SEEDS = (20261123, 7)  # fixed: CI repeats the same schedules every day
 SHORT_SECONDS = 32.0
+POWER_SEEDS = (20261131, 20261149)  # the power-loss profile's: between them every kind, the rack cut twice
 
 
 @dataclass
@@ -38,10 +39,21 @@ class Totals:
     tailer_reads: int = 0
     raced_recoveries: int = 0
     failed_seeds: list[int] = field(default_factory=list)
+    power: bool = False  # the power-loss profile: count the cuts
+    power_cuts: int = 0
+    torn_cuts: int = 0
+    torn_writes: int = 0
+    bookie_errors: int = 0  # ERROR lines in the bookies' logs
+    first_errors: list[str] = field(default_factory=list)
 
     def add(self, run: ScheduleRun) -> None:
         self.schedules += 1
         self.faults.update(run.nemesis.injected)
+        self.power_cuts += run.nemesis.power_cuts
+        self.torn_cuts += run.nemesis.torn_cuts
+        self.torn_writes += run.nemesis.torn_writes
+        self.bookie_errors += sum(len(lines) for lines in run.bookie_errors.values())
+        self.first_errors += [f"seed {run.seed}, bookie {i}, first: {ls[0]}" for i, ls in run.bookie_errors.items()]
         self.skipped.update(run.nemesis.skipped)
         r = run.result
         self.ledgers += r.ledgers
@@ -59,6 +71,15 @@ class Totals:
         lines = [
             f"schedules run:        {self.schedules}",
             f"faults injected:      {sum(self.faults.values())} ({faults})",
+        ]
+        if self.power:
+            lines.append(
+                f"power cuts:           {self.power_cuts} bookies ({self.torn_cuts} tearing the last unsynced "
+                f"writes, {self.torn_writes} writes torn with a part kept)"
+            )
+            lines.append(f"bookie errors logged: {self.bookie_errors}")
+            lines += [f"  {e[:200]}" for e in self.first_errors[:10]]
+        lines += [
             f"ledgers checked:      {self.ledgers} ({self.raced_recoveries} closed by two racing recoveries)",
             f"entries acknowledged: {self.acknowledged}",
             f"entries read back:    {self.entries_read} (and {self.tailer_reads} by the tailing reader during faults)",
@@ -82,6 +103,7 @@ class ScheduleRun:
     notes: list[str]
     tailer_reads: int
     directory: str = ""
+    bookie_errors: dict[int, list[str]] = field(default_factory=dict)  # power: ERROR lines, by bookie index
 
     @property
     def violations(self) -> list[str]:
@@ -93,9 +115,11 @@ class ScheduleRun:
 
     def report(self) -> str:
         """What a failing run prints: the seed first, then how to repeat it, what went wrong, the schedule."""
+        power = self.nemesis.cluster.power
         lines = [
             f"FAULT SCHEDULE FAILED: seed {self.seed} (repeat: BKCTL_FAULT_SEED={self.seed} pytest "
-            f"tests/faults, or bash tests/faults/run --seed {self.seed} --schedules 1)",
+            f"tests/faults{'/test_power_loss.py' if power else ''}, or bash tests/faults/run "
+            f"{'--power-loss ' if power else ''}--seed {self.seed} --schedules 1)",
             f"entries acknowledged {self.result.acknowledged}, lost {self.result.lost}",
         ]
         if self.result.acknowledged == 0:
@@ -109,22 +133,23 @@ class ScheduleRun:
         return "\n".join(lines)
 
 
-def kinds() -> tuple[str, ...]:
-    """Every kind of fault, less those named in BKCTL_FAULT_WITHOUT (comma-separated): a way to get on with the
-    others while a product bug behind one kind is being fixed; it changes the schedules of every seed."""
+def kinds(profile: tuple[str, ...] = KINDS) -> tuple[str, ...]:
+    """Every kind of fault of the profile, less those named in BKCTL_FAULT_WITHOUT (comma-separated): a way to get
+    on with the others while a product bug behind one kind is being fixed; it changes the schedules of every seed."""
     without = {k.strip() for k in os.environ.get("BKCTL_FAULT_WITHOUT", "").split(",") if k.strip()}
-    unknown = without - set(KINDS)
+    unknown = without - set(profile)
     if unknown:
-        raise SystemExit(f"error: BKCTL_FAULT_WITHOUT names unknown fault kinds {sorted(unknown)}; known: {KINDS}")
-    return tuple(k for k in KINDS if k not in without)
+        raise SystemExit(f"error: BKCTL_FAULT_WITHOUT names unknown fault kinds {sorted(unknown)}; known: {profile}")
+    return tuple(k for k in profile if k not in without)
 
 
 def run_schedule(
     cluster: FaultCluster, seed: int, seconds: float, checked: set[int], partitioner: Partitioner | None = None
 ) -> ScheduleRun:
     """One schedule: writers and a tailing reader under the nemesis, then heal, kill -9 the writers (their open
-    ledgers are left to the checker's racing recoveries) and check every ledger not checked before."""
-    schedule = generate(seed, seconds, cluster.size, len(WRITERS), kinds())
+    ledgers are left to the checker's racing recoveries) and check every ledger not checked before. A cluster with
+    ``power`` gets the power-loss profile's faults."""
+    schedule = generate(seed, seconds, cluster.size, len(WRITERS), kinds(POWER_PROFILE if cluster.power else KINDS))
     history = History()
     notes: list[str] = []
     writers = [WriterProcess(name, cluster.service_uri, seed, quorum, history) for name, quorum in WRITERS]
@@ -156,7 +181,11 @@ def run_schedule(
     more_notes, stuck = cluster.heal()
     notes += more_notes
     history.violations += stuck
-    return ScheduleRun(seed, schedule, nemesis, result, history, notes, tailer.reads, str(cluster.directory))
+    (cluster.directory / f"nemesis-{seed}.log").write_text(
+        "\n".join([describe(seed, schedule), "what the nemesis did:", *(f"  {line}" for line in nemesis.log), ""])
+    )
+    errors = cluster.logged_errors() if cluster.power else {}
+    return ScheduleRun(seed, schedule, nemesis, result, history, notes, tailer.reads, str(cluster.directory), errors)
 
 
 def _interrupt(_signum, _frame) -> None:
@@ -171,26 +200,38 @@ def main(argv=None) -> int:
     parser.add_argument("--schedules", type=int, help="stop after this many schedules")
     parser.add_argument("--seconds", type=float, default=45.0, help="length of one schedule")
     parser.add_argument("--dir", help="where the cluster lives (default: a temporary directory)")
+    parser.add_argument(
+        "--power-loss", action="store_true", help="the power-loss profile: bookies on lossy disks, power cuts"
+    )
     args = parser.parse_args(argv)
+    short_seeds = POWER_SEEDS if args.power_loss else SHORT_SEEDS
     seed = args.seed if args.seed is not None else int(os.environ.get("BKCTL_FAULT_SEED") or time.time())
-    schedules = args.schedules if args.schedules is not None else (10**9 if args.long else len(SHORT_SEEDS))
+    schedules = args.schedules if args.schedules is not None else (10**9 if args.long else len(short_seeds))
     seeds = (
-        iter(SHORT_SEEDS)
+        iter(short_seeds)
         if not args.long and args.seed is None and "BKCTL_FAULT_SEED" not in os.environ
         else iter(range(seed, seed + 10**9))
     )
     deadline = time.monotonic() + args.minutes * 60 if args.long else float("inf")
     directory = Path(args.dir or tempfile.mkdtemp(prefix="bkctl-faults-"))
-    totals = Totals()
+    totals = Totals(power=args.power_loss)
+    if args.power_loss:
+        from faults.lossyfs.mount import fuse_missing
+
+        if reason := fuse_missing():
+            print(f"error: the power-loss profile needs FUSE: {reason}", file=sys.stderr)
+            return 2
     partitioner = Partitioner()
-    if not partitioner.available:
+    if not partitioner.available and not args.power_loss:
         print(f"partition faults skipped: {partitioner.reason}", flush=True)
-    cluster = FaultCluster(directory)
+    cluster = FaultCluster(directory, power=args.power_loss)
     # SIGTERM (a CI timeout, an operator's kill) ends the run like Ctrl-C: the cluster and partitions are cleaned up
     signal.signal(signal.SIGTERM, _interrupt)
     print(f"cluster in {directory}: ZooKeeper {cluster.zk.address}, {cluster.size} bookies", flush=True)
     try:
         cluster.start()
+        if args.power_loss:
+            print(f"bookies on lossy disks: {'; '.join(cluster.storages())}", flush=True)
         checked: set[int] = set()
         while totals.schedules < schedules and time.monotonic() < deadline:
             seed = next(seeds)
@@ -201,7 +242,8 @@ def main(argv=None) -> int:
             print(
                 f"seed {seed}: {status}: {sum(run.nemesis.injected.values())} faults, "
                 f"{run.result.acknowledged} entries acknowledged, {run.result.lost} lost, "
-                f"{time.monotonic() - started:.0f} s",
+                f"{time.monotonic() - started:.0f} s"
+                + "".join(f"; bookie {i} logged {len(e)} errors" for i, e in run.bookie_errors.items()),
                 flush=True,
             )
             if not run.ok:

@@ -137,6 +137,8 @@ def writer_main(uri: str, seed: int, name: str, e: int, w: int, a: int, rate: fl
                 say(f"F {lid} {reason} (closed at {md.last_entry_id})")
             except Exception:  # noqa: BLE001 - left for recovery
                 say(f"F {lid} {reason} (left open)")
+            if next_id == 0:  # its first writes failed (every bookie without power, say): not so fast again
+                time.sleep(0.5)
 
 
 def child_env() -> dict[str, str]:
