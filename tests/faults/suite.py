@@ -254,7 +254,16 @@ def main(argv=None) -> int:
         partitioner.heal_all()
         cluster.close()
     print(totals.render(), flush=True)
-    return 1 if totals.failed_seeds or totals.lost else 0
+    failed = bool(totals.failed_seeds or totals.lost)
+    if args.power_loss and not args.long and args.seed is None:  # the short profile: then every crash point
+        from faults.crashpoints import STORAGES, WORKLOADS, sweep
+
+        print("\nthe crash-point sweep of the scripted workloads:", flush=True)
+        swept = sweep(WORKLOADS, STORAGES, progress=lambda line: print(line, file=sys.stderr, flush=True))
+        print(swept.render(), flush=True)
+        failed = failed or not swept.ok
+        print(f"entries lost:         {totals.lost + swept.lost} (random cuts and crash points)", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
