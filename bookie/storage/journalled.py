@@ -56,7 +56,7 @@ class JournalledStorage(ABC):
             )
             for index, directory in enumerate(config.journal_dirs)
         ]
-        self.disk_errors = DiskErrors(config.read_errors_to_fail)  # the read path records its I/O errors here
+        self.disk_errors = DiskErrors(config.read_errors_to_fail)  # the ledger disks: failed reads, checkpoints
         # Set by the entry logger every flushEntrylogBytes appended, and by shutdown: wakes the sync thread.
         self._flush_due = threading.Event()
         self._checkpoint_lock = threading.Lock()
