@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from faults.crashpoints import STORAGES, WORKLOADS, sweep
+from faults.crashpoints.sweep import SweepResult
 from faults.lossyfs.mount import fuse_missing
 
 pytestmark = pytest.mark.root
@@ -39,6 +40,9 @@ CASES = [
 ]
 
 
+_SWEPT: dict[frozenset[tuple[str, str]], SweepResult] = {}  # a sweep runs once per selection and process
+
+
 @pytest.fixture(scope="module")
 def swept(request, zookeeper):
     """The sweep of the cases this run selected (all, unless -k narrows them), keyed by (workload, storage). Its
@@ -49,11 +53,17 @@ def swept(request, zookeeper):
         for item in request.session.items
         if item.module is request.module and hasattr(item, "callspec")
     }
+    key = frozenset(selected)
+    if key in _SWEPT:  # set up again: pytest-xdist tears module fixtures down when it does not know the next test yet
+        yield {(c.workload, c.storage): c for c in _SWEPT[key].cases}
+        return
     workloads = [w for w in WORKLOADS if any(name == w.name for name, _ in selected)]
     storages = tuple(s for s in STORAGES if any(storage == s for _, storage in selected))
     directory = Path(tempfile.mkdtemp(prefix="bkctl-crashpoints-"))
     failed_before = request.session.testsfailed
-    result = sweep(workloads, storages, directory, progress=print, zk_address=zookeeper.address, only=selected)
+    result = _SWEPT[key] = sweep(
+        workloads, storages, directory, progress=print, zk_address=zookeeper.address, only=selected
+    )
     yield {(c.workload, c.storage): c for c in result.cases}
     reporter = request.config.pluginmanager.getplugin("terminalreporter")
     capture = request.config.pluginmanager.getplugin("capturemanager")
