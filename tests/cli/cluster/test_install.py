@@ -9,6 +9,7 @@ says in one line which extra to install, `sandbox start` where to get a ZooKeepe
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -29,12 +30,22 @@ def pip_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"}
 
 
+_BUILT: list[Path] = []  # the wheel, built once per process (xdist may set module fixtures up twice)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    if _BUILT:
+        return _BUILT[0]
     out = tmp_path_factory.mktemp("wheel")
+    # From a copy of the tree: setuptools builds in the source's build/, which another build (a second setup of
+    # this fixture, the editable install) may be using ("File exists: build/bdist.linux-x86_64/wheel/...")
+    source = tmp_path_factory.mktemp("source") / "bkctl"
+    skip = (".venv", ".git", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", "*.so")
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*skip))
     # --no-build-isolation: the test environment's setuptools builds it, with no download of one for the build
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
         env=pip_env(),
         timeout=300,
         capture_output=True,
@@ -42,6 +53,7 @@ def wheel(tmp_path_factory) -> Path:
     )
     assert built.returncode == 0, f"pip wheel failed:\n{built.stdout[-2000:]}\n{built.stderr[-3000:]}"
     (built,) = out.glob("bkctl-*.whl")
+    _BUILT.append(built)
     return built
 
 
