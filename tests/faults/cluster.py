@@ -9,7 +9,9 @@ Everything started here is stopped here, by pid (``close``).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -256,3 +258,20 @@ class FaultCluster:
             except BKError as exc:  # the checks go on without it
                 violations.append(f"started again, a bookie still does not register: {exc}")
         return notes, violations
+
+
+def kept_cluster(request, prefix: str, power: bool = False):
+    """A fault cluster in a directory of its own, removed when every test of the module passed and kept, with its logs
+    (and disks), when one failed."""
+    directory = tempfile.mkdtemp(prefix=prefix)
+    failed_before = request.session.testsfailed
+    cluster = FaultCluster(directory, power=power)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()
+        if request.session.testsfailed == failed_before:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            print(f"\nthe fault cluster's files, disks and logs are kept in {directory}")

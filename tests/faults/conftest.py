@@ -3,12 +3,10 @@
 Its directory is not under pytest's basetemp (which keeps only the last three runs, and other runs on the machine
 rotate it away): it is removed when every schedule passed and kept, with its logs, when one failed."""
 
-import shutil
-import tempfile
 from dataclasses import dataclass
 
 import pytest
-from faults.cluster import FaultCluster
+from faults.cluster import kept_cluster
 
 
 @dataclass
@@ -47,15 +45,15 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(scope="module")
 def fault_cluster(request):
-    directory = tempfile.mkdtemp(prefix="bkctl-faults-")
-    failed_before = request.session.testsfailed
-    cluster = FaultCluster(directory)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.close()
-        if request.session.testsfailed == failed_before:
-            shutil.rmtree(directory, ignore_errors=True)
-        else:
-            print(f"\nthe fault cluster's files and logs are kept in {directory}")
+    yield from kept_cluster(request, "bkctl-faults-")
+
+
+@pytest.fixture
+def disk(tmp_path):
+    """A lossy disk (tests/faults/lossyfs) mounted for the test; its modules skip where FUSE is missing."""
+    from faults.lossyfs.mount import LossyMount
+
+    mount = LossyMount(tmp_path / "store", tmp_path / "mnt")
+    mount.mount()
+    yield mount
+    mount.unmount()

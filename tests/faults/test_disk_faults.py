@@ -7,7 +7,7 @@ import json
 import urllib.request
 
 import pytest
-from faults.lossyfs.mount import LossyMount, fuse_missing
+from faults.lossyfs.mount import fuse_missing
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.client import BookKeeper, ClientConfig
@@ -28,11 +28,8 @@ def storage(request):
 
 
 @pytest.fixture
-def lossy(tmp_path):
-    mount = LossyMount(tmp_path / "store", tmp_path / "disk")
-    mount.mount()
-    yield mount
-    mount.unmount()
+def lossy(disk):
+    return disk
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ it names, on the crash point given."""
 from __future__ import annotations
 
 import pytest
-from faults.lossyfs.mount import LossyMount, fuse_missing
+from faults.lossyfs.mount import fuse_missing
 
 from admin.offline.format import format_dirs
 from bookie.files import private_dirs, write_atomic
@@ -12,14 +12,6 @@ from bookie.files import private_dirs, write_atomic
 pytestmark = pytest.mark.root
 if reason := fuse_missing():
     pytest.skip(f"lossyfs cannot mount here: {reason}", allow_module_level=True)
-
-
-@pytest.fixture
-def disk(tmp_path):
-    mount = LossyMount(tmp_path / "store", tmp_path / "mnt")
-    mount.mount()
-    yield mount
-    mount.unmount()
 
 
 def test_directories_a_bookie_creates_survive_a_cut(disk):

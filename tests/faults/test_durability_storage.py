@@ -31,14 +31,6 @@ GB = 1 << 30
 RECORD = len(records(1, 0, 1))
 
 
-@pytest.fixture
-def disk(tmp_path):
-    mount = LossyMount(tmp_path / "store", tmp_path / "mnt")
-    mount.mount()
-    yield mount
-    mount.unmount()
-
-
 class Disks:
     """Which directories are full (the others 10% used), each on a filesystem of its own."""
 

@@ -18,14 +18,6 @@ if reason := fuse_missing():
     pytest.skip(f"lossyfs cannot mount here: {reason}", allow_module_level=True)
 
 
-@pytest.fixture
-def disk(tmp_path):
-    mount = LossyMount(tmp_path / "store", tmp_path / "mnt")
-    mount.mount()
-    yield mount
-    mount.unmount()
-
-
 def fsync_dir(path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -5,11 +5,9 @@ with torn writes, checked ledger by ledger as the other faults are. ``BKCTL_FAUL
 schedule instead; ``tests/faults/run --power-loss --long`` runs schedules for as long as asked."""
 
 import os
-import shutil
-import tempfile
 
 import pytest
-from faults.cluster import FaultCluster
+from faults.cluster import kept_cluster
 from faults.lossyfs.mount import fuse_missing
 from faults.suite import POWER_SEEDS, SHORT_SECONDS, Totals, run_schedule
 
@@ -24,18 +22,7 @@ _totals = Totals(power=True)
 @pytest.fixture(scope="module")
 def power_cluster(request):
     """The cluster on lossy disks; its directory is kept, with the logs and the disks, when a schedule failed."""
-    directory = tempfile.mkdtemp(prefix="bkctl-power-")
-    failed_before = request.session.testsfailed
-    cluster = FaultCluster(directory, power=True)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.close()
-        if request.session.testsfailed == failed_before:
-            shutil.rmtree(directory, ignore_errors=True)
-        else:
-            print(f"\nthe power-loss cluster's files, disks and logs are kept in {directory}")
+    yield from kept_cluster(request, "bkctl-power-", power=True)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
