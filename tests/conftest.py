@@ -87,7 +87,8 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(name)
         if item.get_closest_marker("root") and os.geteuid() != 0:
             item.add_marker(pytest.mark.skip(reason="needs root to mount filesystems or set firewall rules"))
-    if config.getoption("dist", "no") == "loadgroup":
+    # xdist's workers, which collect what runs, see `--dist loadgroup` as option.loadgroup (their own dist is "no")
+    if config.getoption("dist", "no") == "loadgroup" or getattr(config.option, "loadgroup", False):
         for item in items:
             # a module is one unit of work; Spark's modules are one, so that one worker starts a Spark session
             group = "spark" if "spark" in tier(item.path) else item.path
@@ -97,6 +98,14 @@ def pytest_collection_modifyitems(config, items):
             return next(i for i, name in enumerate(LONGEST_FIRST) if name == "pure" or item.get_closest_marker(name))
 
         items.sort(key=rank)  # stable: the order within a rank is the collection's
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """Stop when xdist will not keep a module on one worker (its tests' ids carry no group): the modules would split
+    across both workers and start their clusters twice. pytest 9.2 did so silently (pytest-xdist#1386)."""
+    if node.config.getoption("dist", "no") == "loadgroup" and ids and not any("@" in i for i in ids):
+        pytest.exit("pytest-xdist does not group the tests by module with this pytest (pytest-xdist#1386)", 4)
 
 
 def pytest_ignore_collect(collection_path: Path, config):

@@ -54,21 +54,33 @@ def test_a_cut_keeps_what_was_synced_and_loses_the_rest(disk):
     assert (current / "not-synced").read_bytes() == b""
 
 
-def test_an_open_file_unlinked_leaves_its_directory_removable(disk):
-    """``bkctl bookie format`` removes ``current`` while it holds ``current/bookie.lock`` open: the kernel's default
-    for FUSE renamed the open file to .fuse_hidden* and rmdir failed with ENOTEMPTY (the crash-point sweep's format
-    workload found it)."""
+def test_an_open_file_unlinked_stays_usable_and_leaves_its_directory_removable(disk):
+    """A bookie's gc status reads an entry log compaction may have just removed: its fstat failed with ESTALE while
+    lossyfs mounted with hard_remove (found by the crash-point sweep's delete-gc workload). ``bkctl bookie format``
+    removes ``current`` while it holds ``current/bookie.lock`` open: without hard_remove, the file renamed to
+    .fuse_hidden* stayed in the directory and rmdir failed with ENOTEMPTY (found by the format workload)."""
     current = disk.mountpoint / "journal" / "current"
     current.mkdir(parents=True)
     fd = os.open(current / "bookie.lock", os.O_CREAT | os.O_RDWR)
     try:
         os.unlink(current / "bookie.lock")
         assert os.listdir(current) == []
+        assert os.pwrite(fd, b"pid", 0) == 3
+        os.fsync(fd)
+        assert os.fstat(fd).st_size == 3
+        assert os.pread(fd, 3, 0) == b"pid"
+        os.ftruncate(fd, 1)
+        assert os.fstat(fd).st_size == 1
         os.rmdir(current)
-        assert os.write(fd, b"pid") == 3  # still usable through its descriptor
+        # the directory gone too, libfuse has no path left for the file: calls through its descriptor still work
+        # (fstat, which the kernel sends without it, cannot: no bookie makes one there)
+        assert os.pwrite(fd, b"id", 1) == 2
+        os.fsync(fd)
+        assert os.pread(fd, 3, 0) == b"pid"
     finally:
         os.close(fd)
     assert not current.exists()
+    assert os.listdir(disk.mountpoint / "journal") == []
 
 
 def test_a_clean_unmount_keeps_everything(disk):

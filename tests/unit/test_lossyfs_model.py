@@ -70,6 +70,24 @@ def test_rename_and_unlink_are_undone_until_the_directory_is_synced(tmp_path):
     assert again.read_path("/cookie") == b"new"
 
 
+def test_a_file_libfuse_hides_is_unlinked_but_reachable_by_its_hidden_name(tmp_path):
+    disk = Disk(tmp_path)
+    disk.mkdir("/d", 0o700)
+    disk.fsync_dir("/")
+    fh = write_file(disk, "/d/log", b"entries", sync=True)
+    disk.fsync_dir("/d")
+    disk.rename("/d/log", "/d/.fuse_hidden0001")  # libfuse's unlink of an open file
+    assert disk.listdir("/d") == []
+    assert disk.attributes(disk.lookup("/d/.fuse_hidden0001"))["st_size"] == 7
+    disk.fsync_dir("/d")
+    disk.rmdir("/d")
+    assert disk.read(fh, 7, 0) == b"entries"
+    disk.release(fh)
+    disk.unlink("/d/.fuse_hidden0001")  # libfuse, at the last close
+    assert disk.hidden == {}
+    assert reborn(disk).listdir("/d") == []  # the rmdir, never synced, is undone; the hidden name never existed
+
+
 def test_truncate_then_extend_reads_zeros_and_survives_only_when_synced(tmp_path):
     disk = Disk(tmp_path)
     fh = write_file(disk, "/f", b"a" * 10000, sync=True)

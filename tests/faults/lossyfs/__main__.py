@@ -22,9 +22,9 @@ def main() -> None:
     ops = LossyOperations(Disk(args.store))
     Control(ops, Path(args.control), Path(args.snapshots) if args.snapshots else None).serve()
     warnings.simplefilter("ignore", DeprecationWarning)  # mfusepy's about float times: seconds are what we keep
-    # hard_remove: an open file unlinked is gone from its directory at once, as on a disk filesystem (else the kernel
-    # renames it to .fuse_hidden*, and the directory cannot be removed while the file stays open)
-    mfusepy.FUSE(ops, args.mountpoint, foreground=True, nothreads=False, fsname="lossyfs", hard_remove=True)
+    # not hard_remove: with it, libfuse has no path for a file unlinked while open, and its fstat fails with ESTALE
+    # (a bookie's gc status, reading an entry log compaction had just removed, did); Disk.hidden keeps the name aside
+    mfusepy.FUSE(ops, args.mountpoint, foreground=True, nothreads=False, fsname="lossyfs")
 
 
 if __name__ == "__main__":

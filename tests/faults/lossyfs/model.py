@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PAGE = 4096
+HIDDEN = ".fuse_hidden"
 ROOT = 1
 
 
@@ -96,6 +97,10 @@ class Disk:
         self.lock = threading.RLock()
         self.inodes: dict[int, Inode] = {}
         self.handles: dict[int, tuple[int, bool]] = {}  # fh -> (ino, synchronous)
+        # libfuse renames a file unlinked while open to .fuse_hidden*, to keep a path for the calls made through its
+        # descriptor; here that rename is the unlink, and the name lives only in this table, outside every directory
+        # (else the directory could not be removed, and a cut would bring the file back under that name)
+        self.hidden: dict[str, int] = {}
         self.next_fh = 1
         self.syncs: list[Sync] = []
         self.on_sync = on_sync  # called with the Sync (and the lock held) after each one is durable
@@ -214,6 +219,8 @@ class Disk:
 
     # ---- names ----
     def lookup(self, path: str) -> Inode:
+        if path in self.hidden:
+            return self.inodes[self.hidden[path]]
         inode = self.inodes[ROOT]
         for part in path.strip("/").split("/"):
             if not part:
@@ -273,6 +280,9 @@ class Disk:
 
     def unlink(self, path: str) -> None:
         with self.lock:
+            if path in self.hidden:  # libfuse, on the last close of a file unlinked while open
+                self._forget_if_unused(self.inodes[self.hidden.pop(path)])
+                return
             parent, name = self._parent(path)
             inode = self.lookup(path)
             if inode.is_dir:
@@ -298,6 +308,12 @@ class Disk:
             old_parent, old_name = self._parent(old)
             new_parent, new_name = self._parent(new)
             inode = self.lookup(old)
+            if new_name.startswith(HIDDEN):
+                del old_parent.entries[old_name]
+                old_parent.mtime = time.time()
+                self.hidden[new] = inode.ino
+                self._drop_link(inode)
+                return
             replaced = new_parent.entries.get(new_name)
             if replaced == inode.ino:
                 return
