@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import resource
 import signal
 import sys
 from collections.abc import Callable
@@ -37,6 +38,28 @@ def collect_less() -> None:
     (perf: a tenth of the client's CPU was the collector), either transport."""
     gc.freeze()  # no gc.collect() first: ~35 ms on every bkctl command that makes a client, for little garbage
     gc.set_threshold(50_000, 20, 50)
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft limit on open files to the hard one, as the JVM does for a Java bookie (``-XX:+MaxFDLimit``, on
+    by default), and return the soft limit in force: a bookie keeps up to ``openFileLimit`` index files open, and
+    distributions start processes with 1024."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):  # an infinite hard limit above the kernel's nr_open: keep the soft one
+            pass
+    return soft
+
+
+def index_file_budget() -> int:
+    """How many index files a bookie may keep open: half the files this process may open (the rest are its sockets,
+    journals, entry logs and RocksDB's files)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return (1 << 30) if soft == resource.RLIM_INFINITY else max(soft // 2, 16)
 
 
 def raise_terminated(_signum: int, _frame: FrameType | None) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 
+from bookie import daemon
 from bookie.conf import load_properties, metadata_service_uri
 from bookie.errors import InvalidArgument
 from bookie.meta.bookie_id import check_bookie_id
@@ -102,6 +103,7 @@ class BookieConfig:
     flushInterval: int = 10000
     flushEntrylogBytes: int = 0
     pageLimit: int = -1
+    openFileLimit: int = 20000
     nettyMaxFrameSizeBytes: int = 5242880
     diskUsageThreshold: float = 0.95
     diskUsageWarnThreshold: float = 0.90
@@ -371,6 +373,7 @@ class BookieConfig:
             entry_log_flush_bytes=self.flushEntrylogBytes,
             flush_interval_ms=self.flushInterval,
             page_limit=self.pageLimit if self.pageLimit > 0 else 65536,  # automatic: 512 MB of index pages
+            open_file_limit=min(self.openFileLimit, daemon.index_file_budget()),
             max_entry_size=self.nettyMaxFrameSizeBytes,
             read_errors_to_fail=self.bkctlDiskReadErrorsToFail,
         )

@@ -29,6 +29,7 @@ class StorageConfig:
     entry_log_flush_bytes: int = 0
     flush_interval_ms: int = 10_000
     page_limit: int = 8192
+    open_file_limit: int = 20000  # index files kept open (interleaved storage)
     max_entry_size: int = 5 * 1024 * 1024
     read_errors_to_fail: int = 10  # I/O errors reading within a minute that declare the disks failed (0: never)
 

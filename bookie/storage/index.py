@@ -102,12 +102,18 @@ class IndexHeader(LedgerHeader):
 
 
 class IndexFile:
-    """Page-level access to one ledger's index file (created on first write)."""
+    """Page-level access to one ledger's index file (created on first write).
+
+    Its descriptor opens on first use and may be closed between uses (the ledger cache bounds how many are open);
+    ``pins`` counts the users doing I/O without the cache's lock, while which it stays open. Once deleted, writes
+    and syncs do nothing: a checkpoint still writing a ledger GC just deleted must not create its file again."""
 
     def __init__(self, directory: Path, ledger_id: int, path: Path | None = None):
         self.path = path or index_path(directory, ledger_id)
         self._fd = -1
         self._new_name = False  # created since the last sync: its directory is fsynced with it
+        self.pins = 0
+        self.deleted = False
 
     def exists(self) -> bool:
         return self._fd >= 0 or self.path.exists()
@@ -133,7 +139,12 @@ class IndexFile:
         return IndexHeader.decode(os.pread(self._open(False), HEADER_SIZE, 0), str(self.path))
 
     def write_raw_header(self, encoded: bytes) -> None:
-        pwrite_all(self._open(True), encoded, 0)
+        if not self.deleted:
+            pwrite_all(self._open(True), encoded, 0)
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd >= 0
 
     def page_count(self) -> int:
         size = os.fstat(self._open(False)).st_size
@@ -146,12 +157,15 @@ class IndexFile:
         return bytearray(data.ljust(PAGE_SIZE, b"\0"))
 
     def write_page(self, page_no: int, page: bytes | bytearray) -> None:
-        pwrite_all(self._open(True), page, HEADER_SIZE + page_no * PAGE_SIZE)
+        if not self.deleted:
+            pwrite_all(self._open(True), page, HEADER_SIZE + page_no * PAGE_SIZE)
 
     def sync(self) -> None:
-        """Make what was written durable, and the file's name when it is new (a checkpoint's lastMark follows)."""
-        if self._fd >= 0:
-            os.fsync(self._fd)
+        """Make what was written durable, and the file's name when it is new (a checkpoint's lastMark follows). The
+        file's descriptor may have been closed since the writes: fsync through a new one syncs them all the same."""
+        if self.deleted:
+            return
+        os.fsync(self._open(False))
         if self._new_name:
             fsync_dir(self.path.parent)
             self._new_name = False
@@ -191,7 +205,9 @@ class IndexFile:
         self.path = path
 
     def delete(self) -> None:
-        self.close()
+        self.deleted = True
+        if not self.pins:  # else the last user closes it (the name goes now)
+            self.close()
         try:
             self.path.unlink()
         except FileNotFoundError:

@@ -55,7 +55,7 @@ class InterleavedLedgerStorage(LedgerStorage):
             self.ledger_dirs, config.entry_log_size_limit, config.entry_log_flush_bytes, self._flush_due.set
         )
         recover_relocations(list(self.index_dirs.all))  # index files a crash left half moved
-        self.cache = LedgerCache(self.index_dirs, config.page_limit, self.entry_logger.holds)
+        self.cache = LedgerCache(self.index_dirs, config.page_limit, self.entry_logger.holds, config.open_file_limit)
 
     # ---- JournalledStorage ----
     def _mark_dirs(self, writing: bool) -> list[Path]:

@@ -1,7 +1,9 @@
 """The ledger cache: each ledger's index pages and header state in memory, in front of its index file.
 
 Pages are held up to ``page_limit``; past it the least recently used pages are evicted, dirty ones written to their
-files first. The checkpoint writes every dirty page and header and fsyncs the files it wrote.
+files first. The checkpoint writes every dirty page and header and fsyncs the files it wrote. At most
+``open_file_limit`` index files are open (BookKeeper's ``openFileLimit``): past it the least recently used are closed,
+to be opened again when next read or written.
 
 Index files are spread over the index directories as BookKeeper's IndexPersistenceMgr spreads them: a new ledger's
 file goes to a random writable directory, an existing one is found in whichever directory holds it, and a file
@@ -15,7 +17,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bookie.errors import CorruptData
@@ -56,15 +59,21 @@ def _nonzero_slots(page: bytes | bytearray) -> list[int]:
 
 class LedgerCache:
     def __init__(
-        self, index_dirs: LedgerDirs | Path, page_limit: int = 8192, holds: Callable[[int], bool] = lambda loc: True
+        self,
+        index_dirs: LedgerDirs | Path,
+        page_limit: int = 8192,
+        holds: Callable[[int], bool] = lambda loc: True,
+        open_file_limit: int = 20000,
     ):
         """``index_dirs``: the index directories (a path: one); ``holds(location)`` says whether a location points
         into entry-log data that exists."""
         self.dirs = index_dirs if isinstance(index_dirs, LedgerDirs) else LedgerDirs([index_dirs])
         self.holds = holds
         self.page_limit = max(page_limit, 16)
+        self.open_file_limit = max(open_file_limit, 1)
         self.ledgers: dict[int, LedgerIndex] = {}
         self._lru: OrderedDict[tuple[int, int], None] = OrderedDict()
+        self._open: OrderedDict[int, IndexFile] = OrderedDict()  # id(file): the files that may be open, LRU first
         self._unsynced: dict[int, IndexFile] = {}
         self.lock = threading.RLock()
         self.hits = self.misses = 0
@@ -82,7 +91,7 @@ class LedgerCache:
             path = self.dirs.find(index_name(ledger_id))
             if path is None:
                 return None
-            file = IndexFile(path.parents[3], ledger_id, path)
+            file = self._use(IndexFile(path.parents[3], ledger_id, path))
             try:
                 header = file.read_header()
             except CorruptData:
@@ -91,6 +100,7 @@ class LedgerCache:
                 # created, and a crash took its header: no checkpoint completed since (each syncs the header it
                 # writes before its lastMark), so the journal replays all of the ledger's state
                 log.warning("%s: no header (a crash while it was created): the ledger is replayed anew", path)
+                self._forget(file)
                 file.delete()
                 return None
             state = LedgerIndex(ledger_id, file, header, self._last_entry_on_disk(file))
@@ -114,6 +124,7 @@ class LedgerCache:
                 for page_no in list(state.pages):
                     self._lru.pop((ledger_id, page_no), None)
                 self._unsynced.pop(id(state.file), None)
+                self._forget(state.file)
                 state.file.delete()
             path = self.dirs.find(index_name(ledger_id))  # not cached, or cached before a file turned up elsewhere
             if path is not None:
@@ -137,7 +148,7 @@ class LedgerCache:
         if page is None:
             self.misses += 1
             began = time.perf_counter()
-            page = state.file.read_page(page_no)
+            page = self._use(state.file).read_page(page_no)
             if self.read_page_stats is not None:
                 self.read_page_stats.event(time.perf_counter() - began)
             state.pages[page_no] = page
@@ -160,7 +171,7 @@ class LedgerCache:
                 state._current = None
             if page_no in state.dirty:
                 state.dirty.discard(page_no)
-                state.file.write_page(page_no, page)
+                self._use(state.file).write_page(page_no, page)
                 self._unsynced[id(state.file)] = state.file
 
     def set_location(self, state: LedgerIndex, entry_id: int, location: int) -> None:
@@ -189,7 +200,7 @@ class LedgerCache:
         pages = (state.last_entry // ENTRIES_PER_PAGE + 1) if state.last_entry >= 0 else 0
         for page_no in range(pages):
             with self.lock:
-                page = state.pages.get(page_no) or state.file.read_page(page_no)
+                page = state.pages.get(page_no) or self._use(state.file).read_page(page_no)
             base = page_no * ENTRIES_PER_PAGE
             ids.extend(base + slot for slot in _nonzero_slots(page))
         return ids
@@ -225,14 +236,17 @@ class LedgerCache:
                     writes.append((state.file, header, pages))
             unsynced, self._unsynced = self._unsynced, {}
         for file, header, pages in writes:
-            if header is not None:
-                file.write_raw_header(header)
-            for page_no, page in pages:
-                file.write_page(page_no, page)
-            unsynced[id(file)] = file
+            with self._pinned(file):
+                if header is not None:
+                    file.write_raw_header(header)
+                for page_no, page in pages:
+                    file.write_page(page_no, page)
+                file.sync()
+            unsynced.pop(id(file), None)
         for file in unsynced.values():
-            file.sync()
-        return len(unsynced)
+            with self._pinned(file):
+                file.sync()
+        return len(writes) + len(unsynced)
 
     def _relocate(self, file: IndexFile) -> None:
         """Move an index file off its full directory (IndexPersistenceMgr.relocateIndexFileAndFlushHeader); when no
@@ -243,12 +257,53 @@ class LedgerCache:
             if self.dirs.has_room_for_new_index(file.directory):
                 return
             raise
-        file.move_to(target / "current" / file.path.relative_to(file.directory / "current"))
+        self._use(file).move_to(target / "current" / file.path.relative_to(file.directory / "current"))
+
+    # ---- open files ----
+    def _use(self, file: IndexFile) -> IndexFile:
+        """Note that ``file`` is about to be read or written (under the lock); past ``open_file_limit`` files that
+        may be open, close the least recently used of the others."""
+        key = id(file)
+        if key in self._open:
+            self._open.move_to_end(key)
+            return file
+        self._open[key] = file
+        for other_key, other in list(self._open.items()):
+            if len(self._open) <= self.open_file_limit:
+                break
+            if other.pins or other_key == key:
+                continue  # in use without the lock (a checkpoint), or the one about to be
+            del self._open[other_key]
+            other.close()
+        return file
+
+    @contextmanager
+    def _pinned(self, file: IndexFile) -> Iterator[None]:
+        """Keep ``file`` open while it is written or synced without the lock."""
+        with self.lock:
+            self._use(file).pins += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                file.pins -= 1
+                if file.deleted and not file.pins:
+                    file.close()
+
+    def _forget(self, file: IndexFile) -> None:
+        self._open.pop(id(file), None)
+
+    @property
+    def open_files(self) -> int:
+        """How many index files are open."""
+        with self.lock:
+            return sum(1 for file in self._open.values() if file.is_open)
 
     def close(self) -> None:
         with self.lock:
             for state in self.ledgers.values():
                 state.file.close()
+            self._open.clear()
 
     @property
     def page_count(self) -> int:

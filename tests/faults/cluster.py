@@ -26,7 +26,9 @@ from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
 # Faster failure detection than BookKeeper's defaults, so a short schedule sees several ensemble changes.
-BOOKIE_SETTINGS = {"zkTimeout": "6000"}
+# openFileLimit: far under the ledgers a run makes, so index files are closed and opened again all along (and a soak's
+# descriptors reach their bound within minutes)
+BOOKIE_SETTINGS = {"zkTimeout": "6000", "openFileLimit": "16"}
 # The power profile: a checkpoint every 2 s, an entry-log rotation every few seconds (128 KiB logs), a GC run every
 # 5 s and a new journal file every 4 MiB, so a cut at a random moment often lands inside one of them.
 POWER_SETTINGS = {

@@ -83,6 +83,24 @@ def test_a_new_ledgers_index_file_survives_a_cut_after_its_checkpoint(disk):
     again.shutdown()
 
 
+def test_index_files_closed_for_open_file_limit_are_synced_by_the_checkpoint(disk):
+    """Crash point: the checkpoint's lastMark, with more ledgers than ``open_file_limit``. Pages evicted to files
+    that were then closed to stay under the limit must still be fsynced by the checkpoint: it opens them again."""
+    config = config_on(disk.mountpoint, page_limit=16, open_file_limit=2)
+    storage = InterleavedLedgerStorage(config)
+    storage.start()
+    for first in (0, 5):  # the second time, the headers are clean: most files are written only by evictions
+        for ledger_id in range(1, 31):
+            add(storage, ledger_id, first, 5)
+        storage.checkpoint()
+    cut(disk, storage)
+    again = InterleavedLedgerStorage(config)
+    again.start()
+    assert all(again.entry_ids(ledger_id) == list(range(10)) for ledger_id in range(1, 31))
+    assert entry(again, 1, 9).payload == payload(1, 9)
+    again.shutdown()
+
+
 def test_entries_compaction_moved_into_a_new_entry_log_survive_a_cut(disk):
     """Crash point: DbLedgerStorage's compaction, after the synced batch that points the locations at the copies
     and before the old log is removed. The copies' new entry log must be durable, name included, by then: a cut

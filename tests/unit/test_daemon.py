@@ -1,7 +1,10 @@
 """The core's own processes (python -m bookie.server, python -m bookie.autorecovery): how an error or a signal ends
 them, in the codes of bkctl's table."""
 
+import resource
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -65,3 +68,20 @@ def test_a_log_format_from_the_environment_is_checked(monkeypatch, capsys):
         ended.value.code == daemon.USAGE
         and "BKCTL_LOG_FORMAT='xml' is not one of text, json" in capsys.readouterr().err
     )
+
+
+def test_the_open_file_limit_is_raised_to_the_hard_one_and_half_goes_to_index_files():
+    """A distribution's 1024 would have let a bookie keep fewer than 1024 ledgers' index files open: the JVM raises it
+    for a Java bookie, and so does run_bookie."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard <= 256:
+        pytest.fail(f"this test needs a finite hard limit on open files above 256, not {hard}")
+    script = "from bookie import daemon; print(daemon.raise_open_file_limit(), daemon.index_file_budget())"
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert [int(n) for n in out] == [hard, hard // 2]
