@@ -49,6 +49,12 @@ def journal(app, path, ledger_id):
         },
         empty="no records",
     )
+    if scan.unfinished is not None:
+        offset, count = scan.unfinished
+        app.terminal.warn(
+            f"{path}: {count} records from offset {offset} are a write a crash cut short (never acknowledged, not "
+            "replayed, not listed)"
+        )
     if scan.torn_tail is not None:
         app.terminal.warn(f"{path}: torn tail at offset {scan.torn_tail} (the last write cut short by a crash)")
     for damage in scan.skipped:

@@ -137,6 +137,11 @@ class JournalScan:
       512-byte boundary. Random or zeroed bytes hit that padding marker by chance too rarely to matter. A
       negative length that is not the padding marker, or a record that does not parse, is corruption even with
       nothing valid after it: no crash writes those.
+    - An unfinished write is not replayed: a write ends with its padding (ours always; BookKeeper's when it does not
+      end on a 512-byte boundary already), and is acknowledged only once all of it is synced. Records that end
+      short of a boundary with no padding after them, where the records stop, are what remains of a write the
+      crash cut: ``unfinished`` gives their offset and count. One of them may be cut inside its body, zeros where
+      the rest of its entry should be: replayed, it would be served as an entry that fails its digest.
     - Limit: a power loss can also reach the disk out of order within the *last* write, leaving a hole with a
       whole record run and its final padding after it; that looks like corruption and refuses the start, which
       the operator may then override (the skipped records were never acknowledged: the fsync did not return).
@@ -151,6 +156,7 @@ class JournalScan:
         self.start = start
         self.skip_corruption = skip_corruption
         self.torn_tail: int | None = None
+        self.unfinished: tuple[int, int] | None = None  # (offset, records) of the write a crash cut: not replayed
         self.skipped: list[Skipped] = []
         self.blank = False  # nothing but zeros: see __iter__
 
@@ -168,14 +174,22 @@ class JournalScan:
             if magic != MAGIC or version != VERSION:
                 raise CorruptData(f"{self.path}: not a journal file (magic {magic!r}, version {version})")
             position = max(self.start, HEADER_SIZE)
+            write: list[Record] = []  # the records since the last padding: their write is done when one follows
             while True:
                 found = _read(f, position, size)
                 if found[0] == _RECORD:
-                    yield found[1]
+                    write.append(found[1])
                     position = found[2]
                 elif found[0] == _PADDING:
+                    yield from write
+                    write = []
                     position = found[2]
                 else:
+                    if write and found[0] == _END and position % ALIGN:
+                        self.unfinished = (write[0].offset, len(write))
+                    else:
+                        yield from write
+                    write = []
                     resume = self._after_stop(f, found[0], found[1], position, size)
                     if resume is None:
                         return

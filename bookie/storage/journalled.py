@@ -223,6 +223,13 @@ class JournalledStorage(ABC):
                 count += 1
             if scan.blank:
                 log.warning("%s: nothing but zeros (a crash while it was created): no records", scan.path)
+            if scan.unfinished is not None:
+                log.warning(
+                    "%s: the last write, from offset %d, did not reach the disk whole (a crash cut it): its %d "
+                    "records were never acknowledged, and are not replayed",
+                    scan.path,
+                    *scan.unfinished,
+                )
             if scan.torn_tail is not None:
                 log.warning(
                     "%s: torn tail at offset %d (a crash cut the last write): replay ends there",

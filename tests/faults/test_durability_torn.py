@@ -126,3 +126,28 @@ def test_a_lastmark_past_what_the_journal_holds_is_reported(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         open_storage(tmp_path).shutdown()
     assert "points past what journal" in caplog.text
+
+
+def test_a_journal_write_torn_inside_an_entry_is_not_replayed(tmp_path, caplog):
+    """A cut while a group commit's write reached the disk in part: the sectors up to one inside its last entry.
+    That entry was replayed with zeros for the rest of its body and served; the client's digest check failed it
+    (found by the power-loss nemesis, F4). Nothing of that write was acknowledged: its fsync never returned."""
+    storage = open_storage(tmp_path)
+    add(storage, 1, 0, 5)
+    add(storage, 1, 5, 3, size=3000)  # one write: three records and its padding
+    crash(storage)
+    (journal,) = [
+        jf.journal_path(storage.config.journal_dir, j) for j in jf.list_journal_ids(storage.config.journal_dir)
+    ]
+    last = list(jf.scan_journal(journal))[-1]
+    assert last.entry_id == 7
+    tear = (last.offset + 512) // 512 * 512  # a sector boundary inside the last entry
+    with open(journal, "r+b") as f:
+        f.seek(tear)
+        f.write(bytes(4096))
+    with caplog.at_level(logging.WARNING):
+        again = open_storage(tmp_path)
+    assert again.entry_ids(1) == list(range(5))
+    assert [entry(again, 1, e).payload for e in range(5)] == [payload(1, e) for e in range(5)]
+    again.shutdown()
+    assert "did not reach the disk whole (a crash cut it): its 3 records were never acknowledged" in caplog.text

@@ -125,6 +125,32 @@ def test_inspect_a_damaged_journal_lists_what_follows_the_damage(bkctl, tmp_path
     ]
 
 
+def test_inspect_journal_names_a_write_a_crash_cut_short(bkctl, tmp_path):
+    """Its records are what a bookie does not replay: not listed, counted in a warning; exit 0 (no damage)."""
+    from bookie.storage import journal as jf
+
+    def entry_record(entry_id):
+        data = jf.META.pack(5, entry_id) + b"x" * 300
+        return jf.INT.pack(len(data)) + data
+
+    journal = jf.JournalFile(tmp_path, 1, prealloc_bytes=1 << 20)
+    journal.append(entry_record(0))
+    cut = journal.position
+    journal.append(entry_record(1) + entry_record(2))
+    journal.close()
+    path = jf.journal_path(tmp_path, 1)
+    with open(path, "r+b") as f:
+        f.seek(cut + 512)
+        f.write(bytes(512))  # the write's second sector lost
+    result = bkctl("bookie", "inspect", "journal", str(path), "-o", "json")
+    assert result.exit_code == 0
+    assert [r["entryId"] for r in json.loads(result.stdout)] == [0]
+    assert result.stderr.splitlines() == [
+        f"warning: {path}: 2 records from offset {cut} are a write a crash cut short (never acknowledged, not "
+        "replayed, not listed)"
+    ]
+
+
 def test_metrics_of_busy_and_idle_bookies(bkctl, service_uri, harness):
     """Rates between two scrapes: the bookie being written to shows its adds, the other none; the p99 once the
     first one-second window closed."""

@@ -50,17 +50,49 @@ def test_records_round_trip(tmp_path):
     assert records[0].offset == 512
 
 
-def test_torn_tail_replays_up_to_the_last_whole_record(tmp_path):
-    path = write_journal(tmp_path, entry_record(1, 0) + entry_record(1, 1))
+def test_torn_tail_replays_up_to_the_last_whole_write(tmp_path):
+    path = write_journal(tmp_path, entry_record(1, 0), entry_record(1, 1))  # two writes, each padded
     data = path.read_bytes()
-    second = 512 + len(entry_record(1, 0))
+    second = 1024
     # the crash cut the file inside the second record's body, or inside its length field
     for cut in (second + 4 + 10, second + 2):
         path.write_bytes(data[:cut])
         assert [r.entry_id for r in jf.scan_journal(path)] == [0]
-    # the second record never reached the disk: preallocated zeros where its length would be
+    # the second write never reached the disk: preallocated zeros where its length would be
     path.write_bytes(data[:second] + bytes(len(data) - second))
     assert [r.entry_id for r in jf.scan_journal(path)] == [0]
+
+
+@pytest.mark.parametrize("boundary", [512, 4096])
+def test_a_write_torn_inside_an_entry_is_not_replayed_at_all(tmp_path, boundary):
+    """Found by the power-loss nemesis (F4): the tail of a group commit torn at a sector or page boundary left its
+    last record's length and head on disk and zeros for the rest of its entry; replayed, the bookie served that
+    entry, which failed the client's digest check (the reader went to another replica). The write's other records
+    were never acknowledged either: its fsync did not return."""
+    first = entry_record(1, 0, b"a" * 100)
+    torn = entry_record(1, 1, b"b" * 200) + entry_record(1, 2, b"c" * (boundary + 300))
+    path = write_journal(tmp_path, first, torn)
+    data = path.read_bytes()
+    start = 1024  # the torn write's
+    tear = start + boundary  # inside its second record's body
+    assert start + len(entry_record(1, 1, b"b" * 200)) < tear < start + len(torn)
+    path.write_bytes(data[:tear] + bytes(len(data) - tear))  # what the disk kept: the write up to the boundary
+    scan = jf.JournalScan(path)
+    assert [r.entry_id for r in scan] == [0]
+    assert scan.unfinished == (start, 2) and scan.torn_tail is None
+
+
+def test_a_write_ending_on_a_boundary_without_padding_is_whole(tmp_path):
+    """BookKeeper pads a write only when it does not end on a 512-byte boundary: such a journal's last write has no
+    padding, and is replayed."""
+    path = write_journal(tmp_path, entry_record(1, 0))
+    body = b"z" * (512 - 4 - jf.META.size)
+    with open(path, "r+b") as f:
+        f.seek(1024)
+        f.write(entry_record(1, 1, body))  # 512 bytes, as BookKeeper writes them: no padding
+    scan = jf.JournalScan(path)
+    assert [r.entry_id for r in scan] == [0, 1]
+    assert scan.unfinished is None
 
 
 def test_corrupt_record_names_file_and_offset(tmp_path):
