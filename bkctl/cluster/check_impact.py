@@ -7,10 +7,10 @@ from bkctl.options import output_option
 
 def _levels(_ctx, _param, values: tuple[str, ...]) -> frozenset[str]:
     """``--allow`` values, each a level or a comma-separated list of them."""
-    chosen = {level.strip() for value in values for level in value.split(",")}
+    chosen = {level.strip() for value in values for level in value.split(",")} - {""}
     unknown = sorted(chosen - set(LEVELS))
     if unknown:
-        raise click.BadParameter(f"{', '.join(unknown)}: not a level (levels: {', '.join(LEVELS)})")
+        raise click.BadParameter(f"not a level: {', '.join(map(repr, unknown))} (levels: {', '.join(LEVELS)})")
     return frozenset(chosen)
 
 
