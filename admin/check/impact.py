@@ -140,14 +140,15 @@ class Report:
     writable_left: int
     largest_open_ensemble: int
     gate: Gate
-    impacts: list[Impact] = field(default_factory=list)
+    impacts: list[Impact]
+    by_level: dict[str, list[int]] = field(init=False)  # the ids of the ledgers that reach each level
 
-    def ledgers_at(self, level: str) -> list[int]:
-        return [i.ledger_id for i in self.impacts if level in i.levels]
+    def __post_init__(self) -> None:
+        self.by_level = {level: [i.ledger_id for i in self.impacts if level in i.levels] for level in LEVELS}
 
     @property
     def failed_levels(self) -> list[str]:
-        return [level for level in LEVELS if level not in self.gate.allowed and self.ledgers_at(level)]
+        return [level for level in LEVELS if level not in self.gate.allowed and self.by_level[level]]
 
     @property
     def safe(self) -> bool:
@@ -159,7 +160,7 @@ class Report:
         def costs(levels: Iterable[str]) -> str:
             parts = []
             for level in levels:
-                ids = self.ledgers_at(level)
+                ids = self.by_level[level]
                 if ids:
                     parts.append(f"{level.replace('-', ' ')} in {len(ids)} ledger{'s' if len(ids) != 1 else ''}")
             return ", ".join(parts)
@@ -183,13 +184,8 @@ class Report:
             "failedLevels": self.failed_levels,
             "verdict": self.verdict(),
             "levels": {
-                level: {
-                    "ledgers": len(ids),
-                    "allowed": level in self.gate.allowed,
-                    "examples": ids[:EXAMPLES],
-                }
-                for level in LEVELS
-                for ids in [self.ledgers_at(level)]
+                level: {"ledgers": len(ids), "allowed": level in self.gate.allowed, "examples": ids[:EXAMPLES]}
+                for level, ids in self.by_level.items()
             },
             "ledgers": [i.doc() for i in self.impacts],
         }
@@ -207,16 +203,17 @@ def assess(
     asked = list(dict.fromkeys(bookies))
     registered = writable | read_only
     writable_left = writable - set(asked)
-    report = Report(asked, [], sorted(read_only), len(writable_left), 0, gate)
-    already_gone, named = set(), set()
+    impacts, already_gone, named, largest_open_ensemble = [], set(), set(), 0
     for ledger_id, md in ledgers:
         ensemble = {b for s in md.segments for b in s.bookies}
         named |= ensemble
         already_gone |= ensemble - registered
         if not md.is_closed:
-            report.largest_open_ensemble = max(report.largest_open_ensemble, md.ensemble_size)
+            largest_open_ensemble = max(largest_open_ensemble, md.ensemble_size)
         impact = ledger_impact(ledger_id, md, set(asked) | (ensemble - registered), writable_left)
         if impact is not None:
-            report.impacts.append(impact)
-    report.already_gone = sorted(already_gone)
+            impacts.append(impact)
+    report = Report(
+        asked, sorted(already_gone), sorted(read_only), len(writable_left), largest_open_ensemble, gate, impacts
+    )
     return report, named

@@ -5,6 +5,12 @@ from bkctl.completers import complete_bookie_ids
 from bkctl.options import output_option
 
 
+def _complete_levels(_ctx, _param, incomplete: str) -> list[str]:
+    """Levels for ``--allow``, after the ones already typed before a comma."""
+    typed, comma, last = incomplete.rpartition(",")
+    return [typed + comma + level for level in LEVELS if level.startswith(last)]
+
+
 def _levels(_ctx, _param, values: tuple[str, ...]) -> frozenset[str]:
     """``--allow`` values, each a level or a comma-separated list of them."""
     chosen = {level.strip() for value in values for level in value.split(",")} - {""}
@@ -36,6 +42,7 @@ def _levels(_ctx, _param, values: tuple[str, ...]) -> frozenset[str]:
     "--allow",
     multiple=True,
     callback=_levels,
+    shell_complete=_complete_levels,
     metavar="LEVEL[,LEVEL]",
     help="Levels that pass the gate on top of --for's (repeatable).",
 )
@@ -80,14 +87,15 @@ def check_impact(app, bookie_ids, profile, allow):
             ["LEVEL", "LEDGERS", "GATE", "EXAMPLES"],
             [
                 [level, len(ids), "allowed" if level in report.gate.allowed else "fails", ids[:EXAMPLES] or None]
-                for level in LEVELS
-                for ids in [report.ledgers_at(level)]
+                for level, ids in report.by_level.items()
             ],
         )
         app.terminal.line(
             f"Writable bookies left: {report.writable_left}"
             + (f" (open ledgers need up to {report.largest_open_ensemble})" if report.largest_open_ensemble else "")
         )
+        if report.already_gone:
+            app.terminal.line(f"Already gone, counted as gone: {', '.join(report.already_gone)}")
         if app.terminal.output == "wide" and report.impacts:
             app.terminal.table(
                 ["LEDGER", "STATE", "LEVELS", "SEGMENT", "BOOKIES"],

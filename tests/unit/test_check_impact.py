@@ -68,7 +68,7 @@ def test_the_gate_fails_only_on_levels_it_does_not_allow():
     ledgers = [(1, ledger("abc")), (2, ledger("bcd")), (3, ledger("x", e=1, wq=1, aq=1))]  # x: already gone
     restart, _ = assess(ledgers, ["a"], FOUR, set(), Gate("restart"))
     assert restart.already_gone == ["x"] and restart.writable_left == 3
-    assert restart.failed_levels == [DATA_LOSS] and restart.ledgers_at(DATA_LOSS) == [3]
+    assert restart.failed_levels == [DATA_LOSS] and restart.by_level[DATA_LOSS] == [3]
     healthy = [(1, ledger("abc")), (2, ledger("bcd"))]
     report, named = assess(healthy, ["a"], FOUR, set(), Gate("restart"))
     assert named == FOUR and report.safe
@@ -77,7 +77,7 @@ def test_the_gate_fails_only_on_levels_it_does_not_allow():
     assert report.verdict() == "UNSAFE for decommission: below ack quorum in 1 ledger"
     report, _ = assess(healthy, ["a"], FOUR, set(), Gate("decommission", frozenset({BELOW_ACK_QUORUM})))
     assert report.safe and report.verdict().startswith("safe for decommission +below-ack-quorum: ")
-    assert assess(healthy, ["a", "d"], FOUR, set(), Gate())[0].ledgers_at(BELOW_ACK_QUORUM) == [1, 2]
+    assert assess(healthy, ["a", "d"], FOUR, set(), Gate())[0].by_level[BELOW_ACK_QUORUM] == [1, 2]
     doc = report.doc()
     assert list(doc["levels"]) == [DATA_LOSS, READ_UNAVAILABLE, WRITE_UNAVAILABLE, BELOW_ACK_QUORUM, UNDER_REPLICATED]
     assert doc["levels"][BELOW_ACK_QUORUM] == {"ledgers": 1, "allowed": True, "examples": [1]}

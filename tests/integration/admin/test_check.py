@@ -285,6 +285,8 @@ def test_check_impact_fails_a_restart_that_takes_the_last_replica(harness, bkctl
     code, doc = impact(bkctl, uri, "--bookie", y, "--for", "restart")
     assert (code, doc["alreadyGone"], doc["failedLevels"]) == (3, [x], ["data-loss"])
     assert pair in doc["levels"]["data-loss"]["examples"]
+    text = bkctl("-u", uri, "cluster", "check-impact", "--bookie", y, "--for", "restart").stdout
+    assert f"Already gone, counted as gone: {x}\n" in text
 
 
 def test_check_impact_an_open_a1_ledger_waits_for_its_bookie_to_be_recovered(harness, bkctl):
