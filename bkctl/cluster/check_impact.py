@@ -52,7 +52,8 @@ def check_impact(app, bookie_ids, profile, allow):
     """Say what losing these bookies now would cost, and exit 3 when it is more than the maintenance allows
 
     \b
-    Levels, most severe first (a ledger counts in each it reaches):
+    Levels, most severe first; a ledger counts in each it reaches, but only
+    in the worst of data-loss, below-ack-quorum and under-replicated:
       data-loss          an entry with no replica left
       read-unavailable   an open ledger no reader could recover (fence, close):
                          AQ or more of a write set of its last ensemble gone
