@@ -237,10 +237,15 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
     "cluster check-impact": [
-        (f"bkctl cluster check-impact --bookie {BOOKIE}", "is stopping this bookie safe now?"),
+        (f"bkctl cluster check-impact --bookie {BOOKIE} --for restart", "may this bookie restart now? what it costs"),
+        (f"bkctl cluster check-impact --bookie {BOOKIE}", "may it go for good (the default: --for decommission)?"),
         (
-            f"bkctl cluster check-impact --bookie {BOOKIE} --bookie 10.0.0.8:3181 -o json",
-            "two bookies at once, for a script",
+            f"bkctl cluster check-impact --bookie {BOOKIE} --bookie 10.0.0.8:3181 --for restart -o json",
+            "a rack's two bookies at once, for a script",
+        ),
+        (
+            f"bkctl cluster check-impact --bookie {BOOKIE} --for restart --allow read-unavailable",
+            "E3 W2 A1 ledgers: accept that their recovery waits for the bookie",
         ),
     ],
     "cluster format": [

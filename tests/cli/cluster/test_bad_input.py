@@ -101,6 +101,8 @@ BAD_INPUTS = {
         (["cluster", "check", "--prometheus-file", "/nonexistent/dir/check.prom"], USAGE),
         (["cluster", "check-impact"], USAGE),
         (["cluster", "check-impact", "--bookie", "nope:1"], NOT_FOUND),
+        (["cluster", "check-impact", "--bookie", "nope:1", "--allow", "data-loss,nope"], USAGE),
+        (["cluster", "check-impact", "--bookie", "nope:1", "--for", "reboot"], USAGE),
         (["cluster", "init"], FAILED),
         (["cluster", "info", "extra"], USAGE),
         (["cluster", "nuke"], USAGE),

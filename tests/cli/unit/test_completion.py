@@ -128,3 +128,11 @@ def test_sandbox_bookies_complete_by_number(tmp_path):
     bookies = [LocalBookie(i, str(tmp_path / f"bookie-{i}"), 4000 + i, 5000 + i).to_dict() for i in (1, 2)]
     sandbox.save(SandboxState(str(sandbox.dir), 2181, bookies=bookies))
     assert values("sandbox", "stop-bookie", "--dir", str(sandbox.dir), "") == ["1", "2"]
+
+
+def test_impact_levels_complete_after_a_comma():
+    assert values_in_process("cluster", "check-impact", "--allow", "below") == ["below-ack-quorum"]
+    assert values_in_process("cluster", "check-impact", "--allow", "data-loss,") == [
+        "data-loss," + level
+        for level in ("data-loss", "read-unavailable", "write-unavailable", "below-ack-quorum", "under-replicated")
+    ]

@@ -12,6 +12,7 @@ from bookie.client import BookKeeper
 from bookie.codec.digest import master_key
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
+from bookie.meta.registration import BookieRegistry
 from bookie.meta.underreplication import UnderReplicationManager
 
 from support.checks import check, flip_byte, wipe, write_ledgers
@@ -199,23 +200,113 @@ def test_an_io_error_on_a_bookie_names_the_bookie_the_ledger_and_the_error(harne
     assert row.split()[0] == str(ledger_id)
 
 
-def test_check_impact(harness, bkctl):
+def impact(bkctl, uri, *args):
+    result = bkctl("-u", uri, "cluster", "check-impact", *args, "-o", "json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_check_impact_lets_one_bookie_of_four_restart_under_e3_w2_a2(harness, bkctl, cluster):
+    bookies = harness.start(4)
+    uri, x = harness.service_uri, bookies[0].bookie_id
+    write_ledgers(uri, 6, quorum=(3, 2, 2))
+    ledgers = LedgerManager(cluster)
+    with BookKeeper(uri) as bk:
+        open_ledger = bk.create_ledger(3, 2, 2)
+        open_ledger.add_entry(b"x")
+        on_x = sorted(i for i, md in ledgers.iter_ledgers() if x in md.segments[0].bookies)
+        restart = bkctl("-u", uri, "cluster", "check-impact", "--bookie", x, "--for", "restart")
+        plural = "s" if len(on_x) > 1 else ""
+        assert restart.exit_code == 0, restart.output
+        assert restart.stdout.splitlines()[0] == (
+            f"safe for restart: costs below ack quorum in {len(on_x)} ledger{plural}, which it allows"
+        )
+        code, doc = impact(bkctl, uri, "--bookie", x, "--for", "restart")
+        assert (code, doc["safe"], doc["failedLevels"], doc["writableBookiesLeft"]) == (0, True, [], 3)
+        assert {level: v["ledgers"] for level, v in doc["levels"].items()} == {
+            "data-loss": 0,
+            "read-unavailable": 0,
+            "write-unavailable": 0,
+            "below-ack-quorum": len(on_x),
+            "under-replicated": 0,
+        }
+        assert doc["levels"]["below-ack-quorum"]["examples"] == on_x[:5]
+        assert {d["ledgerId"]: d["levels"] for d in doc["ledgers"]} == {i: ["below-ack-quorum"] for i in on_x}
+
+        code, doc = impact(bkctl, uri, "--bookie", x)  # the default gate: as for a decommission
+        assert (code, doc["for"], doc["failedLevels"]) == (3, "decommission", ["below-ack-quorum"])
+        assert impact(bkctl, uri, "--bookie", x, "--allow", "below-ack-quorum")[0] == 0
+
+        rack = bookies[1].bookie_id
+        code, doc = impact(bkctl, uri, "--bookie", x, "--bookie", rack, "--for", "restart")
+        assert code == 3 and doc["writableBookiesLeft"] == 2  # E3 open ledgers cannot get an ensemble
+        assert (
+            "write-unavailable" in doc["failedLevels"]
+            and open_ledger.ledger_id in doc["levels"]["write-unavailable"]["examples"]
+        )
+
+        read_only = bookies[3].bookie_id
+        assert bkctl("-u", uri, "bookie", "readonly", read_only, "--on").exit_code == 0
+        registry = BookieRegistry(cluster)
+        wait_for(
+            lambda: (
+                {b.bookie_id for b in registry.list(writable=False, readonly=True)}
+                - {b.bookie_id for b in registry.list()}
+                == {read_only}
+            ),
+            "read-only",
+        )
+        code, doc = impact(bkctl, uri, "--bookie", x, "--for", "restart")
+        assert (code, doc["readOnly"], doc["writableBookiesLeft"], doc["failedLevels"]) == (
+            3,
+            [read_only],
+            2,
+            ["write-unavailable"],
+        )
+        open_ledger.close()
+
+
+def test_check_impact_fails_a_restart_that_takes_the_last_replica(harness, bkctl, cluster):
     bookies = harness.start(3)
-    write_ledgers(harness.service_uri, 2, quorum=(3, 3, 2))
-    one = bkctl("-u", harness.service_uri, "cluster", "check-impact", "--bookie", bookies[0].bookie_id, "-o", "json")
-    doc = json.loads(one.stdout)
-    assert one.exit_code == 0 and doc["safe"] is True and len(doc["ledgers"]) == 2  # under WQ, at AQ
-    two = bkctl(
-        "-u",
-        harness.service_uri,
-        "cluster",
-        "check-impact",
-        "--bookie",
-        bookies[0].bookie_id,
-        "--bookie",
-        bookies[1].bookie_id,
-    )
-    assert two.exit_code == 3 and two.stdout.startswith("UNSAFE: 2 ledgers would drop below their ack quorum")
-    write_ledgers(harness.service_uri, 1, quorum=(3, 2, 2))
-    aq = bkctl("-u", harness.service_uri, "cluster", "check-impact", "--bookie", bookies[2].bookie_id, "-o", "json")
-    assert aq.exit_code == 3 and json.loads(aq.stdout)["safe"] is False
+    uri = harness.service_uri
+    (alone,) = write_ledgers(uri, 1, quorum=(1, 1, 1))
+    (pair,) = write_ledgers(uri, 1, quorum=(2, 2, 2))
+    ledgers = LedgerManager(cluster)
+    (holder,) = ledgers.read(alone)[0].segments[0].bookies
+    x, y = ledgers.read(pair)[0].segments[0].bookies
+    result = bkctl("-u", uri, "cluster", "check-impact", "--bookie", holder, "--for", "restart")
+    assert result.exit_code == 3 and result.stdout.startswith("UNSAFE for restart: data loss in 1 ledger\n")
+    code, doc = impact(bkctl, uri, "--bookie", holder, "--for", "restart")
+    assert doc["failedLevels"] == ["data-loss"] and doc["levels"]["data-loss"]["examples"] == [alone]
+
+    (down,) = [b for b in bookies if b.bookie_id == x]
+    down.stop()  # the pair's other replica is already gone
+    registry = BookieRegistry(cluster)
+    wait_for(lambda: x not in {b.bookie_id for b in registry.list(writable=True, readonly=True)}, "unregistered")
+    code, doc = impact(bkctl, uri, "--bookie", y, "--for", "restart")
+    assert (code, doc["alreadyGone"], doc["failedLevels"]) == (3, [x], ["data-loss"])
+    assert pair in doc["levels"]["data-loss"]["examples"]
+    text = bkctl("-u", uri, "cluster", "check-impact", "--bookie", y, "--for", "restart").stdout
+    assert f"Already gone, counted as gone: {x}\n" in text
+
+
+def test_check_impact_an_open_a1_ledger_waits_for_its_bookie_to_be_recovered(harness, bkctl):
+    harness.start(4)
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(3, 2, 1)
+        ledger.add_entry(b"x")
+        x = ledger.ensemble[0]
+        code, doc = impact(bkctl, harness.service_uri, "--bookie", x, "--for", "restart")
+        assert (code, doc["failedLevels"]) == (3, ["read-unavailable"])
+        assert doc["ledgers"] == [
+            {
+                "ledgerId": ledger.ledger_id,
+                "state": "open",
+                "levels": ["read-unavailable", "under-replicated"],
+                "category": cat.LESS_THAN_WQ,
+                "segment": 0,
+                "bookies": [x],
+            }
+        ]
+        allowed = impact(bkctl, harness.service_uri, "--bookie", x, "--for", "restart", "--allow", "read-unavailable")
+        assert allowed[0] == 0 and allowed[1]["allowed"] == ["read-unavailable", "below-ack-quorum", "under-replicated"]
+        ledger.close()
