@@ -1,6 +1,6 @@
 import click
 
-from bkctl.completers import complete_bookie_ids
+from bkctl.completers import complete_known_bookie_ids
 from bkctl.options import output_option
 
 
@@ -11,7 +11,7 @@ from bkctl.options import output_option
     multiple=True,
     required=True,
     metavar="BOOKIE",
-    shell_complete=complete_bookie_ids,
+    shell_complete=complete_known_bookie_ids,
     help="A bookie that would go away (repeatable).",
 )
 @output_option
