@@ -9,8 +9,8 @@ from bkctl.options import dry_run_option, output_option
 def status(app):
     """Show whether autorecovery is enabled, its delay, the auditor, the workers and the under-replicated count
 
-    Exit 3 when autorecovery is enabled but no auditor or no replication worker runs: nothing would re-replicate
-    the ledgers of a lost bookie.
+    Workers: the autorecovery processes standing in the auditor election, each a replication worker. Exit 3 when
+    autorecovery is enabled but no auditor or no worker runs: nothing would re-replicate a lost bookie's ledgers.
     """
     from bkctl.errors import CheckFailed
     from bookie.meta.underreplication import UnderReplicationManager

@@ -9,12 +9,13 @@ from bkctl.options import output_option
 @output_option
 @click.pass_obj
 def list_bookies(app, which: str | None):
-    """List registered bookies (writable ones unless --readonly or --all)
+    """List bookies: the writable ones, the read-only ones (--readonly), or all with the missing ones (--all)
 
     --all adds a row per missing bookie: one that has a cookie or that a ledger's ensemble names, and is not
     registered (this reads every ledger's metadata). When it went missing is not recorded anywhere; MISSING AFTER
     is the latest time it is known to have been part of the cluster (its cookie's creation, or the newest ledger
-    placed on it).
+    placed on it). JSON: a missing row has state "missing", cookieCreateTime, ledgers (how many name it) and
+    lastKnownAliveTime.
     """
     from bkctl.terminal import iso_time, with_iso_times
     from bookie.meta.membership import EnsembleNames, missing_bookies

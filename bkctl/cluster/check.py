@@ -61,7 +61,9 @@ def check(
     data is read (except with --verify-entries). Open ledgers are skipped; a ledger is re-read before it is
     reported, so an ensemble change during the run raises no false alarm. Writes nothing to ZooKeeper unless
     --record is given: then the check times (underreplication/replicascheckctime, placementpolicycheckctime) are
-    written as BookKeeper's auditor writes them, which postpones the auditor's own checks.
+    written as BookKeeper's auditor writes them, which postpones the auditor's own checks. A bookie a ledger names
+    that is not registered is missing: it is reported unavailable, and the output ends with the commands to run next
+    (JSON: nextSteps).
     """
     from admin.check.categories import ALL
     from admin.check.checker import Checker, CheckOptions

@@ -20,7 +20,7 @@ def info(app):
     """Show the cluster's instance id, layout, bookie counts, missing bookies and under-replicated ledgers
 
     A bookie is missing when it has a cookie or a ledger's ensemble names it, and it is not registered: this reads
-    every ledger's metadata.
+    every ledger's metadata. JSON: bookies.missing (a count) and bookies.missingIds.
     """
     from bookie.meta.layout import read_instance_id, read_layout
     from bookie.meta.membership import EnsembleNames, missing_bookies
