@@ -13,9 +13,9 @@ def list_bookies(app, which: str | None):
 
     --all adds a row per missing bookie: one that has a cookie or that a ledger's ensemble names, and is not
     registered (this reads every ledger's metadata). When it went missing is not recorded anywhere; MISSING AFTER
-    is the latest time it is known to have been part of the cluster (its cookie's creation, or the newest ledger
-    placed on it). JSON: a missing row has state "missing", cookieCreateTime, ledgers (how many name it) and
-    lastKnownAliveTime.
+    (shown when a bookie is missing) is the latest time it is known to have been part of the cluster (its cookie's
+    creation, or the newest ledger placed on it). JSON: a missing row has state "missing", cookieCreateTime,
+    ledgers (how many name it) and lastKnownAliveTime.
     """
     from bkctl.terminal import iso_time, with_iso_times
     from bookie.meta.membership import EnsembleNames, missing_bookies
@@ -52,13 +52,14 @@ def list_bookies(app, which: str | None):
             )
             for m in missing_bookies(app.metadata, names)
         ]
-    headers = ["BOOKIE", "STATE", "RACK"] + (["MISSING AFTER"] if which == "all" else [])
+    missing = any(d["state"] == "missing" for d in docs)
+    headers = ["BOOKIE", "STATE", "RACK"] + (["MISSING AFTER"] if missing else [])
     headers += ["ENDPOINTS"] if app.terminal.output == "wide" else []
 
     def row(doc):
         endpoints = [f"{e['protocol']}://{e['host']}:{e['port']}" for e in doc["endpoints"]]
         cells = [doc["bookieId"], doc["state"], doc["rack"]]
-        cells += [iso_time(doc.get("lastKnownAliveTime"))] if which == "all" else []
+        cells += [iso_time(doc.get("lastKnownAliveTime"))] if missing else []
         return cells + [endpoints][: len(headers) - len(cells)]
 
     app.terminal.document(
