@@ -41,6 +41,8 @@ def test_a_killed_bookie_is_missing_everywhere_an_operator_looks(harness, bkctl)
 
     code, doc = check(bkctl, uri)
     assert code == 3 and doc["unavailableBookies"] == [victim.bookie_id]
+    (unavailable,) = (v for v in doc["violations"] if v["category"] == "NUM_BOOKIES_UNAVAILABLE")
+    assert unavailable["error"] == f"not registered: missing, {named} ledgers name it"
     assert doc["nextSteps"] == [
         f"bkctl cluster check-impact --bookie {victim.bookie_id}",
         f"bkctl bookie recover {victim.bookie_id}",
