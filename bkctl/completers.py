@@ -41,17 +41,35 @@ def _bookie_ids(store):
     return [b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)]
 
 
+def _known_bookie_ids(store):
+    from bookie.meta.membership import missing_bookies
+
+    yield from _bookie_ids(store)
+    yield from (m.bookie_id for m in missing_bookies(store))
+
+
 def _ledger_ids(store):
     from bookie.meta.ledger_manager import LedgerManager
 
     return (str(i) for i in LedgerManager(store).iter_ledger_ids())
 
 
-def complete_bookie_ids(ctx: click.Context, _param, incomplete: str) -> list[str]:
-    """The registered bookies (writable and read-only); after a comma, the next one of a BOOKIE,BOOKIE list."""
+def _next_in_list(ctx: click.Context, incomplete: str, names) -> list[str]:
+    """``names`` to complete the last id of a BOOKIE,BOOKIE list (or a single one), leaving out those listed."""
     done, comma, last = incomplete.rpartition(",")
     listed = set(done.split(",")) if comma else set()
-    return [done + comma + i for i in _from_cluster(ctx, last, _bookie_ids) if i not in listed]
+    return [done + comma + i for i in _from_cluster(ctx, last, names) if i not in listed]
+
+
+def complete_bookie_ids(ctx: click.Context, _param, incomplete: str) -> list[str]:
+    """The registered bookies (writable and read-only); after a comma, the next one of a BOOKIE,BOOKIE list."""
+    return _next_in_list(ctx, incomplete, _bookie_ids)
+
+
+def complete_known_bookie_ids(ctx: click.Context, _param, incomplete: str) -> list[str]:
+    """The registered bookies, then the missing ones that have a cookie (it reads no ledger): for the commands
+    about a bookie that is gone; after a comma, the next one of a BOOKIE,BOOKIE list."""
+    return _next_in_list(ctx, incomplete, _known_bookie_ids)
 
 
 def complete_ledger_ids(ctx: click.Context, _param, incomplete: str) -> list[str]:

@@ -51,7 +51,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             "give writers a minute to fix their ensembles before fencing",
         ),
     ],
-    "autorecovery status": [("bkctl autorecovery status", "enabled or not, the delay, the auditor, the backlog")],
+    "autorecovery status": [
+        ("bkctl autorecovery status", "enabled or not, the delay, the auditor, the workers, the backlog")
+    ],
     "autorecovery trigger-audit": [
         ("bkctl autorecovery trigger-audit", "mark lost bookies' ledgers now"),
         ("bkctl autorecovery trigger-audit -o json", "the auditor that was told, for a script"),
@@ -225,7 +227,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     # bookies
     "bookies list": [
         ("bkctl bookies list", "the writable bookies"),
-        ("bkctl bookies list --all -o wide", "writable and read-only, with their endpoints"),
+        ("bkctl bookies list --all -o wide", "writable, read-only and missing, with their endpoints"),
     ],
     # cluster
     "cluster check": [
@@ -252,7 +254,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl cluster format --dry-run", "how many ledgers and cookies would go"),
         ("bkctl -u zk+hierarchical://zk1:2181/test cluster format --yes", "a test cluster, from scratch"),
     ],
-    "cluster info": [("bkctl cluster info", "instance id, layout, bookies, under-replicated ledgers")],
+    "cluster info": [
+        ("bkctl cluster info", "instance id, layout, bookies (missing ones named), under-replicated ledgers")
+    ],
     "cluster init": [
         ("bkctl -u zk+hierarchical://zk1:2181/ledgers cluster init --dry-run", "what would be created"),
         (

@@ -4,8 +4,10 @@ Per closed ledger: placement of every segment; and the durability contract — w
 write-set rule against what it says it holds (GET_LIST_OF_ENTRIES_OF_LEDGER, answered from its index, asked for
 many ledgers per request). Open ledgers are skipped; already under-replicated ones are reported only once their
 marker is older than the grace period. A registered bookie that does not answer is asked again after a delay and
-reported only if it still fails and is still registered. Before a ledger is reported, its metadata is read again:
-changed means analyse again, marked under-replicated meanwhile means skip — no false alarms.
+reported only if it still fails and is still registered. A bookie that some ledger read names and that is not
+registered is missing (bookie.meta.membership): reported as unavailable too, and the ledgers' entries it held count as
+missing. Before a ledger is reported, its metadata is read again: changed means analyse again, marked
+under-replicated meanwhile means skip — no false alarms.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from bookie.codec.entry import parse_entry
 from bookie.codec.write_set import entries_of_bookie
 from bookie.errors import BKError, CorruptEntry, NoSuchLedger
 from bookie.meta.ledger_metadata import LedgerMetadata
+from bookie.meta.membership import EnsembleNames, MissingBookie, missing_bookies
 from bookie.meta.registration import DEFAULT_RACK
 from bookie.meta.underreplication import UnderReplicationManager
 
@@ -82,7 +85,8 @@ class CheckReport:
     skipped_under_replicated: int = 0
     seconds: float = 0.0
     violations: list[Violation] = field(default_factory=list)
-    unavailable_bookies: list[str] = field(default_factory=list)
+    unavailable_bookies: list[str] = field(default_factory=list)  # registered ones that do not answer, and missing
+    missing_bookies: list[MissingBookie] = field(default_factory=list)  # not registered, named by a ledger read
 
     @property
     def counts(self) -> dict[str, int]:
@@ -128,9 +132,11 @@ class Checker:
         closed: dict[int, LedgerMetadata] = {}
         held: dict[tuple[str, int], AvailabilityOfEntries] = {}
         fetches = []  # bookies are asked about each chunk of ledgers while the next chunk's metadata arrives
+        names = EnsembleNames()
         async for chunk in self._ledger_chunks():
             batch = {}
             for ledger_id, md in chunk:
+                names.add(md)
                 if not md.is_closed:
                     report.skipped_open += 1
                 elif ledger_id in marked:
@@ -149,6 +155,8 @@ class Checker:
             unknown = await self._recheck(failed, self._wanted(closed), held)
             if options.verify_entries > 0:
                 await self._verify_entries(closed, held, unknown)
+            missing = await asyncio.to_thread(missing_bookies, self.core.store, names)
+            report.missing_bookies = [m for m in missing if m.ledgers]
             await self._replicas(report, closed, held, unknown, under_replication)
         now_ms = int(time.time() * 1000)
         for kind, done in (("placement", options.placement), ("replicas", options.replicas)):
@@ -219,9 +227,12 @@ class Checker:
 
     # ---- replicas ----
     async def _replicas(self, report: CheckReport, ledgers: dict[int, LedgerMetadata], held, unknown, marks):
-        report.unavailable_bookies = sorted(unknown)
+        report.unavailable_bookies = sorted(unknown | {m.bookie_id for m in report.missing_bookies})
+        missing = {m.bookie_id: m for m in report.missing_bookies}
         for bookie_id in report.unavailable_bookies:
             ledger_id, error = self.failures.get(bookie_id, (None, None))
+            if bookie_id in missing:
+                error = f"not registered: missing, {missing[bookie_id].ledgers} ledgers name it"
             report.violations.append(Violation(ledger_id, cat.UNAVAILABLE_BOOKIES, None, [bookie_id], error=error))
         for ledger_id, md in ledgers.items():
             finding = self._analyse(ledger_id, md, held, unknown)

@@ -7,7 +7,12 @@ from bkctl.options import dry_run_option, output_option
 @output_option
 @click.pass_obj
 def status(app):
-    """Show whether autorecovery is enabled, its delay, the auditor, and the under-replicated count"""
+    """Show whether autorecovery is enabled, its delay, the auditor, the workers and the under-replicated count
+
+    Workers: the autorecovery processes standing in the auditor election, each a replication worker. Exit 3 when
+    autorecovery is enabled but no auditor or no worker runs: nothing would re-replicate a lost bookie's ledgers.
+    """
+    from bkctl.errors import CheckFailed
     from bookie.meta.underreplication import UnderReplicationManager
 
     ur = UnderReplicationManager(app.metadata)
@@ -16,6 +21,7 @@ def status(app):
         "enabled": ur.is_enabled(),
         "lostBookieRecoveryDelay": ur.lost_bookie_recovery_delay(),
         "auditor": auditor[1] if auditor else None,
+        "workers": ur.workers(),
         "underReplicatedLedgers": ur.count(),
     }
     app.terminal.document(
@@ -25,10 +31,16 @@ def status(app):
                 ("Autorecovery", "enabled" if doc["enabled"] else "disabled"),
                 ("Lost bookie recovery delay", f"{doc['lostBookieRecoveryDelay']} s"),
                 ("Auditor", doc["auditor"]),
+                ("Replication workers", doc["workers"]),
                 ("Under-replicated ledgers", doc["underReplicatedLedgers"]),
             ]
         ),
     )
+    if doc["enabled"] and (doc["auditor"] is None or not doc["workers"]):
+        raise CheckFailed(
+            "autorecovery is enabled but no auditor or replication worker runs: nothing will re-replicate the "
+            "ledgers of a lost bookie (`bkctl autorecovery run` starts both)"
+        )
 
 
 def _toggle(app, enabled: bool, dry_run: bool) -> None:

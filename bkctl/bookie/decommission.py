@@ -1,11 +1,11 @@
 import click
 
-from bkctl.completers import complete_bookie_ids
+from bkctl.completers import complete_known_bookie_ids
 from bkctl.options import dry_run_option, output_option, yes_option
 
 
 @click.command()
-@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
+@click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_known_bookie_ids)
 @click.option(
     "--timeout",
     type=click.FloatRange(1),

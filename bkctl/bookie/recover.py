@@ -1,6 +1,6 @@
 import click
 
-from bkctl.completers import complete_bookie_ids
+from bkctl.completers import complete_known_bookie_ids
 from bkctl.options import dry_run_option, ledgers_option, output_option, yes_option
 from bkctl.terminal import format_bytes
 
@@ -66,7 +66,7 @@ def list_affected(app, lost: set[str], ledger_ids=(), dry_run_verb: str | None =
 
 
 @click.command()
-@click.argument("bookies", metavar="BOOKIE[,BOOKIE...]", shell_complete=complete_bookie_ids)
+@click.argument("bookies", metavar="BOOKIE[,BOOKIE...]", shell_complete=complete_known_bookie_ids)
 @click.option("--query", is_flag=True, help="Only list the ledgers that name these bookies.")
 @ledgers_option("Only this ledger (repeatable).")
 @click.option("--skip-open", is_flag=True, help="Leave open ledgers alone (default: fence and close them first).")

@@ -1,6 +1,6 @@
 import click
 
-from bkctl.completers import complete_bookie_ids
+from bkctl.completers import complete_bookie_ids, complete_known_bookie_ids
 from bkctl.options import dry_run_option, output_option, yes_option
 
 
@@ -20,7 +20,7 @@ def replacement_options(command):
 
 
 @click.command("replace-in-ledgers")
-@click.argument("old_id", metavar="OLD", shell_complete=complete_bookie_ids)
+@click.argument("old_id", metavar="OLD", shell_complete=complete_known_bookie_ids)
 @click.argument("new_id", metavar="NEW", shell_complete=complete_bookie_ids)
 @replacement_options
 @click.pass_obj

@@ -61,7 +61,9 @@ def check(
     data is read (except with --verify-entries). Open ledgers are skipped; a ledger is re-read before it is
     reported, so an ensemble change during the run raises no false alarm. Writes nothing to ZooKeeper unless
     --record is given: then the check times (underreplication/replicascheckctime, placementpolicycheckctime) are
-    written as BookKeeper's auditor writes them, which postpones the auditor's own checks.
+    written as BookKeeper's auditor writes them, which postpones the auditor's own checks. A bookie a ledger names
+    that is not registered is missing: it is reported unavailable, and the output ends with the commands to run next
+    (JSON: nextSteps).
     """
     from admin.check.categories import ALL
     from admin.check.checker import Checker, CheckOptions
@@ -115,6 +117,27 @@ def check(
         else:
             app.terminal.line("no violations")
 
-    app.terminal.document(report.doc(), table)
+    steps = next_steps(report)
+
+    def text():
+        table()
+        if steps:
+            app.terminal.line("next steps:")
+            for step in steps:
+                app.terminal.line(f"  {step}")
+
+    app.terminal.document({**report.doc(), "nextSteps": steps}, text)
     if report.problems:
         raise click.exceptions.Exit(ExitCode.PROBLEMS)
+
+
+def next_steps(report) -> list[str]:
+    """What to run about each unavailable bookie: see what losing it costs; and for a missing one (not registered),
+    re-replicate what it held, or retire it for good."""
+    missing = {m.bookie_id for m in report.missing_bookies}
+    steps = []
+    for bookie_id in report.unavailable_bookies:
+        steps.append(f"bkctl cluster check-impact --bookie {bookie_id}")
+        if bookie_id in missing:
+            steps += [f"bkctl bookie recover {bookie_id}", f"bkctl bookie decommission {bookie_id}"]
+    return steps

@@ -1,7 +1,7 @@
 import click
 
 from admin.check.impact import DEFAULT_PROFILE, EXAMPLES, LEVELS, PROFILES
-from bkctl.completers import complete_bookie_ids
+from bkctl.completers import complete_known_bookie_ids
 from bkctl.options import output_option
 
 
@@ -27,7 +27,7 @@ def _levels(_ctx, _param, values: tuple[str, ...]) -> frozenset[str]:
     multiple=True,
     required=True,
     metavar="BOOKIE",
-    shell_complete=complete_bookie_ids,
+    shell_complete=complete_known_bookie_ids,
     help="A bookie that would go away (repeatable: a rack at once).",
 )
 @click.option(

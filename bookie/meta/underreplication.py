@@ -251,6 +251,11 @@ class UnderReplicationManager:
             return f"{folder}/{name}", vote.bookieId
         return None
 
+    def workers(self) -> int:
+        """How many autorecovery processes stand in the auditor election: each runs a replication worker (ours and
+        BookKeeper's AutoRecoveryMain alike)."""
+        return sum(1 for name in self.store.children(f"{self.root}/auditorelection") if name.startswith("V_"))
+
     def lock_path(self, ledger_id: int) -> str:
         return f"{self.root}/locks/urL{ledger_id:010d}"
 

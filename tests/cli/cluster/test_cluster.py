@@ -18,7 +18,7 @@ def test_init_then_info(bkctl, service_uri, store):
             "managerFactory": "org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory",
             "managerVersion": 1,
         },
-        "bookies": {"writable": 0, "readonly": 0},
+        "bookies": {"writable": 0, "readonly": 0, "missing": 0, "missingIds": []},
         "underReplicatedLedgers": 0,
     }
 
@@ -39,7 +39,12 @@ def test_info_table_counts_bookies_and_markers(bkctl, service_uri, cluster):
         "Layout:                   hierarchical "
         "(format 2, org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1)"
     )
-    assert lines[3:] == ["Writable bookies:         1", "Read-only bookies:        1", "Under-replicated ledgers: 1"]
+    assert lines[3:] == [
+        "Writable bookies:         1",
+        "Read-only bookies:        1",
+        "Missing bookies:          0",
+        "Under-replicated ledgers: 1",
+    ]
 
 
 def test_second_init_exits_1_and_changes_nothing(bkctl, service_uri, cluster):
