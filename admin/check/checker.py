@@ -79,6 +79,28 @@ class Violation:
 
 
 SCHEMA_VERSION = 1  # of CheckReport.doc(): raised when a field changes meaning or goes away, not when one is added
+# What each field of CheckReport.doc() means: bkctl-cluster(1) prints it, docs/monitoring.md explains it, and
+# tests/unit/test_check_analysis.py holds both to the real document.
+REPORT_FIELDS = {
+    "schemaVersion": "1; raised when a field changes meaning or goes away (fields may be added within a version)",
+    "checkedLedgers": "closed ledgers checked",
+    "skippedOpen": "open ledgers, not checked (their last entry is not final)",
+    "skippedUnderReplicated": "ledgers marked under-replicated, not checked: how many",
+    "underReplicatedLedgers": "their ids, ascending; those that fail the check are in violations as "
+    "NUM_UNDERREPLICATED_LEDGERS_ELAPSED_RECOVERY_GRACE_PERIOD",
+    "durationSeconds": "how long the check took",
+    "counts": "per category (BookKeeper's auditor gauge names): ledgers, or bookies for NUM_BOOKIES_UNAVAILABLE",
+    "violations": "one per ledger and category (and per unavailable bookie), as below",
+    "violations[].ledgerId": "the ledger (for an unavailable bookie: the ledger it failed on, or null)",
+    "violations[].category": "one of the counts' names",
+    "violations[].segment": "first entry id of the worst segment (null: not about one segment)",
+    "violations[].bookies": "bookies missing entries; the ensemble of a placement violation; the unavailable bookie",
+    "violations[].missingEntries": "bookie -> [[first, last], ...]: inclusive runs of the entries the write-set rule "
+    "gives that bookie (with E = WQ every id; with E 3 WQ 2 a bookie holds two ids of every three), ascending",
+    "violations[].missingEntryCounts": "bookie -> how many entries it lacks",
+    "violations[].error": "only for an unavailable bookie: what it answered, or why it could not be asked",
+    "unavailableBookies": "registered bookies that did not answer, twice",
+}
 
 
 @dataclass

@@ -14,6 +14,7 @@ def info(app, bookie_ids: tuple[str, ...], all_bookies: bool):
 
     REASON: why a read-only bookie is read-only (operator, disk-threshold, journal-failure; unknown for a bookie
     that does not publish it, as Java bookies).
+
     Exit 6 when a bookie asked for does not answer (every other bookie is still shown).
     """
     from bkctl.bookie._targets import target_bookies

@@ -90,3 +90,16 @@ def test_missing_entries_are_runs_of_what_the_bookie_must_hold():
     held = {"x": full(md, 0), "y": A([4, 6]), "z": full(md, 2)}
     finding = analyse(md, held)
     assert finding.missing_entries == {"y": [(0, 3), (7, 10)]} and finding.missing_counts == {"y": 6}
+
+
+def test_every_field_of_the_check_report_is_documented_in_the_man_page_and_monitoring_md():
+    from pathlib import Path
+
+    from admin.check.checker import REPORT_FIELDS, CheckReport, Violation
+
+    report = CheckReport(violations=[Violation(1, c.UNAVAILABLE_BOOKIES, None, ["b:1"], error="refused")])
+    doc = report.doc()
+    fields = set(doc) | {f"violations[].{key}" for key in doc["violations"][0]}
+    assert set(REPORT_FIELDS) == fields  # bkctl-cluster(1) prints REPORT_FIELDS
+    monitoring = (Path(__file__).resolve().parents[2] / "docs" / "monitoring.md").read_text()
+    assert [f for f in fields if f"| `{f}` |" not in monitoring] == []
