@@ -84,3 +84,15 @@ def test_read_only_reasons_are_what_the_bookie_published_and_unknown_when_it_pub
     assert RegisteredBookie("b:1", READONLY, plain).read_only_reasons is None  # a Java bookie: it does not say
     assert RegisteredBookie("b:1", READONLY, None).read_only_reasons is None
     assert RegisteredBookie("b:1", WRITABLE, plain).read_only_reasons == []
+
+
+def test_the_states_and_reasons_table_of_docs_cli_md_is_the_code_s():
+    import re
+    from pathlib import Path
+
+    from bookie.meta.registration import READ_ONLY_REASONS, STATES
+
+    cli_md = (Path(__file__).resolve().parents[3] / "docs" / "cli.md").read_text()
+    documented = re.findall(r"^\| `([a-z-]+)` \| ", cli_md.split("A bookie's `state`")[1].split("\n\n")[1], re.M)
+    assert documented == list(STATES)
+    assert all(f"`{reason}`" in cli_md for reason in READ_ONLY_REASONS)
