@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from admin.bookie_admin import Outcome
 from bookie.client.metrics_client import Metrics, scrape
 from bookie.errors import BKError, MetricsAddressMissing
-from bookie.meta.registration import RegisteredBookie
+from bookie.meta.registration import READONLY, UNREGISTERED, WRITABLE, RegisteredBookie
 
 ADDS, READS = "bookkeeper_server_ADD_ENTRY_REQUEST", "bookkeeper_server_READ_ENTRY_REQUEST"
-STATES = {1: "writable", 0: "read-only", -1: "unregistered"}  # BookieStateManager's SERVER_STATUS
+STATES = {1: WRITABLE, 0: READONLY, -1: UNREGISTERED}  # BookieStateManager's SERVER_STATUS
 
 
 @dataclass

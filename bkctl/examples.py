@@ -227,7 +227,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     # bookies
     "bookies list": [
         ("bkctl bookies list", "the writable bookies"),
-        ("bkctl bookies list --all -o wide", "writable, read-only and missing, with their endpoints"),
+        ("bkctl bookies list --all -o wide", "writable, read-only and missing; why read-only; their endpoints"),
     ],
     # cluster
     "cluster check": [
@@ -235,7 +235,15 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl cluster check --replicas --ledger 42 --ledger 43", "two ledgers' replicas"),
         (
             "bkctl cluster check --prometheus-file /var/lib/node_exporter/bkctl_check.prom",
-            "from cron, for Prometheus' textfile collector",
+            "from cron, for Prometheus' textfile collector (rewritten by failed runs too)",
+        ),
+        (
+            "bkctl cluster check --under-replicated-grace 3600",
+            "fail on ledgers marked under-replicated for over an hour, only list the younger ones",
+        ),
+        (
+            "bkctl cluster check -o json | jq '.violations[].missingEntries'",
+            "each bookie's missing entries as [first, last] runs of its share",
         ),
     ],
     "cluster check-impact": [

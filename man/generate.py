@@ -23,6 +23,7 @@ import click
 MAN_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(MAN_DIR.parent))
 
+from admin.check.checker import REPORT_FIELDS  # noqa: E402
 from bkctl import __version__  # noqa: E402
 from bkctl.cli import cli  # noqa: E402
 from bkctl.errors import EXIT_CODE_MEANINGS  # noqa: E402
@@ -45,6 +46,7 @@ ENVIRONMENT = {
     "BKCTL_ZK_SASL_CLIENTCONFIG": "Another section of that JAAS file than Client, as zookeeper.sasl.clientconfig.",
     "XDG_CONFIG_HOME": "Where the contexts file is (default ~/.config).",
 }
+JSON_OUTPUT = {"cluster check": REPORT_FIELDS}  # the -o json fields of commands whose output scripts depend on
 FILES = {
     "$XDG_CONFIG_HOME/bkctl/config.yaml": "The contexts (bkctl config), private to its owner (0600); "
     "~/.config/bkctl/config.yaml by default.",
@@ -98,6 +100,17 @@ def _examples(paths: list[str]) -> list[str]:
             lines += [esc(f"# {comment}"), esc(command), ""]
         lines[-1:] = [".fi", ".RE"]
     return lines
+
+
+def _json_output(paths: list[str]) -> list[str]:
+    """The JSON OUTPUT section: per command that has one, each field of its -o json document and what it means."""
+    lines = []
+    for path in paths:
+        if path in JSON_OUTPUT:
+            lines += [".SS " + esc(f"bkctl {path} -o json")]
+            for field, meaning in JSON_OUTPUT[path].items():
+                lines += [".TP", f"\\fB{esc(field)}\\fR", esc(meaning)]
+    return [".SH JSON OUTPUT", *lines] if lines else []
 
 
 def _leaves(command: click.Command, path: str, ctx: click.Context) -> list[str]:
@@ -158,6 +171,7 @@ def command_page(name: str) -> str:
             lines += _section_command(f"bkctl {name} {sub}", command.get_command(group_ctx, sub), group_ctx)
     else:
         lines += _section_command(f"bkctl {name}", command, root)
+    lines += _json_output(_leaves(command, name, root))
     lines += _examples(_leaves(command, name, root))
     lines += [".SH SEE ALSO", "\\fBbkctl\\fR(1)"]
     return "\n".join(lines) + "\n"

@@ -44,7 +44,8 @@ REANALYSE = 3  # times a ledger whose metadata keeps changing is analysed again 
 class CheckOptions:
     placement: bool = True
     replicas: bool = True
-    under_replicated_grace: float | None = None  # seconds; None: under-replicated ledgers are only skipped
+    # seconds a ledger may stay marked under-replicated before it fails the check; None: listed, never failing
+    under_replicated_grace: float | None = 0.0
     ledger_ids: list[int] | None = None
     concurrency: int = 8
     verify_entries: float = 0.0  # percent of all entries read from every replica
@@ -62,7 +63,8 @@ class Violation:
     category: str
     segment: int | None
     bookies: list[str]
-    missing_entries: dict[str, list[int]] = field(default_factory=dict)
+    missing_entries: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # runs (replicas.missing_runs)
+    missing_counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None  # why a bookie counts as unavailable: what it answered, or why it could not
 
     def doc(self) -> dict:
@@ -71,18 +73,47 @@ class Violation:
             "category": self.category,
             "segment": self.segment,
             "bookies": self.bookies,
-            "missingEntries": self.missing_entries,
+            "missingEntries": {b: [list(run) for run in runs] for b, runs in self.missing_entries.items()},
+            "missingEntryCounts": self.missing_counts,
         }
         if self.error is not None:
             doc["error"] = self.error
         return doc
 
 
+SCHEMA_VERSION = 1  # of CheckReport.doc(): raised when a field changes meaning or goes away, not when one is added
+# What each field of CheckReport.doc() means: bkctl-cluster(1) prints it, docs/monitoring.md explains it, and
+# tests/unit/test_check_analysis.py holds both to the real document.
+REPORT_FIELDS = {
+    "schemaVersion": "1; raised when a field changes meaning or goes away (fields may be added within a version)",
+    "checkedLedgers": "closed ledgers checked",
+    "skippedOpen": "open ledgers, not checked (their last entry is not final)",
+    "skippedUnderReplicated": "ledgers marked under-replicated, not checked: how many",
+    "underReplicatedLedgers": "their ids, ascending; those that fail the check are in violations as "
+    "NUM_UNDERREPLICATED_LEDGERS_ELAPSED_RECOVERY_GRACE_PERIOD",
+    "durationSeconds": "how long the check took",
+    "counts": "per category (BookKeeper's auditor gauge names): ledgers, or bookies for NUM_BOOKIES_UNAVAILABLE",
+    "violations": "one per ledger and category (and per unavailable bookie), as below",
+    "violations[].ledgerId": "the ledger (for an unavailable bookie: the ledger it failed on, or null)",
+    "violations[].category": "one of the counts' names",
+    "violations[].segment": "first entry id of the worst segment (null: not about one segment)",
+    "violations[].bookies": "bookies missing entries; the ensemble of a placement violation; the unavailable bookie",
+    "violations[].missingEntries": "bookie -> [[first, last], ...]: inclusive runs of the entries the write-set rule "
+    "gives that bookie (with E = WQ every id; with E 3 WQ 2 a bookie holds two ids of every three), ascending",
+    "violations[].missingEntryCounts": "bookie -> how many entries it lacks",
+    "violations[].error": "only for an unavailable bookie: what it answered, or why it could not be asked",
+    "unavailableBookies": "registered bookies that did not answer, twice; and missing ones (not registered) that a "
+    "checked ledger names",
+    "nextSteps": "the commands to run about the unavailable bookies (check-impact; recover or decommission a missing "
+    "one)",
+}
+
+
 @dataclass
 class CheckReport:
     checked: int = 0
     skipped_open: int = 0
-    skipped_under_replicated: int = 0
+    under_replicated: list[int] = field(default_factory=list)  # marked under-replicated: skipped, failing or not
     seconds: float = 0.0
     violations: list[Violation] = field(default_factory=list)
     unavailable_bookies: list[str] = field(default_factory=list)  # registered ones that do not answer, and missing
@@ -102,16 +133,34 @@ class CheckReport:
     def problems(self) -> list[Violation]:
         return [v for v in self.violations if v.category not in cat.WARNINGS]
 
+    @property
+    def skipped_under_replicated(self) -> int:
+        return len(self.under_replicated)
+
     def doc(self) -> dict:
         return {
+            "schemaVersion": SCHEMA_VERSION,
             "checkedLedgers": self.checked,
             "skippedOpen": self.skipped_open,
             "skippedUnderReplicated": self.skipped_under_replicated,
+            "underReplicatedLedgers": self.under_replicated,
             "durationSeconds": round(self.seconds, 3),
             "counts": self.counts,
             "violations": [v.doc() for v in self.violations],
             "unavailableBookies": self.unavailable_bookies,
+            "nextSteps": self.next_steps(),
         }
+
+    def next_steps(self) -> list[str]:
+        """What to run about each unavailable bookie: see what losing it costs; and for a missing one (not
+        registered), re-replicate what it held, or retire it for good."""
+        missing = {m.bookie_id for m in self.missing_bookies}
+        steps = []
+        for bookie_id in self.unavailable_bookies:
+            steps.append(f"bkctl cluster check-impact --bookie {bookie_id}")
+            if bookie_id in missing:
+                steps += [f"bkctl bookie recover {bookie_id}", f"bkctl bookie decommission {bookie_id}"]
+        return steps
 
 
 class Checker:
@@ -140,13 +189,14 @@ class Checker:
                 if not md.is_closed:
                     report.skipped_open += 1
                 elif ledger_id in marked:
-                    report.skipped_under_replicated += 1
+                    report.under_replicated.append(ledger_id)
                     self._under_replicated(report, marked[ledger_id])
                 else:
                     closed[ledger_id] = batch[ledger_id] = md
             if options.replicas and batch:
                 fetches.append(asyncio.ensure_future(self._fetch(self._wanted(batch), held)))
         report.checked = len(closed)
+        report.under_replicated.sort()
         if options.placement:
             for ledger_id, md in closed.items():
                 report.violations.extend(self._placement(ledger_id, md))
@@ -202,9 +252,9 @@ class Checker:
 
     def _under_replicated(self, report: CheckReport, marker) -> None:
         grace = self.options.under_replicated_grace
-        if grace is None or marker.ctime is None:
-            return
-        if time.time() * 1000 - marker.ctime > grace * 1000:
+        if grace is None or (marker.ctime is None and grace > 0):
+            return  # allowed, or marked at an unknown time (a marker without ctime) while a grace is given
+        if grace == 0 or time.time() * 1000 - marker.ctime > grace * 1000:
             report.violations.append(
                 Violation(marker.ledger_id, cat.UNDER_REPLICATED_TOO_LONG, None, list(marker.replicas))
             )
@@ -238,10 +288,17 @@ class Checker:
             finding = self._analyse(ledger_id, md, held, unknown)
             self.progress(1)
             if finding is not None:
-                finding = await self._confirm(ledger_id, md, finding, marks)
+                finding = await self._confirm(ledger_id, md, finding, marks, report)
             if finding is not None:
                 report.violations.append(
-                    Violation(ledger_id, finding.category, finding.segment, finding.bookies, finding.missing_entries)
+                    Violation(
+                        ledger_id,
+                        finding.category,
+                        finding.segment,
+                        finding.bookies,
+                        finding.missing_entries,
+                        finding.missing_counts,
+                    )
                 )
 
     def _analyse(self, ledger_id, md, held, unknown):
@@ -250,13 +307,16 @@ class Checker:
             return None  # a registered bookie that does not answer: reported as unavailable, not guessed about
         return analyse(md, {b: held.get((b, ledger_id), EMPTY) for b in bookies})
 
-    async def _confirm(self, ledger_id, md, finding, marks):
-        """Re-read before reporting: skip a ledger marked under-replicated meanwhile; analyse again when its
-        metadata changed (an ensemble change, a re-replication)."""
+    async def _confirm(self, ledger_id, md, finding, marks, report: CheckReport):
+        """Re-read before reporting: a ledger marked under-replicated meanwhile counts as one marked before; analyse
+        again when its metadata changed (an ensemble change, a re-replication)."""
         for _ in range(REANALYSE):
             if self.options.before_report is not None:
                 await self.options.before_report(ledger_id)
-            if await asyncio.to_thread(marks.get, ledger_id) is not None:
+            if (marker := await asyncio.to_thread(marks.get, ledger_id)) is not None:
+                report.checked -= 1
+                report.under_replicated = sorted([*report.under_replicated, ledger_id])
+                self._under_replicated(report, marker)
                 return None
             try:
                 current, _ = await asyncio.to_thread(self.core.ledgers.read, ledger_id)

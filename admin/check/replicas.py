@@ -4,6 +4,7 @@ what it says it holds (GET_LIST_OF_ENTRIES_OF_LEDGER, from its index alone)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from admin.check.categories import replica_category
@@ -17,7 +18,29 @@ class ReplicaFinding:
     category: str
     segment: int  # first entry id of the worst segment
     bookies: list[str]  # bookies missing entries
-    missing_entries: dict[str, list[int]] = field(default_factory=dict)  # bookie -> entries it lacks
+    missing_entries: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # bookie -> runs it lacks
+    missing_counts: dict[str, int] = field(default_factory=dict)  # bookie -> how many entries it lacks
+
+
+def missing_runs(expected: Iterable[int], lacking: list[int]) -> list[tuple[int, int]]:
+    """``lacking``, a subsequence of ``expected``, as ``(first, last)`` runs of consecutive items of ``expected``.
+
+    Runs follow what the bookie must hold, not every id: with E 3 and WQ 2 a wiped bookie lacks 0, 1, 3, 4, 6, ...,
+    one run ``(0, last)`` of its share instead of a pair per stripe, so a lost ledger is one run per segment.
+    """
+    runs: list[tuple[int, int]] = []
+    at, start, previous = 0, None, None
+    for entry in expected:
+        if at < len(lacking) and lacking[at] == entry:
+            at += 1
+            start = entry if start is None else start
+            previous = entry
+        elif start is not None:
+            runs.append((start, previous))  # type: ignore[arg-type]
+            start = None
+    if start is not None:
+        runs.append((start, previous))  # type: ignore[arg-type]
+    return runs
 
 
 def segment_ranges(md: LedgerMetadata) -> list[tuple[int, int, tuple[str, ...]]]:
@@ -39,13 +62,15 @@ def analyse(md: LedgerMetadata, held: dict[str, AvailabilityOfEntries]) -> Repli
     worst = None
     for first, last, bookies in segment_ranges(md):
         missing_copies: Counter[int] = Counter()
-        missing_by_bookie: dict[str, list[int]] = {}
+        missing_by_bookie: dict[str, list[tuple[int, int]]] = {}
+        counts: dict[str, int] = {}
         for index, bookie_id in enumerate(bookies):
             available = held[bookie_id]
-            expected = entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
-            lacking = available.unavailable(expected)
+            share = (index, first, last, md.ensemble_size, md.write_quorum_size)
+            lacking = available.unavailable(entries_of_bookie(*share))
             if lacking:
-                missing_by_bookie[bookie_id] = lacking
+                missing_by_bookie[bookie_id] = missing_runs(entries_of_bookie(*share), lacking)
+                counts[bookie_id] = len(lacking)
                 missing_copies.update(lacking)
         if not missing_copies:
             continue
@@ -53,5 +78,5 @@ def analyse(md: LedgerMetadata, held: dict[str, AvailabilityOfEntries]) -> Repli
         category = replica_category(md.write_quorum_size, md.ack_quorum_size, most)
         assert category is not None  # most >= 1: an entry lacks a copy
         if worst is None or most > worst[0]:
-            worst = (most, ReplicaFinding(category, first, sorted(missing_by_bookie), missing_by_bookie))
+            worst = (most, ReplicaFinding(category, first, sorted(missing_by_bookie), missing_by_bookie, counts))
     return worst[1] if worst else None

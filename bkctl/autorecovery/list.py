@@ -34,8 +34,8 @@ def list_under_replicated(app, count, missing_replica):
     app.terminal.document(
         docs,
         lambda: app.terminal.table(
-            ["LEDGER", "MISSING-REPLICAS", "MARKED-MS"],
-            [[d["ledgerId"], d["missingReplicas"], d["ctime"]] for d in docs],
+            ["LEDGER", "MISSING-REPLICAS", "MARKED"],
+            [[d["ledgerId"], d["missingReplicas"], d["ctimeIso"]] for d in docs],
             empty="no under-replicated ledgers",
         ),
     )

@@ -15,11 +15,13 @@ def list_bookies(app, which: str | None):
     registered (this reads every ledger's metadata). When it went missing is not recorded anywhere; MISSING AFTER
     (shown when a bookie is missing) is the latest time it is known to have been part of the cluster (its cookie's
     creation, or the newest ledger placed on it). JSON: a missing row has state "missing", cookieCreateTime,
-    ledgers (how many name it) and lastKnownAliveTime.
+    ledgers (how many name it) and lastKnownAliveTime. -o wide adds why a read-only bookie is read-only (operator,
+    disk-threshold, journal-failure; unknown for a bookie that does not publish it, as Java bookies) and its
+    endpoints.
     """
     from bkctl.terminal import iso_time, with_iso_times
     from bookie.meta.membership import EnsembleNames, missing_bookies
-    from bookie.meta.registration import BookieRegistry
+    from bookie.meta.registration import MISSING, BookieRegistry
 
     registered = BookieRegistry(app.metadata).list(writable=which != "readonly", readonly=which in ("readonly", "all"))
     docs = [
@@ -27,6 +29,7 @@ def list_bookies(app, which: str | None):
             "bookieId": b.bookie_id,
             "state": b.state,
             "rack": b.rack,
+            "readOnlyReasons": b.read_only_reasons,
             "endpoints": [
                 {"id": e.id, "host": e.host, "port": e.port, "protocol": e.protocol, "extensions": list(e.extensions)}
                 for e in (b.info.endpoints if b.info else ())
@@ -40,8 +43,9 @@ def list_bookies(app, which: str | None):
             with_iso_times(
                 {
                     "bookieId": m.bookie_id,
-                    "state": "missing",
+                    "state": MISSING,
                     "rack": None,
+                    "readOnlyReasons": [],
                     "endpoints": [],
                     "cookieCreateTime": m.cookie_ctime,
                     "ledgers": m.ledgers,
@@ -52,15 +56,20 @@ def list_bookies(app, which: str | None):
             )
             for m in missing_bookies(app.metadata, names)
         ]
-    missing = any(d["state"] == "missing" for d in docs)
-    headers = ["BOOKIE", "STATE", "RACK"] + (["MISSING AFTER"] if missing else [])
-    headers += ["ENDPOINTS"] if app.terminal.output == "wide" else []
+    missing = any(d["state"] == MISSING for d in docs)
+    wide = app.terminal.output == "wide"
+    headers = (
+        ["BOOKIE", "STATE", "RACK"] + (["MISSING AFTER"] if missing else []) + (["REASON", "ENDPOINTS"] if wide else [])
+    )
 
     def row(doc):
-        endpoints = [f"{e['protocol']}://{e['host']}:{e['port']}" for e in doc["endpoints"]]
         cells = [doc["bookieId"], doc["state"], doc["rack"]]
         cells += [iso_time(doc.get("lastKnownAliveTime"))] if missing else []
-        return cells + [endpoints][: len(headers) - len(cells)]
+        if wide:
+            reasons = doc["readOnlyReasons"]
+            endpoints = [f"{e['protocol']}://{e['host']}:{e['port']}" for e in doc["endpoints"]]
+            cells += ["unknown" if reasons is None else reasons, endpoints]
+        return cells
 
     app.terminal.document(
         docs, lambda: app.terminal.table(headers, [row(d) for d in docs], empty="no bookies registered")

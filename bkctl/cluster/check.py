@@ -10,7 +10,13 @@ from bkctl.options import ledgers_option, output_option
     "--under-replicated-grace",
     type=click.FloatRange(0),
     metavar="SECONDS",
-    help="Report ledgers marked under-replicated for longer than this [default: only skip them].",
+    help="Fail only on ledgers marked under-replicated for longer than this; younger ones are listed "
+    "[default: 0, every one fails].",
+)
+@click.option(
+    "--allow-under-replicated",
+    is_flag=True,
+    help="List ledgers marked under-replicated without failing on them (autorecovery is trusted with them).",
 )
 @ledgers_option("Only these ledgers (repeatable).")
 @click.option(
@@ -35,7 +41,11 @@ from bkctl.options import ledgers_option, output_option
     metavar="SECONDS",
     help="Ask a registered bookie that did not answer again after this long before reporting it.",
 )
-@click.option("--prometheus-file", type=click.Path(dir_okay=False), help="Write the counts as textfile gauges.")
+@click.option(
+    "--prometheus-file",
+    type=click.Path(dir_okay=False),
+    help="Rewrite this node_exporter textfile on every run, failed ones too: success, last success time, counts.",
+)
 @click.option(
     "--record",
     is_flag=True,
@@ -48,6 +58,7 @@ def check(
     placement,
     replicas,
     under_replicated_grace,
+    allow_under_replicated,
     ledger_ids,
     concurrency,
     verify_entries,
@@ -58,39 +69,53 @@ def check(
     """Check closed ledgers' placement and replicas against the bookies' indexes (BP-34); exit 3 on violations
 
     No check flag runs both checks. Read-only and light on bookies: they answer from their indexes, no entry
-    data is read (except with --verify-entries). Open ledgers are skipped; a ledger is re-read before it is
-    reported, so an ensemble change during the run raises no false alarm. Writes nothing to ZooKeeper unless
-    --record is given: then the check times (underreplication/replicascheckctime, placementpolicycheckctime) are
-    written as BookKeeper's auditor writes them, which postpones the auditor's own checks. A bookie a ledger names
-    that is not registered is missing: it is reported unavailable, and the output ends with the commands to run next
-    (JSON: nextSteps).
+    data is read (except with --verify-entries). Open ledgers are skipped. Ledgers marked under-replicated are not
+    checked but listed, and fail the check unless --allow-under-replicated (or --under-replicated-grace spares
+    those marked recently). A ledger is re-read before it is reported, so an ensemble change during the run raises
+    no false alarm. Writes nothing to ZooKeeper unless --record is given: then the check times
+    (underreplication/replicascheckctime, placementpolicycheckctime) are written as BookKeeper's auditor writes
+    them, which postpones the auditor's own checks. A bookie a ledger names that is not registered is missing: it
+    is reported unavailable, and the output ends with the commands to run next (JSON: nextSteps).
     """
     from admin.check.categories import ALL
     from admin.check.checker import Checker, CheckOptions
-    from admin.check.prometheus import check_writable, write_textfile
+    from admin.check.prometheus import check_writable, write_failure, write_textfile
     from bkctl.errors import ExitCode
 
+    if allow_under_replicated and under_replicated_grace is not None:
+        raise click.UsageError("--allow-under-replicated and --under-replicated-grace exclude each other")
     if prometheus_file:
         check_writable(prometheus_file)
     both = not (placement or replicas)
     options = CheckOptions(
         placement=placement or both,
         replicas=replicas or both,
-        under_replicated_grace=under_replicated_grace,
+        under_replicated_grace=None if allow_under_replicated else (under_replicated_grace or 0.0),
         ledger_ids=list(ledger_ids) or None,
         concurrency=concurrency,
         verify_entries=verify_entries,
         recheck_delay=recheck_delay,
         record=record,
     )
-    with app.terminal.progress("checking ledgers") as advance:
-        report = app.client.run(Checker(app.client.core, options, advance).run())
+    try:
+        with app.terminal.progress("checking ledgers") as advance:
+            report = app.client.run(Checker(app.client.core, options, advance).run())
+    except BaseException:
+        if prometheus_file:
+            write_failure(prometheus_file)  # then the error leaves with its own exit code
+        raise
     if prometheus_file:
         write_textfile(
             prometheus_file,
             report.counts,
-            {"checked_ledgers": report.checked, "duration_seconds": round(report.seconds, 3)},
+            {
+                "checked_ledgers": report.checked,
+                "under_replicated_ledgers": report.skipped_under_replicated,
+                "duration_seconds": round(report.seconds, 3),
+            },
         )
+    failing = {v.ledger_id for v in report.violations}
+    spared = [i for i in report.under_replicated if i not in failing]  # under-replicated, within the grace or allowed
 
     def table():
         app.terminal.fields(
@@ -106,7 +131,7 @@ def check(
                 app.terminal.line(f"{name}: {report.counts[name]}")
         if report.violations:
             rows = [
-                [v.ledger_id, v.category, v.segment, v.bookies, sum(len(e) for e in v.missing_entries.values()) or None]
+                [v.ledger_id, v.category, v.segment, v.bookies, sum(v.missing_counts.values()) or None]
                 for v in report.violations
             ]
             headers = ["LEDGER", "CATEGORY", "SEGMENT", "BOOKIES", "MISSING"]
@@ -114,10 +139,13 @@ def check(
                 headers.append("ERROR")
                 rows = [[*row, v.error] for row, v in zip(rows, report.violations, strict=True)]
             app.terminal.table(headers, rows)
-        else:
+        if spared:
+            why = "allowed" if allow_under_replicated else "within the grace"
+            app.terminal.line(f"under-replicated, not checked ({why}): {', '.join(map(str, spared))}")
+        elif not report.violations:
             app.terminal.line("no violations")
 
-    steps = next_steps(report)
+    steps = report.next_steps()
 
     def text():
         table()
@@ -126,18 +154,6 @@ def check(
             for step in steps:
                 app.terminal.line(f"  {step}")
 
-    app.terminal.document({**report.doc(), "nextSteps": steps}, text)
+    app.terminal.document(report.doc(), text)
     if report.problems:
         raise click.exceptions.Exit(ExitCode.PROBLEMS)
-
-
-def next_steps(report) -> list[str]:
-    """What to run about each unavailable bookie: see what losing it costs; and for a missing one (not registered),
-    re-replicate what it held, or retire it for good."""
-    missing = {m.bookie_id for m in report.missing_bookies}
-    steps = []
-    for bookie_id in report.unavailable_bookies:
-        steps.append(f"bkctl cluster check-impact --bookie {bookie_id}")
-        if bookie_id in missing:
-            steps += [f"bkctl bookie recover {bookie_id}", f"bkctl bookie decommission {bookie_id}"]
-    return steps

@@ -29,7 +29,7 @@ def metadata(app, ledger_id: str):
                 ("Length", doc["length"]),
                 ("Digest", doc["digestType"]),
                 ("Password set", "yes" if doc["passwordSet"] else "no"),
-                ("Created (ms)", md.ctime),
+                ("Created", doc["ctimeIso"]),
                 ("Format version", md.format_version),
             ]
         )

@@ -18,7 +18,24 @@ from bookie._proto.data_formats_pb2 import BookieServiceInfoFormat
 from bookie.errors import CorruptData, NotFound, OperationTimeout, ServiceUnavailable, Unsafe
 from bookie.meta.store import MetadataStore, zk_errors
 
-WRITABLE, READONLY = "writable", "readonly"
+# A bookie's state, spelled so in every command's output (tables and JSON) and in the registry's znode
+# (available/readonly); UNREGISTERED is what a bookie's own SERVER_STATUS gauge says before it registers, MISSING
+# what the cluster's metadata says of a bookie it knows that is not registered (bookie/meta/membership.py).
+WRITABLE, READONLY, UNREGISTERED, MISSING = "writable", "readonly", "unregistered", "missing"
+STATES = {
+    WRITABLE: "registered under available/: takes new ledgers",
+    READONLY: "registered under available/readonly/: serves reads, takes no new entries",
+    UNREGISTERED: "running but not registered (starting, or its ZooKeeper session lost)",
+    MISSING: "not registered, and known to the cluster: it has a cookie, or a ledger's ensemble names it",
+}
+# Ours: a property saying why a read-only bookie is read-only (comma-separated). A Java bookie publishes none.
+READ_ONLY_REASON = "readOnlyReason"
+OPERATOR, DISK_THRESHOLD, JOURNAL_FAILURE = "operator", "disk-threshold", "journal-failure"
+READ_ONLY_REASONS = {
+    OPERATOR: "set by an operator (bkctl bookie readonly --on, the HTTP API's state/readonly)",
+    DISK_THRESHOLD: "every ledger (or index) directory is over diskUsageThreshold",
+    JOURNAL_FAILURE: "a journal failed to write; read-only until the bookie is restarted",
+}
 DEFAULT_RACK = "/default-rack"
 # Ours: the endpoint of a bookie's gRPC admin service (state, read-only, GC, compaction). A Java bookie has none.
 ADMIN_ENDPOINT, ADMIN_PROTOCOL = "bkctl-admin", "grpc"
@@ -101,6 +118,15 @@ class RegisteredBookie:
     @property
     def rack(self) -> str:
         return (self.info and self.info.rack) or DEFAULT_RACK
+
+    @property
+    def read_only_reasons(self) -> list[str] | None:
+        """Why it is read-only (READ_ONLY_REASONS' keys): [] when writable, None when it does not say (a Java
+        bookie)."""
+        if self.state != READONLY:
+            return []
+        published = self.info.properties.get(READ_ONLY_REASON) if self.info else None
+        return published.split(",") if published else None
 
     def address(self) -> tuple[str, int]:
         """Where to reach its bookie service: the published endpoint, else ``host:port`` of the id."""
@@ -216,7 +242,9 @@ class BookieRegistry:
                 with zk_errors(f"register {bookie_id}"):
                     stat = self.store.zk.exists(path)
                 if stat is not None and stat.ephemeralOwner == self.store.session_id:
-                    break  # ours already
+                    with zk_errors(f"register {bookie_id}"):
+                        self.store.zk.set(path, data)  # ours already: its data may have changed (the read-only reason)
+                    break
         self._delete_own(self._node(bookie_id, WRITABLE if state == READONLY else READONLY))
 
     def _delete_own(self, path: str) -> None:

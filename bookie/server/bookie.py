@@ -25,7 +25,17 @@ from bookie.codec import frames
 from bookie.daemon import collect_less
 from bookie.errors import BookieIOError
 from bookie.meta.ledger_manager import LedgerManager
-from bookie.meta.registration import METRICS_PORT, READONLY, WRITABLE, BookieRegistry, BookieServiceInfo
+from bookie.meta.registration import (
+    DISK_THRESHOLD,
+    JOURNAL_FAILURE,
+    METRICS_PORT,
+    OPERATOR,
+    READ_ONLY_REASON,
+    READONLY,
+    WRITABLE,
+    BookieRegistry,
+    BookieServiceInfo,
+)
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 from bookie.server.admin import BookieAdminServicer
@@ -94,11 +104,22 @@ class BookieServer:
         self.locks = DirectoryLocks()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._registered_state: str | None = None
+        self._registered_reasons: list[str] = []
         self._register_lock = threading.Lock()
 
     @property
     def read_only(self) -> bool:
-        return self.read_only_by_operator or self.read_only_by_disk or self.journal_failure is not None
+        return bool(self.read_only_reasons)
+
+    @property
+    def read_only_reasons(self) -> list[str]:
+        """Why it is read-only, as published in its registration (registration.READ_ONLY_REASONS)."""
+        causes = {
+            OPERATOR: self.read_only_by_operator,
+            DISK_THRESHOLD: self.read_only_by_disk,
+            JOURNAL_FAILURE: self.journal_failure is not None,
+        }
+        return [reason for reason, applies in causes.items() if applies]
 
     async def start(self) -> None:
         """Claim the directories and ports, check cookies, replay, serve, write a new bookie's cookie, register.
@@ -230,6 +251,8 @@ class BookieServer:
             props[METRICS_PORT] = str(self.metrics_port)
         if self.config.bookieRack:
             props["rack"] = self.config.bookieRack
+        if self.read_only_reasons:
+            props[READ_ONLY_REASON] = ",".join(self.read_only_reasons)
         address = self.network.address  # BookieService publishes BookieServer.getLocalAddress(): this
         http = (self.config.httpServerHost, self.http_port) if self.http_port else None
         endpoints = BookieServiceInfo.for_bookie(
@@ -242,6 +265,7 @@ class BookieServer:
             state = READONLY if self.read_only else WRITABLE
             BookieRegistry(self._metadata()).register(self.bookie_id, self._info(), state, stale_timeout=30.0)
             self._registered_state = state
+            self._registered_reasons = self.read_only_reasons
             log.info("bookie %s registered as %s", self.bookie_id, state)
 
     def _session_lost(self) -> None:
@@ -260,7 +284,7 @@ class BookieServer:
 
     async def _apply_read_only(self) -> None:
         wanted = READONLY if self.read_only else WRITABLE
-        if wanted != self._registered_state:
+        if wanted != self._registered_state or self.read_only_reasons != self._registered_reasons:
             await asyncio.to_thread(self._register)
 
     def _journal_failed(self, exc: BaseException) -> None:

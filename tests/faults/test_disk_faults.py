@@ -79,6 +79,7 @@ def test_a_failing_journal_acknowledges_nothing_unsynced_and_turns_the_bookie_re
         handle.close()
 
         wait_for(lambda: registered_state(store, sick.bookie_id) == "readonly", "the sick bookie to turn read-only")
+        assert BookieRegistry(store).get(sick.bookie_id).read_only_reasons == ["journal-failure"]
         log = sick.log_path.read_text()
         failed = [line for line in log.splitlines() if "journal" in line and "failed" in line and "ERROR" in line]
         assert failed and "Traceback" not in "\n".join(failed)

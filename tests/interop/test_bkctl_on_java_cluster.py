@@ -250,8 +250,9 @@ def test_cluster_check_is_clean_then_names_the_entries_a_java_bookie_lost(java, 
     assert damaged.exit_code == 3, damaged.output
     (violation,) = json.loads(damaged.stdout)["violations"]
     assert violation["ledgerId"] == ledger_id
-    expected = list(entries_of_bookie(index, 0, 39, 3, 2))
-    assert violation["missingEntries"] == {java.bookie_id(n): expected}
+    expected = list(entries_of_bookie(index, 0, 39, 3, 2))  # all it held: one range of its share
+    assert violation["missingEntries"] == {java.bookie_id(n): [[expected[0], expected[-1]]]}
+    assert violation["missingEntryCounts"] == {java.bookie_id(n): len(expected)}
     assert cli("ledger", "delete", str(ledger_id), "--yes").exit_code == 0  # not the next test's damage
 
 

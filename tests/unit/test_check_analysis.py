@@ -2,7 +2,7 @@
 
 from admin.check import categories as c
 from admin.check.placement import FAIL, MEETS_SOFT, MEETS_STRICT, segment_verdict
-from admin.check.replicas import analyse
+from admin.check.replicas import analyse, missing_runs
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
@@ -41,11 +41,12 @@ def test_a_wiped_bookie():
     md = closed(["x", "y", "z"], 29, e=3, wq=3, aq=2)  # one wiped bookie leaves 2 copies: at AQ, below WQ
     finding = analyse(md, {"x": full(md, 0), "y": A([]), "z": full(md, 2)})
     assert finding.category == c.LESS_THAN_WQ and finding.bookies == ["y"]
-    assert finding.missing_entries["y"] == list(range(30))
+    assert finding.missing_entries["y"] == [(0, 29)] and finding.missing_counts["y"] == 30
     md = closed(["x", "y", "z"], 29, e=3, wq=2, aq=2)  # leaves 1 copy of some entries: below AQ
     finding = analyse(md, {"x": full(md, 0), "y": A([]), "z": full(md, 2)})
     assert finding.category == c.LESS_THAN_AQ
-    assert finding.missing_entries["y"] == list(entries_of_bookie(1, 0, 29, 3, 2))
+    # one run over the bookie's share (0, 1, 3, 4, ..., 28), not a pair per stripe
+    assert finding.missing_entries["y"] == [(0, 28)] and finding.missing_counts["y"] == 20
 
 
 def test_two_bookies_lose_the_same_entry():
@@ -54,7 +55,7 @@ def test_two_bookies_lose_the_same_entry():
     assert analyse(md, held).category == c.LESS_THAN_WQ  # entry 1 lost one of its 2 copies; AQ 1 still met
     held["z"] = A([e for e in entries_of_bookie(2, 0, 5, 3, 2) if e != 1])
     finding = analyse(md, held)
-    assert finding.category == c.NO_REPLICA and finding.missing_entries == {"y": [1], "z": [1]}
+    assert finding.category == c.NO_REPLICA and finding.missing_entries == {"y": [(1, 1)], "z": [(1, 1)]}
 
 
 def test_fewer_than_aq():
@@ -78,3 +79,27 @@ def test_segments_are_checked_against_their_own_ensembles():
     held["q"] = A([])
     finding = analyse(md, held)
     assert finding.segment == 10 and finding.bookies == ["q"]
+
+
+def test_missing_entries_are_runs_of_what_the_bookie_must_hold():
+    share = list(entries_of_bookie(1, 0, 11, 3, 2))  # 0, 1, 3, 4, 6, 7, 9, 10
+    assert missing_runs(share, [0, 1, 3, 7, 9, 10]) == [(0, 3), (7, 10)]
+    assert missing_runs(share, [4]) == [(4, 4)]
+    assert missing_runs(share, []) == []
+    md = closed(["x", "y", "z"], 11, e=3, wq=2, aq=1)
+    held = {"x": full(md, 0), "y": A([4, 6]), "z": full(md, 2)}
+    finding = analyse(md, held)
+    assert finding.missing_entries == {"y": [(0, 3), (7, 10)]} and finding.missing_counts == {"y": 6}
+
+
+def test_every_field_of_the_check_report_is_documented_in_the_man_page_and_monitoring_md():
+    from pathlib import Path
+
+    from admin.check.checker import REPORT_FIELDS, CheckReport, Violation
+
+    report = CheckReport(violations=[Violation(1, c.UNAVAILABLE_BOOKIES, None, ["b:1"], error="refused")])
+    doc = report.doc()
+    fields = set(doc) | {f"violations[].{key}" for key in doc["violations"][0]}
+    assert set(REPORT_FIELDS) == fields  # bkctl-cluster(1) prints REPORT_FIELDS
+    monitoring = (Path(__file__).resolve().parents[2] / "docs" / "monitoring.md").read_text()
+    assert [f for f in fields if f"| `{f}` |" not in monitoring] == []

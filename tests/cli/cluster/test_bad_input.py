@@ -99,6 +99,7 @@ BAD_INPUTS = {
         (["cluster", "check", "--concurrency", "0"], USAGE),
         (["cluster", "check", "--verify-entries", "101"], USAGE),
         (["cluster", "check", "--prometheus-file", "/nonexistent/dir/check.prom"], USAGE),
+        (["cluster", "check", "--allow-under-replicated", "--under-replicated-grace", "5"], USAGE),
         (["cluster", "check-impact"], USAGE),
         (["cluster", "check-impact", "--bookie", "nope:1"], NOT_FOUND),
         (["cluster", "check-impact", "--bookie", "nope:1", "--allow", "data-loss,nope"], USAGE),

@@ -22,7 +22,8 @@ def test_info_all(bkctl, service_uri, two_bookies):
     assert sorted(d["bookieId"] for d in docs) == sorted(b.bookie_id for b in two_bookies)
     assert all(0 < d["freeDiskSpace"] < d["totalDiskCapacity"] and d["state"] == "writable" for d in docs)
     table = bkctl("-u", service_uri, "bookie", "info", two_bookies[0].bookie_id).stdout.splitlines()
-    assert table[0].split() == ["BOOKIE", "STATE", "TOTAL", "FREE", "USED"] and len(table) == 2
+    assert table[0].split() == ["BOOKIE", "STATE", "TOTAL", "FREE", "USED", "REASON"] and len(table) == 2
+    assert table[1].split()[-1] == "<none>" and all(d["readOnlyReasons"] == [] for d in docs)
 
 
 def test_info_of_a_dead_bookie_exits_6(bkctl, service_uri, two_bookies):
@@ -45,7 +46,17 @@ def test_readonly_on_off(bkctl, service_uri, two_bookies, harness):
     assert dry.stdout == f"bookie/{bookie_id} would be made read-only (now writable; dry run)\n"
     assert bkctl("-u", service_uri, "bookie", "readonly", bookie_id, "--on").stdout == f"bookie/{bookie_id} read-only\n"
     listed = json.loads(bkctl("-u", service_uri, "bookies", "list", "--readonly", "-o", "json").stdout)
-    assert [b["bookieId"] for b in listed] == [bookie_id]
+    assert [(b["bookieId"], b["state"], b["readOnlyReasons"]) for b in listed] == [
+        (bookie_id, "readonly", ["operator"])
+    ]
+    wide = bkctl("-u", service_uri, "bookies", "list", "--all", "-o", "wide").stdout.splitlines()
+    assert wide[0].split()[:4] == ["BOOKIE", "STATE", "RACK", "REASON"]
+    assert [line.split()[:4] for line in wide[1:] if line.startswith(bookie_id)] == [
+        [bookie_id, "readonly", "/default-rack", "operator"]
+    ]
+    (info,) = json.loads(bkctl("-u", service_uri, "bookie", "info", bookie_id, "-o", "json").stdout)
+    assert (info["state"], info["readOnlyReasons"]) == ("readonly", ["operator"])
+    assert bkctl("-u", service_uri, "bookie", "info", bookie_id).stdout.splitlines()[1].split()[-1] == "operator"
     conn = harness.wire(two_bookies[0])
     (add,) = add_requests(1, 0, 1)
     assert conn.ask(add).status == pb.EREADONLY
@@ -201,7 +212,7 @@ def test_metrics_of_a_read_only_bookie_over_its_http_admin_api_and_of_a_dead_one
     )
     assert over_http.exit_code == 0, over_http.stderr
     (doc,) = json.loads(over_http.stdout)
-    assert doc["metricsUrl"] == f"http://127.0.0.1:{served.http_port}/metrics" and doc["state"] == "read-only"
+    assert doc["metricsUrl"] == f"http://127.0.0.1:{served.http_port}/metrics" and doc["state"] == "readonly"
     result = bkctl("-u", service_uri, "bookie", "metrics", "--all", "--interval", "0.1", "-o", "json")
     assert result.exit_code == 6
     assert [d["bookieId"] for d in json.loads(result.stdout)] == [served.bookie_id]

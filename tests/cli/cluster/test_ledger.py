@@ -100,6 +100,8 @@ def test_metadata_v1_uses_the_znode_ctime(bkctl, service_uri, placed):
         False,
     )
     assert doc["segments"] == [{"firstEntryId": 0, "ensemble": ["192.0.2.1:1234", "192.0.2.2:1234", "192.0.2.3:1234"]}]
+    table = bkctl("-u", service_uri, "ledger", "metadata", "1").stdout.splitlines()
+    assert f"Created:        {doc['ctimeIso']}" in table and doc["ctimeIso"].endswith("Z")  # ISO-8601 for people
 
 
 def test_metadata_v3_long_id_table(bkctl, service_uri, placed):
@@ -115,7 +117,7 @@ def test_metadata_v3_long_id_table(bkctl, service_uri, placed):
         "Length:         <none>",
         "Digest:         CRC32C",
         "Password set:   yes",
-        "Created (ms):   -1",
+        "Created:        <none>",
         "Format version: 3",
         "Segments:",
         "FIRST-ENTRY   ENSEMBLE",

@@ -74,6 +74,10 @@ def test_controls(bkctl, cluster, service_uri):
     )
     assert [d["ledgerId"] for d in listed] == [6]
     assert bkctl("-u", service_uri, "autorecovery", "list-under-replicated", "--count").stdout == "2\n"
+    ur.mark(7, ["b3:1"], now_ms=1795837372372)
+    table = bkctl("-u", service_uri, "autorecovery", "list-under-replicated", "--missing-replica", "b3:1").stdout
+    assert table.splitlines()[0].split() == ["LEDGER", "MISSING-REPLICAS", "MARKED"]
+    assert table.splitlines()[1].split() == ["7", "b3:1", "2026-11-28T03:42:52.372Z"]  # the JSON keeps ctime in ms
 
 
 def test_the_delay_holds_marking_back_until_an_audit_is_triggered(harness, bkctl, cluster, tmp_path):

@@ -7,6 +7,7 @@ import threading
 import time
 
 from admin.check import categories as cat
+from admin.check.prometheus import LAST_SUCCESS
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.client import BookKeeper
 from bookie.codec.digest import master_key
@@ -16,6 +17,7 @@ from bookie.meta.registration import BookieRegistry
 from bookie.meta.underreplication import UnderReplicationManager
 
 from support.checks import check, flip_byte, wipe, write_ledgers
+from support.cli import dead_uri
 from support.waiting import wait_for
 
 
@@ -23,8 +25,10 @@ def test_clean_cluster_then_a_wiped_bookie(harness, bkctl, cluster, tmp_path):
     bookies = harness.start(3)
     ids = write_ledgers(harness.service_uri, 5)
     code, doc = check(bkctl, harness.service_uri, "--prometheus-file", str(tmp_path / "check.prom"))
-    assert code == 0 and doc["checkedLedgers"] == 5 and doc["violations"] == []
-    assert "bkctl_check_num_ledgers_having_no_replica_of_an_entry 0" in (tmp_path / "check.prom").read_text()
+    assert code == 0 and doc["checkedLedgers"] == 5 and doc["violations"] == [] and doc["schemaVersion"] == 1
+    textfile = (tmp_path / "check.prom").read_text()
+    assert "bkctl_check_num_ledgers_having_no_replica_of_an_entry 0" in textfile
+    assert "bkctl_check_success 1" in textfile
     assert UnderReplicationManager(cluster).check_time("replicas") is None  # read-only without --record
 
     victim = bookies[1]
@@ -36,7 +40,40 @@ def test_clean_cluster_then_a_wiped_bookie(harness, bkctl, cluster, tmp_path):
     assert sorted(v["ledgerId"] for v in doc["violations"]) == sorted(ids)
     for violation in doc["violations"]:
         assert violation["category"] == cat.LESS_THAN_WQ and violation["bookies"] == [victim.bookie_id]
-        assert violation["missingEntries"] == {victim.bookie_id: list(range(20))}  # E=WQ=3: it held all
+        assert violation["missingEntries"] == {victim.bookie_id: [[0, 19]]}  # E=WQ=3: it held all
+        assert violation["missingEntryCounts"] == {victim.bookie_id: 20}
+
+
+def test_a_striped_ledger_lost_on_a_bookie_is_one_range_and_the_table_counts_its_entries(harness, bkctl):
+    bookies = harness.start(3)
+    (ledger_id,) = write_ledgers(harness.service_uri, 1, quorum=(3, 2, 2), entries=300)
+    victim = bookies[1]
+    wipe(victim)
+    harness.restart(victim)
+    code, doc = check(bkctl, harness.service_uri, "--replicas")
+    (violation,) = doc["violations"]
+    assert code == 3 and violation["ledgerId"] == ledger_id
+    (lost,) = violation["missingEntries"].values()  # 200 entries, two of every three ids: one range
+    assert len(lost) == 1 and lost[0][0] in (0, 1) and lost[0][1] in (298, 299)
+    assert violation["missingEntryCounts"] == {victim.bookie_id: 200}
+    table = bkctl("-u", harness.service_uri, "cluster", "check", "--replicas", "--recheck-delay", "1")
+    row = next(line for line in table.stdout.splitlines() if line.startswith(f"{ledger_id} "))
+    assert table.exit_code == 3 and row.split()[-1] == "200"
+
+
+def test_the_textfile_says_a_check_failed_when_zookeeper_is_unreachable(harness, bkctl, tmp_path):
+    """A cron audit that stopped working must not keep saying "0 violations": the file is rewritten with success 0,
+    the last success time of the run before, and no counts; the exit code stays the unreachable one."""
+    harness.start(1)
+    write_ledgers(harness.service_uri, 1, quorum=(1, 1, 1))
+    textfile = tmp_path / "check.prom"
+    assert check(bkctl, harness.service_uri, "--prometheus-file", str(textfile))[0] == 0
+    (last,) = [line for line in textfile.read_text().splitlines() if line.startswith(LAST_SUCCESS)]
+    result = bkctl("--timeout", "1", "-u", dead_uri(), "cluster", "check", "--prometheus-file", str(textfile))
+    assert result.exit_code == 6 and result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
+    lines = textfile.read_text().splitlines()
+    assert "bkctl_check_success 0" in lines and last in lines
+    assert not [line for line in lines if "num_" in line or "checked_ledgers" in line]
 
 
 def test_placement_reports_a_write_quorum_inside_one_rack(harness, bkctl, cluster):
@@ -62,7 +99,7 @@ def test_placement_reports_a_write_quorum_inside_one_rack(harness, bkctl, cluste
     assert [(v["ledgerId"], v["category"]) for v in doc["violations"]] == [(100, cat.PLACEMENT_FAIL)]
 
 
-def test_open_and_under_replicated_ledgers_are_skipped_or_reported_after_the_grace(harness, bkctl, cluster):
+def test_open_ledgers_are_skipped_and_under_replicated_ones_listed_and_failing_unless_allowed(harness, bkctl, cluster):
     harness.start(3)
     (closed,) = write_ledgers(harness.service_uri, 1)
     with BookKeeper(harness.service_uri) as bk:
@@ -70,10 +107,16 @@ def test_open_and_under_replicated_ledgers_are_skipped_or_reported_after_the_gra
         open_ledger.add_entry(b"x")
         UnderReplicationManager(cluster).mark(closed, ["127.0.0.1:1"], now_ms=int(time.time() * 1000) - 60_000)
         code, doc = check(bkctl, harness.service_uri)
-        assert (code, doc["skippedOpen"], doc["skippedUnderReplicated"], doc["checkedLedgers"]) == (0, 1, 1, 0)
+        assert (code, doc["skippedOpen"], doc["skippedUnderReplicated"], doc["checkedLedgers"]) == (3, 1, 1, 0)
+        assert doc["underReplicatedLedgers"] == [closed] and doc["counts"][cat.UNDER_REPLICATED_TOO_LONG] == 1
+        code, doc = check(bkctl, harness.service_uri, "--allow-under-replicated")
+        assert (code, doc["underReplicatedLedgers"], doc["violations"]) == (0, [closed], [])
         code, doc = check(bkctl, harness.service_uri, "--under-replicated-grace", "30")
         assert code == 3 and doc["counts"][cat.UNDER_REPLICATED_TOO_LONG] == 1
         assert check(bkctl, harness.service_uri, "--under-replicated-grace", "120")[0] == 0
+        table = bkctl("-u", harness.service_uri, "cluster", "check", "--under-replicated-grace", "120")
+        assert table.exit_code == 0 and "no violations" not in table.stdout
+        assert f"under-replicated, not checked (within the grace): {closed}\n" in table.stdout
         open_ledger.close()
 
 
@@ -151,7 +194,7 @@ def test_verify_entries_finds_a_corrupt_copy_the_index_cannot_show(harness, bkct
     code, doc = check(bkctl, harness.service_uri, "--verify-entries", "100")
     assert code == 3
     (violation,) = doc["violations"]
-    assert violation["missingEntries"] == {victim.bookie_id: [7]} and violation["category"] == cat.LESS_THAN_WQ
+    assert violation["missingEntries"] == {victim.bookie_id: [[7, 7]]} and violation["category"] == cat.LESS_THAN_WQ
 
 
 def test_a_check_writes_nothing_in_zookeeper_unless_asked_to_record(harness, bkctl, cluster):

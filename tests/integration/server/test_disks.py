@@ -116,6 +116,19 @@ def test_a_full_ledger_disk_turns_read_only_alone_and_the_bookie_keeps_writing_t
         fill(disk, 0.9)
     wait_for(lambda: state() == "readonly", "the bookie to turn read-only")
     assert writable_dirs() == 0
+    reasons = lambda: json.loads(bkctl("-u", uri, "bookie", "info", bookie.bookie_id, "-o", "json").stdout)[0][  # noqa: E731
+        "readOnlyReasons"
+    ]
+    assert reasons() == ["disk-threshold"]
+    # a second reason while read-only: the registration stays read-only and says both
+    assert bkctl("-u", uri, "bookie", "readonly", bookie.bookie_id, "--on").exit_code == 0
+    wait_for(lambda: reasons() == ["operator", "disk-threshold"], "both reasons published")
+    off = bkctl("-u", uri, "bookie", "readonly", bookie.bookie_id, "--off")
+    assert (off.exit_code, off.stdout) == (
+        0,
+        f"bookie/{bookie.bookie_id} stays read-only: every ledger (or index) directory is over diskUsageThreshold\n",
+    )
+    assert reasons() == ["disk-threshold"]  # registered before the bookie answered
     read_back(uri, before, 300)  # a read-only bookie still serves reads
 
     for disk in disks:

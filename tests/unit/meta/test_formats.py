@@ -5,7 +5,7 @@ import pytest
 from bookie.errors import CorruptData, UnsupportedLayout
 from bookie.meta.cookies import Cookie
 from bookie.meta.layout import Layout
-from bookie.meta.registration import BookieServiceInfo
+from bookie.meta.registration import READ_ONLY_REASON, READONLY, WRITABLE, BookieServiceInfo, RegisteredBookie
 from bookie.meta.underreplication import UnderReplicatedLedger, marker_path
 
 LAYOUT = b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
@@ -74,3 +74,25 @@ def test_registration_data_round_trip():
     decoded = BookieServiceInfo.decode(info.encode())
     assert decoded == info and decoded.rack == "/r1"
     assert decoded.bookie_endpoint().extensions == ("tls",)
+
+
+def test_read_only_reasons_are_what_the_bookie_published_and_unknown_when_it_published_none():
+    plain = BookieServiceInfo.for_bookie("127.0.0.1", 3181)
+    told = BookieServiceInfo(plain.endpoints, {**plain.properties, READ_ONLY_REASON: "operator,disk-threshold"})
+    told = BookieServiceInfo.decode(told.encode())
+    assert RegisteredBookie("b:1", READONLY, told).read_only_reasons == ["operator", "disk-threshold"]
+    assert RegisteredBookie("b:1", READONLY, plain).read_only_reasons is None  # a Java bookie: it does not say
+    assert RegisteredBookie("b:1", READONLY, None).read_only_reasons is None
+    assert RegisteredBookie("b:1", WRITABLE, plain).read_only_reasons == []
+
+
+def test_the_states_and_reasons_table_of_docs_cli_md_is_the_code_s():
+    import re
+    from pathlib import Path
+
+    from bookie.meta.registration import READ_ONLY_REASONS, STATES
+
+    cli_md = (Path(__file__).resolve().parents[3] / "docs" / "cli.md").read_text()
+    documented = re.findall(r"^\| `([a-z-]+)` \| ", cli_md.split("A bookie's `state`")[1].split("\n\n")[1], re.M)
+    assert documented == list(STATES)
+    assert all(f"`{reason}`" in cli_md for reason in READ_ONLY_REASONS)
