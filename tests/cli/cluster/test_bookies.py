@@ -20,9 +20,9 @@ def test_list_writable_readonly_all(bkctl, service_uri, cluster):
     )
     wide = bkctl("-u", service_uri, "bookies", "list", "--all", "-o", "wide").stdout.splitlines()
     assert wide == [
-        "BOOKIE           STATE      RACK            ENDPOINTS",
-        "127.0.0.1:3181   writable   /rack-1         bookie-rpc://127.0.0.1:3181",
-        "127.0.0.1:3182   readonly   /default-rack   bookie-rpc://127.0.0.1:3182",
+        "BOOKIE           STATE      RACK            REASON    ENDPOINTS",
+        "127.0.0.1:3181   writable   /rack-1         <none>    bookie-rpc://127.0.0.1:3181",
+        "127.0.0.1:3182   readonly   /default-rack   unknown   bookie-rpc://127.0.0.1:3182",
     ]
 
 
@@ -34,6 +34,7 @@ def test_list_json(bkctl, service_uri, cluster):
             "bookieId": "127.0.0.1:3181",
             "state": "writable",
             "rack": "/rack-1",
+            "readOnlyReasons": [],
             "endpoints": [
                 {"id": "bookie", "host": "127.0.0.1", "port": 3181, "protocol": "bookie-rpc", "extensions": []}
             ],
@@ -42,6 +43,7 @@ def test_list_json(bkctl, service_uri, cluster):
             "bookieId": "127.0.0.1:3182",
             "state": "readonly",
             "rack": "/default-rack",
+            "readOnlyReasons": None,
             "endpoints": [
                 {"id": "bookie", "host": "127.0.0.1", "port": 3182, "protocol": "bookie-rpc", "extensions": []}
             ],
@@ -77,6 +79,7 @@ def test_all_adds_the_missing_bookies(bkctl, service_uri, cluster):
             "bookieId": "127.0.0.1:3183",
             "state": "missing",
             "rack": None,
+            "readOnlyReasons": [],
             "endpoints": [],
             "cookieCreateTime": cookie_ctime,
             "cookieCreateTimeIso": iso_time(cookie_ctime),
@@ -88,6 +91,7 @@ def test_all_adds_the_missing_bookies(bkctl, service_uri, cluster):
             "bookieId": "127.0.0.1:3184",
             "state": "missing",
             "rack": None,
+            "readOnlyReasons": [],
             "endpoints": [],
             "cookieCreateTime": None,
             "cookieCreateTimeIso": None,
