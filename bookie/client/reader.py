@@ -322,6 +322,9 @@ class LedgerReader:
                     self.lac = max(self.lac, lac)
                     return self.lac
         finally:
+            # The polls end here, before this coroutine does: interrupted (the client then closes at once), a poll
+            # not yet cancelled would otherwise fail later of the closed connection, with no one to retrieve it.
             for task in polls:
                 task.cancel()
+            await asyncio.gather(*polls, return_exceptions=True)
         return self.lac

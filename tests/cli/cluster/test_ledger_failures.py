@@ -12,7 +12,7 @@ from bookie.client import BookKeeper
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerState
 
-from support.cluster import adds_ok, reads_ok
+from support.cluster import adds_ok, metric, reads_ok
 from support.waiting import wait_for
 
 
@@ -32,6 +32,10 @@ def big_input(tmp_path):
     path = tmp_path / "entries.txt"
     path.write_bytes(b"".join(b"entry-%07d\n" % i for i in range(1_500_000)))
     return path
+
+
+def long_polls(bookie) -> float:
+    return metric(bookie, "bookkeeper_server_READ_ENTRY_LONG_POLL_PRE_WAIT_count")
 
 
 def lines(count: int) -> list[bytes]:
@@ -183,3 +187,30 @@ def test_a_create_reading_a_quiet_pipe_is_still_interruptible(harness, tmp_path)
     assert proc.returncode == 143
     md, _ = LedgerManager(harness.store).read(lid)
     assert md.state == LedgerState.CLOSED and md.last_entry_id == 4999
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_an_interrupted_follow_leaves_no_task_behind(harness, tmp_path, sig, code, word):
+    """`ledger read --follow` waits on a long poll of every bookie of the ensemble: interrupted, it ends them
+    before the client closes, so none dies later of the closed connection with a traceback."""
+    bookies = harness.start(3)
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(3, 2, 2)
+        ledger.add_entries(b"e%d" % i for i in range(10))
+        ledger.add_entries([b"e10"])  # sent once the first 10 are acknowledged: it carries LAC 9 to the bookies
+        proc = bkctl_process(
+            harness.service_uri, "ledger", "read", str(ledger.ledger_id), "--follow", tmp_path=tmp_path
+        )
+        try:
+            # Up to the LAC, then a long poll on every bookie of the ensemble.
+            printed = [proc.stdout.readline() for _ in range(10)]
+            wait_for(lambda: sum(long_polls(b) for b in bookies) >= 3, "the reader to wait on every bookie", 60)
+            proc.send_signal(sig)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert b"".join(printed) + stdout == b"".join(b"e%d\n" % i for i in range(10))
+    assert stderr.decode() == f"error: {word}\n"
+    assert proc.returncode == code
