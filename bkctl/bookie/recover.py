@@ -82,7 +82,8 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
 
     Open ledgers on a lost bookie are fenced and closed first. A ledger that fails is listed at the end and the
     run goes on; running again continues where it stopped. Exit 1 if some ledger failed (0 with
-    --skip-unrecoverable).
+    --skip-unrecoverable). A bookie the cluster has never known (not registered, no cookie, named by no ledger) is
+    not found, exit 5, with --query too.
     """
 
     from bkctl.bookie._targets import require_known_bookies
@@ -93,10 +94,9 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     lost = {b.strip() for b in bookies.split(",") if b.strip()}
     if not lost:
         raise InvalidArgument(f"no bookie in {bookies!r}: name one or more, comma-separated")
-    if not query:
-        # --query answers "which ledgers name these bookies?": none is an answer it prints ("no ledger names X"),
-        # also after a decommission. A recovery (or its dry run) of a bookie nobody knows is a typo.
-        require_known_bookies(app, lost)
+    # A bookie nobody knows is a typo, for --query as for a recovery: "no ledger names X" is the answer about a
+    # bookie the cluster knows (it has a cookie, or is registered), not about a misspelt one.
+    require_known_bookies(app, lost)
     if query or dry_run:
         list_affected(app, lost, ledger_ids, "re-replicated" if dry_run else None)
         return
