@@ -2,6 +2,7 @@
 what was acknowledged (the ledger is closed at its last acknowledged entry and named), bench deletes its ledgers."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -214,3 +215,50 @@ def test_an_interrupted_follow_leaves_no_task_behind(harness, tmp_path, sig, cod
     assert b"".join(printed) + stdout == b"".join(b"e%d\n" % i for i in range(10))
     assert stderr.decode() == f"error: {word}\n"
     assert proc.returncode == code
+
+
+def test_an_interrupted_recover_says_what_it_did_and_a_rerun_resumes_at_the_entry(harness, bkctl, tmp_path):
+    """Interrupted, `bookie recover` keeps what the replacement acknowledged (the segment is split there: plain
+    BookKeeper metadata), says so, and a rerun copies only the rest."""
+    bookies = harness.start(3)
+    count = 20_000
+    payloads = [b"%05d" % i + b"x" * 507 for i in range(count)]
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(2, 2, 2)
+        ledger.add_entries(payloads)
+        ledger.close()
+    lid = ledger.ledger_id
+    md, _ = LedgerManager(harness.store).read(lid)
+    victim = next(b for b in bookies if b.bookie_id == md.segments[0].bookies[0])
+    (target,) = [b for b in bookies if b.bookie_id not in md.segments[0].bookies]
+    victim.stop()
+    # 1 MB/s: the 10 MB the victim held take about 10 s
+    proc = bkctl_process(
+        harness.service_uri, "bookie", "recover", victim.bookie_id, "--yes", "--rate", "1000000", tmp_path=tmp_path
+    )
+    try:
+        wait_for(lambda: adds_ok(target) >= 2000, "2,000 entries copied", 60)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    match = re.fullmatch(
+        r"error: interrupted \(0 of 1 ledgers re-replicated, 0 fragments, [\d,]+ entries copied, "
+        rf"ledger {lid} copied up to entry (\d+); 1 ledgers left: run it again to go on from there\)\n",
+        stderr.decode(),
+    )
+    assert match and proc.returncode == 130, stderr
+    stop = int(match.group(1)) + 1
+    assert 2000 <= stop < count
+    split, _ = LedgerManager(harness.store).read(lid)
+    kept = (target.bookie_id, md.segments[0].bookies[1])
+    assert [(s.first_entry_id, s.bookies) for s in split.segments] == [(0, kept), (stop, md.segments[0].bookies)]
+
+    before = adds_ok(target)
+    rerun = bkctl("-u", harness.service_uri, "bookie", "recover", victim.bookie_id, "--yes")
+    assert rerun.exit_code == 0, rerun.stderr
+    assert adds_ok(target) - before == count - stop  # from the entry it stopped at, not from the ledger's first
+    done, _ = LedgerManager(harness.store).read(lid)
+    assert [(s.first_entry_id, s.bookies) for s in done.segments] == [(0, kept), (stop, kept)]
+    with BookKeeper(harness.service_uri) as bk:
+        assert [e.payload for e in bk.open_ledger(lid).read(0, count - 1)] == payloads
