@@ -45,9 +45,10 @@ async def _all(coroutines: Iterable[Awaitable[Any]]) -> None:
     tasks = [asyncio.ensure_future(c) for c in coroutines]
     try:
         await asyncio.gather(*tasks)
-    finally:
+    finally:  # ended before this returns, as wait_for_lac's polls: none fails later with no one to retrieve it
         for task in tasks:
             task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _InFlight:
