@@ -98,9 +98,8 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     Open ledgers on a lost bookie are fenced and closed first. A ledger that fails is listed at the end and the
     run goes on; running again continues where it stopped, within a fragment too: an interrupted run (Ctrl-C,
     SIGTERM) keeps the entries the replacement acknowledged (the segment is split there) and says what it did and
-    what is left. Exit 1 if some ledger failed (0 with
-    --skip-unrecoverable). A bookie the cluster has never known (not registered, no cookie, named by no ledger) is
-    not found, exit 5, with --query too.
+    what is left. Exit 1 if some ledger failed (0 with --skip-unrecoverable). A bookie the cluster has never known
+    (not registered, no cookie, named by no ledger) is not found, exit 5, with --query too.
     """
 
     from bkctl.bookie._targets import require_known_bookies

@@ -6,7 +6,8 @@ For every ledger with the bookie in a segment: an OPEN ledger whose last segment
 closed) first; then, for each segment holding it, the entries it had to hold (write-set rule) are read from the
 surviving replicas — each streaming its own stripe, digests checked — and written with RECOVERY_ADD, as framed, to
 a replacement chosen by the placement policy; then the segment is swapped by a CAS on the metadata. One failing
-ledger does not stop the run. Re-running continues where it stopped: fixed segments no longer name the bookie.
+ledger does not stop the run. Re-running continues where it stopped: fixed segments no longer name the bookie, and
+an interrupted fragment's segment is split after what its replacement acknowledged (``_keep_copied``).
 """
 
 from __future__ import annotations
