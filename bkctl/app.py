@@ -121,7 +121,7 @@ class Application:
                 raise ServiceUnavailable(
                     "no metadata service given and no sandbox running in "
                     f"{sandbox.dir}: pass -u/--service-uri, set BKCTL_SERVICE_URI, `bkctl config use-context NAME`, "
-                    "or run `bkctl sandbox start`"
+                    "or run `bkctl sandbox start` (a sandbox started with --dir D: set BKCTL_SANDBOX_DIR=D)"
                 )
             text, source = state.service_uri, f"the sandbox in {sandbox.dir}"
         uri = parse_service_uri(text)

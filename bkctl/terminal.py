@@ -217,6 +217,11 @@ class Terminal:
         if self.verbosity >= 1:
             click.echo(message, err=True)
 
+    def note(self, message: str) -> None:
+        """A line for the user beside the result, on stderr: what to do next."""
+        if self.verbosity >= 0:
+            click.echo(message, err=True)
+
     def warn(self, message: str) -> None:
         if self.verbosity >= 0:  # -1: no output at all (shell completion, whose stderr is the user's prompt)
             click.echo(f"warning: {message}", err=True)

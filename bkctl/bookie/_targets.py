@@ -72,16 +72,9 @@ def require_known_bookies(app, bookie_ids) -> None:
     in no ledger's metadata. Commands about lost bookies must accept a bookie that is gone, but a typo must not
     read as "nothing to do, success"."""
     from bookie.errors import NotFound
-    from bookie.meta.cookies import CookieStore
-    from bookie.meta.registration import BookieRegistry
+    from bookie.meta.membership import unknown_bookies
 
-    unknown = set(bookie_ids) - {b.bookie_id for b in BookieRegistry(app.metadata).list(writable=True, readonly=True)}
-    unknown -= set(CookieStore(app.metadata).list())
-    if unknown:  # the costly part, only for ids neither registered nor with a cookie: stops once all are found
-        for _, md in app.ledgers.iter_ledgers(on_corrupt=lambda exc: None):
-            unknown -= {b for segment in md.segments for b in segment.bookies}
-            if not unknown:
-                break
+    unknown = unknown_bookies(app.metadata, bookie_ids)
     if unknown:
         names = ", ".join(sorted(unknown))
         raise NotFound(f"no bookie {names}: not registered, no cookie, and no ledger names it")

@@ -8,12 +8,27 @@ from bkctl.terminal import format_bytes
 def run_recovery(app, lost: set[str], ledger_ids, skip_open: bool, rate: float | None):
     """Find the ledgers, re-replicate them with a progress display."""
     from bookie.client.rereplication import BookieRecovery
+    from bookie.daemon import interruption
 
     recovery = BookieRecovery(app.client.core, lost, skip_open, rate)
     ledgers = recovery.affected(list(ledger_ids) or None)
-    with app.terminal.progress("re-replicating", total=len(ledgers), unit="ledgers") as advance:
-        recovery.progress = lambda kind, n: advance(n) if kind == "ledgers" else None
-        return ledgers, app.client.run(recovery.run(ledgers))
+    try:
+        with app.terminal.progress("re-replicating", total=len(ledgers), unit="ledgers") as advance:
+            recovery.progress = lambda kind, n: advance(n) if kind == "ledgers" else None
+            return ledgers, app.client.run(recovery.run(ledgers))
+    except KeyboardInterrupt as exc:
+        recovery.settled.wait(10)  # the fragments being copied keep what the target acknowledged
+        raise type(exc)(f"{interruption(exc)} ({interrupted(recovery.report)})") from None
+
+
+def interrupted(report) -> str:
+    """What an interrupted recovery did and what is left, in a line."""
+    left = len(report.ledgers) - len(report.recovered) - len(report.failed) - len(report.skipped_open)
+    kept = "".join(f", ledger {lid} copied up to entry {stop - 1}" for lid, stop in sorted(report.kept_until.items()))
+    return (
+        f"{len(report.recovered)} of {len(report.ledgers)} ledgers re-replicated, {report.fragments} fragments, "
+        f"{report.entries:,} entries copied{kept}; {left} ledgers left: run it again to go on from there"
+    )
 
 
 def show(app, report) -> None:
@@ -81,8 +96,10 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     """Re-replicate every ledger fragment stored on lost bookies to other bookies, then point metadata at them
 
     Open ledgers on a lost bookie are fenced and closed first. A ledger that fails is listed at the end and the
-    run goes on; running again continues where it stopped. Exit 1 if some ledger failed (0 with
-    --skip-unrecoverable).
+    run goes on; running again continues where it stopped, within a fragment too: an interrupted run (Ctrl-C,
+    SIGTERM) keeps the entries the replacement acknowledged (the segment is split there) and says what it did and
+    what is left. Exit 1 if some ledger failed (0 with --skip-unrecoverable). A bookie the cluster has never known
+    (not registered, no cookie, named by no ledger) is not found, exit 5, with --query too.
     """
 
     from bkctl.bookie._targets import require_known_bookies
@@ -93,10 +110,9 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
     lost = {b.strip() for b in bookies.split(",") if b.strip()}
     if not lost:
         raise InvalidArgument(f"no bookie in {bookies!r}: name one or more, comma-separated")
-    if not query:
-        # --query answers "which ledgers name these bookies?": none is an answer it prints ("no ledger names X"),
-        # also after a decommission. A recovery (or its dry run) of a bookie nobody knows is a typo.
-        require_known_bookies(app, lost)
+    # A bookie nobody knows is a typo, for --query as for a recovery: "no ledger names X" is the answer about a
+    # bookie the cluster knows (it has a cookie, or is registered), not about a misspelt one.
+    require_known_bookies(app, lost)
     if query or dry_run:
         list_affected(app, lost, ledger_ids, "re-replicated" if dry_run else None)
         return

@@ -2,12 +2,15 @@
 
 
 def show(app, doc: dict) -> None:
+    pid = doc["zookeeper"]["pid"]
+    zookeeper = "not running" if pid is None else f"pid {pid}"
+
     def table():
         app.terminal.fields(
             [
                 ("Service URI", doc["serviceUri"]),
                 ("State dir", doc["stateDir"]),
-                ("ZooKeeper", f"{doc['zookeeper']['address']} (pid {doc['zookeeper']['pid']})"),
+                ("ZooKeeper", f"{doc['zookeeper']['address']} ({zookeeper})"),
                 *([("Security", f"TLS and roles, CA in {doc['stateDir']}/tls")] if doc.get("secure") else []),
             ]
         )

@@ -34,10 +34,13 @@ def start(
     does not run: a bookie still running is kept (also when ZooKeeper was down), a decommissioned one comes back
     formatted, as a new bookie. New bookies run
     with journalFlushWhenQueueEmpty=true and flushEntrylogBytes=524288, BookKeeper's settings for low add latency
-    (--set overrides them).
+    (--set overrides them). --set is written into every bookie's configuration; a bookie already running keeps its
+    earlier value until it restarts (a warning names it).
     """
+    from shlex import quote
+
     from bkctl.sandbox.render import show
-    from bookie.local.sandbox import Sandbox
+    from bookie.local.sandbox import Sandbox, default_state_dir
     from bookie.local.zookeeper import zookeeper_classpath
 
     zookeeper_classpath()  # no ZooKeeper to run: one line saying where to get one, before anything is made
@@ -56,3 +59,8 @@ def start(
         for note in sandbox.notes:
             app.terminal.warn(note)
     show(app, sandbox.status())
+    if sandbox.dir != default_state_dir().absolute():
+        # the other commands look for the sandbox in BKCTL_SANDBOX_DIR (or the default directory), not in this one
+        app.terminal.note(
+            f"other bkctl commands use this sandbox with: export BKCTL_SANDBOX_DIR={quote(str(sandbox.dir))}"
+        )

@@ -45,9 +45,10 @@ async def _all(coroutines: Iterable[Awaitable[Any]]) -> None:
     tasks = [asyncio.ensure_future(c) for c in coroutines]
     try:
         await asyncio.gather(*tasks)
-    finally:
+    finally:  # ended before this returns, as wait_for_lac's polls: none fails later with no one to retrieve it
         for task in tasks:
             task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _InFlight:
@@ -322,6 +323,9 @@ class LedgerReader:
                     self.lac = max(self.lac, lac)
                     return self.lac
         finally:
+            # The polls end here, before this coroutine does: interrupted (the client then closes at once), a poll
+            # not yet cancelled would otherwise fail later of the closed connection, with no one to retrieve it.
             for task in polls:
                 task.cancel()
+            await asyncio.gather(*polls, return_exceptions=True)
         return self.lac

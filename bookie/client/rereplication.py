@@ -6,13 +6,16 @@ For every ledger with the bookie in a segment: an OPEN ledger whose last segment
 closed) first; then, for each segment holding it, the entries it had to hold (write-set rule) are read from the
 surviving replicas — each streaming its own stripe, digests checked — and written with RECOVERY_ADD, as framed, to
 a replacement chosen by the placement policy; then the segment is swapped by a CAS on the metadata. One failing
-ledger does not stop the run. Re-running continues where it stopped: fixed segments no longer name the bookie.
+ledger does not stop the run. Re-running continues where it stopped: fixed segments no longer name the bookie, and
+an interrupted fragment's segment is split after what its replacement acknowledged (``_keep_copied``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -50,6 +53,9 @@ class RecoverReport:
     recovered: list[int] = field(default_factory=list)
     skipped_open: list[int] = field(default_factory=list)
     failed: dict[int, str] = field(default_factory=dict)
+    # interrupted: ledger -> the entry its fragment's copy stopped at; the entries before it were kept (the segment
+    # split there), so that a rerun copies from that entry on
+    kept_until: dict[int, int] = field(default_factory=dict)
     fragments: int = 0
     entries: int = 0
     bytes: int = 0
@@ -79,6 +85,7 @@ class _Acks:
 
     def __init__(self) -> None:
         self.outstanding = 0
+        self.acked: set[int] = set()
         self.errors: list[str] = []
         self.drained = asyncio.Event()
         self.drained.set()
@@ -90,6 +97,8 @@ class _Acks:
     def added(self, token: EntryToken, index: int, status: int, bookie: BookieClient) -> None:
         if status != EOK:
             self.errors.append(f"entry {token.entry_id} on {bookie.bookie_id}: status {status}")
+        else:
+            self.acked.add(token.entry_id)
         self.outstanding -= 1
         if self.outstanding == 0:
             self.drained.set()
@@ -127,6 +136,10 @@ class BookieRecovery:
         self.limit = RateLimit(rate)
         self.progress = progress
         self._writable: tuple[float, list[RegisteredBookie]] | None = None
+        self.report = RecoverReport()  # of the run under way: what an interrupted run had done
+        self.settled = threading.Event()  # set when no fragment is being copied (an interrupted one has split)
+        self.settled.set()
+        self._copying = 0
 
     async def _writable_bookies(self) -> list[RegisteredBookie]:
         """The writable bookies, listed again at most every ``WRITABLE_TTL`` seconds (not once per fragment)."""
@@ -142,7 +155,7 @@ class BookieRecovery:
 
     async def run(self, ledgers: list[tuple[int, LedgerMetadata]]) -> RecoverReport:
         """Recover the ledgers, ``LEDGERS_AT_ONCE`` at a time (a ledger's own segments one after another)."""
-        report = RecoverReport(ledgers=[lid for lid, _ in ledgers])
+        report = self.report = RecoverReport(ledgers=[lid for lid, _ in ledgers])
         started = time.monotonic()
         window = asyncio.Semaphore(LEDGERS_AT_ONCE)
 
@@ -183,9 +196,22 @@ class BookieRecovery:
         segment = md.segments[index]
         target = replacement(await self._writable_bookies(), list(segment.bookies), position, self.lost)
         first, last = segment.first_entry_id, md.segment_end(index, md.last_entry_id)
-        needed = set(entries_of_bookie(position, first, last, md.ensemble_size, md.write_quorum_size))
-        if needed:
-            await self._copy(ledger_id, md, segment, position, needed, target, password, report)
+        wanted = list(entries_of_bookie(position, first, last, md.ensemble_size, md.write_quorum_size))
+        if wanted:
+            acks = _Acks()
+            self._copying += 1
+            self.settled.clear()
+            try:
+                await self._copy(ledger_id, md, segment, position, set(wanted), target, password, report, acks)
+            except asyncio.CancelledError:
+                self._keep_copied(
+                    ledger_id, index, position, segment.bookies[position], target, wanted, acks.acked, report
+                )
+                raise
+            finally:
+                self._copying -= 1
+                if not self._copying:
+                    self.settled.set()
         report.fragments += 1
         self.progress("fragments", 1)
         return await asyncio.to_thread(self._swap, ledger_id, index, segment.bookies[position], position, target)
@@ -200,10 +226,10 @@ class BookieRecovery:
         target: str,
         password: bytes,
         report: RecoverReport,
+        acks: _Acks,
     ) -> None:
         digester = Digester(md.digest_type or self.core.config.digest_type, password)
         key = master_key(password)
-        acks = _Acks()
         destination = self.core.bookie(target)
         first, last = min(needed), max(needed)
 
@@ -262,6 +288,55 @@ class BookieRecovery:
             raise BKError(f"entries {sorted(needed)[:10]} have no readable replica left: not recoverable")
         if acks.errors:
             raise BKError(f"writing to {target} failed: {acks.errors[0]}")
+
+    def _keep_copied(
+        self,
+        ledger_id: int,
+        index: int,
+        position: int,
+        lost: str,
+        target: str,
+        wanted: list[int],
+        acked: set[int],
+        report: RecoverReport,
+    ) -> None:
+        """An interrupted copy keeps what the target acknowledged: the segment is split before the first wanted
+        entry not acknowledged, the part before it names the target. A split segment is plain BookKeeper metadata
+        (one more ensemble, the same bookies but one); write sets depend on entry ids only, so both parts hold what
+        the whole did. Blocking, on purpose: one metadata write, which the interruption must not cut in two."""
+        stop = next((e for e in wanted if e not in acked), None)
+        if stop is None:  # all of it acknowledged: the fragment is done
+            with contextlib.suppress(BKError, OSError):
+                self._swap(ledger_id, index, lost, position, target)
+            return
+        if stop == wanted[0]:
+            return  # nothing acknowledged: nothing to keep
+        while True:
+            try:
+                md, version = self.core.ledgers.read(ledger_id)
+            except (BKError, OSError):
+                return
+            segment = md.segments[index] if index < len(md.segments) else None
+            if segment is None or segment.bookies[position] != lost:
+                return  # changed meanwhile (another recovery, the auditor): nothing of ours to keep
+            if not segment.first_entry_id < stop <= md.segment_end(index, md.last_entry_id):
+                return
+            bookies = list(segment.bookies)
+            bookies[position] = target
+            segments = list(md.segments)
+            segments[index : index + 1] = [
+                Segment(segment.first_entry_id, tuple(bookies)),
+                Segment(stop, segment.bookies),
+            ]
+            try:
+                self.core.ledgers.write(ledger_id, md.with_changes(segments=tuple(segments)), version)
+            except MetadataVersionConflict:
+                continue
+            except (BKError, OSError):
+                return
+            log.info("ledger %d: entries before %d copied to %s, in place of %s", ledger_id, stop, target, lost)
+            report.kept_until[ledger_id] = stop
+            return
 
     def _swap(self, ledger_id: int, index: int, lost: str, position: int, target: str) -> LedgerMetadata:
         """CAS the segment: the target takes the lost bookie's place (retried over concurrent changes)."""

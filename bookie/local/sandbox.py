@@ -89,12 +89,16 @@ class SandboxState:
     def local_bookies(self) -> list[LocalBookie]:
         return [LocalBookie(**b) for b in self.bookies]
 
-    def to_status(self, registered: dict[str, str] | None = None) -> dict:
-        """The ``sandbox status -o json`` document; ``registered`` maps bookie ids to writable/readonly."""
+    def to_status(self, registered: dict[str, str] | None = None, zookeeper_down: bool = False) -> dict:
+        """The ``sandbox status -o json`` document; ``registered`` maps bookie ids to writable/readonly. With
+        ``zookeeper_down`` a live bookie is ``running``: registered or not, nobody can tell."""
         registered = registered or {}
         bookies = []
         for bookie in self.local_bookies():
-            state = "stopped" if not bookie.running() else registered.get(bookie.bookie_id, "starting")
+            if not bookie.running():
+                state = "stopped"
+            else:
+                state = "running" if zookeeper_down else registered.get(bookie.bookie_id, "starting")
             bookies.append(
                 {
                     "bookieId": bookie.bookie_id,
@@ -195,13 +199,16 @@ class Sandbox:
 
     def running(self) -> SandboxState | None:
         """The state of the running sandbox, or None when its ZooKeeper is not running."""
+        state = self._loaded_with_zookeeper()
+        return state if state is not None and state.zk_pid else None
+
+    def _loaded_with_zookeeper(self) -> SandboxState | None:
+        """The state, ``zk_pid`` set to its live ZooKeeper or None."""
         state = self.load()
-        if state is None:
-            return None
-        if not state.zk_running():  # perhaps running with its pid lost: found by its command line
+        if state is not None and not state.zk_running():  # perhaps running with its pid lost: found by its command line
             found = process.find(state.zookeeper.marker)
             state.zk_pid = found[0] if found else None
-        return state if state.zk_pid else None
+        return state
 
     def require_running(self) -> SandboxState:
         state = self.running()
@@ -310,11 +317,21 @@ class Sandbox:
             )
             taken |= {bookie.port, bookie.metrics_port, bookie.admin_port, bookie.http_port}
             local.append(bookie)
+        kept = {}  # running bookies whose configuration changes: they read it at their next start only
         for bookie in local:
+            changed = sorted(k for k, v in settings.items() if bookie.settings.get(k) != v)
+            if bookie.pid and changed:
+                kept[bookie.bookie_id] = changed
             if settings:
                 bookie.settings.update(settings)
             bookie.write_conf(state.service_uri)  # a running one reads it at its next start
             _private_if_secure(state, bookie)
+        if kept:
+            keys = ", ".join(sorted({k for changed in kept.values() for k in changed}))
+            self.notes.append(
+                f"bookies {', '.join(kept)} run on with their earlier {keys}: the new values apply when each "
+                "restarts (`bkctl sandbox stop-bookie N`, then `start-bookie N`)"
+            )
         state.bookies = [b.to_dict() for b in local]
         self.save(state)
         for bookie in local:
@@ -393,9 +410,19 @@ class Sandbox:
         return client_settings(self.dir)
 
     def status(self) -> dict:
+        """The ``sandbox status`` document. :class:`NotFound` when nothing of the sandbox runs; with its ZooKeeper
+        down and bookies (or autorecovery) up, the document has ``zookeeper.pid`` null and the bookies' states
+        ``running`` (whether they are registered is not known without ZooKeeper)."""
         from bookie.meta.registration import BookieRegistry
 
-        state = self.require_running()
+        state = self._loaded_with_zookeeper()
+        if state is None:
+            raise NotFound(f"no sandbox is running in {self.dir}")
+        if state.zk_pid is None:
+            doc = state.to_status(zookeeper_down=True)
+            if not any(b["pid"] for b in doc["bookies"]) and doc["autorecovery"] is None:
+                raise NotFound(f"no sandbox is running in {self.dir}")
+            return doc
         with self._store(state) as store:
             registered = {b.bookie_id: b.state for b in BookieRegistry(store).list(writable=True, readonly=True)}
         return state.to_status(registered)

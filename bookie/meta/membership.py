@@ -89,3 +89,20 @@ def missing_bookies(
             )
         )
     return missing
+
+
+def unknown_bookies(
+    store: MetadataStore, bookie_ids: Iterable[str], registered: Iterable[str] | None = None
+) -> set[str]:
+    """Of ``bookie_ids``, those the cluster has never heard of: not registered, no cookie, and named by no ledger's
+    ensemble. The ledgers are read only for ids neither registered nor with a cookie, and only until all of them are
+    found."""
+    if registered is None:
+        registered = [b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)]
+    unknown = set(bookie_ids) - set(registered) - set(CookieStore(store).list())
+    if unknown:
+        for _, md in LedgerManager(store).iter_ledgers(on_corrupt=lambda exc: None):
+            unknown -= {b for segment in md.segments for b in segment.bookies}
+            if not unknown:
+                break
+    return unknown

@@ -128,8 +128,12 @@ def test_bench_write_and_read_report_their_numbers(bkctl, uri):
         assert result.exit_code == 0, result.stderr
         doc = json.loads(result.stdout)
         assert doc["entries"] == 3000 and doc["entriesPerSec"] > 0
-        assert set(doc) == {"entries", "seconds", "entriesPerSec", "mbPerSec", "latencyMs", "cpuSeconds"}
+        window = {"latencyWindow"} if verb == "read" else set()
+        assert set(doc) == {"entries", "seconds", "entriesPerSec", "mbPerSec", "latencyMs", "cpuSeconds", *window}
         assert 0 < doc["cpuSeconds"] < 10 * doc["seconds"]  # this process's CPU over the timed phase
+        assert 0 < doc["latencyMs"]["p50"] <= doc["latencyMs"]["max"]
+    # a read of fewer entries than a window of 4096: the time per tenth of the ledger
+    assert doc["latencyWindow"] == 300
     rated = json.loads(bkctl("-u", uri, "bench", "write", "--time", "1", "--rate", "500", "-o", "json").stdout)
     assert 300 <= rated["entries"] <= 600  # offered at 500/s for one second
     assert bkctl("-u", uri, "ledger", "list").stdout == ""  # bench ledgers are deleted

@@ -31,6 +31,7 @@ def one_line_not_found(result, name):
     [
         ["bookie", "decommission", "127.0.0.1:9999", "--yes"],
         ["bookie", "recover", "9.9.9.9:3181", "--dry-run"],
+        ["bookie", "recover", "9.9.9.9:3181", "--query"],
         ["bookie", "recover", f"{GONE},9.9.9.9:3181", "--yes"],
         ["cluster", "check-impact", "--bookie", "nope:1"],
     ],
@@ -42,9 +43,12 @@ def test_an_unknown_bookie_is_not_found(bkctl, service_uri, named, args):
     )
 
 
-def test_a_query_about_an_unknown_bookie_answers_none(bkctl, service_uri, named):
-    result = bkctl("-u", service_uri, "bookie", "recover", "9.9.9.9:3181", "--query")
-    assert (result.exit_code, result.stderr) == (0, "no ledger names 9.9.9.9:3181\n")
+def test_a_query_about_a_known_bookie_no_ledger_names_answers_none(bkctl, service_uri, named):
+    CookieStore(named).write(
+        Cookie(bookie_id="127.0.0.1:4000", journal_dirs=("/j",), ledger_dirs=("/l",), instance_id="x")
+    )
+    result = bkctl("-u", service_uri, "bookie", "recover", "127.0.0.1:4000", "--query")
+    assert (result.exit_code, result.stderr) == (0, "no ledger names 127.0.0.1:4000\n")
 
 
 def test_a_gone_bookie_named_by_a_ledger_or_a_cookie_is_accepted(bkctl, service_uri, named):

@@ -204,6 +204,18 @@ def test_start_after_zookeeper_was_killed_adopts_the_bookies(shared_sandbox):
     os.kill(before["zookeeper"]["pid"], signal.SIGKILL)
     wait_for(lambda: not pid_alive(before["zookeeper"]["pid"]), what="ZooKeeper gone")
 
+    # Not "no sandbox is running": the sandbox, ZooKeeper down, its bookies up; exit 6 (unreachable)
+    status = bkctl("sandbox", "status", "-o", "json", env_dir=shared_sandbox)
+    assert status.returncode == 6 and status.stderr == (
+        f"error: the ZooKeeper of the sandbox in {shared_sandbox} is not running, the rest of it is: "
+        "`bkctl sandbox start` starts it\n"
+    )
+    down = json.loads(status.stdout)
+    assert down["zookeeper"]["pid"] is None
+    assert [(b["state"], b["pid"]) for b in down["bookies"]] == [("running", b["pid"]) for b in before["bookies"]]
+    table = bkctl("sandbox", "status", env_dir=shared_sandbox)
+    assert table.returncode == 6 and f"{before['zookeeper']['address']} (not running)" in table.stdout
+
     started = bkctl("sandbox", "start", "--bookies", "2", env_dir=shared_sandbox)
     assert started.returncode == 0, started.stderr
     after = assert_running_once(shared_sandbox, 2)  # no duplicate bookie, no pid lost
@@ -238,6 +250,33 @@ def test_start_after_decommission_brings_the_bookie_back_new(shared_sandbox):
     status = assert_running_once(shared_sandbox, 2)
     with MetadataStore(parse_service_uri(status["serviceUri"])) as store:
         assert CookieStore(store).read(bookie["bookieId"])  # a new cookie, in ZooKeeper again
+
+
+def test_set_on_a_running_bookie_says_it_keeps_its_value(shared_sandbox):
+    running = assert_running_once(shared_sandbox, 2)["bookies"][0]
+    assert bkctl("sandbox", "stop-bookie", "2", env_dir=shared_sandbox).returncode == 0
+
+    started = bkctl("sandbox", "start", "--bookies", "2", "--set", "journalMaxGroupWaitMSec=2", env_dir=shared_sandbox)
+    assert started.returncode == 0, started.stderr
+    assert started.stderr == (
+        f"warning: bookies {running['bookieId']} run on with their earlier journalMaxGroupWaitMSec: the new values "
+        "apply when each restarts (`bkctl sandbox stop-bookie N`, then `start-bookie N`)\n"
+    )
+    assert_running_once(shared_sandbox, 2)
+    for bookie in json.loads((shared_sandbox / "sandbox.json").read_text())["bookies"]:
+        assert "journalMaxGroupWaitMSec=2" in (Path(bookie["directory"]) / "bk_server.conf").read_text()
+
+
+def test_a_sandbox_in_another_dir_is_found_by_bkctl_sandbox_dir(sandbox_dir, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    started = bkctl("sandbox", "start", "--no-init", "--dir", str(sandbox_dir), env_dir=elsewhere)
+    assert started.returncode == 0, started.stderr
+    assert started.stderr == f"other bkctl commands use this sandbox with: export BKCTL_SANDBOX_DIR={sandbox_dir}\n"
+    lost = bkctl("cluster", "info", env_dir=elsewhere)
+    assert lost.returncode == 6 and lost.stderr.count("\n") == 1
+    assert f"no sandbox running in {elsewhere}" in lost.stderr and "set BKCTL_SANDBOX_DIR=D" in lost.stderr
+    found = bkctl("sandbox", "status", env_dir=sandbox_dir)
+    assert found.returncode == 0, found.stderr
 
 
 def test_stop_twice_says_nothing_to_do(sandbox_dir):
