@@ -13,7 +13,7 @@ check and the deletion, and a ledger being re-replicated is left for a later loo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from bookie.errors import CorruptData, NoSuchLedger
 from bookie.meta.ledger_manager import LedgerManager
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 def remove_over_replicated(
-    store: MetadataStore, bookie_id: str, local: list[int], forget: Callable[[int], None], where: str = ""
+    store: MetadataStore, bookie_id: str, local: Iterable[int], forget: Callable[[int], None], where: str = ""
 ) -> list[int]:
     """Forget, with ``forget``, those of the ``local`` ledgers that ``bookie_id`` no longer owns; return their ids.
     ``where``: the ledger directory of the collector asking, for the log (DbLedgerStorage has one per directory).

@@ -18,6 +18,7 @@ gives up leaves the disk no fuller than it found it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -57,9 +58,10 @@ class Compactable(Protocol):
     def update_entry_locations(self, moved: list[tuple[int, int, int, int]]) -> None: ...
 
 
-# Given the local ledger ids and a function that forgets one of them, forget the over-replicated ones (the ledgers
-# whose ensembles no longer name this bookie) and return their ids; the bookie's is bookie/server/overreplication.py.
-RemoveOverReplicated = Callable[[list[int], Callable[[int], None]], list[int]]
+# Given the local ledger ids (they run out early when the collector stops) and a function that forgets one of them,
+# forget the over-replicated ones (the ledgers whose ensembles no longer name this bookie) and return their ids; the
+# bookie's is bookie/server/overreplication.py.
+RemoveOverReplicated = Callable[[Iterable[int], Callable[[int], None]], list[int]]
 
 
 class GcStats(Protocol):
@@ -408,7 +410,9 @@ class GarbageCollector:
         if (time.time() - self.last_overreplicated_check) * 1000 <= wait_ms:
             return set()
         log.info("gc%s: looking for over-replicated ledgers among %d", self._in(), len(local))
-        removed = set(self.over_replicated(local, self.storage.delete_ledger))
+        # a metadata read per ledger: a bookie stopping must not wait for the rest
+        until_stopped = itertools.takewhile(lambda _: not self._stop.is_set(), local)
+        removed = set(self.over_replicated(until_stopped, self.storage.delete_ledger))
         self.last_overreplicated_check = time.time()
         return removed
 

@@ -141,12 +141,15 @@ class OverReplicated:
         self.elsewhere, self.looks, self.fail = elsewhere, [], False
 
     def __call__(self, local, forget):
-        self.looks.append(sorted(local))
+        seen, gone = [], []
+        self.looks.append(seen)
         if self.fail:
             raise ServiceUnavailable("ZooKeeper unreachable")
-        gone = [ledger_id for ledger_id in local if ledger_id in self.elsewhere]
-        for ledger_id in gone:
-            forget(ledger_id)
+        for ledger_id in local:
+            seen.append(ledger_id)
+            if ledger_id in self.elsewhere:
+                forget(ledger_id)
+                gone.append(ledger_id)
         return gone
 
 
@@ -180,6 +183,22 @@ def test_over_replicated_ledgers_stay_when_the_wait_is_zero_or_less(storage):
         gc.last_overreplicated_check -= 10 * 86400
         assert gc.run().ledgers_deleted == 0 and remove.looks == []
     assert storage.ledger_ids() == [1, 2]
+
+
+def test_a_look_for_over_replicated_ledgers_ends_when_the_collector_stops(storage):
+    fill_log(storage, {1: 5, 2: 5}, {})
+    fill_log(storage, {3: 1}, {})
+    gc, remove = over_replicated_collector(storage, {1, 2, 3}, overreplicated_wait_ms=1000)
+    gc.last_overreplicated_check -= 2
+    forget = storage.delete_ledger
+
+    def stopping(ledger_id):  # the bookie is asked to stop while its collector forgets ledger 1
+        forget(ledger_id)
+        gc.stop()
+
+    storage.delete_ledger = stopping
+    gc.run()
+    assert remove.looks == [[1]] and storage.ledger_ids() == [2, 3]
 
 
 def test_a_failed_look_for_over_replicated_ledgers_is_made_again_at_the_next_run(storage):
