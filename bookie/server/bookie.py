@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from dataclasses import replace
+from functools import partial
 from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ from bookie.server.cookie_check import check_cookies, write_cookies
 from bookie.server.handlers import BookieHandlers
 from bookie.server.metrics import BookieStats
 from bookie.server.network import BookieNetwork
+from bookie.server.overreplication import remove_over_replicated
 from bookie.server.wire import WireServer
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import LedgerDirs
@@ -164,7 +166,16 @@ class BookieServer:
         storage.disk_errors.on_failed = self._disks_failed
         log.info("bookie %s: storage ready (%d journal records replayed)", self.bookie_id, replayed)
         self.collectors = GarbageCollectors(
-            [GarbageCollector(unit, config.gc(), self._live_ledgers, where) for unit, where in storage.gc_units()]
+            [
+                GarbageCollector(
+                    unit,
+                    config.gc(),
+                    self._live_ledgers,
+                    where,
+                    partial(remove_over_replicated, self._metadata(), self.bookie_id, where=where),
+                )
+                for unit, where in storage.gc_units()
+            ]
         )
         db_dirs = storage.dirs if isinstance(storage, DbLedgerStorage) else None
         self.stats.watch_gc(self.collectors, db_dirs)

@@ -142,6 +142,7 @@ class BookieConfig:
     majorCompactionThreshold: float = 0.8
     majorCompactionInterval: int = 86400
     compactionRate: int = 1000
+    gcOverreplicatedLedgerWaitTime: int = 86400000  # ms; <= 0: never (bookie/server/overreplication.py)
     zkTimeout: int = 10000
     zkEnableSecurity: bool = False  # ZooKeeper ACLs and credentials: bookie.meta.security
     ledgerStorageClass: str = "org.apache.bookkeeper.bookie.SortedLedgerStorage"
@@ -269,6 +270,7 @@ class BookieConfig:
             major_threshold=self.majorCompactionThreshold,
             major_interval_s=self.majorCompactionInterval,
             compaction_rate=self.compactionRate,
+            overreplicated_wait_ms=self.gcOverreplicatedLedgerWaitTime,
         )
 
     @property

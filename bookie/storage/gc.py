@@ -1,10 +1,12 @@
 """Garbage collection and compaction (BookKeeper: bookie/GarbageCollectorThread.java).
 
-Each run: 1. ledger GC — forget the local ledgers the metadata store no longer has (drop their index files);
-2. entry log metadata — ``{totalSize, remainingSize, ledgerId -> bytes}`` of every sealed log, from its ledgers map
-or by scanning it; deleted ledgers are taken out, and a log left with none is deleted; 3. compaction — major when
-``majorCompactionInterval`` has passed (or forced), else minor: every log under the kind's usage threshold, emptiest
-first, has its live entries copied into a new entry log of their own (as BookKeeper's transactional compactor).
+Each run: 1. ledger GC — forget the local ledgers the metadata store no longer has (drop their index files), and,
+every ``gcOverreplicatedLedgerWaitTime``, those whose ensembles no longer name this bookie (over-replicated: see
+:data:`RemoveOverReplicated`); 2. entry log metadata — ``{totalSize, remainingSize, ledgerId -> bytes}`` of every
+sealed log, from its ledgers map or by scanning it; deleted ledgers are taken out, and a log left with none is
+deleted; 3. compaction — major when ``majorCompactionInterval`` has passed (or forced), else minor: every log under the
+kind's usage threshold, emptiest first, has its live entries copied into a new entry log of their own (as
+BookKeeper's transactional compactor).
 
 Compacting a log is crash-safe by its order: copy into the new log, seal it and fsync its directory (the copies and
 their log's name durable), repoint the index (only slots that still point at the old log) durably, and only then
@@ -16,6 +18,7 @@ gives up leaves the disk no fuller than it found it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -55,6 +58,12 @@ class Compactable(Protocol):
     def update_entry_locations(self, moved: list[tuple[int, int, int, int]]) -> None: ...
 
 
+# Given the local ledger ids (they run out early when the collector stops) and a function that forgets one of them,
+# forget the over-replicated ones (the ledgers whose ensembles no longer name this bookie) and return their ids; the
+# bookie's is bookie/server/overreplication.py.
+RemoveOverReplicated = Callable[[Iterable[int], Callable[[int], None]], list[int]]
+
+
 class GcStats(Protocol):
     """Told of each garbage collection run (the bookie's GarbageCollectorStats)."""
 
@@ -63,7 +72,8 @@ class GcStats(Protocol):
 
 @dataclass
 class GcConfig:
-    """BookKeeper's keys: gcWaitTime (ms), {minor,major}Compaction{Threshold,Interval (s)}, compactionRate."""
+    """BookKeeper's keys: gcWaitTime (ms), {minor,major}Compaction{Threshold,Interval (s)}, compactionRate,
+    gcOverreplicatedLedgerWaitTime (ms; <= 0 never looks for over-replicated ledgers, as BookKeeper)."""
 
     gc_wait_ms: int = 600_000
     minor_threshold: float = 0.2
@@ -71,6 +81,7 @@ class GcConfig:
     major_threshold: float = 0.8
     major_interval_s: float = 86400
     compaction_rate: int = 1000  # entries/s; <= 0 means unthrottled (our choice: BookKeeper has no such value)
+    overreplicated_wait_ms: int = 86_400_000
 
     def enabled(self, kind: str) -> bool:
         """A threshold or interval <= 0 disables that kind of compaction, forced runs included (as BookKeeper
@@ -240,7 +251,8 @@ class GcState:
 class GarbageCollector:
     """A GC thread over one ledger storage: InterleavedLedgerStorage's, or one directory of DbLedgerStorage's
     (``where`` names it in the log). ``live_ledgers(ids)`` answers which of the given ledger ids still exist in the
-    metadata store (None: no metadata store, no ledger GC)."""
+    metadata store (None: no metadata store, no ledger GC); ``over_replicated`` forgets the local ledgers this bookie
+    no longer owns, at the first run ``overreplicated_wait_ms`` after start-up or after its last look (None: never)."""
 
     def __init__(
         self,
@@ -248,8 +260,10 @@ class GarbageCollector:
         config: GcConfig,
         live_ledgers: Callable[[list[int]], set[int]] | None = None,
         where: str = "",
+        over_replicated: RemoveOverReplicated | None = None,
     ):
         self.storage = storage
+        self.over_replicated = over_replicated
         self.where = where
         self.config = config
         self.live_ledgers = live_ledgers
@@ -258,6 +272,7 @@ class GarbageCollector:
         self.logs: dict[int, EntryLogMetadata] = {}
         now = time.time()  # intervals count from start-up, as BookKeeper's
         self.state.last_compaction = {MAJOR: now, MINOR: now}
+        self.last_overreplicated_check = now
         self._wake = threading.Condition()
         self._forced: tuple[bool, bool] | None = None
         self._stop = threading.Event()
@@ -371,16 +386,35 @@ class GarbageCollector:
         return f" in {self.where}" if self.where else ""
 
     def _collect_ledgers(self) -> int:
+        """Forget the over-replicated ledgers when it is time to look for them, then the deleted ones; return how
+        many were forgotten (both count as deleted ledgers, as in BookKeeper's GarbageCollectorStats)."""
         local = self.storage.ledger_ids()
+        over = self._collect_over_replicated(local)
+        local = [ledger_id for ledger_id in local if ledger_id not in over]
         self.state.active_ledgers = len(local)
         if self.live_ledgers is None or not local:
-            return 0
+            return len(over)
         live = self.live_ledgers(local)
         dead = [ledger_id for ledger_id in local if ledger_id not in live]
         for ledger_id in dead:
             self.storage.delete_ledger(ledger_id)
         self.state.active_ledgers = len(local) - len(dead)
-        return len(dead)
+        return len(over) + len(dead)
+
+    def _collect_over_replicated(self, local: list[int]) -> set[int]:
+        """Every ``overreplicated_wait_ms`` (<= 0: never), counted from the end of the last look that completed: a
+        look that fails (ZooKeeper unreachable) fails the run and is tried again at the next."""
+        wait_ms = self.config.overreplicated_wait_ms
+        if self.over_replicated is None or wait_ms <= 0:
+            return set()
+        if (time.time() - self.last_overreplicated_check) * 1000 <= wait_ms:
+            return set()
+        log.info("gc%s: looking for over-replicated ledgers among %d", self._in(), len(local))
+        # a metadata read per ledger: a bookie stopping must not wait for the rest
+        until_stopped = itertools.takewhile(lambda _: not self._stop.is_set(), local)
+        removed = set(self.over_replicated(until_stopped, self.storage.delete_ledger))
+        self.last_overreplicated_check = time.time()
+        return removed
 
     def _remove_log(self, log_id: int) -> int:
         """Delete an entry log, return its size. A failure is counted (RECLAIM_FAILED_TO_DELETE) and fails the

@@ -95,6 +95,16 @@ def test_a_java_bookies_file_loads_and_names_what_it_sets_that_we_do_not_use(tmp
     assert config.unused_keys == ["journalAdaptiveGroupWrites", "numAddWorkerThreads"]
 
 
+def test_gc_overreplicated_ledger_wait_time_reaches_the_collectors(tmp_path):
+    """One day by default, as BookKeeper's; a Java bookie's file sets it without a warning."""
+    assert BookieConfig.load().gc().overreplicated_wait_ms == 86_400_000
+    path = tmp_path / "bk_server.conf"
+    path.write_text("gcOverreplicatedLedgerWaitTime=3600000\ngcOverreplicatedLedgerMaxConcurrentRequests=10\n")
+    config = BookieConfig.load(path)
+    assert config.gc().overreplicated_wait_ms == 3_600_000
+    assert config.unused_keys == ["gcOverreplicatedLedgerMaxConcurrentRequests"]  # read one ledger at a time
+
+
 @pytest.mark.parametrize(
     ("key", "value", "instead"),
     [

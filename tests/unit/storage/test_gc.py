@@ -5,6 +5,7 @@ import threading
 
 import pytest
 
+from bookie.errors import ServiceUnavailable
 from bookie.storage.entry_log import HEADER_SIZE, iter_records, list_log_ids, log_path
 from bookie.storage.gc import MAJOR, MINOR, GarbageCollector, GcConfig, Throttle
 from bookie.storage.interleaved import InterleavedLedgerStorage
@@ -130,6 +131,86 @@ def test_scheduled_runs_follow_the_intervals(half_and_tenth):
     assert gc.run().kind == MINOR
     gc.state.last_compaction[MAJOR] -= 86400
     assert gc.run().kind == MAJOR
+
+
+class OverReplicated:
+    """What the bookie gives its collector to forget the ledgers it no longer owns: here, those of ``elsewhere``;
+    ``fail`` makes a look fail as with ZooKeeper unreachable. Remembers what each look was given."""
+
+    def __init__(self, elsewhere: set[int]):
+        self.elsewhere, self.looks, self.fail = elsewhere, [], False
+
+    def __call__(self, local, forget):
+        seen, gone = [], []
+        self.looks.append(seen)
+        if self.fail:
+            raise ServiceUnavailable("ZooKeeper unreachable")
+        for ledger_id in local:
+            seen.append(ledger_id)
+            if ledger_id in self.elsewhere:
+                forget(ledger_id)
+                gone.append(ledger_id)
+        return gone
+
+
+def over_replicated_collector(storage, elsewhere: set[int], **config) -> tuple[GarbageCollector, OverReplicated]:
+    remove = OverReplicated(elsewhere)
+    return GarbageCollector(storage, GcConfig(**config), set, over_replicated=remove), remove
+
+
+def test_over_replicated_ledgers_go_once_the_wait_has_passed(storage):
+    next_entry = {}
+    fill_log(storage, {1: 10}, next_entry)  # log 0: ledger 1 only, which the bookie no longer owns
+    fill_log(storage, {1: 5, 2: 5}, next_entry)
+    fill_log(storage, {2: 1}, next_entry)
+    gc, remove = over_replicated_collector(storage, {1}, overreplicated_wait_ms=60_000)
+    assert gc.run().ledgers_deleted == 0 and remove.looks == []  # not a minute since start-up
+    gc.last_overreplicated_check -= 61
+    run = gc.run()
+    assert (run.ledgers_deleted, run.logs_deleted) == (1, 1) and remove.looks == [[1, 2]]
+    assert storage.ledger_ids() == [2] and 0 not in list_log_ids(storage.config.ledger_dir)
+    assert gc.state.ledgers_deleted == 1 and gc.state.active_ledgers == 1
+    assert [round(m.usage, 2) for m in gc.usage()] == [0.5]
+    assert_reads(storage, 2, 6)
+    assert gc.run().ledgers_deleted == 0 and len(remove.looks) == 1  # the next look is a minute away again
+
+
+def test_over_replicated_ledgers_stay_when_the_wait_is_zero_or_less(storage):
+    fill_log(storage, {1: 10}, {})
+    fill_log(storage, {2: 1}, {})
+    for wait in (0, -1):
+        gc, remove = over_replicated_collector(storage, {1}, overreplicated_wait_ms=wait)
+        gc.last_overreplicated_check -= 10 * 86400
+        assert gc.run().ledgers_deleted == 0 and remove.looks == []
+    assert storage.ledger_ids() == [1, 2]
+
+
+def test_a_look_for_over_replicated_ledgers_ends_when_the_collector_stops(storage):
+    fill_log(storage, {1: 5, 2: 5}, {})
+    fill_log(storage, {3: 1}, {})
+    gc, remove = over_replicated_collector(storage, {1, 2, 3}, overreplicated_wait_ms=1000)
+    gc.last_overreplicated_check -= 2
+    forget = storage.delete_ledger
+
+    def stopping(ledger_id):  # the bookie is asked to stop while its collector forgets ledger 1
+        forget(ledger_id)
+        gc.stop()
+
+    storage.delete_ledger = stopping
+    gc.run()
+    assert remove.looks == [[1]] and storage.ledger_ids() == [2, 3]
+
+
+def test_a_failed_look_for_over_replicated_ledgers_is_made_again_at_the_next_run(storage):
+    fill_log(storage, {1: 10}, {})
+    fill_log(storage, {2: 1}, {})
+    gc, remove = over_replicated_collector(storage, {1}, overreplicated_wait_ms=1000)
+    gc.last_overreplicated_check -= 2
+    remove.fail = True
+    assert gc.run().error == "ZooKeeper unreachable" and storage.ledger_ids() == [1, 2]
+    remove.fail = False
+    assert gc.run().ledgers_deleted == 1 and len(remove.looks) == 2
+    assert storage.ledger_ids() == [2]
 
 
 def test_compaction_rate_throttles_the_copy(storage):
