@@ -56,9 +56,10 @@ def storage_name(settings: dict[str, str]) -> str:
 
 
 class FaultCluster:
-    def __init__(self, directory: Path, bookies: int = 5, power: bool = False):
+    def __init__(self, directory: Path, bookies: int = 5, power: bool = False, settings: dict[str, str] | None = None):
         self.directory = Path(directory)
         self.power = power
+        self.settings = {**BOOKIE_SETTINGS, **(settings or {})}  # the bookies' (on top of power's, with power=True)
         self.disks: list[LossyMount] = []  # power: bookie i's disk
         self._log_read: dict[int, int] = {}  # bookie index -> how far logged_errors read its log
         self.zk = EmbeddedZooKeeper(self.directory / "zookeeper", free_port())
@@ -76,7 +77,7 @@ class FaultCluster:
             init_cluster(store)
             for index in range(self.size):
                 home = self.directory / f"bookie-{index + 1}"
-                settings = self._power_settings(index, home) if self.power else BOOKIE_SETTINGS
+                settings = {**self._power_settings(index, home), **self.settings} if self.power else self.settings
                 bookie = LocalBookie.create(index + 1, home, self.service_uri, settings)
                 self.bookies.append(bookie)
                 if self.power:
