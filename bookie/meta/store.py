@@ -76,6 +76,7 @@ class ZooKeeperClient(Protocol):
     def stop(self) -> None: ...
     def close(self) -> None: ...
     def add_listener(self, listener: Callable[[str], object]) -> None: ...  # called with a KazooState
+    def remove_listener(self, listener: Callable[[str], object]) -> None: ...
     def create(
         self, path: str, value: bytes = b"", *, ephemeral: bool = False, sequence: bool = False, makepath: bool = False
     ) -> str: ...  # the path created (with its sequence number)
@@ -87,6 +88,9 @@ class ZooKeeperClient(Protocol):
     def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat: ...
     def delete(self, path: str, version: int = -1, recursive: bool = False) -> object: ...
     def transaction(self) -> ZkTransaction: ...
+
+
+_SASL_REFUSED = "{what}: ZooKeeper refused the SASL login (wrong username or password?)"
 
 
 @contextlib.contextmanager
@@ -101,7 +105,7 @@ def zk_errors(what: str) -> Iterator[None]:
     except NoNodeError:
         raise NotFound(f"{what}: no such znode") from None
     except AuthFailedError:
-        raise Unauthorized(f"{what}: ZooKeeper refused the SASL login (wrong username or password?)") from None
+        raise Unauthorized(_SASL_REFUSED.format(what=what)) from None
     except NoAuthError:
         raise Unauthorized(
             f"{what}: ZooKeeper denied access (a secure cluster's znodes are its creator's: authenticate as that "
@@ -183,6 +187,7 @@ class MetadataStore:
         self.uri = uri
         self.root = uri.root
         self.security = security if security is not None else ZkSecurity.from_settings()
+        login = f"log in to ZooKeeper at {uri.zk_hosts} as {self.security.identity}"
         # Reconnect for as long as the session lives: kazoo ends its connection thread for good when this policy
         # gives up, which left a bookie (or the auditor) running but cut off after a short ZooKeeper outage.
         # The first connection is bounded by start(timeout) below, every later call by the handler (_BoundedHandler).
@@ -196,20 +201,27 @@ class MetadataStore:
             logger=KAZOO_LOG,
             **self.security.kazoo_options(),
         )
+        # kazoo calls the session connected, then logs in, then start() checks that it is still connected: a refusal
+        # answered in between (the session closed, LOST) reaches here as a time-out, and is told apart by this
+        states: list[str] = []
+        self.zk.add_listener(states.append)
         try:
             self.zk.start(timeout=connect_timeout)
         except KazooTimeoutError:
             self.zk.stop()
             self.zk.close()
+            if self.security.sasl is not None and states[:2] == [KazooState.CONNECTED, KazooState.LOST]:
+                raise Unauthorized(_SASL_REFUSED.format(what=login)) from None
             raise ServiceUnavailable(
                 f"cannot reach ZooKeeper at {uri.zk_hosts} (gave up after {connect_timeout:g} s)"
             ) from None
+        self.zk.remove_listener(states.append)
         self._closed = False
         if self.security.sasl is not None:
             # kazoo reports the session connected before its SASL login is answered: a refused login would surface
             # as the first request's failure, perhaps deep in a command; one round trip makes it this one's
             try:
-                with zk_errors(f"log in to ZooKeeper at {uri.zk_hosts} as {self.security.identity}"):
+                with zk_errors(login):
                     self.zk.exists("/")
             except BKError:
                 self.close()
