@@ -23,12 +23,13 @@ def run_bookie(config: BookieConfig) -> None:
     from bookie.server.network import BookieNetwork
 
     soft = daemon.raise_open_file_limit()
-    if "openFileLimit" in config.properties and config.openFileLimit > daemon.index_file_budget():
+    budget = daemon.index_file_budget()
+    if "openFileLimit" in config.properties and config.openFileLimit > budget:
         logging.getLogger("bookie.server").warning(
             "openFileLimit %d: this process may open %d files, so at most %d index files are kept open",
             config.openFileLimit,
             soft,
-            daemon.index_file_budget(),
+            budget,
         )
     for key in config.unused_keys:  # a Java bookie's bk_server.conf: say what it sets that this bookie ignores
         logging.getLogger("bookie.server.config").warning("%s is not used by this bookie: ignored", key)

@@ -268,11 +268,13 @@ class LedgerCache:
             self._open.move_to_end(key)
             return file
         self._open[key] = file
-        for other_key, other in list(self._open.items()):
-            if len(self._open) <= self.open_file_limit:
-                break
-            if other.pins or other_key == key:
-                continue  # in use without the lock (a checkpoint), or the one about to be
+        passed = 0  # from the front: no copy of up to open_file_limit entries on each page miss past the limit
+        while len(self._open) > self.open_file_limit and passed < len(self._open):
+            other_key, other = next(iter(self._open.items()))
+            if other.pins or other_key == key:  # in use without the lock (a checkpoint), or the one about to be
+                self._open.move_to_end(other_key)
+                passed += 1
+                continue
             del self._open[other_key]
             other.close()
         return file
