@@ -237,6 +237,7 @@ class GcState:
     logs_compacted: int = 0
     runs: int = 0
     last_run: GcRun | None = None
+    stalled: dict[int, str] = field(default_factory=dict)  # logId -> why its last compaction failed or made no progress
     # since start, as BookKeeper's GarbageCollectorStats count them
     reclaimed_by_deletion: int = 0  # sizes of the logs deleted for holding no live ledger
     reclaimed_by_compaction: int = 0  # of the logs compacted: their size less what was copied out
