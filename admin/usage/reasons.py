@@ -3,7 +3,7 @@ deleted ledger's bytes in the active log): each reason says what it holds, they 
 
 | reason                | bytes                                                                               |
 |-----------------------|-------------------------------------------------------------------------------------|
-| live                  | live ledgers' bytes, one reason per owner (``owner``: a Pulsar topic, cursor, schema) |
+| live                  | live ledgers' bytes, one reason per owner (``owner``: a Pulsar topic, cursor, schema; null) |
 | deleted-ledgers       | deleted in the metadata, not yet collected: the next GC run (``nextRun``) forgets them |
 | not-in-metadata       | ledgers neither the metadata nor the index has: dead bytes compaction has not taken   |
 | no-index              | ledgers the bookie owns whose entries its index lacks (entries with no index entry)   |
@@ -27,8 +27,6 @@ from admin.usage.reclaim import reclaimable
 if TYPE_CHECKING:
     from admin.usage.explain import Explanation
 
-NO_OWNER = "<none>"  # live ledgers that are not Pulsar's
-
 
 @dataclass(frozen=True)
 class Reason:
@@ -50,12 +48,13 @@ def reasons(explained: Explanation) -> list[Reason]:
     """Every reason that holds bytes, largest first within each kind of reason, in the order of the table above."""
     found: list[Reason] = []
     gc = explained.view.gc
-    owners: dict[str, int] = defaultdict(int)
+    owners: dict[str | None, int] = defaultdict(int)
     for usage in explained.ledgers.values():
         if usage.facts.state in LIVE and usage.held:
-            owners[usage.facts.owner or NO_OWNER] += usage.held
+            owners[usage.facts.owner] += usage.held
     for owner, size in sorted(owners.items(), key=lambda item: -item[1]):
-        found.append(Reason("live", size, f"live ledgers of {owner}", {"owner": owner}))
+        whose = f"of {owner}" if owner else "with no Pulsar owner"
+        found.append(Reason("live", size, f"live ledgers {whose}", {"owner": owner}))
 
     size, ids = _by_state(explained, State.DELETED)
     if size:
