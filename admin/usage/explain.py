@@ -3,53 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from admin.usage.expected import Expected, expected_on, names
-from admin.usage.ledgers import LIVE, LedgerFacts, State, facts
+from admin.usage.expected import expected_on, names
+from admin.usage.ledgers import LIVE, LedgerFacts, LedgerUsage, State, facts
+from admin.usage.logs import LogUsage, gc_logs
 from admin.usage.reasons import Reason, reasons
-from admin.usage.reclaim import GcLog, Reclaim, reclaimable
+from admin.usage.reclaim import Reclaim, reclaimable
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.storage.usage import KINDS, DirView, StorageView
-
-
-@dataclass
-class LedgerUsage:
-    """A ledger on the bookie: its state and owner, what the metadata says the bookie should hold of it (None: no
-    ensemble names the bookie) and the bytes its entry logs hold, log by log."""
-
-    facts: LedgerFacts
-    expected: Expected | None
-    logs: dict[int, int] = field(default_factory=dict)  # logId -> bytes
-
-    @property
-    def held(self) -> int:
-        return sum(self.logs.values())
-
-    @property
-    def live(self) -> bool:
-        return self.facts.state in LIVE
-
-
-@dataclass
-class LogUsage:
-    log_id: int
-    directory: str
-    size: int
-    ledgers: list[tuple[LedgerFacts, int]]  # every ledger it holds, with its bytes in it, largest first
-    age_s: float
-    active: bool
-    stalled: str
-    gc: GcLog  # as a GC run sees it
-
-    @property
-    def live(self) -> int:
-        """Bytes of the ledgers the bookie owns by the metadata and has in its index."""
-        return sum(size for ledger, size in self.ledgers if ledger.state in LIVE)
-
-    @property
-    def dead(self) -> int:
-        return self.size - self.live
 
 
 @dataclass
@@ -83,24 +45,6 @@ class Explanation:
     def reclaim(self) -> Reclaim:
         """At --threshold when given, else at the bookie's major threshold (the JSON's ``reclaimableBytes``)."""
         return self.at_threshold or self.major
-
-
-def gc_logs(view: StorageView, metadata: Mapping[int, LedgerMetadata]) -> dict[int, GcLog]:
-    """Each log as the next GC run sees it (admin/usage/reclaim.py): live ledgers are in the index and the
-    metadata."""
-    result = {}
-    for log in view.logs:
-        live = {lid: size for lid, size in log.ledgers.items() if lid in view.local_ledgers and lid in metadata}
-        result[log.log_id] = GcLog(
-            log.log_id,
-            log.size,
-            sum(log.ledgers.values()),
-            sum(live.values()),
-            len(live),
-            active=log.active,
-            stalled=bool(log.stalled),
-        )
-    return result
 
 
 def explain(
@@ -152,7 +96,7 @@ def explain(
     major = reclaimable(by_gc.values(), gc.major_threshold, gc.major_interval_s > 0)
     at = reclaimable(by_gc.values(), threshold) if threshold is not None else None
     explained = Explanation(bookie, view, ledgers, logs, minor, major, at, [])
-    explained.reasons = reasons(explained)
+    explained.reasons = reasons(ledgers, logs, gc)
     return explained
 
 

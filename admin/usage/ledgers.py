@@ -13,10 +13,10 @@ its owner (Pulsar's topic, cursor or schema, from the ledger's custom metadata, 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from admin.pulsar.ownership import owner_of
-from admin.usage.expected import names
+from admin.usage.expected import Expected, names
 from bookie.meta.ledger_metadata import LedgerMetadata
 
 
@@ -57,3 +57,21 @@ def owner_name(md: LedgerMetadata | None) -> str | None:
 
 def facts(ledger_id: int, md: LedgerMetadata | None, bookie_id: str, in_index: bool) -> LedgerFacts:
     return LedgerFacts(ledger_id, state_of(md, bookie_id, in_index), owner_name(md))
+
+
+@dataclass
+class LedgerUsage:
+    """A ledger on the bookie: its state and owner, what the metadata says the bookie should hold of it (None: no
+    ensemble names the bookie) and the bytes its entry logs hold, log by log."""
+
+    facts: LedgerFacts
+    expected: Expected | None
+    logs: dict[int, int] = field(default_factory=dict)  # logId -> bytes
+
+    @property
+    def held(self) -> int:
+        return sum(self.logs.values())
+
+    @property
+    def live(self) -> bool:
+        return self.facts.state in LIVE

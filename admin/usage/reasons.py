@@ -18,14 +18,14 @@ deleted ledger's bytes in the active log): each reason says what it holds, they 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from admin.usage.ledgers import LIVE, State
+from admin.usage.ledgers import LIVE, LedgerUsage, State
+from admin.usage.logs import LogUsage
 from admin.usage.reclaim import reclaimable
-
-if TYPE_CHECKING:
-    from admin.usage.explain import Explanation
+from bookie.storage.usage import GcView
 
 
 @dataclass(frozen=True)
@@ -39,24 +39,23 @@ class Reason:
         return {"reason": self.reason, "bytes": self.bytes, "detail": self.detail, **self.extra}
 
 
-def _by_state(explained: Explanation, state: State) -> tuple[int, list[int]]:
-    found = [u for u in explained.ledgers.values() if u.facts.state == state and u.held]
+def _by_state(ledgers: Mapping[int, LedgerUsage], state: State) -> tuple[int, list[int]]:
+    found = [u for u in ledgers.values() if u.facts.state == state and u.held]
     return sum(u.held for u in found), [u.facts.ledger_id for u in found]
 
 
-def reasons(explained: Explanation) -> list[Reason]:
-    """Every reason that holds bytes, largest first within each kind of reason, in the order of the table above."""
+def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView) -> list[Reason]:
+    """Every reason that holds bytes, in the order of the table above (live ones largest first)."""
     found: list[Reason] = []
-    gc = explained.view.gc
     owners: dict[str | None, int] = defaultdict(int)
-    for usage in explained.ledgers.values():
+    for usage in ledgers.values():
         if usage.facts.state in LIVE and usage.held:
             owners[usage.facts.owner] += usage.held
     for owner, size in sorted(owners.items(), key=lambda item: -item[1]):
         whose = f"of {owner}" if owner else "with no Pulsar owner"
         found.append(Reason("live", size, f"live ledgers {whose}", {"owner": owner}))
 
-    size, ids = _by_state(explained, State.DELETED)
+    size, ids = _by_state(ledgers, State.DELETED)
     if size:
         when = (
             f"the next GC run (at {gc.next_run:.0f}, epoch seconds) forgets them"
@@ -76,10 +75,10 @@ def reasons(explained: Explanation) -> list[Reason]:
         (State.NOT_IN_METADATA, "ledgers in no metadata and no index: dead bytes compaction has not taken yet"),
         (State.NO_INDEX, "ledgers the bookie owns whose entries its index does not have"),
     ):
-        size, ids = _by_state(explained, state)
+        size, ids = _by_state(ledgers, state)
         if size:
             found.append(Reason(str(state), size, f"{len(ids)} {detail}", {"ledgers": ids}))
-    size, ids = _by_state(explained, State.NOT_OWNED)
+    size, ids = _by_state(ledgers, State.NOT_OWNED)
     if size:
         wait = gc.overreplicated_wait_ms
         when = (
@@ -96,7 +95,7 @@ def reasons(explained: Explanation) -> list[Reason]:
             )
         )
 
-    sealed = [log for log in explained.logs if not log.active]
+    sealed = [log for log in logs if not log.active]
     above = [log for log in sealed if log.gc.live_ledgers and log.gc.usage >= gc.major_threshold and log.dead]
     if above:
         found.append(
@@ -118,7 +117,7 @@ def reasons(explained: Explanation) -> list[Reason]:
                     {"logId": log.log_id, "error": log.stalled},
                 )
             )
-    for log in explained.logs:
+    for log in logs:
         if log.active and log.dead:
             found.append(
                 Reason(
@@ -132,8 +131,8 @@ def reasons(explained: Explanation) -> list[Reason]:
         ("major", gc.major_threshold, gc.major_interval_s),
         ("minor", gc.minor_threshold, gc.minor_interval_s),
     ):
-        would = reclaimable([log.gc for log in explained.logs], threshold)  # were it running
-        compacting = would.reclaimed - sum(log.size for log in explained.logs if log.log_id in would.deleted)
+        would = reclaimable([log.gc for log in logs], threshold)  # were it running
+        compacting = would.reclaimed - sum(log.size for log in logs if log.log_id in would.deleted)
         if kind in gc.suspended:
             found.append(
                 Reason(
