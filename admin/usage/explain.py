@@ -134,7 +134,7 @@ def log_doc(log: LogUsage) -> dict:
 
 
 def document(explained: Explanation, logs: int | None = None) -> dict:
-    """The ``-o json`` document of one bookie (docs/operations.md describes it); ``logs``: only the largest N."""
+    """The ``-o json`` document of one bookie (docs/bookie.md describes it); ``logs``: only the largest N."""
     view = explained.view
     return {
         "bookieId": explained.bookie_id,
@@ -162,7 +162,7 @@ def document(explained: Explanation, logs: int | None = None) -> dict:
 
 def ledger_detail(explained: Explanation, ledger_id: int) -> dict:
     """``--ledger L``: which logs hold the ledger and how many bytes, its state and owner, its expected share, and
-    what keeps each of its logs (the reasons that name them)."""
+    what keeps its bytes in each log."""
     usage = explained.ledgers.get(ledger_id)
     by_log = {log.log_id: log for log in explained.logs}
     facts_ = usage.facts if usage else LedgerFacts(ledger_id, State.NOT_IN_METADATA, None)

@@ -1,13 +1,13 @@
 """Each ledger a bookie holds or should hold: its state on that bookie, by the metadata and the bookie's index, and
 its owner (Pulsar's topic, cursor or schema, from the ledger's custom metadata, as ``pulsar owners`` reads it).
 
-| state           | metadata                       | the bookie's index | its bytes                                 |
-|-----------------|--------------------------------|--------------------|-------------------------------------------|
-| open, closed    | names the bookie               | has it             | live                                      |
-| no-index        | names the bookie               | has not            | dead: compaction drops them               |
-| not-owned       | exists, names the bookie no more | has it           | freed after gcOverreplicatedLedgerWaitTime |
-| deleted         | absent                         | has it             | the next GC run forgets it                |
-| not-in-metadata | absent                         | has not            | dead: compaction drops them               |
+| state           | metadata                    | the bookie's index | its bytes                                  |
+|-----------------|-----------------------------|--------------------|--------------------------------------------|
+| open, closed    | names the bookie            | has it             | live                                       |
+| no-index        | names the bookie            | has not            | dead: compaction drops them                |
+| not-owned       | exists, names it no more    | either             | freed after gcOverreplicatedLedgerWaitTime |
+| deleted         | absent                      | has it             | the next GC run forgets it                 |
+| not-in-metadata | absent                      | has not            | dead: compaction drops them                |
 """
 
 from __future__ import annotations
@@ -71,7 +71,3 @@ class LedgerUsage:
     @property
     def held(self) -> int:
         return sum(self.logs.values())
-
-    @property
-    def live(self) -> bool:
-        return self.facts.state in LIVE

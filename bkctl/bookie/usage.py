@@ -64,13 +64,14 @@ def usage(app, bookie_ids, all_bookies, offline, journal_dirs, ledger_dirs, inde
 
     dirs = (journal_dirs, ledger_dirs, index_dirs)
     views = _views(app, bookie_ids, all_bookies, offline or any(dirs), dirs, ledger_id)
-    for bookie_id, _, error in views:
+    for _, _, error in views:
         if error is not None:
-            app.terminal.warn(f"{bookie_id}: {error}")
+            app.terminal.warn(str(error))
     found = [(bookie_id, view) for bookie_id, view, error in views if error is None]
-    held = {lid for _, view in found for log in view.logs for lid in log.ledgers} | {
-        lid for _, view in found for lid in view.local_ledgers
-    }
+    if not found:  # every bookie failed: its warning is the whole answer
+        exit_for_errors(error for _, _, error in views)
+    held = {lid for _, view in found for log in view.logs for lid in log.ledgers}
+    held |= {lid for _, view in found for lid in view.local_ledgers}
     metadata = ledgers_naming(
         app.metadata, [view.bookie_id or b for b, view in found], held, lambda exc: app.terminal.warn(str(exc))
     )
@@ -82,9 +83,13 @@ def usage(app, bookie_ids, all_bookies, offline, journal_dirs, ledger_dirs, inde
         docs = [document(e, top) for e in explained]
 
     def render() -> None:
-        for e, doc in zip(explained, docs, strict=True):
-            show_ledger(app, doc) if ledger_id is not None else show_usage(app, e, top)
+        for i, (e, doc) in enumerate(zip(explained, docs, strict=True)):
+            if i:
+                app.terminal.line()
+            if ledger_id is not None:
+                show_ledger(app, doc)
+            else:
+                show_usage(app, e, top)
 
-    if docs:
-        app.terminal.document(docs if len(bookie_ids) > 1 or all_bookies else docs[0], render)
+    app.terminal.document(docs if len(bookie_ids) > 1 or all_bookies else docs[0], render)
     exit_for_errors(error for _, _, error in views)
