@@ -112,6 +112,15 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl bookie gc-status --all", "running or not, entry-log usage, space reclaimed"),
         (f"bkctl bookie gc-status {BOOKIE} -o json", "every entry log's usage"),
     ],
+    "bookie usage": [
+        (f"bkctl bookie usage {BOOKIE}", "where its disk space goes, what compaction would free, why it is held"),
+        (f"bkctl bookie usage {BOOKIE} --threshold 0.5 --logs 20", "also at usage 0.5; the 20 largest entry logs"),
+        (f"bkctl bookie usage {BOOKIE} --ledger 42", "which entry logs hold ledger 42 and what keeps them"),
+        (
+            f"bkctl -c /etc/bookkeeper/bk_server.conf bookie usage {BOOKIE} --offline -o json",
+            "from the bookie's directories (a Java bookie's too), one JSON document",
+        ),
+    ],
     "bookie info": [
         ("bkctl bookie info --all", "disk capacity and free space of every bookie"),
         (f"bkctl bookie info {BOOKIE} -o json", "one bookie, for a script"),
@@ -362,6 +371,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl ledger list", "every ledger id"),
         ("bkctl ledger list --meta -o json", "with state, quorums, last entry and length"),
         ("bkctl ledger list --owner", "with each ledger's Pulsar owner, and whether Pulsar still references it"),
+        (f"bkctl ledger list --bookie {BOOKIE}", "the ledgers naming it, with their entries and bytes on it"),
     ],
     "ledger metadata": [
         ("bkctl ledger metadata 42", "ensembles, quorums, state, custom metadata"),

@@ -19,6 +19,7 @@ from bkctl.bookie.rebuild_index import rebuild_index
 from bkctl.bookie.recover import recover
 from bkctl.bookie.replace_in_ledgers import replace_in_ledgers
 from bkctl.bookie.run import run
+from bkctl.bookie.usage import usage
 
 
 @click.group()
@@ -34,6 +35,7 @@ bookie.add_command(recover)
 bookie.add_command(decommission)
 bookie.add_command(gc)
 bookie.add_command(gc_status)
+bookie.add_command(usage)
 bookie.add_command(metrics)
 bookie.add_command(compaction)
 bookie.add_command(check_db_index)
