@@ -112,6 +112,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl bookie gc-status --all", "running or not, entry-log usage, space reclaimed"),
         (f"bkctl bookie gc-status {BOOKIE} -o json", "every entry log's usage"),
     ],
+    "cluster usage": [
+        ("bkctl cluster usage", "every bookie: held, expected, the gap by cause, reclaimable, and a bar each"),
+        ("bkctl cluster usage --threshold 0.5 -o json", "one summary per bookie for a script, reclaimable at 0.5"),
+    ],
     "bookie usage": [
         (f"bkctl bookie usage {BOOKIE}", "where its disk space goes, what compaction would free, why it is held"),
         (f"bkctl bookie usage {BOOKIE} --threshold 0.5 --logs 20", "also at usage 0.5; the 20 largest entry logs"),
