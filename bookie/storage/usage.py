@@ -106,16 +106,18 @@ def entry_ranges(locations: Iterable[tuple[int, int]]) -> list[EntryRange]:
     return ranges
 
 
-def _log_view(path: Path, log_id: int, active: bool, stalled: str = "") -> LogView | None:
-    """A log's size, mtime and ledgers map (scanned when it has none); None when it went meanwhile."""
+def _log_view(path: Path, log_id: int, active: bool, stalled: str = "") -> tuple[LogView, bool] | None:
+    """A log's size, mtime and ledgers map (scanned when it has none), and whether it is sealed (has its map); None
+    when it went meanwhile."""
     try:
         st = path.stat()
         ledgers = read_ledgers_map(path)
+        sealed = ledgers is not None
         if ledgers is None:
             ledgers = rebuild_ledgers_map(path)
     except FileNotFoundError:  # deleted by garbage collection while we looked
         return None
-    return LogView(log_id, str(path.parents[1]), st.st_size, ledgers, active, st.st_mtime, stalled)
+    return LogView(log_id, str(path.parents[1]), st.st_size, ledgers, active, st.st_mtime, stalled), sealed
 
 
 def _kind_of(relative: Path) -> str:
@@ -241,18 +243,28 @@ def _storage_on_disk(config: BookieConfig) -> str:
 def _logs_in(ledger_dirs: Iterable[Path]) -> list[LogView]:
     """The entry logs of one id space (log ids unique across these directories)."""
     paths = {log_id: log_path(d, log_id) for d in reversed(list(ledger_dirs)) for log_id in list_log_ids(d)}
-    logs = [view for log_id, path in sorted(paths.items()) if (view := _log_view(path, log_id, False))]
-    _mark_current(logs)
-    return logs
+    read = [found for log_id, path in sorted(paths.items()) if (found := _log_view(path, log_id, False))]
+    unsealed = []  # the unsealed logs after the last sealed one, the highest id first
+    for view, sealed in reversed(read):
+        if sealed:
+            break
+        unsealed.append(view)
+    _mark_current(unsealed)
+    return [view for view, _ in read]
 
 
-def _mark_current(logs: list[LogView]) -> None:
-    for view in reversed(logs):
-        if read_ledgers_map(Path(view.directory) / "current" / f"{view.log_id:x}.log") is not None:
-            return  # sealed: no log before it is written any more
-        view.active = True
-        if view.ledgers:
-            return
+def _mark_current(unsealed: list[LogView]) -> None:
+    """The current log among the unsealed logs after the last sealed one (highest id first): the highest holding
+    entries, unless a log without any was written after it (a bookie restarted since: its new current log, which
+    it created at start, and the one before it left unsealed by the stop); the logs after it are current too (created
+    in advance: BookKeeper's entryLogPreAllocationEnabled)."""
+    holding = [view for view in unsealed if view.ledgers]
+    current = holding[0] if holding else None
+    newer = [view for view in unsealed if not view.ledgers and (current is None or view.modified > current.modified)]
+    if newer:
+        current = max(newer, key=lambda view: (view.modified, view.log_id))
+    for view in unsealed:
+        view.active = current is not None and view.log_id >= current.log_id
 
 
 def _cookie(directory: Path) -> Cookie | None:
@@ -379,6 +391,7 @@ def view_of_bookie(bookie: RunningBookie) -> StorageView:
         with logger.lock:
             current_id, current = logger.current_id, dict(logger.ledger_sizes)
             position = logger.position
+        sealed = set(logger.sealed_log_ids())
         for log_id in logger.log_ids():
             try:
                 path = logger.log_path(log_id)
@@ -390,8 +403,8 @@ def view_of_bookie(bookie: RunningBookie) -> StorageView:
                 except FileNotFoundError:
                     continue
                 logs.append(LogView(log_id, str(path.parents[1]), position, current, True, modified))
-            elif view := _log_view(path, log_id, log_id not in logger.sealed_log_ids(), stalled.get(log_id, "")):
-                logs.append(view)
+            elif found := _log_view(path, log_id, log_id not in sealed, stalled.get(log_id, "")):
+                logs.append(found[0])
     config = bookie.config
     dirs = [(bookie.ledger_dirs, config.ledger_dirs), (bookie.index_dirs, config.index_dirs)]
 

@@ -5,8 +5,6 @@ entries are; and not a byte of the directories changed by reading them."""
 import os
 from pathlib import Path
 
-import pytest
-
 from bookie.codec.storage_view import from_message, to_message
 from bookie.server.config import BookieConfig
 from bookie.storage.db.storage import DbLedgerStorage
@@ -112,13 +110,17 @@ def test_a_java_bookie_keeps_no_rocksdict_file_after_reading(open_db, config, tm
     assert tree(tmp_path) == before
 
 
-@pytest.mark.parametrize("count", [0, 1])
-def test_a_log_without_entries_above_the_current_one_is_current_too(open_storage, config, count):
-    """A pre-allocated next log (BookKeeper's entryLogPreAllocationEnabled): created, no entry yet."""
+def test_the_current_log_is_the_last_written_of_the_unsealed_ones(open_storage, config):
+    """Log 2 has entries and no map. A log 3 without entries, older than log 2, is one created in advance (BookKeeper's
+    entryLogPreAllocationEnabled): current too. Newer, it is the log a bookie created when it restarted, after its
+    stop left log 2 unsealed: only log 3 is current."""
     storage = open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
     fill(storage)
     ledger_dir = config.ledger_dirs[0]
-    for i in range(count):
-        log_path(ledger_dir, 3 + i).write_bytes(b"")
-    view = view_of_dirs(offline_config(config))
-    assert [log.log_id for log in view.logs if log.active] == [2, *range(3, 3 + count)]
+    written = log_path(ledger_dir, 2).stat().st_mtime
+    assert [log.log_id for log in view_of_dirs(offline_config(config)).logs if log.active] == [2]
+    log_path(ledger_dir, 3).write_bytes(b"")
+    os.utime(log_path(ledger_dir, 3), (written - 10, written - 10))
+    assert [log.log_id for log in view_of_dirs(offline_config(config)).logs if log.active] == [2, 3]
+    os.utime(log_path(ledger_dir, 3), (written + 10, written + 10))
+    assert [log.log_id for log in view_of_dirs(offline_config(config)).logs if log.active] == [3]
