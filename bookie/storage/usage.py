@@ -254,15 +254,26 @@ def _logs_in(ledger_dirs: Iterable[Path]) -> list[LogView]:
 
 
 def _mark_current(unsealed: list[LogView]) -> None:
-    """The current log among the unsealed logs after the last sealed one (highest id first): the highest holding
-    entries, unless a log without any was written after it (a bookie restarted since: its new current log, which
-    it created at start, and the one before it left unsealed by the stop); the logs after it are current too (created
-    in advance: BookKeeper's entryLogPreAllocationEnabled)."""
-    holding = [view for view in unsealed if view.ledgers]
-    current = holding[0] if holding else None
-    newer = [view for view in unsealed if not view.ledgers and (current is None or view.modified > current.modified)]
-    if newer:
-        current = max(newer, key=lambda view: (view.modified, view.log_id))
+    """The current log among the unsealed logs after the last sealed one (highest id first), and the logs after it.
+
+    BookKeeper creates the next log in advance (entryLogPreAllocationEnabled) and keeps a new log's header in its
+    write buffer: two empty files (0 bytes) are the current log and the next; one, the next after the highest log
+    written. Our bookie writes a log's header when it creates it, and creates none in advance: a log without entries
+    written after the highest one holding entries is the current log of a bookie restarted since (the stop left the
+    one before unsealed), else the highest holding entries is current."""
+    empty = [view for view in unsealed if view.size == 0]
+    written = [view for view in unsealed if view.size > 0]
+    current: LogView | None
+    if len(empty) >= 2 or (empty and not written):
+        current = empty[-1]
+    elif empty:
+        current = written[0]
+    else:
+        holding = [view for view in written if view.ledgers]
+        current = holding[0] if holding else None
+        newer = [view for view in written if not view.ledgers and (current is None or view.modified > current.modified)]
+        if newer:
+            current = max(newer, key=lambda view: (view.modified, view.log_id))
     for view in unsealed:
         view.active = current is not None and view.log_id >= current.log_id
 

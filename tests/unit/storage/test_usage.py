@@ -8,7 +8,7 @@ from pathlib import Path
 from bookie.codec.storage_view import from_message, to_message
 from bookie.server.config import BookieConfig
 from bookie.storage.db.storage import DbLedgerStorage
-from bookie.storage.entry_log import HEADER_SIZE, list_log_ids, log_path, read_ledgers_map
+from bookie.storage.entry_log import HEADER, HEADER_SIZE, MAGIC, VERSION, list_log_ids, log_path, read_ledgers_map
 from bookie.storage.usage import EntryRange, entry_ranges, ledger_locations, view_of_dirs
 
 from support.storage import add, records
@@ -111,16 +111,26 @@ def test_a_java_bookie_keeps_no_rocksdict_file_after_reading(open_db, config, tm
 
 
 def test_the_current_log_is_the_last_written_of_the_unsealed_ones(open_storage, config):
-    """Log 2 has entries and no map. A log 3 without entries, older than log 2, is one created in advance (BookKeeper's
-    entryLogPreAllocationEnabled): current too. Newer, it is the log a bookie created when it restarted, after its
+    """Log 2 has entries and no map. A log 3 of 0 bytes is BookKeeper's next log, created in advance with its header
+    not yet written (entryLogPreAllocationEnabled): current too; two such logs are its current log and the next. A
+    log 3 with a header and no entry, written after log 2, is the one a bookie created when it restarted, after its
     stop left log 2 unsealed: only log 3 is current."""
     storage = open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
     fill(storage)
     ledger_dir = config.ledger_dirs[0]
-    written = log_path(ledger_dir, 2).stat().st_mtime
-    assert [log.log_id for log in view_of_dirs(offline_config(config)).logs if log.active] == [2]
+
+    def current() -> list[int]:
+        return [log.log_id for log in view_of_dirs(offline_config(config)).logs if log.active]
+
+    assert current() == [2]
     log_path(ledger_dir, 3).write_bytes(b"")
-    os.utime(log_path(ledger_dir, 3), (written - 10, written - 10))
-    assert [log.log_id for log in view_of_dirs(offline_config(config)).logs if log.active] == [2, 3]
+    assert current() == [2, 3]
+    log_path(ledger_dir, 4).write_bytes(b"")
+    assert current() == [3, 4]
+    log_path(ledger_dir, 4).unlink()
+    log_path(ledger_dir, 3).write_bytes(HEADER.pack(MAGIC, VERSION, 0, 0).ljust(HEADER_SIZE, b"\0"))
+    written = log_path(ledger_dir, 2).stat().st_mtime
     os.utime(log_path(ledger_dir, 3), (written + 10, written + 10))
-    assert [log.log_id for log in view_of_dirs(offline_config(config)).logs if log.active] == [3]
+    assert current() == [3]
+    os.utime(log_path(ledger_dir, 3), (written - 10, written - 10))
+    assert current() == [2, 3]
