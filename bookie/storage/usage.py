@@ -186,9 +186,9 @@ def _gc_view(config: GcConfig) -> GcView:
 
 def view_of_dirs(config: BookieConfig) -> StorageView:
     """The storage in a bookie's directories (its configuration's), read without writing, creating or locking
-    anything in them: a running bookie, ours or Java's, may be reading them too. The current log is the highest
-    unsealed one of its id space (the whole bookie; a DbLedgerStorage directory) and, when that one holds no entry yet
-    (pre-allocated or just created), the unsealed one before it too."""
+    anything in them: a running bookie, ours or Java's, may be writing them meanwhile. Logs are numbered across
+    all ledger directories (interleaved) or in each (DbLedgerStorage); the current one is told from the files
+    (:func:`_mark_current`)."""
     storage = _storage_on_disk(config)
     logs: list[LogView] = []
     if storage == "db":
@@ -413,6 +413,7 @@ def view_of_bookie(bookie: RunningBookie) -> StorageView:
                     modified = path.stat().st_mtime
                 except FileNotFoundError:
                     continue
+                # its size: what was appended to it, the write buffer's bytes too, as its ledger sizes count them
                 logs.append(LogView(log_id, str(path.parents[1]), position, current, True, modified))
             elif found := _log_view(path, log_id, log_id not in sealed, stalled.get(log_id, "")):
                 logs.append(found[0])
