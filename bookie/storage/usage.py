@@ -76,7 +76,7 @@ class RunningBookie(Protocol):
 
 
 # Counting each ledger's entries reads its whole index (8 bytes an entry); past this many entries in a bookie's
-# indexes the counts are left out (-1) and only the ledger ids are given.
+# indexes (slots of its index files; RocksDB's estimate of its locations) the counts are left out (-1).
 COUNT_LIMIT = 2_000_000
 GC_KINDS = (MAJOR, MINOR)
 __all__ = [
@@ -452,15 +452,15 @@ def ledger_locations_of_bookie(bookie: RunningBookie, ledger_id: int) -> list[En
 
 
 def _running_local_ledgers(storage: LedgerStorage, index_dirs: Iterable[Path], db: bool) -> dict[int, int]:
+    """DbLedgerStorage: from its indexes and write caches (RocksDB reads take no lock of the bookie's). Interleaved:
+    from the index files as of the last checkpoint, read apart from the ledger cache, whose lock every add takes
+    (-1: a ledger created since, with no index file yet)."""
     ids = storage.ledger_ids()
-    if db:
-        assert isinstance(storage, DbLedgerStorage)
-        entries = sum(single.locations.db.count() for single in storage.dirs)
-    else:
-        entries = sum(
-            max(0, _size(p) - HEADER_SIZE) // 8 for d in index_dirs for p in Path(d).glob("current/*/*/*.idx")
-        )
-    if entries > COUNT_LIMIT:
+    if not db:
+        on_disk = _index_file_ledgers(index_dirs)
+        return {ledger_id: on_disk.get(ledger_id, -1) for ledger_id in ids}
+    assert isinstance(storage, DbLedgerStorage)
+    if sum(single.locations.db.count() for single in storage.dirs) > COUNT_LIMIT:
         return dict.fromkeys(ids, -1)
     counts = {}
     for ledger_id in ids:

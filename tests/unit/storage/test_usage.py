@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bookie.codec.storage_view import from_message, to_message
 from bookie.server.config import BookieConfig
+from bookie.storage import usage
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.entry_log import HEADER, HEADER_SIZE, MAGIC, VERSION, list_log_ids, log_path, read_ledgers_map
 from bookie.storage.usage import EntryRange, entry_ranges, ledger_locations, view_of_dirs
@@ -134,3 +135,13 @@ def test_the_current_log_is_the_last_written_of_the_unsealed_ones(open_storage, 
     assert current() == [3]
     os.utime(log_path(ledger_dir, 3), (written - 10, written - 10))
     assert current() == [2, 3]
+
+
+def test_past_the_count_limit_ledgers_are_listed_without_counts(open_each_storage, config, monkeypatch):
+    """Counting reads every index entry: a bookie with more than COUNT_LIMIT of them gets its ledger ids only (21
+    locations; index files of a page, 1,024 slots, each)."""
+    fill(open_each_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD))
+    monkeypatch.setattr(usage, "COUNT_LIMIT", 20)
+    assert view_of_dirs(offline_config(config)).local_ledgers == {1: -1, 2: -1, 3: -1}
+    monkeypatch.setattr(usage, "COUNT_LIMIT", 3 * 1024)
+    assert view_of_dirs(offline_config(config)).local_ledgers == {1: 5, 2: 6, 3: 10}
