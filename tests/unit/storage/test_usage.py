@@ -145,3 +145,18 @@ def test_past_the_count_limit_ledgers_are_listed_without_counts(open_each_storag
     assert view_of_dirs(offline_config(config)).local_ledgers == {1: -1, 2: -1, 3: -1}
     monkeypatch.setattr(usage, "COUNT_LIMIT", 3 * 1024)
     assert view_of_dirs(offline_config(config)).local_ledgers == {1: 5, 2: 6, 3: 10}
+
+
+def test_each_db_directory_numbers_its_own_logs(open_db, config, tmp_path):
+    """DbLedgerStorage over two directories: ledger L in directory L mod 2, each with its own 0.log, current."""
+    dirs = (tmp_path / "a", tmp_path / "b")
+    fill(open_db(ledger_dirs=dirs, index_dirs=dirs))
+    view = view_of_dirs(offline_config(config))
+    assert [(log.directory, log.log_id, set(log.ledgers), log.active) for log in view.logs] == [
+        (str(dirs[0]), 0, {2}, True),
+        (str(dirs[1]), 0, {1, 3}, True),
+    ]
+    kinds = [(str(dirs[0]), "ledger"), (str(dirs[1]), "ledger"), (str(config.journal_dirs[0]), "journal")]
+    assert [(d.path, d.kind) for d in view.dirs] == kinds
+    assert view.local_ledgers == {1: 5, 2: 6, 3: 10}
+    assert ledger_locations(offline_config(config), 2) == [EntryRange(0, 5, 0)]
