@@ -19,7 +19,7 @@ class LogView:
 
     log_id: int
     directory: str  # the ledger directory holding it
-    size: int  # bytes of the file
+    size: int  # bytes of the file (a running bookie's current log: appended so far, its write buffer's too)
     ledgers: dict[int, int]  # ledgerId -> bytes of its entries in the log, every ledger the log holds (dead or not)
     active: bool = False  # the log being written (the current one): never compacted while it is
     modified: float = 0.0  # the file's mtime, epoch seconds
