@@ -1,5 +1,6 @@
 """Admin operations over a set of bookies (``bkctl bookie gc|gc-status|compaction|readonly``): each bookie's result
-or its error, so that one dead bookie (or a Java one without our admin service) never hides the others' results."""
+or its error, so that one dead bookie (or a Java one without our admin service) never hides the others' results; and
+one bookie's storage usage."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bookie.client.admin_client import BookieAdmin, GcRun, admin_client
+from bookie.codec.storage_view import StorageView
 from bookie.errors import BKError, OperationTimeout, ServiceUnavailable
 from bookie.meta.registration import RegisteredBookie
 from bookie.tls import TlsSettings
@@ -90,4 +92,14 @@ def wait_for_gc(
     return [finished[o.bookie_id] for o in triggered if o.bookie_id in finished]
 
 
-__all__ = ["GcRun", "Outcome", "fan_out", "wait_for_gc"]
+def storage_usage(
+    bookie: RegisteredBookie, ledger_id: int | None = None, timeout: float = 30.0, tls: TlsSettings | None = None
+) -> StorageView:
+    """What a running bookie of ours says its disks hold, through its admin service (with ``ledger_id``, also where
+    that ledger's entries are). A Java bookie, or ours without bkctlAdminPort, cannot say: StorageUsageMissing (its
+    directories are read on its host, bookie/storage/usage.py's ``view_of_dirs``)."""
+    with admin_client(bookie, "storage usage", timeout, tls) as admin:
+        return admin.storage_usage(ledger_id)
+
+
+__all__ = ["GcRun", "Outcome", "StorageView", "fan_out", "storage_usage", "wait_for_gc"]

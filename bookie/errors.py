@@ -123,6 +123,18 @@ class MetricsAddressMissing(AdminServiceMissing):
         )
 
 
+class StorageUsageMissing(AdminServiceMissing):
+    """A bookie reached over BookKeeper's HTTP admin API, which does not say what its disks hold."""
+
+    def __init__(self, bookie_id: str):
+        self.bookie_id, self.operation = bookie_id, "storage usage"
+        BKError.__init__(
+            self,
+            f"bookie {bookie_id} serves no bkctl admin service (bkctlAdminPort), and BookKeeper's HTTP admin API "
+            "does not say what its disks hold: read its directories on its host instead",
+        )
+
+
 class NotFound(BKError):
     """A named thing (bookie, cookie, marker, sandbox) does not exist."""
 

@@ -1,4 +1,4 @@
-"""Typed admin operations on one bookie: read-only mode, garbage collection, compaction.
+"""Typed admin operations on one bookie: read-only mode, garbage collection, compaction, storage usage.
 
 :func:`admin_client` picks the transport from the bookie's registration: our gRPC admin service where it publishes
 the "bkctl-admin" endpoint (ours), else BookKeeper's HTTP admin API where it publishes "httpserver" (a Java bookie
@@ -23,6 +23,7 @@ from bookie.client.bookie_admin import (
 )
 from bookie.client.channel import BookieChannel
 from bookie.client.http_admin_client import HttpBookieAdminClient
+from bookie.codec.storage_view import StorageView, from_message
 from bookie.errors import AdminServiceMissing, Unauthorized
 from bookie.meta.registration import RegisteredBookie
 from bookie.tls import TlsSettings
@@ -84,6 +85,11 @@ class BookieAdminClient:
     def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus:
         request = pb.SetCompactionSuspendedRequest(suspended=suspended, major=major, minor=minor)
         return GcStatus.of(self._call("SetCompactionSuspended", request, "compaction"))
+
+    def storage_usage(self, ledger_id: int | None = None) -> StorageView:
+        """What the bookie's disks hold (and, with ``ledger_id``, where that ledger's entries are)."""
+        request = pb.StorageUsageRequest() if ledger_id is None else pb.StorageUsageRequest(ledgerId=ledger_id)
+        return from_message(self._call("GetStorageUsage", request, "storage usage"))
 
 
 def admin_client(

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Self
 
+from bookie.codec.storage_view import StorageView
+
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
@@ -155,3 +157,5 @@ class BookieAdmin(Protocol):
     def gc_status(self) -> GcStatus: ...
 
     def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus: ...
+
+    def storage_usage(self, ledger_id: int | None = None) -> StorageView: ...

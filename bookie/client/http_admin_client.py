@@ -2,7 +2,7 @@
 (``httpServerEnabled=true``): what bkctl uses on an Apache BookKeeper bookie, and on ours when our gRPC admin port is
 closed. Paths and bodies: BookKeeper 4.17.4's ``server/http/service/*.java`` (bookie/server/http/ serves
 the same). What that API does not report (GC run ids and results, entry-log usage, whether a kind is enabled) is
-None in the answers.
+None in the answers; what the bookie's disks hold it does not tell at all (:class:`StorageUsageMissing`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 from bookie.client.bookie_admin import BookieState, GcStatus, GcTrigger
 from bookie.client.http_request import Unreachable, read_body
-from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, Unauthorized
+from bookie.codec.storage_view import StorageView
+from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, StorageUsageMissing, Unauthorized
 from bookie.tls import TlsSettings, read_material, ssl_context
 
 
@@ -107,3 +108,6 @@ class HttpBookieAdminClient:
             {f"{verb}Major": major or both, f"{verb}Minor": minor or both},
         )
         return self.gc_status()
+
+    def storage_usage(self, ledger_id: int | None = None) -> StorageView:
+        raise StorageUsageMissing(self.bookie_id)

@@ -1,5 +1,5 @@
 """The BookieAdmin gRPC service: operator controls — read-only mode, forced garbage collection and compaction,
-their status, and suspending compaction (BookKeeper: bookie/GarbageCollectorThread.java)."""
+their status, suspending compaction (BookKeeper: bookie/GarbageCollectorThread.java) — and what its disks hold."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Any
 
 from bookie._proto import bookie_admin_pb2 as pb
 from bookie._proto import bookie_admin_pb2_grpc as pb_grpc
+from bookie.codec.storage_view import StorageView, to_message
 from bookie.storage.gc import MAJOR, MINOR, GcRun
+from bookie.storage.usage import ledger_locations_of_bookie, view_of_bookie
 
 
 def _run_result(run: GcRun) -> pb.GcRunResult:
@@ -105,3 +107,16 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):  # type: ignore[misc]  #
         kinds = [kind for kind, asked in ((MAJOR, request.major), (MINOR, request.minor)) if asked]
         self.bookie.collectors.suspend(kinds or [MAJOR, MINOR], request.suspended)
         return await self._gc_status()
+
+    # ---- storage usage ----
+    async def GetStorageUsage(self, request: pb.StorageUsageRequest, context: Any) -> pb.StorageUsageResponse:
+        """Read on a thread of its own: ledgers maps, unsealed logs and indexes are on disk, and the event loop
+        serves the bookie's clients meanwhile."""
+        ledger_id = request.ledgerId if request.HasField("ledgerId") else None
+        return to_message(await asyncio.to_thread(self._storage_usage, ledger_id))
+
+    def _storage_usage(self, ledger_id: int | None) -> StorageView:
+        view = view_of_bookie(self.bookie)
+        if ledger_id is not None:
+            view.ledger_ranges = ledger_locations_of_bookie(self.bookie, ledger_id)
+        return view

@@ -225,6 +225,23 @@ def test_bkctl_with_an_admin_role_administers_over_grpc_and_https(cluster, pki, 
         assert gc.exit_code == 0, gc.output
 
 
+def test_what_a_bookies_disks_hold_is_read_by_an_admin_role_only(cluster, pki):
+    """It names the bookie's ledgers and directories: not for every client, unlike its state or GC status."""
+    from admin.bookie_admin import storage_usage
+    from bookie.errors import Unauthorized
+    from bookie.meta.registration import BookieRegistry
+    from bookie.tls import TlsSettings, client_settings
+
+    registered = BookieRegistry(cluster.store).get(cluster.bookies[0].bookie_id)
+
+    def role(name: str) -> TlsSettings:
+        return client_settings(str(pki / "ca.pem"), str(pki / f"{name}.pem"), str(pki / f"{name}-key.pem"))
+
+    with pytest.raises(Unauthorized, match="role 'client' may not run admin operations"):
+        storage_usage(registered, tls=role("client"))
+    assert storage_usage(registered, tls=role("admin")).bookie_id == registered.bookie_id
+
+
 def test_https_requires_a_client_certificate(cluster, pki):
     import urllib.error
     import urllib.request
