@@ -189,6 +189,7 @@ def ledger_detail(explained: Explanation, ledger_id: int) -> dict:
         "localEntries": explained.view.local_ledgers.get(ledger_id),
         "heldBytes": usage.held if usage else 0,
         "logs": logs,
+        "entries": [{"first": r.first, "last": r.last, "logId": r.log_id} for r in explained.view.ledger_ranges],
     }
 
 

@@ -106,3 +106,12 @@ def show_ledger(app, doc: dict) -> None:
                 for d in doc["logs"]
             ],
         )
+    if doc["entries"]:
+        app.terminal.line()
+        app.terminal.table(
+            ["ENTRIES", "LOG"],
+            [
+                [f"{r['first']}-{r['last']}" if r["last"] > r["first"] else r["first"], f"{r['logId']:x}"]
+                for r in doc["entries"]
+            ],
+        )

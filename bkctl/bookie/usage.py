@@ -16,7 +16,7 @@ def _views(app, bookie_ids, all_bookies, offline: bool, dirs: tuple, ledger_id: 
             raise InvalidArgument("offline, name the one BOOKIE whose directories these are")
         config = bookie_config(app, *dirs)
         require_ledger_dirs(config)
-        return [(bookie_ids[0], offline_view(config.storage(), config.gc(), bookie_ids[0]), None)]
+        return [(bookie_ids[0], offline_view(config, bookie_ids[0], ledger_id), None)]
     from admin.bookie_admin import fan_out
     from admin.usage.sources import running_view
     from bkctl.bookie._targets import target_bookies

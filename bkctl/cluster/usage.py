@@ -5,7 +5,7 @@ from bkctl.pulsar.common import min_age_option, pulsar_zk_option
 
 BAR_WIDTH = 40
 # the bar's parts, left to right: (what, colour, character)
-PARTS = (("expected", "green", "█"), ("reclaimable", "yellow", "▓"), ("held", "red", "░"))
+PARTS = (("expected", "green", "█"), ("reclaimable", "yellow", "▓"), ("held, not reclaimable", "red", "░"))
 
 
 def bar_parts(used: int, expected: int, reclaimable: int, scale: int, width: int = BAR_WIDTH) -> list[int]:
@@ -41,7 +41,9 @@ def _chart(app, bookies) -> None:
         console.print(line)
     legend = Text(" " * (name_width + 1))
     for what, colour, char in PARTS:
-        legend.append(f"{char} {what}  ", style=colour)
+        legend.append(f"{char} {what}", style=colour)
+        legend.append("  ")
+    legend.rstrip()
     console.print(legend)
 
 
@@ -141,7 +143,7 @@ def usage(app, threshold, top, pulsar, pulsar_zk, min_age):
         rows.append(
             [
                 "total",
-                None,
+                "",
                 size(summary["entryLogBytes"]),
                 size(summary["expectedBytes"]),
                 size(summary["gapBytes"]),

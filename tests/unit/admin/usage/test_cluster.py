@@ -7,7 +7,7 @@ from admin.usage.explain import explain
 from bkctl.cluster.usage import bar_parts
 from bookie.storage.usage import LogView, StorageView
 
-from .test_explain import METADATA, ME, gc, md, view
+from .test_explain import ME, METADATA, gc, md, view
 
 
 def test_the_gap_is_split_by_the_states_of_the_ledgers_holding_it():

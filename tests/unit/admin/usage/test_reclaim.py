@@ -9,6 +9,7 @@ from admin.usage.explain import explain
 from admin.usage.reclaim import GcLog, new_log_size, reclaimable
 from admin.usage.sources import offline_view
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
+from bookie.server.config import BookieConfig
 from bookie.storage.entry_log import HEADER_SIZE, list_log_ids, log_path
 from bookie.storage.gc import GarbageCollector, GcConfig
 
@@ -41,11 +42,19 @@ def storage(open_storage):
 
 
 def view_of(storage, gc: GcConfig):
-    """The storage as offline_view reads its directories, with what only the running bookie knows: its current log
-    and the ledgers its index holds in memory."""
-    view = offline_view(storage.config, gc, ME)
-    for log in view.logs:
-        log.active = log.log_id == storage.entry_logger.current_id
+    """The storage as offline_view reads its directories, with the ledgers its index holds in memory (what only
+    the running bookie knows: no index file is written yet)."""
+    config = BookieConfig.load(
+        None,
+        {
+            "journalDirectories": str(storage.config.ledger_dir),
+            "ledgerDirectories": str(storage.config.ledger_dir),
+            "majorCompactionThreshold": str(gc.major_threshold),
+            "minorCompactionThreshold": str(gc.minor_threshold),
+        },
+    )
+    view = offline_view(config, ME)
+    assert [log.log_id for log in view.logs if log.active] == [storage.entry_logger.current_id]
     view.local_ledgers = dict.fromkeys(storage.ledger_ids(), -1)
     return view
 
