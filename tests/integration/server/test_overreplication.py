@@ -117,7 +117,7 @@ def recovered_away(harness, bkctl, **settings):
     """Four bookies; ledgers L (600 entries, 610 KB) then K (5) on three of them, the victim among both ensembles.
     The victim is killed, L alone recovered from it onto the fourth bookie, and the victim started again. Returns the
     victim, L and K."""
-    bookies = harness.start(4, **FAST_GC, **settings)
+    bookies = harness.start(4, **{**FAST_GC, **settings})
     uri = harness.service_uri
     with BookKeeper(uri) as bk:
         moved, kept = write(bk, b"L", 600), write(bk, b"K", 5)
@@ -161,6 +161,22 @@ def test_a_recovered_bookie_frees_its_old_copies_and_keeps_what_it_owns(harness,
     looks = log_lines(victim, "looking for over-replicated ledgers")
     wait_for(lambda: log_lines(victim, "looking for over-replicated ledgers") >= looks + 2, "two more looks")
     assert stored(victim, kept)
+
+
+def test_usage_shows_the_copies_a_bookie_no_longer_owns_until_its_gc_looks(harness, bkctl):
+    """Before gcOverreplicatedLedgerWaitTime has passed, `bookie usage` names the recovered ledger's copies on the
+    victim not-owned, with a reason and their bytes; the ledger it still owns is live."""
+    victim, moved, kept = recovered_away(harness, bkctl, gcOverreplicatedLedgerWaitTime=3_600_000)
+    result = bkctl("-u", harness.service_uri, "bookie", "usage", victim.bookie_id, "--logs", "100", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    states = {ledger["ledgerId"]: ledger["state"] for log in doc["logs"] for ledger in log["ledgers"]}
+    assert states == {moved: "not-owned", kept: "closed"}
+    held = sum(ledger["bytes"] for log in doc["logs"] for ledger in log["ledgers"] if ledger["ledgerId"] == moved)
+    reasons = {r["reason"]: r for r in doc["reasons"]}
+    assert reasons["not-owned"]["ledgers"] == [moved] and reasons["not-owned"]["bytes"] == held > 600_000
+    assert "1 h (gcOverreplicatedLedgerWaitTime)" in reasons["not-owned"]["detail"]
+    assert stored(victim, moved)
 
 
 def test_a_ledger_being_re_replicated_is_not_removed_until_its_lock_goes(harness, bkctl, cluster):
