@@ -17,6 +17,7 @@ deleted ledger's bytes in the active log): each reason says what it holds, they 
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,17 @@ class Reason:
         return {"reason": self.reason, "bytes": self.bytes, "detail": self.detail, **self.extra}
 
 
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def _when(epoch_s: float) -> str:
+    """``2026-11-28T15:20:00Z, in 9 min``."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_s))
+    wait = epoch_s - time.time()
+    return f"{at}, in {wait / 60:.0f} min" if wait >= 60 else f"{at}, within a minute"
+
+
 def _by_state(ledgers: Mapping[int, LedgerUsage], state: State) -> tuple[int, list[int]]:
     found = [u for u in ledgers.values() if u.facts.state == state and u.held]
     return sum(u.held for u in found), [u.facts.ledger_id for u in found]
@@ -58,7 +70,7 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
     size, ids = _by_state(ledgers, State.DELETED)
     if size:
         when = (
-            f"the next GC run (at {gc.next_run:.0f}, epoch seconds) forgets them"
+            f"the next GC run ({_when(gc.next_run)}) forgets them"
             if gc.next_run is not None
             else "the bookie's next GC run forgets them"
         )
@@ -66,18 +78,18 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
             Reason(
                 "deleted-ledgers",
                 size,
-                f"{len(ids)} ledgers deleted in the metadata: {when}; their logs go once nothing live is left in "
+                f"{_count(ids, 'ledger')} deleted in the metadata: {when}; their logs go once nothing live is left in "
                 "them, or by compaction",
                 {"ledgers": ids, "nextRun": gc.next_run},
             )
         )
     for state, detail in (
-        (State.NOT_IN_METADATA, "ledgers in no metadata and no index: dead bytes compaction has not taken yet"),
-        (State.NO_INDEX, "ledgers the bookie owns whose entries its index does not have"),
+        (State.NOT_IN_METADATA, "in no metadata and no index: dead bytes compaction has not taken yet"),
+        (State.NO_INDEX, "the bookie owns them, but its index has none of their entries"),
     ):
         size, ids = _by_state(ledgers, state)
         if size:
-            found.append(Reason(str(state), size, f"{len(ids)} {detail}", {"ledgers": ids}))
+            found.append(Reason(str(state), size, f"{_count(ids, 'ledger')}: {detail}", {"ledgers": ids}))
     size, ids = _by_state(ledgers, State.NOT_OWNED)
     if size:
         wait = gc.overreplicated_wait_ms
@@ -90,7 +102,7 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
             Reason(
                 "not-owned",
                 size,
-                f"{len(ids)} replicas this bookie no longer owns (no ensemble names it): {when}",
+                f"{_count(ids, 'replica')} this bookie no longer owns (no ensemble names it): {when}",
                 {"ledgers": ids},
             )
         )
@@ -102,7 +114,7 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
             Reason(
                 "above-threshold",
                 sum(log.dead for log in above),
-                f"{len(above)} logs whose usage is not under the major threshold {gc.major_threshold:g}: "
+                f"{_count(above, 'log')} whose usage is not under the major threshold {gc.major_threshold:g}: "
                 "compaction leaves them",
                 {"logs": [{"logId": log.log_id, "usage": round(log.gc.usage, 4)} for log in above]},
             )

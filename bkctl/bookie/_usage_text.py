@@ -9,6 +9,10 @@ def _reclaim(reclaim, name: str) -> str:
     return f"{name} ({reclaim.threshold:g}): {format_bytes(reclaim.reclaimed)}, copying {format_bytes(reclaim.copied)}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _age(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -34,12 +38,12 @@ def show_usage(app, explained, top: int) -> None:
             ],
             (
                 "Entry logs",
-                f"{format_bytes(doc['entryLogBytes'])} in {len(explained.logs)} logs: "
+                f"{format_bytes(doc['entryLogBytes'])} in {_count(len(explained.logs), 'log')}: "
                 f"{format_bytes(doc['liveBytes'])} live, {format_bytes(doc['deadBytes'])} dead",
             ),
             (
                 "Expected",
-                f"{format_bytes(doc['expectedBytes'])} for {doc['expectedLedgers']} ledgers; "
+                f"{format_bytes(doc['expectedBytes'])} for {_count(doc['expectedLedgers'], 'ledger')}; "
                 f"held {format_bytes(doc['entryLogBytes'])}, gap {format_bytes(max(0, doc['gapBytes']))}",
             ),
             ("Reclaimable", "; ".join(reclaim)),
@@ -94,7 +98,7 @@ def show_ledger(app, doc: dict) -> None:
                 "Expected",
                 f"{format_bytes(expected)}, {doc['expectedEntries']} entries" if expected is not None else None,
             ),
-            ("Held", f"{format_bytes(doc['heldBytes'])} in {len(doc['logs'])} logs"),
+            ("Held", f"{format_bytes(doc['heldBytes'])} in {_count(len(doc['logs']), 'log')}"),
         ]
     )
     if doc["logs"]:
