@@ -110,6 +110,18 @@ class AdminServiceMissing(BKError):
         )
 
 
+class NotInHttpAdminApi(AdminServiceMissing):
+    """An operation of bkctl's admin service asked of a bookie reached over BookKeeper's HTTP admin API, which has no
+    such endpoint."""
+
+    def __init__(self, bookie_id: str, operation: str, why: str):
+        self.bookie_id, self.operation = bookie_id, operation
+        BKError.__init__(
+            self,
+            f"bookie {bookie_id} is reached over BookKeeper's HTTP admin API, which has no {operation}: {why}",
+        )
+
+
 class MetricsAddressMissing(AdminServiceMissing):
     """A bookie publishes no address for its /metrics (a Java bookie without its HTTP admin server)."""
 

@@ -12,9 +12,9 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from bookie.client.bookie_admin import BookieState, GcStatus, GcTrigger
+from bookie.client.bookie_admin import BookieState, CompactionPlan, GcStatus, GcTrigger
 from bookie.client.http_request import Unreachable, read_body
-from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, Unauthorized
+from bookie.errors import BKError, NotInHttpAdminApi, OperationTimeout, ServiceUnavailable, Unauthorized
 from bookie.tls import TlsSettings, read_material, ssl_context
 
 
@@ -95,6 +95,7 @@ class HttpBookieAdminClient:
             last_run=None,
             entry_logs=None,
             ledger_dirs=None,
+            stalled_logs=None,
         )
 
     def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus:
@@ -107,3 +108,13 @@ class HttpBookieAdminClient:
             {f"{verb}Major": major or both, f"{verb}Minor": minor or both},
         )
         return self.gc_status()
+
+    def compact_logs(
+        self, log_ids: list[int], ledger_ids: list[int], dry_run: bool = False, ignore_suspension: bool = False
+    ) -> CompactionPlan:
+        raise NotInHttpAdminApi(
+            self.bookie_id,
+            "compaction of chosen entry logs",
+            "BookKeeper's has none (its entry_location_compact compacts DbLedgerStorage's RocksDB index, not entry "
+            "logs); `bkctl bookie gc --major` compacts the logs under majorCompactionThreshold",
+        )
