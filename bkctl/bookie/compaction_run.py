@@ -1,5 +1,6 @@
 import click
 
+from bkctl.bookie._targets import http_port_option
 from bkctl.completers import complete_bookie_ids
 from bkctl.options import dry_run_option, output_option
 
@@ -25,6 +26,7 @@ def _log_doc(usage) -> dict:
 
 @click.command("run")
 @click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
+@http_port_option
 @click.option(
     "--log", "log_ids", multiple=True, callback=log_id, metavar="ID", help="An entry log, in hex as its file: 1f."
 )
