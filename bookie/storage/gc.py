@@ -151,14 +151,20 @@ def entry_log_usage(
     log_ids: Iterable[int],
     live: Callable[[int], bool],
     known: dict[int, EntryLogMetadata] | None = None,
+    skip_unreadable: bool = False,
 ) -> list[EntryLogMetadata]:
-    """Usage of each log: live = the ledgers whose index the bookie still has. Logs removed meanwhile are left out."""
+    """Usage of each log: live = the ledgers whose index the bookie still has. Logs removed meanwhile are left out,
+    and with ``skip_unreadable`` those that cannot be read (a running bookie's GC stalls them and says why)."""
     result = []
     for log_id in log_ids:
         try:
             meta = (known or {}).get(log_id) or log_metadata(path_of(log_id), log_id)
         except FileNotFoundError:
             continue
+        except (CorruptData, OSError):
+            if skip_unreadable:
+                continue
+            raise
         result.append(EntryLogMetadata(log_id, meta.total_size, {k: v for k, v in meta.ledgers.items() if live(k)}))
     return result
 
@@ -343,13 +349,15 @@ class GarbageCollector:
             (self.state.suspended.add if suspended else self.state.suspended.discard)(kind)
 
     def usage(self) -> list[EntryLogMetadata]:
-        """Usage of every sealed entry log now (the current log is still being written)."""
+        """Usage of every sealed entry log now (the current log is still being written), but those whose metadata
+        cannot be read (stalled)."""
         local = set(self.storage.ledger_ids())
         return entry_log_usage(
             self.storage.entry_logger.log_path,
             self.storage.entry_logger.sealed_log_ids(),
             local.__contains__,
             dict(self.logs),
+            skip_unreadable=True,
         )
 
     def _loop(self) -> None:

@@ -2,7 +2,6 @@
 a restart at each step of a compaction leaves, the logs it cannot get through (stalled), targeted compaction of
 chosen logs, and the space figures behind the bookie's gauges."""
 
-import errno
 import logging
 import threading
 
@@ -378,41 +377,6 @@ def test_a_damaged_log_stalls_once_and_the_others_compact(half_and_tenth, caplog
     gc.run()
     assert 0 not in list_log_ids(storage.config.ledger_dir) and gc.state.stalled == {}
     assert "entry log 0 no longer stalled: it is gone" in caplog.text
-
-
-def test_an_io_error_on_one_log_stalls_it_and_the_run_goes_on(half_and_tenth, monkeypatch):
-    """EIO reading log 0 (a bad sector): skipped and stalled, log 1 compacted, the run itself not failed. The error is
-    injected at the read, the one place a failing disk shows (a real one: tests/faults/test_disk_faults.py)."""
-    import bookie.storage.gc as gc_module
-
-    real = gc_module.iter_records
-
-    def failing(path, *args):
-        if path.name == "0.log":
-            raise OSError(errno.EIO, "Input/output error", str(path))
-        return real(path, *args)
-
-    monkeypatch.setattr(gc_module, "iter_records", failing)
-    gc = collector(half_and_tenth, {2, 4})
-    run = gc.run((True, False))
-    assert (run.error, run.logs_compacted) == ("", 1)
-    assert gc.state.stalled[0].startswith("OSError: [Errno 5] Input/output error")
-    monkeypatch.setattr(gc_module, "iter_records", real)  # the disk answers again: a compaction of it clears it
-    assert gc.run((True, False)).logs_compacted == 1 and gc.state.stalled == {}
-    assert_reads(half_and_tenth, 1, 5)
-
-
-def test_a_full_disk_ends_the_run_without_stalling_the_log(half_and_tenth, monkeypatch):
-    import bookie.storage.gc as gc_module
-
-    def full(path, *args):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(gc_module, "iter_records", full)
-    gc = collector(half_and_tenth, {2, 4})
-    run = gc.run((True, False))
-    assert "No space left on device" in run.error and run.logs_compacted == 0
-    assert gc.state.stalled == {}
 
 
 def test_targeted_compaction_takes_a_log_above_the_thresholds(half_and_tenth):
