@@ -394,3 +394,30 @@ def test_targeted_compaction_of_chosen_logs(harness, bkctl):
 
     over_http = compaction("--log", f"{sealed[2]:x}", "--http-port", str(bookie.http_port))
     assert over_http.exit_code == 7 and "BookKeeper's HTTP admin API, which has no" in over_http.stderr
+
+
+def test_targeted_compaction_on_a_db_bookie_finds_the_ledgers_directory(harness, bkctl, tmp_path):
+    """DbLedgerStorage numbers each directory's logs apart: --ledger picks the logs of the ledger's own directory,
+    and compacting them leaves the other directories' logs alone."""
+    bookie, dirs, deleted, kept = start_db_bookie(harness, tmp_path, deleted_entries=300, kept_entries=100)
+    uri = harness.service_uri
+    with BookKeeper(uri) as bk:
+        bk.delete_ledger(deleted[0])
+    gc(bkctl, uri, bookie.bookie_id, "--wait")  # forgets it, compacts nothing
+    home = dirs[kept[0] % 3]  # ledger L lives in directory L mod 3
+    others = {d: sealed_logs(d) for d in dirs if d != home}
+
+    def compaction(*args):
+        return bkctl("-u", uri, "bookie", "compaction", "run", bookie.bookie_id, "--ledger", str(kept[0]), *args)
+
+    plan = json.loads(compaction("--dry-run", "-o", "json").stdout)
+    assert plan["logs"] and {log["directory"] for log in plan["logs"]} == {home}
+    chosen = {Path(home, "current", log["file"]) for log in plan["logs"]}
+    assert chosen <= sealed_logs(home)
+    result = compaction("--wait", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["run"]["logsCompacted"] == len(chosen)
+    assert not chosen & set(Path(home, "current").glob("*.log"))
+    assert all(sealed_logs(d) == logs for d, logs in others.items())
+    with BookKeeper(uri) as bk, bk.open_ledger(kept[0], recovery=False) as reader:
+        assert [e.payload for e in reader.iter_entries(0, 99)] == [payload(b"L%d" % kept[0], i) for i in range(100)]
