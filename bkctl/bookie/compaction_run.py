@@ -1,7 +1,7 @@
 import click
 
 from bkctl.bookie._targets import http_port_option
-from bkctl.completers import complete_bookie_ids
+from bkctl.completers import complete_bookie_ids, complete_ledger_ids
 from bkctl.options import dry_run_option, output_option
 
 HEADERS = ["LOG", "DIRECTORY", "BYTES", "LIVE", "USAGE"]
@@ -28,9 +28,17 @@ def _log_doc(usage) -> dict:
 @click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
 @http_port_option
 @click.option(
-    "--log", "log_ids", multiple=True, callback=log_id, metavar="ID", help="An entry log, in hex as its file: 1f."
+    "--log", "log_ids", multiple=True, callback=log_id, metavar="LOG", help="An entry log, in hex as its file: 1f."
 )
-@click.option("--ledger", "ledger_ids", multiple=True, type=click.IntRange(min=0), metavar="L", help="A ledger id.")
+@click.option(
+    "--ledger",
+    "ledger_ids",
+    multiple=True,
+    type=click.IntRange(min=0),
+    metavar="L",
+    shell_complete=complete_ledger_ids,
+    help="The entry logs holding live entries of this ledger.",
+)
 @click.option("--ignore-suspension", is_flag=True, help="Compact even while the bookie's compaction is suspended.")
 @click.option("--wait", is_flag=True, help="Wait for the run to finish and show what it did.")
 @click.option(
@@ -63,7 +71,7 @@ def run(app, bookie_id, log_ids, ledger_ids, ignore_suspension, wait, timeout, d
     from bookie.errors import BKError, InvalidArgument
 
     if not log_ids and not ledger_ids:
-        raise InvalidArgument("name the entry logs to compact (--log ID) or ledgers whose logs to compact (--ledger L)")
+        raise InvalidArgument("name entry logs to compact (--log LOG) or ledgers whose logs to compact (--ledger L)")
     bookies = target_bookies(app, (bookie_id,), False)
     (outcome,) = fan_out(
         bookies,

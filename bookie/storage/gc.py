@@ -19,7 +19,7 @@ A log that cannot be compacted is *stalled*: skipped, and the run goes on with t
 stops the whole run, apache/bookkeeper#4596). A log stalls when reading its metadata or compacting it fails (damage,
 an I/O error such as EIO), or when :data:`NO_PROGRESS_RUNS` compactions in a row of it and of the logs its copies
 went to reclaimed nothing (every byte copied was live: it keeps coming back). It stays in ``GcState.stalled`` until a
-compaction of it reclaims space, or it is gone (its metadata readable again, for a log stalled on that). A full disk
+compaction of it succeeds or it is gone (one whose metadata could not be read: until that reads again). A full disk
 (ENOSPC, EDQUOT) is not the log's fault: it ends the run with that error, as every other log's copy would fail the
 same way, and the next run tries again. Targeted compaction (:meth:`GarbageCollector.compact`) compacts the logs an
 operator names whatever their usage, on the GC thread like every other compaction.

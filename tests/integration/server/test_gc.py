@@ -384,6 +384,8 @@ def test_targeted_compaction_of_chosen_logs(harness, bkctl):
     assert refused.exit_code == 2 and f"entry log {current:x} is the current log" in refused.stderr
     unknown = compaction("--log", "ffff")
     assert unknown.exit_code == 5 and "no sealed entry log ffff" in unknown.stderr
+    none = compaction()
+    assert none.exit_code == 2 and none.stderr.startswith("error: name entry logs to compact (--log LOG)")
     bad = compaction("--log", "zz")
     assert bad.exit_code == 2 and "'zz' is not an entry log id" in bad.stderr
     assert bkctl("-u", uri, "bookie", "compaction", "suspend", bookie.bookie_id).exit_code == 0
