@@ -372,6 +372,10 @@ def test_targeted_compaction_of_chosen_logs(harness, bkctl):
     plan = json.loads(dry.stdout)
     assert [log["logId"] for log in plan["logs"]] == sealed and plan["dryRun"] is True
     assert plan["bytesToReclaim"] > 0.4 * (plan["bytesToReclaim"] + plan["bytesToCopy"])
+    text = compaction("--ledger", str(b), "--dry-run").stdout.splitlines()
+    assert text[0].split() == ["LOG", "DIRECTORY", "BYTES", "LIVE", "USAGE"]
+    assert text[1].startswith(f"{sealed[0]:x}.log")
+    assert text[-1].startswith(f"bookie/{bookie.bookie_id} compaction of {len(sealed)} entry logs would run (dry run)")
     assert log_ids(bookie) == logs  # nothing changed
 
     target = sealed[1]
