@@ -38,8 +38,6 @@ class _Typed:
                 value = tuple(EntryLogUsage.of(u) for u in value)
             elif field.name == "stalled_logs":
                 value = tuple(StalledLog.of(s) for s in value)
-            elif field.name == "logs":
-                value = tuple(EntryLogUsage.of(u) for u in value)
             elif field.name == "ledger_dirs":
                 value = tuple(LedgerDirState.of(d) for d in value)
             elif field.name == "last_run":
@@ -102,7 +100,7 @@ class LedgerDirState(_Typed):
 
 @dataclass(frozen=True)
 class StalledLog(_Typed):
-    """An entry log whose compaction failed or made no progress: skipped by the runs until it compacts."""
+    """An entry log whose last compaction failed or made no progress (the runs go on with the others)."""
 
     log_id: int
     error: str

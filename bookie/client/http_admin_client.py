@@ -115,6 +115,6 @@ class HttpBookieAdminClient:
         raise NotInHttpAdminApi(
             self.bookie_id,
             "compaction of chosen entry logs",
-            "BookKeeper's has none (its entry_location_compact compacts DbLedgerStorage's RocksDB index, not entry "
-            "logs); `bkctl bookie gc --major` compacts the logs under majorCompactionThreshold",
+            "its entry_location_compact compacts DbLedgerStorage's RocksDB index, not entry logs; `bkctl bookie gc "
+            "--major` compacts the logs under majorCompactionThreshold",
         )
