@@ -328,25 +328,6 @@ def test_compaction_throttle_unlimited_and_stopped():
     assert not Throttle(10, stop).take()
 
 
-def test_a_log_whose_scan_stops_at_damage_is_kept_with_what_follows(half_and_tenth, caplog):
-    """A record a crash damaged in the middle of a sealed log (its size field): the scan stops there (as
-    BookKeeper's), so compaction would copy only what comes before it; the log must then stay, or the live entries
-    after the damage go with it."""
-    storage = half_and_tenth
-    path = log_path(storage.config.ledger_dir, 0)
-    positions = [pos for pos, lid, _, _ in iter_records(path) if lid == 1]
-    with open(path, "r+b") as f:  # ledger 1's second entry: a size running past the data
-        f.seek(positions[1] - 4)
-        f.write((1 << 30).to_bytes(4, "big"))
-    run = collector(storage, {2, 4}).run((True, False))
-    assert run.error == "" and 0 in list_log_ids(storage.config.ledger_dir)
-    assert run.logs_compacted == 1  # log 1, not log 0
-    assert "scan stopped at a damaged record" in caplog.text
-    assert entry(storage, 1, 0).entry_id == 0
-    assert [entry(storage, 1, e).entry_id for e in range(2, 5)] == [2, 3, 4]  # after the damage, still there
-
-
-# ---- stalled logs, targeted compaction ----
 def damage(storage, log_id: int, ledger_id: int) -> None:
     """The size field of the ledger's second record in the log, running past the data: the scan stops there."""
     path = log_path(storage.config.ledger_dir, log_id)
@@ -356,6 +337,21 @@ def damage(storage, log_id: int, ledger_id: int) -> None:
         f.write((1 << 30).to_bytes(4, "big"))
 
 
+def test_a_log_whose_scan_stops_at_damage_is_kept_with_what_follows(half_and_tenth, caplog):
+    """A record a crash damaged in the middle of a sealed log (its size field): the scan stops there (as
+    BookKeeper's), so compaction would copy only what comes before it; the log must then stay, or the live entries
+    after the damage go with it."""
+    storage = half_and_tenth
+    damage(storage, 0, 1)
+    run = collector(storage, {2, 4}).run((True, False))
+    assert run.error == "" and 0 in list_log_ids(storage.config.ledger_dir)
+    assert run.logs_compacted == 1  # log 1, not log 0
+    assert "scan stopped at a damaged record" in caplog.text
+    assert entry(storage, 1, 0).entry_id == 0
+    assert [entry(storage, 1, e).entry_id for e in range(2, 5)] == [2, 3, 4]  # after the damage, still there
+
+
+# ---- stalled logs, targeted compaction ----
 def stalled_lines(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if "stalled" in r.getMessage()]
 
@@ -421,9 +417,11 @@ def test_a_log_whose_compactions_reclaim_nothing_stalls(storage):
     fill_log(storage, {2: 1}, {})
     gc = collector(storage, set())
     gc.run()
-    for _ in range(NO_PROGRESS_RUNS):
+    for done in range(1, NO_PROGRESS_RUNS + 1):
+        assert gc.state.stalled == {}
         (target,) = [log_id for log_id in gc.logs if log_id != 1]  # the log with ledger 1's entries
-        assert gc.run(targets=[target]).logs_compacted == 1
+        run = gc.run(targets=[target])
+        assert (run.logs_compacted, run.bytes_reclaimed) == (1, 0), done
     (held,) = gc.state.stalled
     assert held in gc.logs and "3 compactions in a row reclaimed nothing" in gc.state.stalled[held]
     assert [entry(storage, 1, e).entry_id for e in range(10)] == list(range(10))
