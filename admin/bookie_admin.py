@@ -96,7 +96,7 @@ def storage_usage(
     bookie: RegisteredBookie, ledger_id: int | None = None, timeout: float = 30.0, tls: TlsSettings | None = None
 ) -> StorageView:
     """What a running bookie of ours says its disks hold, through its admin service (with ``ledger_id``, also where
-    that ledger's entries are). A Java bookie, or ours without bkctlAdminPort, cannot say: StorageUsageMissing (its
+    that ledger's entries are). A Java bookie, or ours without bkctlAdminPort, cannot say: NotInHttpAdminApi (its
     directories are read on its host, bookie/storage/usage.py's ``view_of_dirs``)."""
     with admin_client(bookie, "storage usage", timeout, tls) as admin:
         return admin.storage_usage(ledger_id)

@@ -88,6 +88,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (f"bkctl bookie compaction resume {BOOKIE}", "allow both kinds again"),
         ("bkctl bookie compaction resume --all --major", "major compaction everywhere"),
     ],
+    "bookie compaction run": [
+        (f"bkctl bookie compaction run {BOOKIE} --log 1f --log 20 --wait", "compact entry logs 1f.log and 20.log now"),
+        (f"bkctl bookie compaction run {BOOKIE} --ledger 42 --dry-run", "the logs holding ledger 42, what they'd free"),
+    ],
     "bookie compaction suspend": [
         ("bkctl bookie compaction suspend --all --major --dry-run", "which bookies would be told"),
         (f"bkctl bookie compaction suspend {BOOKIE} --http-port 8080", "a Java bookie, over its HTTP admin API"),

@@ -110,6 +110,18 @@ class AdminServiceMissing(BKError):
         )
 
 
+class NotInHttpAdminApi(AdminServiceMissing):
+    """An operation of bkctl's admin service asked of a bookie reached over BookKeeper's HTTP admin API, which has no
+    such endpoint."""
+
+    def __init__(self, bookie_id: str, operation: str, why: str):
+        self.bookie_id, self.operation = bookie_id, operation
+        BKError.__init__(
+            self,
+            f"bookie {bookie_id} is reached over BookKeeper's HTTP admin API, which has no {operation}: {why}",
+        )
+
+
 class MetricsAddressMissing(AdminServiceMissing):
     """A bookie publishes no address for its /metrics (a Java bookie without its HTTP admin server)."""
 
@@ -120,18 +132,6 @@ class MetricsAddressMissing(AdminServiceMissing):
             f"bookie {bookie_id} publishes no address for its metrics: pass the port it serves /metrics on "
             "(--metrics-port: prometheusStatsHttpPort, 8000 by default in BookKeeper) or its HTTP admin API's "
             "(--http-port)",
-        )
-
-
-class StorageUsageMissing(AdminServiceMissing):
-    """A bookie reached over BookKeeper's HTTP admin API, which does not say what its disks hold."""
-
-    def __init__(self, bookie_id: str):
-        self.bookie_id, self.operation = bookie_id, "storage usage"
-        BKError.__init__(
-            self,
-            f"bookie {bookie_id} serves no bkctl admin service (bkctlAdminPort), and BookKeeper's HTTP admin API "
-            "does not say what its disks hold: read its directories on its host instead",
         )
 
 

@@ -15,7 +15,7 @@ from bookie.storage.usage import BookieConfig, StorageView, ledger_locations, vi
 
 def running_view(admin: BookieAdmin, ledger_id: int | None = None) -> StorageView:
     """The view a running bookie states through its admin service; ``ledger_id``: with that ledger's locations. A
-    bookie reached over BookKeeper's HTTP admin API cannot say: StorageUsageMissing (exit 7)."""
+    bookie reached over BookKeeper's HTTP admin API cannot say: NotInHttpAdminApi (exit 7)."""
     return admin.storage_usage(ledger_id)
 
 

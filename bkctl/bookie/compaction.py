@@ -1,12 +1,13 @@
 import click
 
 from bkctl.bookie._targets import bookies_argument
+from bkctl.bookie.compaction_run import run
 from bkctl.options import dry_run_option, output_option
 
 
 @click.group()
 def compaction():
-    """Suspend or resume a bookie's major and minor compaction"""
+    """Compact chosen entry logs of a bookie, or suspend or resume its major and minor compaction"""
 
 
 def _kinds_options(command):
@@ -70,3 +71,6 @@ def resume(app, bookie_ids, all_bookies, major, minor, dry_run):
     Exit 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     _set(app, bookie_ids, all_bookies, major, minor, dry_run, suspended=False)
+
+
+compaction.add_command(run)

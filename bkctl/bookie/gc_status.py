@@ -28,6 +28,8 @@ def _status_doc(status) -> dict:
     doc = with_iso_times(status.doc(), "lastMajorCompactionTime", "lastMinorCompactionTime")
     if doc["lastRun"] is not None:
         doc["lastRun"] = with_iso_times(doc["lastRun"], "startTime")
+    if doc["stalledLogs"] is not None:
+        doc["stalledLogs"] = [with_iso_times(log, "since") for log in doc["stalledLogs"]]
     return doc
 
 
@@ -40,9 +42,10 @@ def gc_status(app, bookie_ids, all_bookies):
 
     USAGE is the live share of the bytes in the bookie's sealed entry logs; LOW counts the logs under 20% (what
     a default minor compaction takes); DIRS how many of its ledger directories are writable (a full one takes no
-    new entry log). -o json adds every log's usage and directory, each ledger directory's disk usage and state,
-    and the last run's details. Over BookKeeper's HTTP admin API (a Java bookie) only what it reports: running,
-    compacting, suspended, counters.
+    new entry log); STALLED the logs whose last compaction failed or made no progress (each named on stderr with
+    its error; compaction goes on with the others). -o json adds every log's usage and directory, each ledger
+    directory's disk usage and state, the stalled logs (logId, error, since) and the last run's details. Over
+    BookKeeper's HTTP admin API (a Java bookie) only what it reports: running, compacting, suspended, counters.
     Exit 6 when a bookie does not answer, 7 when it publishes no admin service.
     """
     from admin.bookie_admin import fan_out
@@ -60,6 +63,8 @@ def gc_status(app, bookie_ids, all_bookies):
             continue
         status = outcome.result
         docs.append({"bookieId": outcome.bookie_id, **_status_doc(status)})
+        for stalled in status.stalled_logs or ():
+            app.terminal.warn(f"bookie/{outcome.bookie_id}: entry log {stalled.log_id:x} stalled: {stalled.error}")
         logs = status.entry_logs  # None over BookKeeper's HTTP API, which does not list them
         total = sum(u.total_size for u in logs or ())
         remaining = sum(u.remaining_size for u in logs or ())
@@ -85,13 +90,14 @@ def gc_status(app, bookie_ids, all_bookies):
                 sum(1 for u in logs if u.total_size and u.usage < 0.2) if logs is not None else None,
                 format_bytes(status.bytes_reclaimed) if status.bytes_reclaimed is not None else None,
                 _dirs(status.ledger_dirs),
+                len(status.stalled_logs) if status.stalled_logs is not None else None,
             ]
         )
     if docs or not outcomes:  # every bookie failed: its warning is the whole answer
         app.terminal.document(
             docs,
             lambda: app.terminal.table(
-                ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED", "DIRS"], rows
+                ["BOOKIE", "RUNNING", "MAJOR", "MINOR", "LOGS", "USAGE", "LOW", "RECLAIMED", "DIRS", "STALLED"], rows
             ),
         )
     exit_for_errors(o.error for o in outcomes)

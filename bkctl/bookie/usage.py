@@ -2,6 +2,7 @@ import click
 
 from bkctl.bookie._offline import directory_options
 from bkctl.bookie._targets import bookies_argument
+from bkctl.completers import complete_ledger_ids
 from bkctl.options import output_option
 
 
@@ -41,7 +42,14 @@ def _views(app, bookie_ids, all_bookies, offline: bool, dirs: tuple, ledger_id: 
     help="Also what a compaction at this usage threshold would reclaim (reclaimableBytes is then at X).",
 )
 @click.option("--logs", "top", type=click.IntRange(0), default=10, show_default=True, help="Show the N largest logs.")
-@click.option("--ledger", "ledger_id", type=click.IntRange(0), metavar="L", help="Where ledger L is and what keeps it.")
+@click.option(
+    "--ledger",
+    "ledger_id",
+    type=click.IntRange(0),
+    metavar="L",
+    shell_complete=complete_ledger_ids,
+    help="Where ledger L is and what keeps it.",
+)
 @output_option
 @click.pass_obj
 def usage(app, bookie_ids, all_bookies, offline, journal_dirs, ledger_dirs, index_dirs, threshold, top, ledger_id):

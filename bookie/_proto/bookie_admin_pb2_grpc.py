@@ -64,6 +64,11 @@ class BookieAdminStub:
                 request_serializer=bookie_dot___proto_dot_bookie__admin__pb2.StorageUsageRequest.SerializeToString,
                 response_deserializer=bookie_dot___proto_dot_bookie__admin__pb2.StorageUsageResponse.FromString,
                 _registered_method=True)
+        self.CompactLogs = channel.unary_unary(
+                '/bookkeeper.admin.BookieAdmin/CompactLogs',
+                request_serializer=bookie_dot___proto_dot_bookie__admin__pb2.CompactLogsRequest.SerializeToString,
+                response_deserializer=bookie_dot___proto_dot_bookie__admin__pb2.CompactLogsResponse.FromString,
+                _registered_method=True)
 
 
 class BookieAdminServicer:
@@ -105,6 +110,12 @@ class BookieAdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CompactLogs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BookieAdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +148,11 @@ def add_BookieAdminServicer_to_server(servicer, server):
                     servicer.GetStorageUsage,
                     request_deserializer=bookie_dot___proto_dot_bookie__admin__pb2.StorageUsageRequest.FromString,
                     response_serializer=bookie_dot___proto_dot_bookie__admin__pb2.StorageUsageResponse.SerializeToString,
+            ),
+            'CompactLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompactLogs,
+                    request_deserializer=bookie_dot___proto_dot_bookie__admin__pb2.CompactLogsRequest.FromString,
+                    response_serializer=bookie_dot___proto_dot_bookie__admin__pb2.CompactLogsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +317,33 @@ class BookieAdmin:
             '/bookkeeper.admin.BookieAdmin/GetStorageUsage',
             bookie_dot___proto_dot_bookie__admin__pb2.StorageUsageRequest.SerializeToString,
             bookie_dot___proto_dot_bookie__admin__pb2.StorageUsageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompactLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/bookkeeper.admin.BookieAdmin/CompactLogs',
+            bookie_dot___proto_dot_bookie__admin__pb2.CompactLogsRequest.SerializeToString,
+            bookie_dot___proto_dot_bookie__admin__pb2.CompactLogsResponse.FromString,
             options,
             channel_credentials,
             insecure,

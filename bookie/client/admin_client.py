@@ -15,16 +15,18 @@ from bookie._proto import bookie_admin_pb2 as pb
 from bookie.client.bookie_admin import (
     BookieAdmin,
     BookieState,
+    CompactionPlan,
     EntryLogUsage,
     GcRun,
     GcStatus,
     GcTrigger,
     LedgerDirState,
+    StalledLog,
 )
 from bookie.client.channel import BookieChannel
 from bookie.client.http_admin_client import HttpBookieAdminClient
 from bookie.codec.storage_view import StorageView, from_message
-from bookie.errors import AdminServiceMissing, Unauthorized
+from bookie.errors import AdminServiceMissing, InvalidArgument, NotFound, Unauthorized, Unsafe
 from bookie.meta.registration import RegisteredBookie
 from bookie.tls import TlsSettings
 
@@ -32,11 +34,13 @@ __all__ = [  # the answers too: callers import them from here
     "BookieAdmin",
     "BookieAdminClient",
     "BookieState",
+    "CompactionPlan",
     "EntryLogUsage",
     "GcRun",
     "GcStatus",
     "GcTrigger",
     "LedgerDirState",
+    "StalledLog",
     "admin_client",
 ]
 
@@ -90,6 +94,23 @@ class BookieAdminClient:
         """What the bookie's disks hold (and, with ``ledger_id``, where that ledger's entries are)."""
         request = pb.StorageUsageRequest() if ledger_id is None else pb.StorageUsageRequest(ledgerId=ledger_id)
         return from_message(self._call("GetStorageUsage", request, "storage usage"))
+
+    def compact_logs(
+        self, log_ids: list[int], ledger_ids: list[int], dry_run: bool = False, ignore_suspension: bool = False
+    ) -> CompactionPlan:
+        """The bookie's refusal is raised: NotFound, InvalidArgument (the current log), Unsafe (suspended)."""
+        request = pb.CompactLogsRequest(
+            logIds=log_ids, ledgerIds=ledger_ids, dryRun=dry_run, ignoreSuspension=ignore_suspension
+        )
+        response = self._call("CompactLogs", request, "compaction")
+        if response.HasField("refusal"):
+            refused = {
+                pb.CompactLogsResponse.NOT_FOUND: NotFound,
+                pb.CompactLogsResponse.ACTIVE_LOG: InvalidArgument,
+            }.get(response.refusal, Unsafe)
+            raise refused(f"bookie {self.bookie_id}: {response.error}")
+        logs = tuple(EntryLogUsage.of(u) for u in response.logs)
+        return CompactionPlan(logs, response.runId if response.HasField("runId") else None)
 
 
 def admin_client(

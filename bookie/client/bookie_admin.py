@@ -38,6 +38,8 @@ class _Typed:
             value = getattr(message, name)
             if field.name == "entry_logs":
                 value = tuple(EntryLogUsage.of(u) for u in value)
+            elif field.name == "stalled_logs":
+                value = tuple(StalledLog.of(s) for s in value)
             elif field.name == "ledger_dirs":
                 value = tuple(LedgerDirState.of(d) for d in value)
             elif field.name == "last_run":
@@ -99,6 +101,25 @@ class LedgerDirState(_Typed):
 
 
 @dataclass(frozen=True)
+class StalledLog(_Typed):
+    """An entry log whose last compaction failed or made no progress (the runs go on with the others)."""
+
+    log_id: int
+    error: str
+    since: int  # ms since the epoch
+    directory: str  # the ledger directory holding it ("": not known)
+
+
+@dataclass(frozen=True)
+class CompactionPlan(_Typed):
+    """The logs a targeted compaction takes, with their usage when asked, and the run that compacts them (None:
+    a dry run)."""
+
+    logs: tuple[EntryLogUsage, ...]
+    run_id: int | None
+
+
+@dataclass(frozen=True)
 class GcRun(_Typed):
     """What a run did; over BookKeeper's HTTP API only that it ended (the rest None)."""
 
@@ -137,6 +158,7 @@ class GcStatus(_Typed):
     last_run: GcRun | None
     entry_logs: tuple[EntryLogUsage, ...] | None
     ledger_dirs: tuple[LedgerDirState, ...] | None  # the ledger and index directories (None: HTTP)
+    stalled_logs: tuple[StalledLog, ...] | None  # logs whose compaction failed or made no progress (None: HTTP)
 
 
 class BookieAdmin(Protocol):
@@ -159,3 +181,6 @@ class BookieAdmin(Protocol):
     def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus: ...
 
     def storage_usage(self, ledger_id: int | None = None) -> StorageView: ...
+    def compact_logs(
+        self, log_ids: list[int], ledger_ids: list[int], dry_run: bool = False, ignore_suspension: bool = False
+    ) -> CompactionPlan: ...

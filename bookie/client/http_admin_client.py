@@ -2,7 +2,7 @@
 (``httpServerEnabled=true``): what bkctl uses on an Apache BookKeeper bookie, and on ours when our gRPC admin port is
 closed. Paths and bodies: BookKeeper 4.17.4's ``server/http/service/*.java`` (bookie/server/http/ serves
 the same). What that API does not report (GC run ids and results, entry-log usage, whether a kind is enabled) is
-None in the answers; what the bookie's disks hold it does not tell at all (:class:`StorageUsageMissing`).
+None in the answers; what the bookie's disks hold it does not tell at all (:class:`NotInHttpAdminApi`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from bookie.client.bookie_admin import BookieState, GcStatus, GcTrigger
+from bookie.client.bookie_admin import BookieState, CompactionPlan, GcStatus, GcTrigger
 from bookie.client.http_request import Unreachable, read_body
 from bookie.codec.storage_view import StorageView
-from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, StorageUsageMissing, Unauthorized
+from bookie.errors import BKError, NotInHttpAdminApi, OperationTimeout, ServiceUnavailable, Unauthorized
 from bookie.tls import TlsSettings, read_material, ssl_context
 
 
@@ -96,6 +96,7 @@ class HttpBookieAdminClient:
             last_run=None,
             entry_logs=None,
             ledger_dirs=None,
+            stalled_logs=None,
         )
 
     def set_compaction_suspended(self, suspended: bool, major: bool = False, minor: bool = False) -> GcStatus:
@@ -110,4 +111,18 @@ class HttpBookieAdminClient:
         return self.gc_status()
 
     def storage_usage(self, ledger_id: int | None = None) -> StorageView:
-        raise StorageUsageMissing(self.bookie_id)
+        raise NotInHttpAdminApi(
+            self.bookie_id,
+            "storage usage",
+            "read its directories on its host instead (`bkctl bookie usage --offline -c bk_server.conf`)",
+        )
+
+    def compact_logs(
+        self, log_ids: list[int], ledger_ids: list[int], dry_run: bool = False, ignore_suspension: bool = False
+    ) -> CompactionPlan:
+        raise NotInHttpAdminApi(
+            self.bookie_id,
+            "compaction of chosen entry logs",
+            "its entry_location_compact compacts DbLedgerStorage's RocksDB index, not entry logs; `bkctl bookie gc "
+            "--major` compacts the logs under majorCompactionThreshold",
+        )

@@ -9,6 +9,7 @@ from typing import Any
 from bookie._proto import bookie_admin_pb2 as pb
 from bookie._proto import bookie_admin_pb2_grpc as pb_grpc
 from bookie.codec.storage_view import StorageView, to_message
+from bookie.errors import InvalidArgument, NotFound, Unsafe
 from bookie.storage.gc import MAJOR, MINOR, GcRun
 from bookie.storage.usage import ledger_locations_of_bookie, view_of_bookie
 
@@ -88,6 +89,10 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):  # type: ignore[misc]  #
                 for dirs, index in self._dir_managers()
                 for d in dirs.all
             ],
+            stalledLogs=[
+                pb.StalledLog(logId=log_id, error=why, since=int(since * 1000), directory=str(directory or ""))
+                for log_id, why, since, directory in gc.stalled()
+            ],
         )
         if state.last_run is not None:
             response.lastRun.CopyFrom(_run_result(state.last_run))
@@ -120,3 +125,29 @@ class BookieAdminServicer(pb_grpc.BookieAdminServicer):  # type: ignore[misc]  #
         if ledger_id is not None:
             view.ledger_ranges = ledger_locations_of_bookie(self.bookie, ledger_id)
         return view
+
+    # ---- targeted compaction ----
+    REFUSALS = (
+        (NotFound, pb.CompactLogsResponse.NOT_FOUND),
+        (InvalidArgument, pb.CompactLogsResponse.ACTIVE_LOG),
+        (Unsafe, pb.CompactLogsResponse.SUSPENDED),
+    )
+
+    async def CompactLogs(self, request: pb.CompactLogsRequest, context: Any) -> pb.CompactLogsResponse:
+        gc = self.bookie.collectors
+        try:
+            chosen = await asyncio.to_thread(gc.choose, request.logIds, request.ledgerIds)
+            run_id = gc.compact(chosen, request.ignoreSuspension, request.dryRun)
+        except (NotFound, InvalidArgument, Unsafe) as exc:
+            refusal = next(code for cls, code in self.REFUSALS if isinstance(exc, cls))
+            return pb.CompactLogsResponse(refusal=refusal, error=str(exc))
+        logs = [
+            pb.EntryLogUsage(
+                logId=meta.log_id,
+                totalSize=meta.total_size,
+                remainingSize=meta.remaining_size,
+                directory=str(collector.storage.entry_logger.directory_of(meta.log_id) or ""),
+            )
+            for collector, meta in chosen
+        ]
+        return pb.CompactLogsResponse(logs=logs, runId=run_id)

@@ -257,7 +257,8 @@ class BookieStats:
         """GarbageCollectorStats of each collector: InterleavedLedgerStorage's one as ``bookie_gc_*``, DbLedgerStorage's
         (one per directory, ``db_dirs``, in their order) in their directory's scope, as BookKeeper's: there each
         SingleDirectoryDbLedgerStorage hands its GarbageCollectorThread its ``ledgerIndexDirStatsLogger``, without
-        ``gc``. And how many collectors are compacting each kind (ours)."""
+        ``gc``. And ours: how many collectors are compacting each kind, the bytes a major compaction would reclaim, the
+        bytes of deleted ledgers still in entry logs, the stalled logs."""
         scopes = [self._db_dir_scope(single) for single in db_dirs] if db_dirs else [self.bookie.scope("gc")]
         for collector, scope in zip(collectors.collectors, scopes, strict=True):
             collector.stats = GarbageCollectorStats(scope, collector.state)
@@ -267,6 +268,15 @@ class BookieStats:
 
         for kind in ("major", "minor"):
             self.provider.logger().scope_label("kind", kind).gauge("bkctl_gc_compacting", compacting(kind))
+
+        # ours, from each collector's view as of its last run (ledgers deleted in the metadata since are still live)
+        def summed(name: str) -> Callable[[], int]:
+            return lambda: sum(getattr(c.state, name) for c in collectors.collectors)
+
+        root = self.provider.logger()
+        root.gauge("bkctl_gc_reclaimable_bytes", summed("reclaimable_bytes"))
+        root.gauge("bkctl_gc_deleted_ledger_bytes", summed("dead_bytes"))
+        root.gauge("bkctl_gc_stalled_logs", lambda: sum(len(c.state.stalled) for c in collectors.collectors))
 
     def watch_server(self, status: Callable[[], int], connections: Collection[Any]) -> None:
         """``SERVER_STATUS`` (BookieStateManager: 1 writable, 0 read-only, -1 not registered) and the requests in

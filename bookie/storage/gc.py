@@ -14,10 +14,20 @@ delete the old log. A crash before the index is repointed leaves it on the old l
 then garbage its ledgers map counts as live until those ledgers are deleted (as BookKeeper's default compactor leaves
 its copies in the current log). A failure, a full disk among them, removes the new log at once, so a compaction that
 gives up leaves the disk no fuller than it found it.
+
+A log that cannot be compacted is *stalled*: skipped, and the run goes on with the others (BookKeeper's compactor
+stops the whole run, apache/bookkeeper#4596). A log stalls when reading its metadata or compacting it fails (damage,
+an I/O error such as EIO), or when :data:`NO_PROGRESS_RUNS` compactions in a row of it and of the logs its copies
+went to reclaimed nothing (every byte copied was live: it keeps coming back). It stays in ``GcState.stalled`` until a
+compaction of it succeeds or it is gone (one whose metadata could not be read: until that reads again). A full disk
+(ENOSPC, EDQUOT) is not the log's fault: it ends the run with that error, as every other log's copy would fail the
+same way, and the next run tries again. Targeted compaction (:meth:`GarbageCollector.compact`) compacts the logs an
+operator names whatever their usage, on the GC thread like every other compaction.
 """
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import threading
@@ -40,6 +50,9 @@ from bookie.storage.entry_log import (
 
 log = logging.getLogger(__name__)
 MAJOR, MINOR = "major", "minor"
+TARGETED = "targeted"  # a run's kind when it compacted only the logs an operator named
+NO_PROGRESS_RUNS = 3  # compactions in a row reclaiming nothing that stall the log holding the copies
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class Compactable(Protocol):
@@ -138,14 +151,20 @@ def entry_log_usage(
     log_ids: Iterable[int],
     live: Callable[[int], bool],
     known: dict[int, EntryLogMetadata] | None = None,
+    skip_unreadable: bool = False,
 ) -> list[EntryLogMetadata]:
-    """Usage of each log: live = the ledgers whose index the bookie still has. Logs removed meanwhile are left out."""
+    """Usage of each log: live = the ledgers whose index the bookie still has. Logs removed meanwhile are left out,
+    and with ``skip_unreadable`` those that cannot be read (a running bookie's GC stalls them and says why)."""
     result = []
     for log_id in log_ids:
         try:
             meta = (known or {}).get(log_id) or log_metadata(path_of(log_id), log_id)
         except FileNotFoundError:
             continue
+        except (CorruptData, OSError):
+            if skip_unreadable:
+                continue
+            raise
         result.append(EntryLogMetadata(log_id, meta.total_size, {k: v for k, v in meta.ledgers.items() if live(k)}))
     return result
 
@@ -191,7 +210,7 @@ class GcRun:
 
     run_id: int
     forced: bool
-    kind: str = ""  # "major", "minor", or "" for no compaction
+    kind: str = ""  # "major", "minor", "targeted" (only named logs), or "" for no compaction
     ledgers_deleted: int = 0
     logs_deleted: int = 0
     logs_compacted: int = 0
@@ -238,6 +257,7 @@ class GcState:
     runs: int = 0
     last_run: GcRun | None = None
     stalled: dict[int, str] = field(default_factory=dict)  # logId -> why its last compaction failed or made no progress
+    stalled_since: dict[int, float] = field(default_factory=dict)  # logId -> when it stalled (epoch seconds)
     # since start, as BookKeeper's GarbageCollectorStats count them
     reclaimed_by_deletion: int = 0  # sizes of the logs deleted for holding no live ledger
     reclaimed_by_compaction: int = 0  # of the logs compacted: their size less what was copied out
@@ -247,6 +267,8 @@ class GcState:
     active_ledgers: int = 0
     active_entry_logs: int = 0
     active_entry_log_bytes: int = 0  # live bytes in them
+    dead_bytes: int = 0  # bytes in them of ledgers this bookie no longer has (deleted, or over-replicated)
+    reclaimable_bytes: int = 0  # of those, in the logs under the major threshold (what a major compaction frees)
 
 
 class GarbageCollector:
@@ -276,6 +298,10 @@ class GarbageCollector:
         self.last_overreplicated_check = now
         self._wake = threading.Condition()
         self._forced: tuple[bool, bool] | None = None
+        self._targets: set[int] = set()  # logs an operator asked to compact, for the next run
+        self._override_suspension = False
+        self._no_progress: dict[int, int] = {}  # logId -> compactions in a row that reclaimed nothing, to this log
+        self._unreadable: set[int] = set()  # stalled logs whose metadata could not be read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -304,6 +330,15 @@ class GarbageCollector:
                 self._wake.notify_all()
             return started, self.state.runs + 1
 
+    def compact(self, log_ids: Iterable[int], override_suspension: bool = False) -> int:
+        """Ask the GC thread to compact these sealed logs whatever their usage, at its next run (now, or after the
+        run in progress); returns that run's id. Suspended compaction stops it unless ``override_suspension``."""
+        with self._wake:
+            self._targets.update(log_ids)
+            self._override_suspension |= override_suspension
+            self._wake.notify_all()
+            return self.state.runs + 1
+
     @property
     def forcing(self) -> bool:
         """A forced run is pending or running (BookKeeper's ``isInForceGC``: set when asked, cleared at its end)."""
@@ -314,29 +349,33 @@ class GarbageCollector:
             (self.state.suspended.add if suspended else self.state.suspended.discard)(kind)
 
     def usage(self) -> list[EntryLogMetadata]:
-        """Usage of every sealed entry log now (the current log is still being written)."""
+        """Usage of every sealed entry log now (the current log is still being written), but those whose metadata
+        cannot be read (stalled)."""
         local = set(self.storage.ledger_ids())
         return entry_log_usage(
             self.storage.entry_logger.log_path,
             self.storage.entry_logger.sealed_log_ids(),
             local.__contains__,
             dict(self.logs),
+            skip_unreadable=True,
         )
 
     def _loop(self) -> None:
         wait = self.config.gc_wait_ms / 1000.0
         while not self._stop.is_set():
             with self._wake:
-                if self._forced is None:
+                if self._forced is None and not self._targets:
                     self._wake.wait(wait if wait > 0 else None)
                 if self._stop.is_set():
                     return
                 forced, self._forced = self._forced, None
+                targets, self._targets = self._targets, set()
+                override, self._override_suspension = self._override_suspension, False
                 self.state.running, self.state.forced = True, forced is not None
                 self.state.runs += 1  # with `running`, under the lock: trigger() counts on both
                 run_id = self.state.runs
             try:
-                self.run(forced, run_id)
+                self.run(forced, run_id, targets, override)
             finally:
                 with self._wake:
                     self.state.running = self.state.forced = False
@@ -352,8 +391,15 @@ class GarbageCollector:
                 return kind
         return ""
 
-    def run(self, forced: tuple[bool, bool] | None = None, run_id: int | None = None) -> GcRun:
-        """One GC run, forced with ``(forceMajor, forceMinor)``, or as scheduled when ``forced`` is None."""
+    def run(
+        self,
+        forced: tuple[bool, bool] | None = None,
+        run_id: int | None = None,
+        targets: Iterable[int] = (),
+        override_suspension: bool = False,
+    ) -> GcRun:
+        """One GC run, forced with ``(forceMajor, forceMinor)``, or as scheduled when ``forced`` is None; it first
+        compacts the ``targets`` logs, whatever their usage."""
         if run_id is None:
             with self._wake:
                 self.state.runs += 1
@@ -363,9 +409,13 @@ class GarbageCollector:
         try:
             result.ledgers_deleted = self._collect_ledgers()
             self._update_logs(result)
-            result.kind = self._kind(forced)
-            if result.kind:
-                self._compact_logs(result.kind, result)
+            targets = sorted(targets)
+            if targets:
+                self._compact_targets(targets, override_suspension, result)
+            kind = self._kind(forced)
+            result.kind = kind or (TARGETED if targets else "")
+            if kind:
+                self._compact_logs(kind, result)
         except BKError as exc:  # expected (ZooKeeper unreachable...): reported, retried at the next run
             log.warning("gc run %d failed%s: %s", run_id, self._in(), exc)
             result.error = str(exc)
@@ -430,12 +480,23 @@ class GarbageCollector:
         logger = self.storage.entry_logger
         local = set(self.storage.ledger_ids())
         logs = {}
-        for log_id in logger.sealed_log_ids():
+        sealed = logger.sealed_log_ids()
+        for log_id in sealed:
             try:
                 logs[log_id] = self.logs.get(log_id) or log_metadata(logger.log_path(log_id), log_id)
+            except FileNotFoundError:
+                continue  # removed meanwhile
             except (CorruptData, OSError) as exc:  # that log left alone, the others collected (as BookKeeper)
-                log.error("gc%s: cannot read entry log %x, left as it is: %s", self._in(), log_id, exc)
+                self._stall(log_id, f"cannot read its ledgers map or records: {exc}")
+                self._unreadable.add(log_id)
+                continue
+            if log_id in self._unreadable:
+                self._unstall(log_id, "its metadata reads again")
         self.logs = logs
+        for log_id in set(self.state.stalled) - set(sealed):
+            self._unstall(log_id, "it is gone")
+        for log_id in set(self._no_progress) - set(sealed):
+            del self._no_progress[log_id]
         for meta in list(self.logs.values()):
             meta.forget(local.__contains__)
             if not meta.ledgers:
@@ -444,11 +505,31 @@ class GarbageCollector:
                 self.state.reclaimed_by_deletion += size
                 result.logs_deleted += 1
                 del self.logs[meta.log_id]
+                self._unstall(meta.log_id, "it is gone")
         self._count_active()
 
     def _count_active(self) -> None:
-        self.state.active_entry_logs = len(self.logs)
-        self.state.active_entry_log_bytes = sum(meta.remaining_size for meta in self.logs.values())
+        logs = list(self.logs.values())
+        self.state.active_entry_logs = len(logs)
+        self.state.active_entry_log_bytes = sum(meta.remaining_size for meta in logs)
+        self.state.dead_bytes = sum(meta.total_size - meta.remaining_size for meta in logs)
+        self.state.reclaimable_bytes = sum(
+            meta.total_size - meta.remaining_size for meta in logs if meta.usage < self.config.major_threshold
+        )
+
+    # ---- stalled logs: logged once per change ----
+    def _stall(self, log_id: int, why: str) -> None:
+        if self.state.stalled.get(log_id) == why:
+            return
+        log.error("gc%s: entry log %x stalled, left as it is: %s", self._in(), log_id, why)
+        self.state.stalled[log_id] = why
+        self.state.stalled_since.setdefault(log_id, time.time())
+
+    def _unstall(self, log_id: int, why: str) -> None:
+        self._unreadable.discard(log_id)
+        if self.state.stalled.pop(log_id, None) is not None:
+            self.state.stalled_since.pop(log_id, None)
+            log.info("gc%s: entry log %x no longer stalled: %s", self._in(), log_id, why)
 
     def _compact_logs(self, kind: str, result: GcRun) -> None:
         threshold = self.config.kind(kind)[0]
@@ -458,29 +539,81 @@ class GarbageCollector:
             for meta in sorted(self.logs.values(), key=lambda m: m.usage):
                 if meta.usage >= threshold or self._stop.is_set() or kind in self.state.suspended:
                     break
-                size = self.storage.entry_logger.log_path(meta.log_id).stat().st_size
-                try:
-                    done = self._compact(meta, throttle)
-                except CorruptData as exc:  # that log kept as it is, the others compacted
-                    log.error("gc%s: %s", self._in(), exc)
-                    continue
-                if done is None:
-                    break  # stopping: the log is left as it was
-                self._remove_log(meta.log_id)
-                del self.logs[meta.log_id]
-                if done.new_log is not None:  # all live: a later run looks at it again
-                    self.logs[done.new_log.log_id] = done.new_log
-                reclaimed = max(0, size - done.new_size)
-                result.logs_compacted += 1
-                result.entries_copied += done.entries
-                result.bytes_copied += done.copied
-                result.bytes_reclaimed += reclaimed
-                self.state.reclaimed_by_compaction += reclaimed
+                if self._compact_one(meta, throttle, result) is None:
+                    break
         finally:
             self.state.compacting = ""
             self._count_active()
         self.state.last_compaction[kind] = time.time()
         self.state.counters[kind] += 1
+
+    def _compact_targets(self, log_ids: list[int], override_suspension: bool, result: GcRun) -> None:
+        """The logs an operator named, whatever their usage (stalled ones too: that is how to retry one). A log
+        that failed is named in the run's error."""
+        self.state.compacting = TARGETED
+        throttle = Throttle(self.config.compaction_rate, self._stop)
+        failed = []
+        try:
+            for log_id in log_ids:
+                if self._stop.is_set():
+                    break
+                if self.state.suspended and not override_suspension:
+                    kinds = " and ".join(sorted(self.state.suspended))
+                    failed.append(f"{kinds} compaction suspended before entry log {log_id:x}")
+                    break
+                meta = self.logs.get(log_id)
+                if meta is None:
+                    continue  # deleted by this run (no live ledger left), or gone
+                done = self._compact_one(meta, throttle, result)
+                if done is False:
+                    failed.append(f"entry log {log_id:x}: {self.state.stalled.get(log_id, 'failed')}")
+                elif done is None:
+                    break
+        finally:
+            self.state.compacting = ""
+            self._count_active()
+        if failed:
+            result.error = "; ".join(failed)
+
+    def _compact_one(self, meta: EntryLogMetadata, throttle: Throttle, result: GcRun) -> bool | None:
+        """Compact one log and count it; False: it failed and is stalled, None: the bookie is stopping."""
+        log_id = meta.log_id
+        try:
+            size = self.storage.entry_logger.log_path(log_id).stat().st_size
+            done = self._compact(meta, throttle)
+        except FileNotFoundError:
+            return True  # removed meanwhile
+        except OSError as exc:
+            if exc.errno in DISK_FULL:
+                raise  # the disk's, not the log's: the run ends, the next one tries again
+            self._stall(log_id, f"{type(exc).__name__}: {exc}")
+            return False
+        except CorruptData as exc:  # that log kept as it is, the others compacted
+            self._stall(log_id, str(exc))
+            return False
+        if done is None:
+            return None  # stopping: the log is left as it was
+        self._remove_log(log_id)
+        del self.logs[log_id]
+        reclaimed = max(0, size - done.new_size)
+        streak = self._no_progress.pop(log_id, 0) + 1 if reclaimed == 0 else 0
+        self._unstall(log_id, "compacted")
+        if done.new_log is not None:  # all live: a later run looks at it again
+            self.logs[done.new_log.log_id] = done.new_log
+            if streak:
+                self._no_progress[done.new_log.log_id] = streak
+            if streak >= NO_PROGRESS_RUNS:
+                self._stall(
+                    done.new_log.log_id,
+                    f"{streak} compactions in a row reclaimed nothing (last: log {log_id:x}, "
+                    f"{done.copied} bytes copied, all live)",
+                )
+        result.logs_compacted += 1
+        result.entries_copied += done.entries
+        result.bytes_copied += done.copied
+        result.bytes_reclaimed += reclaimed
+        self.state.reclaimed_by_compaction += reclaimed
+        return True
 
     def _compact(self, meta: EntryLogMetadata, throttle: Throttle) -> Compacted | None:
         """Copy the log's live entries into a new log of their own, make it and its name durable, then repoint the

@@ -16,7 +16,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from bookie.storage.gc import MAJOR, MINOR, EntryLogMetadata, GarbageCollector, GcConfig, GcRun, GcState
+from bookie.errors import InvalidArgument, NotFound, Unsafe
+from bookie.storage.gc import MAJOR, MINOR, TARGETED, EntryLogMetadata, GarbageCollector, GcConfig, GcRun, GcState
 
 RUN_COUNTS = ("ledgers_deleted", "logs_deleted", "logs_compacted", "entries_copied", "bytes_copied", "bytes_reclaimed")
 STATE_COUNTS = (
@@ -30,6 +31,8 @@ STATE_COUNTS = (
     "active_ledgers",
     "active_entry_logs",
     "active_entry_log_bytes",
+    "dead_bytes",
+    "reclaimable_bytes",
 )
 
 
@@ -78,6 +81,74 @@ class GarbageCollectors:
         under DbLedgerStorage: only the directory tells two logs ``0.log`` apart)."""
         return [(m, c.storage.entry_logger.directory_of(m.log_id)) for c in self.collectors for m in c.usage()]
 
+    def choose(
+        self, log_ids: Iterable[int], ledger_ids: Iterable[int]
+    ) -> list[tuple[GarbageCollector, EntryLogMetadata]]:
+        """The sealed logs to compact: those named (in every directory that has one of that id: DbLedgerStorage
+        numbers each directory's logs apart) and those holding a live entry of the ledgers named. NotFound for a
+        log no directory has or a ledger no sealed log holds, InvalidArgument for a log still being written."""
+        log_ids, ledger_ids = set(log_ids), set(ledger_ids)
+        chosen: dict[tuple[int, int], tuple[GarbageCollector, EntryLogMetadata]] = {}
+        found_logs: set[int] = set()
+        found_ledgers: set[int] = set()
+        for index, collector in enumerate(self.collectors):
+            logger = collector.storage.entry_logger
+            if logger.current_id in log_ids:
+                raise InvalidArgument(
+                    f"entry log {logger.current_id:x} is the current log, still being written: it can be compacted "
+                    "once the bookie rolls to a new one (at logSizeLimit, or a restart)"
+                )
+            for meta in collector.usage():
+                held = ledger_ids & meta.ledgers.keys()
+                if meta.log_id in log_ids or held:
+                    chosen[index, meta.log_id] = (collector, meta)
+                    found_logs.add(meta.log_id)
+                    found_ledgers |= held
+        missing = sorted(log_ids - found_logs)
+        if missing:
+            raise NotFound(f"no sealed entry log {', '.join(f'{i:x}' for i in missing)} on this bookie")
+        missing = sorted(ledger_ids - found_ledgers)
+        if missing:
+            raise NotFound(
+                f"no sealed entry log holds a live entry of ledger {', '.join(map(str, missing))} on this bookie"
+            )
+        return [chosen[key] for key in sorted(chosen)]
+
+    def compact(
+        self,
+        chosen: list[tuple[GarbageCollector, EntryLogMetadata]],
+        override_suspension: bool = False,
+        dry_run: bool = False,
+    ) -> int | None:
+        """Hand the chosen logs to their collectors' threads; return the merged id of the run that will have
+        compacted them (None with ``dry_run``, which only checks). Unsafe while compaction is suspended, unless
+        ``override_suspension``."""
+        suspended = set().union(*(c.state.suspended for c, _ in chosen))
+        if suspended and not override_suspension:
+            kinds = " and ".join(sorted(suspended))
+            raise Unsafe(
+                f"{kinds} compaction is suspended on this bookie: resume it (bkctl bookie compaction resume) or "
+                "override the suspension for these logs (--ignore-suspension)"
+            )
+        if dry_run:
+            return None
+        with self._lock:
+            run_ids = []
+            for collector in self.collectors:
+                logs = [meta.log_id for c, meta in chosen if c is collector]
+                run_ids.append(collector.compact(logs, override_suspension) if logs else collector.state.runs)
+            if len(run_ids) > 1:
+                self._asked.append(tuple(run_ids))
+        return sum(run_ids)
+
+    def stalled(self) -> list[tuple[int, str, float, Path | None]]:
+        """Every collector's stalled logs: (logId, why, since, its ledger directory)."""
+        return [
+            (log_id, why, c.state.stalled_since.get(log_id, 0.0), c.storage.entry_logger.directory_of(log_id))
+            for c in self.collectors
+            for log_id, why in sorted(c.state.stalled.items())
+        ]
+
     @property
     def state(self) -> GcState:
         """The one collector's state, or all of theirs merged: running or compacting if any is, suspended if all
@@ -89,11 +160,13 @@ class GarbageCollectors:
         merged = GcState(
             running=any(s.running for s in states),
             forced=any(s.running and s.forced for s in states),
-            compacting=MAJOR if MAJOR in compacting else MINOR if MINOR in compacting else "",
+            compacting=next((kind for kind in (MAJOR, MINOR, TARGETED) if kind in compacting), ""),
             suspended=set.intersection(*(set(s.suspended) for s in states)),
             last_compaction={kind: max(s.last_compaction[kind] for s in states) for kind in (MAJOR, MINOR)},
             counters={kind: sum(s.counters[kind] for s in states) for kind in (MAJOR, MINOR)},
             last_run=self._last_run([s.last_run for s in states]),
+            stalled={log_id: why for s in states for log_id, why in s.stalled.items()},
+            stalled_since={log_id: since for s in states for log_id, since in s.stalled_since.items()},
         )
         for name in STATE_COUNTS:
             setattr(merged, name, sum(getattr(s, name) for s in states))
@@ -117,7 +190,7 @@ class GarbageCollectors:
         merged = GcRun(
             run_id,
             forced=any(run.forced for run in done),
-            kind=MAJOR if MAJOR in kinds else MINOR if MINOR in kinds else "",
+            kind=next((kind for kind in (MAJOR, MINOR, TARGETED) if kind in kinds), ""),
             started=began,
             seconds=max(run.started + run.seconds for run in done) - began,
             error="; ".join(f"{w}: {run.error}" for w, run in zip(where, done, strict=True) if run.error),

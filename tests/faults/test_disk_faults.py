@@ -13,6 +13,7 @@ from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.client import BookKeeper, ClientConfig
 from bookie.meta.registration import BookieRegistry
 
+from support.cluster import metric
 from support.waiting import wait_for
 
 pytestmark = pytest.mark.root
@@ -196,6 +197,7 @@ def test_a_disk_that_fills_during_compaction_stops_it_cleanly(harness, lossy, bk
     wait_for(lambda: not compacting(), "the compaction to give up", timeout=60)
     status = json.loads(bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json").stdout)[0]
     assert "No space left on device" in status["lastRun"]["error"], status
+    assert status["stalledLogs"] == []  # the disk's fault, not a log's: the run ended, no log stalled
     lossy.clear()
     restart_from_disk(harness, bookie)  # whatever the bookie held to write is written now
     assert log_bytes() <= before + 2048  # + the log the restart sealed, empty: a header and a map
@@ -205,6 +207,40 @@ def test_a_disk_that_fills_during_compaction_stops_it_cleanly(harness, lossy, bk
     assert log_bytes() < 0.62 * before
     with BookKeeper(uri) as bk, bk.open_ledger(b, recovery=False) as reader:
         tally.check([e.payload for e in reader.iter_entries(0, 2999)], [payload(b"B", i) for i in range(3000)])
+
+
+def test_an_entry_log_the_disk_cannot_read_stalls_and_the_others_compact(harness, lossy, bkctl, tally):
+    """EIO on every read of one sealed entry log (a bad patch of disk): a major compaction leaves that log, stalled
+    with the error, and compacts every other; the run does not fail. Once the disk reads it again, the next run
+    compacts it and it is no longer stalled."""
+    from integration.server.test_gc import gc, payload, write_interleaved
+
+    [bookie] = harness.start(
+        1,
+        journalDirectories=lossy.mountpoint / "journal",
+        ledgerDirectories=lossy.mountpoint / "ledgers",
+        logSizeLimit=256 * 1024,
+    )
+    uri = harness.service_uri
+    _, b = write_interleaved(uri, 1000, quorum=(1, 1, 1))
+    restart_from_disk(harness, bookie)  # the collector reads every log's metadata afresh
+    first = min(int(p.stem, 16) for p in (lossy.mountpoint / "ledgers" / "current").glob("*.log"))
+    lossy.inject("read", f"/ledgers/current/{first:x}.log", "EIO")
+    run = gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")[bookie.bookie_id]
+    assert run["error"] == "" and run["logsCompacted"] >= 3, run
+
+    def status():
+        return json.loads(bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json").stdout)[0]
+
+    (stalled,) = status()["stalledLogs"]
+    assert stalled["logId"] == first and "Input/output error" in stalled["error"], stalled
+    assert metric(bookie, "bkctl_gc_stalled_logs") == 1
+    lossy.clear()
+    run = gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")[bookie.bookie_id]
+    assert (run["error"], run["logsCompacted"]) == ("", 1)
+    assert status()["stalledLogs"] == [] and metric(bookie, "bkctl_gc_stalled_logs") == 0
+    with BookKeeper(uri) as bk, bk.open_ledger(b, recovery=False) as reader:
+        tally.check([e.payload for e in reader.iter_entries(0, 999)], [payload(b"B", i) for i in range(1000)])
 
 
 @pytest.mark.parametrize("where", ["/journal/*", "/ledgers/current/*.log"])

@@ -86,6 +86,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
         OK,
     ),
     ("bookie", "compaction", "resume"): (["{B}"], OK),
+    ("bookie", "compaction", "run"): (["{B}", "--ledger", "{L}", "--dry-run"], OK),
     ("bookie", "compaction", "suspend"): (["{B}", "--major"], OK),
     ("bookie", "decommission"): (["{GONE}", "--dry-run"], OK),
     ("bookie", "gc"): (["{B}", "--wait", "--timeout", "60"], OK),
@@ -167,7 +168,7 @@ def check_output(args: list[str], fmt: str, codes: tuple[int, ...]):
 @pytest.fixture(scope="module")
 def live(zookeeper, tmp_path_factory):
     """Two bookies up and a third stopped (named by a Pulsar topic's ledger), an auditor standing, a ledger marked
-    under-replicated, and {L}: a closed ledger of 5 entries on the two (password pw)."""
+    under-replicated, and {L}: a closed ledger of 5 entries on the two (password pw), in a sealed entry log of {B}."""
     directory = tmp_path_factory.mktemp("output")
     with shared_cluster(zookeeper, directory, 3) as harness:
         uri = parse_service_uri(harness.service_uri)
@@ -182,6 +183,9 @@ def live(zookeeper, tmp_path_factory):
             ledger = bk.create_ledger(2, 2, 2, password=b"pw")
             ledger.add_entries(b"entry-%d" % i for i in range(5))
             ledger.close()
+            writable = harness.bookies[0]
+            writable.stop()  # restarted: the entry log holding {L} is sealed, for `compaction run --ledger`
+            harness.restart(writable)
             ur = UnderReplicationManager(store)
             ur.mark(on_gone, [gone.bookie_id])
             ur.vote("127.0.0.1:3181")  # an auditor standing, for as long as this session lives

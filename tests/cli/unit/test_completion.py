@@ -96,6 +96,7 @@ GONE = {  # commands about a bookie that is gone: missing bookies complete too
     ("bookie", "decommission"),
     ("bookie", "replace-in-ledgers"),
     ("cluster", "check-impact"),
+    ("ledger", "list"),  # --bookie: the ledgers a missing bookie's ensembles name
 }
 OFFLINE = {  # a stopped bookie's files: its ledgers are not the cluster's to complete
     ("bookie", "inspect", "journal"),

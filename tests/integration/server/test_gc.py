@@ -296,3 +296,138 @@ def test_gc_status_of_a_db_bookie_covers_every_directory(harness, bkctl, tmp_pat
     result = bkctl("-u", harness.service_uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json")
     (status,) = json.loads(result.stdout)
     assert (status["entryLogs"], status["majorCompactionCounter"]) == (None, 3)
+
+
+# ---- stalled logs and targeted compaction ----
+def log_ids(bookie) -> list[int]:
+    return sorted(int(p.stem, 16) for p in entry_logs(bookie))
+
+
+def damage_a_record(path: Path, ledger_id: int) -> None:
+    """The size field of the ledger's second record in the log, running past the data: a scan stops there."""
+    from bookie.storage.entry_log import iter_records
+
+    second = [pos for pos, lid, _, _ in iter_records(path) if lid == ledger_id][1]
+    with open(path, "r+b") as f:
+        f.seek(second - 4)
+        f.write((1 << 30).to_bytes(4, "big"))
+
+
+def test_a_damaged_log_stalls_and_compaction_of_the_others_goes_on(harness, bkctl):
+    """A record of the deleted ledger A damaged in the first entry log (as a torn write would): its scan stops
+    there, before B's records that follow, so the log cannot be compacted. It stalls; every other log is compacted,
+    the run does not fail, gc-status names the log and its error, and the gauge reads 1."""
+    (bookie,) = harness.start(1, **SMALL_LOGS)
+    uri = harness.service_uri
+    a, b = write_interleaved(uri, 1000, quorum=(1, 1, 1))
+    bookie.stop()
+    first = log_ids(bookie)[0]
+    damage_a_record(Path(bookie.ledger_dir, "current", f"{first:x}.log"), a)
+    harness.restart(bookie)
+    before = set(log_ids(bookie))
+    run = gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")[bookie.bookie_id]
+    assert (run["kind"], run["error"]) == ("major", "") and run["logsCompacted"] >= 3
+    assert first in log_ids(bookie) and len(before - set(log_ids(bookie))) == run["logsCompacted"]
+    assert_b_intact(uri, b, 1000)
+
+    (status,) = json.loads(bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id, "-o", "json").stdout)
+    (stalled,) = status["stalledLogs"]
+    assert stalled["logId"] == first and "scan stopped at a damaged record" in stalled["error"]
+    assert stalled["since"] > 0 and stalled["sinceIso"]
+    text = bkctl("-u", uri, "bookie", "gc-status", bookie.bookie_id)
+    assert text.stdout.splitlines()[0].split()[-1] == "STALLED" and text.stdout.splitlines()[1].split()[-1] == "1"
+    assert f"entry log {first:x} stalled: entry log {first:x}: its scan stopped" in text.stderr
+    got = metrics(bookie)
+    assert got.sum("bkctl_gc_stalled_logs") == 1
+    # the dead bytes left are the stalled log's (about half of it), under the major threshold of 0.8
+    dead = got.sum("bkctl_gc_deleted_ledger_bytes")
+    assert got.sum("bkctl_gc_reclaimable_bytes") == dead > 0.4 * SMALL_LOGS["logSizeLimit"]
+
+    # named, it fails again: the run says so (exit 1), the log stays
+    named = bkctl("-u", uri, "bookie", "compaction", "run", bookie.bookie_id, "--log", f"{first:x}", "--wait")
+    assert named.exit_code == 1 and f"entry log {first:x}: entry log {first:x}: its scan stopped" in named.stderr
+    assert first in log_ids(bookie)
+    assert bookie.log_path.read_text().count(f"entry log {first:x} stalled") == 1  # once, not once per run
+
+
+def test_targeted_compaction_of_chosen_logs(harness, bkctl):
+    """Thresholds under the logs' 50% usage, so no major or minor compaction takes them: named, one is compacted
+    and removed, and B reads back whole; --ledger picks every log holding B; the current log and unknown ones are
+    refused, a dry run changes nothing, and over BookKeeper's HTTP API the command is refused."""
+    (bookie,) = harness.start(1, http=True, majorCompactionThreshold=0.3, minorCompactionThreshold=0.1, **SMALL_LOGS)
+    uri = harness.service_uri
+    _, b = write_interleaved(uri, 1000, quorum=(1, 1, 1))
+    assert gc(bkctl, uri, "--major", bookie.bookie_id, "--wait")[bookie.bookie_id]["logsCompacted"] == 0
+    logs = log_ids(bookie)
+    sealed, current = logs[:-1], logs[-1]
+    assert metrics(bookie).sum("bkctl_gc_reclaimable_bytes") == 0  # nothing under the major threshold of 0.3
+    dead = metrics(bookie).sum("bkctl_gc_deleted_ledger_bytes")
+    assert dead > 0.4 * sum(Path(bookie.ledger_dir, "current", f"{i:x}.log").stat().st_size for i in sealed)
+
+    def compaction(*args):
+        return bkctl("-u", uri, "bookie", "compaction", "run", bookie.bookie_id, *args)
+
+    dry = compaction("--ledger", str(b), "--dry-run", "-o", "json")
+    assert dry.exit_code == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert [log["logId"] for log in plan["logs"]] == sealed and plan["dryRun"] is True
+    assert plan["bytesToReclaim"] > 0.4 * (plan["bytesToReclaim"] + plan["bytesToCopy"])
+    text = compaction("--ledger", str(b), "--dry-run").stdout.splitlines()
+    assert text[0].split() == ["LOG", "DIRECTORY", "BYTES", "LIVE", "USAGE"]
+    assert text[1].startswith(f"{sealed[0]:x}.log")
+    assert text[-1].startswith(f"bookie/{bookie.bookie_id} compaction of {len(sealed)} entry logs would run (dry run)")
+    assert log_ids(bookie) == logs  # nothing changed
+
+    target = sealed[1]
+    size = Path(bookie.ledger_dir, "current", f"{target:x}.log").stat().st_size
+    done = compaction("--log", f"{target:x}.log", "--wait", "-o", "json")
+    assert done.exit_code == 0, done.stderr
+    run = json.loads(done.stdout)["run"]
+    assert (run["kind"], run["logsCompacted"], run["error"]) == ("targeted", 1, "")
+    assert 0.4 * size < run["bytesReclaimed"] < 0.6 * size
+    assert target not in log_ids(bookie) and set(sealed) - {target} <= set(log_ids(bookie))
+    assert_b_intact(uri, b, 1000)
+
+    refused = compaction("--log", f"{current:x}")
+    assert refused.exit_code == 2 and f"entry log {current:x} is the current log" in refused.stderr
+    unknown = compaction("--log", "ffff")
+    assert unknown.exit_code == 5 and "no sealed entry log ffff" in unknown.stderr
+    none = compaction()
+    assert none.exit_code == 2 and none.stderr.startswith("error: name entry logs to compact (--log LOG)")
+    bad = compaction("--log", "zz")
+    assert bad.exit_code == 2 and "'zz' is not an entry log id" in bad.stderr
+    assert bkctl("-u", uri, "bookie", "compaction", "suspend", bookie.bookie_id).exit_code == 0
+    suspended = compaction("--log", f"{sealed[0]:x}")
+    assert suspended.exit_code == 3 and "--ignore-suspension" in suspended.stderr
+    assert compaction("--log", f"{sealed[0]:x}", "--ignore-suspension", "--wait").exit_code == 0
+    assert sealed[0] not in log_ids(bookie)
+
+    over_http = compaction("--log", f"{sealed[2]:x}", "--http-port", str(bookie.http_port))
+    assert over_http.exit_code == 7 and "BookKeeper's HTTP admin API, which has no" in over_http.stderr
+
+
+def test_targeted_compaction_on_a_db_bookie_finds_the_ledgers_directory(harness, bkctl, tmp_path):
+    """DbLedgerStorage numbers each directory's logs apart: --ledger picks the logs of the ledger's own directory,
+    and compacting them leaves the other directories' logs alone."""
+    bookie, dirs, deleted, kept = start_db_bookie(harness, tmp_path, deleted_entries=300, kept_entries=100)
+    uri = harness.service_uri
+    with BookKeeper(uri) as bk:
+        bk.delete_ledger(deleted[0])
+    gc(bkctl, uri, bookie.bookie_id, "--wait")  # forgets it, compacts nothing
+    home = dirs[kept[0] % 3]  # ledger L lives in directory L mod 3
+    others = {d: sealed_logs(d) for d in dirs if d != home}
+
+    def compaction(*args):
+        return bkctl("-u", uri, "bookie", "compaction", "run", bookie.bookie_id, "--ledger", str(kept[0]), *args)
+
+    plan = json.loads(compaction("--dry-run", "-o", "json").stdout)
+    assert plan["logs"] and {log["directory"] for log in plan["logs"]} == {home}
+    chosen = {Path(home, "current", log["file"]) for log in plan["logs"]}
+    assert chosen <= sealed_logs(home)
+    result = compaction("--wait", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["run"]["logsCompacted"] == len(chosen)
+    assert not chosen & set(Path(home, "current").glob("*.log"))
+    assert all(sealed_logs(d) == logs for d, logs in others.items())
+    with BookKeeper(uri) as bk, bk.open_ledger(kept[0], recovery=False) as reader:
+        assert [e.payload for e in reader.iter_entries(0, 99)] == [payload(b"L%d" % kept[0], i) for i in range(100)]

@@ -4,7 +4,7 @@ import pytest
 
 from bookie.client.http_admin_client import HttpBookieAdminClient
 from bookie.codec.storage_view import DirView, EntryRange, GcView, LogView, StorageView, from_message, to_message
-from bookie.errors import AdminServiceMissing, StorageUsageMissing
+from bookie.errors import AdminServiceMissing, NotInHttpAdminApi
 
 
 def test_a_view_comes_back_whole_from_its_message():
@@ -25,6 +25,6 @@ def test_a_view_comes_back_whole_from_its_message():
 
 
 def test_bookkeepers_http_api_cannot_say_what_the_disks_hold():
-    with pytest.raises(StorageUsageMissing, match="read its directories on its host") as raised:
+    with pytest.raises(NotInHttpAdminApi, match="read its directories on its host") as raised:
         HttpBookieAdminClient("127.0.0.1:3181", ("127.0.0.1", 1)).storage_usage()
     assert isinstance(raised.value, AdminServiceMissing)  # exit 7, as any admin operation a bookie does not serve

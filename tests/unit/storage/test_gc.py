@@ -1,13 +1,16 @@
-"""Garbage collection and compaction in one process, on real files: which logs each kind takes, what it keeps, and
-what a restart at each step of a compaction leaves."""
+"""Garbage collection and compaction in one process, on real files: which logs each kind takes, what it keeps, what
+a restart at each step of a compaction leaves, the logs it cannot get through (stalled), targeted compaction of
+chosen logs, and the space figures behind the bookie's gauges."""
 
+import logging
 import threading
 
 import pytest
 
-from bookie.errors import ServiceUnavailable
+from bookie.errors import InvalidArgument, NotFound, ServiceUnavailable, Unsafe
 from bookie.storage.entry_log import HEADER_SIZE, iter_records, list_log_ids, log_path
-from bookie.storage.gc import MAJOR, MINOR, GarbageCollector, GcConfig, Throttle
+from bookie.storage.gc import MAJOR, MINOR, NO_PROGRESS_RUNS, TARGETED, GarbageCollector, GcConfig, Throttle
+from bookie.storage.gc_group import GarbageCollectors
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
 from support.storage import add, crash, records
@@ -325,19 +328,100 @@ def test_compaction_throttle_unlimited_and_stopped():
     assert not Throttle(10, stop).take()
 
 
+def damage(storage, log_id: int, ledger_id: int) -> None:
+    """The size field of the ledger's second record in the log, running past the data: the scan stops there."""
+    path = log_path(storage.config.ledger_dir, log_id)
+    positions = [pos for pos, lid, _, _ in iter_records(path) if lid == ledger_id]
+    with open(path, "r+b") as f:
+        f.seek(positions[1] - 4)
+        f.write((1 << 30).to_bytes(4, "big"))
+
+
 def test_a_log_whose_scan_stops_at_damage_is_kept_with_what_follows(half_and_tenth, caplog):
     """A record a crash damaged in the middle of a sealed log (its size field): the scan stops there (as
     BookKeeper's), so compaction would copy only what comes before it; the log must then stay, or the live entries
     after the damage go with it."""
     storage = half_and_tenth
-    path = log_path(storage.config.ledger_dir, 0)
-    positions = [pos for pos, lid, _, _ in iter_records(path) if lid == 1]
-    with open(path, "r+b") as f:  # ledger 1's second entry: a size running past the data
-        f.seek(positions[1] - 4)
-        f.write((1 << 30).to_bytes(4, "big"))
+    damage(storage, 0, 1)
     run = collector(storage, {2, 4}).run((True, False))
     assert run.error == "" and 0 in list_log_ids(storage.config.ledger_dir)
     assert run.logs_compacted == 1  # log 1, not log 0
     assert "scan stopped at a damaged record" in caplog.text
     assert entry(storage, 1, 0).entry_id == 0
     assert [entry(storage, 1, e).entry_id for e in range(2, 5)] == [2, 3, 4]  # after the damage, still there
+
+
+# ---- stalled logs, targeted compaction ----
+def stalled_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "stalled" in r.getMessage()]
+
+
+def test_a_damaged_log_stalls_once_and_the_others_compact(half_and_tenth, caplog):
+    storage = half_and_tenth
+    damage(storage, 0, 1)
+    gc = collector(storage, {2, 4})
+    caplog.set_level(logging.INFO, "bookie.storage.gc")
+    first = gc.run((True, False))
+    second = gc.run((True, False))
+    assert (first.error, first.logs_compacted, second.logs_compacted) == ("", 1, 0)  # log 1 compacted, then nothing
+    assert list(gc.state.stalled) == [0] and "scan stopped at a damaged record" in gc.state.stalled[0]
+    since = gc.state.stalled_since[0]
+    assert len(stalled_lines(caplog)) == 1  # logged when it stalled, not at every run
+    assert gc.state.stalled_since[0] == since
+    # its ledgers deleted, the log goes with them: no longer stalled
+    gc.live_ledgers = lambda ids: set()
+    gc.run()
+    assert 0 not in list_log_ids(storage.config.ledger_dir) and gc.state.stalled == {}
+    assert "entry log 0 no longer stalled: it is gone" in caplog.text
+
+
+def test_targeted_compaction_takes_a_log_above_the_thresholds(half_and_tenth):
+    storage = half_and_tenth
+    gc = collector(storage, {2, 4}, minor_threshold=0.2, major_threshold=0.3)
+    gc.run()  # forgets 2 and 4: log 0 at 50%, log 1 at 10%
+    assert gc.state.reclaimable_bytes == 9 * RECORD  # log 1's dead bytes, under the major threshold of 0.3
+    assert gc.state.dead_bytes == 14 * RECORD  # and log 0's
+    run = gc.run(targets=[0])
+    assert (run.kind, run.logs_compacted, run.entries_copied) == (TARGETED, 1, 5)
+    assert 0 not in list_log_ids(storage.config.ledger_dir) and 1 in list_log_ids(storage.config.ledger_dir)
+    assert gc.state.counters[MAJOR] == 0  # not a major compaction: its schedule is unchanged
+    assert gc.state.dead_bytes == 9 * RECORD
+    assert_reads(storage, 1, 5)
+
+
+def test_choosing_logs_by_id_or_ledger_and_what_is_refused(half_and_tenth):
+    storage = half_and_tenth
+    group = GarbageCollectors([collector(storage, {2, 4})])
+    group.collectors[0].run()
+    assert [m.log_id for _, m in group.choose([1], [])] == [1]
+    assert [m.log_id for _, m in group.choose([], [3])] == [1]  # ledger 3 lives in log 1
+    assert [m.log_id for _, m in group.choose([0], [3])] == [0, 1]
+    with pytest.raises(InvalidArgument, match="entry log 2 is the current log"):
+        group.choose([2], [])
+    with pytest.raises(NotFound, match="no sealed entry log 7"):
+        group.choose([7], [])
+    with pytest.raises(NotFound, match="ledger 2 "):  # deleted: no log holds a live entry of it
+        group.choose([], [2])
+    chosen = group.choose([1], [])
+    group.suspend([MAJOR], True)
+    with pytest.raises(Unsafe, match="major compaction is suspended"):
+        group.compact(chosen)
+    assert group.compact(chosen, dry_run=True, override_suspension=True) is None
+    assert 1 in list_log_ids(storage.config.ledger_dir)
+
+
+def test_a_log_whose_compactions_reclaim_nothing_stalls(storage):
+    """All live (no ledger deleted): each targeted compaction copies the whole log into a new one, which the next
+    takes; the third in a row stalls the log holding the copies."""
+    fill_log(storage, {1: 10}, {})
+    fill_log(storage, {2: 1}, {})
+    gc = collector(storage, set())
+    gc.run()
+    for done in range(1, NO_PROGRESS_RUNS + 1):
+        assert gc.state.stalled == {}
+        (target,) = [log_id for log_id in gc.logs if log_id != 1]  # the log with ledger 1's entries
+        run = gc.run(targets=[target])
+        assert (run.logs_compacted, run.bytes_reclaimed) == (1, 0), done
+    (held,) = gc.state.stalled
+    assert held in gc.logs and "3 compactions in a row reclaimed nothing" in gc.state.stalled[held]
+    assert [entry(storage, 1, e).entry_id for e in range(10)] == list(range(10))
