@@ -342,6 +342,13 @@ def test_a_damaged_log_stalls_and_compaction_of_the_others_goes_on(harness, bkct
     # the dead bytes left are the stalled log's (about half of it), under the major threshold of 0.8
     dead = got.sum("bkctl_gc_deleted_ledger_bytes")
     assert got.sum("bkctl_gc_reclaimable_bytes") == dead > 0.4 * SMALL_LOGS["logSizeLimit"]
+    # bookie usage names it too: the log stalled with its error, a stalled-log reason, and the estimate skips it
+    usage = json.loads(bkctl("-u", uri, "bookie", "usage", bookie.bookie_id, "--logs", "100", "-o", "json").stdout)
+    (shown,) = [log for log in usage["logs"] if log["logId"] == first]
+    assert "scan stopped at a damaged record" in shown["stalled"]
+    (reason,) = [r for r in usage["reasons"] if r["reason"] == "stalled-log"]
+    assert (reason["logId"], reason["error"]) == (first, shown["stalled"]) and reason["bytes"] == shown["deadBytes"]
+    assert first not in usage["reclaim"]["major"]["logsCompacted"]
 
     # named, it fails again: the run says so (exit 1), the log stays
     named = bkctl("-u", uri, "bookie", "compaction", "run", bookie.bookie_id, "--log", f"{first:x}", "--wait")
