@@ -4,6 +4,7 @@ shell reads in them (``readlog``), and nothing is left in its directories by the
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -39,7 +40,11 @@ def shell_ledgers(conf: str, log_id: int) -> dict[int, int]:
     return dict(sizes)
 
 
-def test_a_running_java_bookies_directories_read_offline(java):
+def usage_args(java, conf: str) -> list[str]:
+    return ["-u", java.service_uri, "-c", conf, "bookie", "usage", java.bookie_id(1), "--offline", "--logs", "100"]
+
+
+def test_a_running_java_bookies_directories_read_offline(java, bkctl):
     """Two ledgers of 1 KB entries, then a restart, whose checkpoint writes everything (DbLedgerStorage's write
     cache too) into the entry logs and indexes; the view is read while the bookie runs again."""
     java, storage = java
@@ -59,3 +64,18 @@ def test_a_running_java_bookies_directories_read_offline(java):
     for log in done:  # each one's ledgers map, or its scan when it has none, against the shell's scan
         assert log.ledgers == shell_ledgers(conf, log.log_id), log.log_id
     assert not list(java.root.rglob("rocksdict-config.json"))  # rocksdict's file, written into any database it opens
+
+    # bkctl bookie usage, from the same directories, against the Java cluster's metadata: both ledgers closed and
+    # live, the bytes the shell reads in the sealed logs theirs, and what they hold all expected
+    usage = bkctl(*usage_args(java, conf))
+    assert usage.exit_code == 0, usage.stderr
+    doc = json.loads(bkctl(*usage_args(java, conf), "-o", "json").stdout)
+    assert (doc["bookieId"], doc["source"], doc["storage"]) == (java.bookie_id(1), "offline", storage)
+    states = {ledger["ledgerId"]: ledger["state"] for log in doc["logs"] for ledger in log["ledgers"]}
+    assert states == dict.fromkeys(ledgers, "closed")
+    by_log = {log["logId"]: log for log in doc["logs"]}
+    for log in done:
+        shell = shell_ledgers(conf, log.log_id)
+        assert {ledger["ledgerId"]: ledger["bytes"] for ledger in by_log[log.log_id]["ledgers"]} == shell
+        assert by_log[log.log_id]["liveBytes"] == sum(shell.values())
+    assert doc["expectedBytes"] == doc["liveBytes"] and doc["expectedLedgers"] == 2
