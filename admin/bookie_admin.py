@@ -92,8 +92,14 @@ def wait_for_gc(
     return [finished[o.bookie_id] for o in triggered if o.bookie_id in finished]
 
 
+STORAGE_USAGE_TIMEOUT = 30.0  # seconds: a bookie reads its ledgers maps and indexes to answer
+
+
 def storage_usage(
-    bookie: RegisteredBookie, ledger_id: int | None = None, timeout: float = 30.0, tls: TlsSettings | None = None
+    bookie: RegisteredBookie,
+    ledger_id: int | None = None,
+    timeout: float = STORAGE_USAGE_TIMEOUT,
+    tls: TlsSettings | None = None,
 ) -> StorageView:
     """What a running bookie of ours says its disks hold, through its admin service (with ``ledger_id``, also where
     that ledger's entries are). A Java bookie, or ours without bkctlAdminPort, cannot say: NotInHttpAdminApi (its

@@ -9,7 +9,7 @@ from admin.usage.expected import expected_on, names
 from admin.usage.ledgers import LIVE, LedgerFacts, LedgerUsage, State, facts
 from admin.usage.logs import LogUsage, gc_logs
 from admin.usage.reasons import Reason, reasons
-from admin.usage.reclaim import Reclaim, reclaimable
+from admin.usage.reclaim import LogKey, Reclaim, reclaimable
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.storage.usage import KINDS, DirView, StorageView
 
@@ -61,10 +61,10 @@ def explain(
     bookie = view.bookie_id or bookie_id
     if bookie is None:
         raise ValueError("the bookie's id is needed to compare its storage with the metadata")
-    held: dict[int, dict[int, int]] = {}
+    held: dict[int, dict[LogKey, int]] = {}
     for log in view.logs:
         for ledger_id, size in log.ledgers.items():
-            held.setdefault(ledger_id, {})[log.log_id] = size
+            held.setdefault(ledger_id, {})[log.directory, log.log_id] = size
     ledgers = {}
     for ledger_id in sorted({*held, *view.local_ledgers, *(i for i, md in metadata.items() if names(md, bookie))}):
         md = metadata.get(ledger_id)
@@ -87,9 +87,9 @@ def explain(
             max(0.0, now - log.modified) if log.modified else 0.0,
             log.active,
             log.stalled,
-            by_gc[log.log_id],
+            by_gc[log.directory, log.log_id],
         )
-        for log in sorted(view.logs, key=lambda log: (-log.size, log.log_id))
+        for log in sorted(view.logs, key=lambda log: (-log.size, log.log_id, log.directory))
     ]
     gc = view.gc
     minor = reclaimable(by_gc.values(), gc.minor_threshold, gc.minor_interval_s > 0)
@@ -164,14 +164,15 @@ def ledger_detail(explained: Explanation, ledger_id: int) -> dict:
     """``--ledger L``: which logs hold the ledger and how many bytes, its state and owner, its expected share, and
     what keeps its bytes in each log."""
     usage = explained.ledgers.get(ledger_id)
-    by_log = {log.log_id: log for log in explained.logs}
+    by_log = {log.key: log for log in explained.logs}
     facts_ = usage.facts if usage else LedgerFacts(ledger_id, State.NOT_IN_METADATA, None)
     logs = []
-    for log_id, size in sorted((usage.logs if usage else {}).items()):
-        log = by_log[log_id]
+    for key, size in sorted((usage.logs if usage else {}).items()):
+        log = by_log[key]
         logs.append(
             {
-                "logId": log_id,
+                "logId": log.log_id,
+                "directory": log.directory,
                 "bytes": size,
                 "logBytes": log.size,
                 "logLiveBytes": log.live,

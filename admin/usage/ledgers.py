@@ -66,7 +66,7 @@ class LedgerUsage:
 
     facts: LedgerFacts
     expected: Expected | None
-    logs: dict[int, int] = field(default_factory=dict)  # logId -> bytes
+    logs: dict[tuple[str, int], int] = field(default_factory=dict)  # (directory, logId) -> bytes
 
     @property
     def held(self) -> int:

@@ -4,7 +4,7 @@ deleted ledger's bytes in the active log): each reason says what it holds, they 
 | reason                | bytes                                                                               |
 |-----------------------|-------------------------------------------------------------------------------------|
 | live                  | live ledgers' bytes, one reason per owner (``owner``: a Pulsar topic, cursor, schema; null) |
-| deleted-ledgers       | deleted in the metadata, not yet collected: the next GC run (``nextRun``) forgets them |
+| deleted-ledgers       | deleted in the metadata, not yet collected: the next GC run (``nextRunTime``) forgets them |
 | not-in-metadata       | ledgers neither the metadata nor the index has: dead bytes compaction has not taken   |
 | no-index              | ledgers the bookie owns whose entries its index lacks (entries with no index entry)   |
 | not-owned             | replicas the bookie no longer owns: freed gcOverreplicatedLedgerWaitTime after a look |
@@ -40,8 +40,9 @@ class Reason:
         return {"reason": self.reason, "bytes": self.bytes, "detail": self.detail, **self.extra}
 
 
-def _count(items: list, noun: str) -> str:
-    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+def plural(n: int, noun: str) -> str:
+    """``1 ledger``, ``2 ledgers``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _when(epoch_s: float) -> str:
@@ -78,9 +79,9 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
             Reason(
                 "deleted-ledgers",
                 size,
-                f"{_count(ids, 'ledger')} deleted in the metadata: {when}; their logs go once nothing live is left in "
-                "them, or by compaction",
-                {"ledgers": ids, "nextRun": gc.next_run},
+                f"{plural(len(ids), 'ledger')} deleted in the metadata: {when}; their logs go once nothing live is "
+                "left in them, or by compaction",
+                {"ledgers": ids, "nextRunTime": round(gc.next_run * 1000) if gc.next_run is not None else None},
             )
         )
     for state, detail in (
@@ -89,7 +90,7 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
     ):
         size, ids = _by_state(ledgers, state)
         if size:
-            found.append(Reason(str(state), size, f"{_count(ids, 'ledger')}: {detail}", {"ledgers": ids}))
+            found.append(Reason(str(state), size, f"{plural(len(ids), 'ledger')}: {detail}", {"ledgers": ids}))
     size, ids = _by_state(ledgers, State.NOT_OWNED)
     if size:
         wait = gc.overreplicated_wait_ms
@@ -102,7 +103,7 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
             Reason(
                 "not-owned",
                 size,
-                f"{_count(ids, 'replica')} this bookie no longer owns (no ensemble names it): {when}",
+                f"{plural(len(ids), 'replica')} this bookie no longer owns (no ensemble names it): {when}",
                 {"ledgers": ids},
             )
         )
@@ -114,7 +115,7 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
             Reason(
                 "above-threshold",
                 sum(log.dead for log in above),
-                f"{_count(above, 'log')} whose usage is not under the major threshold {gc.major_threshold:g}: "
+                f"{plural(len(above), 'log')} whose usage is not under the major threshold {gc.major_threshold:g}: "
                 "compaction leaves them",
                 {"logs": [{"logId": log.log_id, "usage": round(log.gc.usage, 4)} for log in above]},
             )
@@ -144,7 +145,7 @@ def reasons(ledgers: Mapping[int, LedgerUsage], logs: list[LogUsage], gc: GcView
         ("minor", gc.minor_threshold, gc.minor_interval_s),
     ):
         would = reclaimable([log.gc for log in logs], threshold)  # were it running
-        compacting = would.reclaimed - sum(log.size for log in logs if log.log_id in would.deleted)
+        compacting = would.reclaimed - sum(log.size for log in logs if log.key in would.deleted)
         if kind in gc.suspended:
             found.append(
                 Reason(

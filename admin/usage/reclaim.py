@@ -8,8 +8,8 @@
 3. Compaction takes the sealed logs by usage, emptiest first (usage: live bytes over the bytes of all the ledgers
    its ledgers map lists), and stops at the first whose usage is not under the threshold. Each one's live entries
    are copied into a new log (a header, the copies, a ledgers map), and the old log deleted: it reclaims the old
-   log's size less the new one's. A log whose compaction failed last time (stalled) is skipped, as a log with a
-   damaged record is, and the others go on.
+   log's size less the new one's. A log whose compaction failed last time (stalled) is counted as failing again:
+   the GC tries it and goes on with the others, and usage names it under a stalled-log reason.
 
 The active log is never compacted or deleted: it is not sealed.
 """
@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bookie.storage.entry_log import HEADER_SIZE, MAP_BATCH, MAP_BATCH_HEADER, MAP_ENTRY
+
+LogKey = tuple[str, int]  # (ledger directory, log id): a log's identity on a bookie
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,11 @@ class GcLog:
     live_ledgers: int  # how many
     active: bool = False
     stalled: bool = False
+    directory: str = ""  # DbLedgerStorage numbers the logs of each ledger directory apart
+
+    @property
+    def key(self) -> LogKey:
+        return self.directory, self.log_id
 
     @property
     def usage(self) -> float:
@@ -45,8 +52,8 @@ class Reclaim:
     copied."""
 
     threshold: float
-    deleted: list[int] = field(default_factory=list)
-    compacted: list[int] = field(default_factory=list)
+    deleted: list[LogKey] = field(default_factory=list)
+    compacted: list[LogKey] = field(default_factory=list)
     reclaimed: int = 0
     copied: int = 0
 
@@ -55,8 +62,8 @@ class Reclaim:
             "threshold": self.threshold,
             "reclaimableBytes": self.reclaimed,
             "copiedBytes": self.copied,
-            "logsDeleted": self.deleted,
-            "logsCompacted": self.compacted,
+            "logsDeleted": [{"logId": log_id, "directory": d} for d, log_id in self.deleted],
+            "logsCompacted": [{"logId": log_id, "directory": d} for d, log_id in self.compacted],
         }
 
 
@@ -73,7 +80,7 @@ def reclaimable(logs: Iterable[GcLog], threshold: float, compact: bool = True) -
     sealed = [log for log in logs if not log.active]
     for log in sealed:
         if log.live_ledgers == 0:
-            result.deleted.append(log.log_id)
+            result.deleted.append(log.key)
             result.reclaimed += log.size
     if not compact:
         return result
@@ -82,7 +89,7 @@ def reclaimable(logs: Iterable[GcLog], threshold: float, compact: bool = True) -
             break
         if log.stalled:
             continue
-        result.compacted.append(log.log_id)
+        result.compacted.append(log.key)
         result.reclaimed += max(0, log.size - new_log_size(log.live, log.live_ledgers))
         result.copied += log.live
     return result

@@ -1,22 +1,16 @@
-"""Where a :class:`StorageView` and the metadata it is explained against come from: a running bookie of ours
-through its admin service, or a bookie's directories (bookie/storage/usage.py reads both), and ZooKeeper.
+"""Where a :class:`StorageView` and the metadata it is explained against come from: a bookie's directories
+(bookie/storage/usage.py reads them; a running bookie of ours states its own view through its admin client's
+``storage_usage``), and ZooKeeper.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from bookie.client.bookie_admin import BookieAdmin
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.store import MetadataStore
 from bookie.storage.usage import BookieConfig, StorageView, ledger_locations, view_of_dirs
-
-
-def running_view(admin: BookieAdmin, ledger_id: int | None = None) -> StorageView:
-    """The view a running bookie states through its admin service; ``ledger_id``: with that ledger's locations. A
-    bookie reached over BookKeeper's HTTP admin API cannot say: NotInHttpAdminApi (exit 7)."""
-    return admin.storage_usage(ledger_id)
 
 
 def offline_view(config: BookieConfig, bookie_id: str | None = None, ledger_id: int | None = None) -> StorageView:

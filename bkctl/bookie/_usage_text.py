@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+from admin.usage.reasons import plural
 from bkctl.terminal import format_bytes
 
 
 def _reclaim(reclaim, name: str) -> str:
     return f"{name} ({reclaim.threshold:g}): {format_bytes(reclaim.reclaimed)}, copying {format_bytes(reclaim.copied)}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _age(seconds: float) -> str:
@@ -20,10 +17,8 @@ def _age(seconds: float) -> str:
     return f"{seconds:.0f}s"
 
 
-def show_usage(app, explained, top: int) -> None:
-    from admin.usage.explain import document
-
-    doc = document(explained, top)
+def show_usage(app, explained, doc: dict, top: int) -> None:
+    """``doc``: the explanation's -o json document (admin/usage/explain.py's ``document``)."""
     view, terminal = explained.view, app.terminal
     reclaim = [_reclaim(explained.minor, "minor"), _reclaim(explained.major, "major")]
     if explained.at_threshold is not None:
@@ -38,12 +33,12 @@ def show_usage(app, explained, top: int) -> None:
             ],
             (
                 "Entry logs",
-                f"{format_bytes(doc['entryLogBytes'])} in {_count(len(explained.logs), 'log')}: "
+                f"{format_bytes(doc['entryLogBytes'])} in {plural(len(explained.logs), 'log')}: "
                 f"{format_bytes(doc['liveBytes'])} live, {format_bytes(doc['deadBytes'])} dead",
             ),
             (
                 "Expected",
-                f"{format_bytes(doc['expectedBytes'])} for {_count(doc['expectedLedgers'], 'ledger')}; "
+                f"{format_bytes(doc['expectedBytes'])} for {plural(doc['expectedLedgers'], 'ledger')}; "
                 f"held {format_bytes(doc['entryLogBytes'])}, gap {format_bytes(max(0, doc['gapBytes']))}",
             ),
             ("Reclaimable", "; ".join(reclaim)),
@@ -98,7 +93,7 @@ def show_ledger(app, doc: dict) -> None:
                 "Expected",
                 f"{format_bytes(expected)}, {doc['expectedEntries']} entries" if expected is not None else None,
             ),
-            ("Held", f"{format_bytes(doc['heldBytes'])} in {_count(len(doc['logs']), 'log')}"),
+            ("Held", f"{format_bytes(doc['heldBytes'])} in {plural(len(doc['logs']), 'log')}"),
         ]
     )
     if doc["logs"]:

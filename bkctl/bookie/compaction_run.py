@@ -87,7 +87,14 @@ def run(app, bookie_id, log_ids, ledger_ids, ignore_suspension, wait, timeout, d
     copy = sum(u.remaining_size for u in plan.logs)
     reclaim = sum(u.total_size - u.remaining_size for u in plan.logs)
     rows = [
-        [d["file"], d["directory"] or "-", d["totalSize"], d["remainingSize"], f"{100 * d['usage']:.1f}%"] for d in logs
+        [
+            d["file"],
+            d["directory"] or "-",
+            format_bytes(d["totalSize"]),
+            format_bytes(d["remainingSize"]),
+            f"{100 * d['usage']:.1f}%",
+        ]
+        for d in logs
     ]
 
     def plan_table(verb: str) -> None:

@@ -18,17 +18,25 @@ def _views(app, bookie_ids, all_bookies, offline: bool, dirs: tuple, ledger_id: 
         config = bookie_config(app, *dirs)
         require_ledger_dirs(config)
         return [(bookie_ids[0], offline_view(config, bookie_ids[0], ledger_id), None)]
-    from admin.bookie_admin import fan_out
-    from admin.usage.sources import running_view
+    from admin.bookie_admin import STORAGE_USAGE_TIMEOUT, fan_out
     from bkctl.bookie._targets import target_bookies
 
     outcomes = fan_out(
         target_bookies(app, bookie_ids, all_bookies),
         "storage usage",
-        lambda admin: running_view(admin, ledger_id),
+        lambda admin: admin.storage_usage(ledger_id),
+        STORAGE_USAGE_TIMEOUT,
         tls=app.client_tls,
     )
     return [(o.bookie_id, o.result, o.error) for o in outcomes]
+
+
+def with_iso_reasons(doc: dict) -> dict:
+    """The document with each reason's time (ms) in ISO-8601 beside it."""
+    from bkctl.terminal import with_iso_times
+
+    doc["reasons"] = [with_iso_times(r, "nextRunTime") if "nextRunTime" in r else r for r in doc["reasons"]]
+    return doc
 
 
 @click.command("usage")
@@ -41,7 +49,9 @@ def _views(app, bookie_ids, all_bookies, offline: bool, dirs: tuple, ledger_id: 
     metavar="X",
     help="Also what a compaction at this usage threshold would reclaim (reclaimableBytes is then at X).",
 )
-@click.option("--logs", "top", type=click.IntRange(0), default=10, show_default=True, help="Show the N largest logs.")
+@click.option(
+    "--logs", "top", type=click.IntRange(0), default=10, show_default=True, metavar="N", help="Show the N largest logs."
+)
 @click.option(
     "--ledger",
     "ledger_id",
@@ -88,7 +98,7 @@ def usage(app, bookie_ids, all_bookies, offline, journal_dirs, ledger_dirs, inde
     if ledger_id is not None:
         docs = [ledger_detail(e, ledger_id) for e in explained]
     else:
-        docs = [document(e, top) for e in explained]
+        docs = [with_iso_reasons(document(e, top)) for e in explained]
 
     def render() -> None:
         for i, (e, doc) in enumerate(zip(explained, docs, strict=True)):
@@ -97,7 +107,7 @@ def usage(app, bookie_ids, all_bookies, offline, journal_dirs, ledger_dirs, inde
             if ledger_id is not None:
                 show_ledger(app, doc)
             else:
-                show_usage(app, e, top)
+                show_usage(app, e, doc, top)
 
     app.terminal.document(docs if len(bookie_ids) > 1 or all_bookies else docs[0], render)
     exit_for_errors(error for _, _, error in views)

@@ -83,16 +83,19 @@ def usage(app, threshold, top, pulsar, pulsar_zk, min_age):
     """
     import time
 
-    from admin.bookie_admin import fan_out
+    from admin.bookie_admin import STORAGE_USAGE_TIMEOUT, fan_out
     from admin.usage.cluster import BookieUsage, by_gap, totals
     from admin.usage.explain import explain
-    from admin.usage.sources import ledgers_naming, running_view
+    from admin.usage.sources import ledgers_naming
     from bkctl.bookie._targets import target_bookies
+    from bkctl.bookie.usage import with_iso_reasons
     from bkctl.errors import exit_for_errors
     from bkctl.terminal import format_bytes
 
     registered = target_bookies(app, (), True)
-    outcomes = fan_out(registered, "storage usage", running_view, tls=app.client_tls)
+    outcomes = fan_out(
+        registered, "storage usage", lambda admin: admin.storage_usage(), STORAGE_USAGE_TIMEOUT, tls=app.client_tls
+    )
     for outcome in outcomes:
         if outcome.error is not None:
             app.terminal.warn(str(outcome.error))
@@ -108,14 +111,14 @@ def usage(app, threshold, top, pulsar, pulsar_zk, min_age):
     bookies = by_gap(
         BookieUsage(
             explain(o.result, metadata, o.bookie_id, now, threshold),
-            "read-only" if o.bookie.state == "READONLY" else "writable",
+            o.bookie.state,
             orphans,
         )
         for o in found
     )
     summary = totals(bookies)
     doc = {
-        "bookies": [b.doc(top) for b in bookies],
+        "bookies": [with_iso_reasons(b.doc(top)) for b in bookies],
         "totals": summary,
         "unreachable": [{"bookieId": o.bookie_id, "error": str(o.error)} for o in outcomes if o.error is not None],
     }

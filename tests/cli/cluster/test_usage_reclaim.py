@@ -95,7 +95,7 @@ def test_usage_explains_the_dead_topic_and_compaction_frees_what_it_said(bkctl, 
         reclaim["0.2"]["reclaimableBytes"] <= reclaim["0.5"]["reclaimableBytes"] <= reclaim["0.8"]["reclaimableBytes"]
     )
     at_major = reclaim["0.8"]
-    assert sorted(at_major["logsCompacted"]) == sorted(log["logId"] for log in sealed)
+    assert sorted(log["logId"] for log in at_major["logsCompacted"]) == sorted(log["logId"] for log in sealed)
     assert at_major == {**doc["reclaim"]["major"], "threshold": 0.8}  # the bookie's major threshold is 0.8
 
     everything = bkctl("-u", service_uri, "cluster", "usage", "-o", "json")
@@ -117,6 +117,10 @@ def test_usage_explains_the_dead_topic_and_compaction_frees_what_it_said(bkctl, 
     assert abs(freed - at_major["reclaimableBytes"]) <= 0.05 * at_major["reclaimableBytes"], (freed, at_major)
     after = json.loads(bkctl("-u", service_uri, "bookie", "usage", bookie.bookie_id, "-o", "json").stdout)
     assert "deleted-ledgers" not in {r["reason"] for r in after["reasons"]}
+
+    assert bkctl("-u", service_uri, "bookie", "readonly", bookie.bookie_id, "--on").exit_code == 0
+    readonly = json.loads(bkctl("-u", service_uri, "cluster", "usage", "-o", "json").stdout)
+    assert [b["state"] for b in readonly["bookies"]] == ["readonly"]  # as `bookies list` names it
 
     with BookKeeper(service_uri) as bk:
         handle = bk.open_ledger(keep, password=b"")

@@ -48,3 +48,15 @@ def test_a_bar_is_scaled_to_the_fullest_bookie_and_shows_every_part_that_holds_b
     assert bar_parts(1000, 1, 1, scale=1000, width=40) == [1, 1, 38]  # a sliver still shows, within the width
     assert bar_parts(10, 20, 5, scale=10, width=10) == [10, 0, 0]  # expected above held: all of it expected
     assert bar_parts(0, 0, 0, scale=0) == [0, 0, 0]
+
+
+def test_logs_of_the_same_id_in_two_directories_are_two_logs():
+    """DbLedgerStorage numbers each ledger directory's logs apart: 0.log in /a and 0.log in /b are both counted,
+    both compacted, and a ledger's bytes in each are kept apart."""
+    logs = [LogView(0, "/a", 10_000, {1: 2000, 2: 8000}), LogView(0, "/b", 10_000, {3: 2000, 4: 8000})]
+    two = StorageView(ME, "db", "admin", [], logs, {1: -1, 3: -1}, gc())
+    explained = explain(two, {1: md(), 3: md()}, threshold=0.5)
+    assert [(log.directory, log.log_id, log.live) for log in explained.logs] == [("/a", 0, 2000), ("/b", 0, 2000)]
+    assert explained.at_threshold is not None and explained.at_threshold.compacted == [("/a", 0), ("/b", 0)]
+    assert explained.ledgers[1].logs == {("/a", 0): 2000} and explained.ledgers[3].logs == {("/b", 0): 2000}
+    assert sum(r.bytes for r in explained.reasons if r.reason == "deleted-ledgers") == 0  # 2 and 4: no index

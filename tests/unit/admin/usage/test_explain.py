@@ -87,9 +87,9 @@ def test_logs_live_and_dead_with_their_ledgers():
 def test_reclaimable_at_each_kind_and_the_threshold():
     explained = explain(view(), METADATA, now=1_000_000.0, threshold=0.5)
     assert explained.minor.compacted == []  # log 1 is at 33%, log 3 is stalled
-    assert explained.major.compacted == [1]  # log 2 at 100% and the active log stay
+    assert explained.major.compacted == [("/l", 1)]  # log 2 at 100% and the active log stay
     assert explained.major.copied == 3000
-    assert explained.at_threshold is not None and explained.at_threshold.compacted == [1]
+    assert explained.at_threshold is not None and explained.at_threshold.compacted == [("/l", 1)]
     assert explained.reclaim is explained.at_threshold
 
 
@@ -111,7 +111,7 @@ def test_reasons_with_their_bytes():
         "active-log": 2000,
     }
     deleted = next(r for r in explained.reasons if r.reason == "deleted-ledgers")
-    assert deleted.extra == {"ledgers": [3], "nextRun": 1_000_600.0}
+    assert deleted.extra == {"ledgers": [3], "nextRunTime": 1_000_600_000}
     stalled = next(r for r in explained.reasons if r.reason == "stalled-log")
     assert stalled.extra == {"logId": 3, "error": "entry log 3: damaged record at 1024"}
 
