@@ -107,6 +107,25 @@ class Terminal:
         for text in format_rows(headers, rows):
             click.echo(text)
 
+    def bars(self, parts: list[tuple[str, str, str]], rows: list[tuple[str, list[int], str]], width: int) -> None:
+        """A bar chart: each row ``(label, cells of each part, text after the bar)``; ``parts`` are ``(name, colour,
+        character)``, drawn left to right and named in a legend below (colour in a terminal, characters anywhere)."""
+        from rich.console import Console
+        from rich.text import Text
+
+        console = Console(highlight=False, soft_wrap=True)
+        label_width = max((len(label) for label, _, _ in rows), default=0)
+        for label, cells, after in rows:
+            line = Text(f"{label:<{label_width}} ")
+            for (_, colour, char), count in zip(parts, cells, strict=True):
+                line.append(char * count, style=colour)
+            line.append(" " * (width - sum(cells)) + f" {after}")
+            console.print(line)
+        legend = Text(" " * (label_width + 1))
+        for i, (name, colour, char) in enumerate(parts):
+            legend.append(("  " if i else "") + f"{char} {name}", style=colour)
+        console.print(legend)
+
     def fields(self, pairs: list[tuple[str, Any]]) -> None:
         """A ``describe``-style block of ``Name: value`` lines."""
         width = max(len(name) for name, _ in pairs) + 1

@@ -21,30 +21,19 @@ def bar_parts(used: int, expected: int, reclaimable: int, scale: int, width: int
 
 
 def _chart(app, bookies) -> None:
-    """A bar per bookie, scaled to the fullest (rich: coloured in a terminal, plain characters elsewhere)."""
-    from rich.console import Console
-    from rich.text import Text
-
+    """A bar per bookie, scaled to the fullest."""
     from bkctl.terminal import format_bytes
 
-    console = Console(highlight=False, soft_wrap=True)
     scale = max((b.explained.entry_log_bytes for b in bookies), default=0)
-    name_width = max(len(b.explained.bookie_id) for b in bookies)
-    for bookie in bookies:
-        e = bookie.explained
-        line = Text(f"{e.bookie_id:<{name_width}} ")
-        for (_, colour, char), cells in zip(
-            PARTS, bar_parts(e.entry_log_bytes, e.expected_bytes, e.reclaim.reclaimed, scale), strict=True
-        ):
-            line.append(char * cells, style=colour)
-        line.append(f" {format_bytes(e.entry_log_bytes)}")
-        console.print(line)
-    legend = Text(" " * (name_width + 1))
-    for what, colour, char in PARTS:
-        legend.append(f"{char} {what}", style=colour)
-        legend.append("  ")
-    legend.rstrip()
-    console.print(legend)
+    rows = [
+        (
+            b.explained.bookie_id,
+            bar_parts(b.explained.entry_log_bytes, b.explained.expected_bytes, b.explained.reclaim.reclaimed, scale),
+            format_bytes(b.explained.entry_log_bytes),
+        )
+        for b in bookies
+    ]
+    app.terminal.bars(list(PARTS), rows, BAR_WIDTH)
 
 
 @click.command("usage")
