@@ -115,6 +115,7 @@ class EntryLogMetadata:
     log_id: int
     total_size: int
     ledgers: dict[int, int]  # ledgerId -> bytes of entries still live
+    sealed: bool = True  # False: read by scanning the log, which has no ledgers map
 
     @property
     def remaining_size(self) -> int:
@@ -143,6 +144,7 @@ def log_metadata(path: Path, log_id: int) -> EntryLogMetadata:
     ledgers = read_ledgers_map(path)
     if ledgers is None:
         ledgers = rebuild_ledgers_map(path)
+        return EntryLogMetadata(log_id, sum(ledgers.values()), ledgers, sealed=False)
     return EntryLogMetadata(log_id, sum(ledgers.values()), ledgers)
 
 

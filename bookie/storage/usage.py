@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bookie.codec.storage_view import KINDS, DirView, EntryRange, GcView, LogView, StorageView
-from bookie.errors import BKError
+from bookie.errors import BKError, CorruptData
 from bookie.meta.cookies import Cookie, read_local_cookie
 from bookie.storage.db.indexes import LOCATION_KEY, LONG, MAX_ENTRY
 from bookie.storage.db.kv import LEDGERS, LOCATIONS, KeyValueStorage, has_database
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import disk_space
-from bookie.storage.entry_log import list_log_ids, log_path, read_ledgers_map, rebuild_ledgers_map, split_location
-from bookie.storage.gc import MAJOR, MINOR, GcConfig
+from bookie.storage.entry_log import list_log_ids, log_path, split_location
+from bookie.storage.gc import MAJOR, MINOR, GcConfig, log_metadata
 from bookie.storage.index import HEADER_SIZE, index_path, ledger_id_of
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
@@ -108,16 +108,20 @@ def entry_ranges(locations: Iterable[tuple[int, int]]) -> list[EntryRange]:
 
 def _log_view(path: Path, log_id: int, active: bool, stalled: str = "") -> tuple[LogView, bool] | None:
     """A log's size, mtime and ledgers map (scanned when it has none), and whether it is sealed (has its map); None
-    when it went meanwhile."""
+    when it went meanwhile or cannot even be stat'ed. A log that cannot be read (EIO, permissions, damage) is listed
+    with its size, no ledgers and ``stalled`` saying why, as sealed: it is never taken for the current log."""
+    directory = str(path.parents[1])
     try:
         st = path.stat()
-        ledgers = read_ledgers_map(path)
-        sealed = ledgers is not None
-        if ledgers is None:
-            ledgers = rebuild_ledgers_map(path)
-    except FileNotFoundError:  # deleted by garbage collection while we looked
+    except OSError:  # FileNotFoundError: deleted by garbage collection while we looked
         return None
-    return LogView(log_id, str(path.parents[1]), st.st_size, ledgers, active, st.st_mtime, stalled), sealed
+    try:
+        meta = log_metadata(path, log_id)
+    except FileNotFoundError:
+        return None
+    except (OSError, CorruptData) as exc:
+        return LogView(log_id, directory, st.st_size, {}, active, st.st_mtime, f"unreadable: {exc}"), True
+    return LogView(log_id, directory, st.st_size, meta.ledgers, active, st.st_mtime, stalled), meta.sealed
 
 
 def _kind_of(relative: Path) -> str:

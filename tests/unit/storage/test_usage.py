@@ -160,3 +160,23 @@ def test_each_db_directory_numbers_its_own_logs(open_db, config, tmp_path):
     assert [(d.path, d.kind) for d in view.dirs] == kinds
     assert view.local_ledgers == {1: 5, 2: 6, 3: 10}
     assert ledger_locations(offline_config(config), 2) == [EntryRange(0, 5, 0)]
+
+
+def test_an_unreadable_log_is_listed_with_its_size_and_why(open_storage, config):
+    """Log 0's magic damaged (CorruptData) and log 1 a directory (an OSError on reading it): both listed with their
+    sizes, no ledgers and why; the current log is still told."""
+    storage = open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
+    fill(storage)
+    ledger_dir = config.ledger_dirs[0]
+    damaged = log_path(ledger_dir, 0)
+    size = damaged.stat().st_size
+    with open(damaged, "r+b") as f:
+        f.write(b"XXXX")
+    log_path(ledger_dir, 1).unlink()
+    log_path(ledger_dir, 1).mkdir()
+    logs = {log.log_id: log for log in view_of_dirs(offline_config(config)).logs}
+    assert (logs[0].size, logs[0].ledgers) == (size, {})
+    assert logs[0].stalled.startswith("unreadable: ") and "not an entry log" in logs[0].stalled
+    assert logs[1].ledgers == {} and logs[1].stalled.startswith("unreadable: ")
+    assert logs[2].ledgers and logs[2].stalled == ""
+    assert [log_id for log_id, log in logs.items() if log.active] == [2]
