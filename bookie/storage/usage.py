@@ -32,7 +32,6 @@ from bookie.storage.dirs import disk_space
 from bookie.storage.entry_log import list_log_ids, log_path, split_location
 from bookie.storage.gc import MAJOR, MINOR, GcConfig, log_metadata
 from bookie.storage.index import HEADER_SIZE, index_path, ledger_id_of
-from bookie.storage.interleaved import InterleavedLedgerStorage
 
 if TYPE_CHECKING:
     from bookie.storage.dirs import LedgerDirs
@@ -224,11 +223,19 @@ def ledger_locations(config: BookieConfig, ledger_id: int) -> list[EntryRange]:
             begin, end = LOCATION_KEY.pack(ledger_id, 0), LOCATION_KEY.pack(ledger_id, MAX_ENTRY)
             pairs = [(LOCATION_KEY.unpack(k)[1], split_location(LONG.unpack(v)[0])[0]) for k, v in db.items(begin, end)]
         return entry_ranges(pairs)
-    for index_dir in config.index_dirs:
+    return _index_file_locations(config.index_dirs, ledger_id)
+
+
+def _index_file_locations(index_dirs: Iterable[Path], ledger_id: int) -> list[EntryRange]:
+    """Where a ledger's entries are, from its index file (InterleavedLedgerStorage) as of the last checkpoint, read
+    apart from the ledger cache and its lock, which every add takes."""
+    for index_dir in index_dirs:
         path = index_path(index_dir, ledger_id)
-        if path.exists():
+        try:
             slots = _index_slots(path)
-            return entry_ranges((e, split_location(loc)[0]) for e, loc in enumerate(slots) if loc)
+        except FileNotFoundError:
+            continue
+        return entry_ranges((e, split_location(loc)[0]) for e, loc in enumerate(slots) if loc)
     return []
 
 
@@ -442,17 +449,13 @@ def view_of_bookie(bookie: RunningBookie) -> StorageView:
 
 def ledger_locations_of_bookie(bookie: RunningBookie, ledger_id: int) -> list[EntryRange]:
     """Where a running bookie of ours has a ledger's entries, from its index (DbLedgerStorage: entries still in its
-    write caches are in no entry log yet, and left out)."""
+    write caches are in no entry log yet, and left out; interleaved: its index file as of the last checkpoint)."""
     storage = bookie.storage
     assert storage is not None, "the bookie's storage is not open yet"
     if isinstance(storage, DbLedgerStorage):
         single = storage.storage_of(ledger_id)
         return entry_ranges((e, split_location(loc)[0]) for e, loc in single.locations.entries(ledger_id))
-    assert isinstance(storage, InterleavedLedgerStorage)
-    if not storage.ledger_exists(ledger_id):
-        return []
-    pairs = ((e, split_location(storage.entry_location(ledger_id, e))[0]) for e in storage.entry_ids(ledger_id))
-    return entry_ranges(pairs)
+    return _index_file_locations(bookie.config.index_dirs, ledger_id)
 
 
 def _running_local_ledgers(storage: LedgerStorage, index_dirs: Iterable[Path], db: bool) -> dict[int, int]:

@@ -3,7 +3,9 @@ one process: every log with its whole ledgers map, the current one too; the inde
 entries are; and not a byte of the directories changed by reading them."""
 
 import os
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 from bookie.codec.storage_view import from_message, to_message
 from bookie.server.config import BookieConfig
@@ -180,3 +182,32 @@ def test_an_unreadable_log_is_listed_with_its_size_and_why(open_storage, config)
     assert logs[1].ledgers == {} and logs[1].stalled.startswith("unreadable: ")
     assert logs[2].ledgers and logs[2].stalled == ""
     assert [log_id for log_id, log in logs.items() if log.active] == [2]
+
+
+def test_a_running_interleaved_storage_locates_a_ledger_without_the_add_path_lock(open_storage, config):
+    """Its index file read as the offline reader reads it: the ledger cache's lock, which every add takes, is held
+    by another thread meanwhile."""
+    storage = open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
+    fill(storage)
+    bookie = SimpleNamespace(storage=storage, config=config)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with storage.cache.lock:
+            held.set()
+            release.wait(10)
+
+    found: list[list[EntryRange]] = []
+    holder = threading.Thread(target=hold)
+    reader = threading.Thread(target=lambda: found.append(usage.ledger_locations_of_bookie(bookie, 2)))
+    holder.start()
+    try:
+        assert held.wait(10)
+        reader.start()
+        reader.join(5)
+        assert found == [[EntryRange(0, 4, 0), EntryRange(5, 5, 1)]]
+    finally:
+        release.set()
+        holder.join()
+        if reader.is_alive():
+            reader.join()
