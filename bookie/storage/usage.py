@@ -403,18 +403,18 @@ def _read_only_db(index_dir: Path, kind: str) -> Iterator[KeyValueStorage | None
 def view_of_bookie(bookie: RunningBookie) -> StorageView:
     """The storage of a running bookie of ours, as it states it (its entry loggers, collectors, disk checker). Runs
     on a thread of its own: it reads ledgers maps and indexes; locks of the write path are taken only to copy the
-    current log's id and ledger sizes."""
+    current log's id and ledger sizes and list the logs. Only the current log is active."""
     storage, collectors = bookie.storage, bookie.collectors
     assert storage is not None and collectors is not None, "the bookie's storage is not open yet"
     logs: list[LogView] = []
     for collector in collectors.collectors:
         logger = collector.storage.entry_logger
         stalled = dict(collector.state.stalled)
-        with logger.lock:
+        with logger.lock:  # the current log among the logs listed: a roll cannot come between
             current_id, current = logger.current_id, dict(logger.ledger_sizes)
             position = logger.position
-        sealed = set(logger.sealed_log_ids())
-        for log_id in logger.log_ids():
+            log_ids = logger.log_ids()
+        for log_id in log_ids:
             try:
                 path = logger.log_path(log_id)
             except FileNotFoundError:
@@ -426,7 +426,7 @@ def view_of_bookie(bookie: RunningBookie) -> StorageView:
                     continue
                 # its size: what was appended to it, the write buffer's bytes too, as its ledger sizes count them
                 logs.append(LogView(log_id, str(path.parents[1]), position, current, True, modified))
-            elif found := _log_view(path, log_id, log_id not in sealed, stalled.get(log_id, "")):
+            elif found := _log_view(path, log_id, False, stalled.get(log_id, "")):  # compaction logs: not active
                 logs.append(found[0])
     config = bookie.config
     dirs = [(bookie.ledger_dirs, config.ledger_dirs), (bookie.index_dirs, config.index_dirs)]

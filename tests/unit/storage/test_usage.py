@@ -12,7 +12,9 @@ from bookie.server.config import BookieConfig
 from bookie.storage import usage
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.entry_log import HEADER, HEADER_SIZE, MAGIC, VERSION, list_log_ids, log_path, read_ledgers_map
-from bookie.storage.usage import EntryRange, entry_ranges, ledger_locations, view_of_dirs
+from bookie.storage.gc import GarbageCollector, GcConfig
+from bookie.storage.gc_group import GarbageCollectors
+from bookie.storage.usage import EntryRange, entry_ranges, ledger_locations, view_of_bookie, view_of_dirs
 
 from support.storage import add, records
 
@@ -211,3 +213,28 @@ def test_a_running_interleaved_storage_locates_a_ledger_without_the_add_path_loc
         holder.join()
         if reader.is_alive():
             reader.join()
+
+
+def test_a_running_bookie_has_one_active_log_its_current_one(open_storage, config):
+    """A compaction's log being written is listed and not active."""
+    storage = open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
+    fill(storage)
+    logger = storage.entry_logger
+    dirs = SimpleNamespace(is_full=lambda _: False)
+    collectors = GarbageCollectors([GarbageCollector(storage, GcConfig())])
+    bookie = SimpleNamespace(
+        bookie_id="b",
+        config=config,
+        storage=storage,
+        collectors=collectors,
+        ledger_dirs=dirs,
+        index_dirs=dirs,
+        read_only=False,
+    )
+    copies = logger.new_log()
+    try:
+        logs = view_of_bookie(bookie).logs
+        assert [log.log_id for log in logs if log.active] == [logger.current_id]
+        assert copies.id in [log.log_id for log in logs]
+    finally:
+        logger.discard_new(copies)
