@@ -52,6 +52,10 @@ class BookieIOError(BKError):
     """A bookie failed to read or write its disks."""
 
 
+class DiskFull(BookieIOError):
+    """A write failed for want of space (ENOSPC, EDQUOT): the disk's condition, not the file's."""
+
+
 @_status(502)
 class Unauthorized(BKError):
     """Wrong password or master key."""

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from bookie.codec.records import PREFIX
-from bookie.errors import BKError, CorruptData
+from bookie.errors import BKError, CorruptData, DiskFull
 from bookie.storage.entry_log import (
     EntryLogger,
     LogFile,
@@ -586,8 +586,8 @@ class GarbageCollector:
         except FileNotFoundError:
             return True  # removed meanwhile
         except OSError as exc:
-            if exc.errno in DISK_FULL:
-                raise  # the disk's, not the log's: the run ends, the next one tries again
+            if exc.errno in DISK_FULL:  # the disk's, not the log's: the run ends, the next one tries again
+                raise DiskFull(f"entry log {log_id:x} not compacted: {exc.strerror or exc}") from exc
             self._stall(log_id, f"{type(exc).__name__}: {exc}")
             return False
         except CorruptData as exc:  # that log kept as it is, the others compacted

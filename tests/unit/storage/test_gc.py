@@ -2,6 +2,7 @@
 a restart at each step of a compaction leaves, the logs it cannot get through (stalled), targeted compaction of
 chosen logs, and the space figures behind the bookie's gauges."""
 
+import errno
 import logging
 import threading
 
@@ -425,3 +426,24 @@ def test_a_log_whose_compactions_reclaim_nothing_stalls(storage):
     (held,) = gc.state.stalled
     assert held in gc.logs and "3 compactions in a row reclaimed nothing" in gc.state.stalled[held]
     assert [entry(storage, 1, e).entry_id for e in range(10)] == list(range(10))
+
+
+def test_a_full_disk_ends_the_run_with_a_warning_and_stalls_nothing(half_and_tenth, caplog, monkeypatch):
+    """ENOSPC creating the compaction's log: the run fails with one warning naming it, no traceback (not a bug),
+    and no log is stalled; the next run, with space again, compacts."""
+    storage = half_and_tenth
+    gc = collector(storage, {2, 4})
+
+    def full() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(storage.entry_logger, "new_log", full)
+    caplog.set_level(logging.INFO, "bookie.storage.gc")
+    run = gc.run((True, False))
+    assert run.error == "entry log 1 not compacted: No space left on device"  # the emptiest first
+    assert [(r.levelno, r.exc_info) for r in caplog.records if r.levelno >= logging.WARNING] == [
+        (logging.WARNING, None)
+    ]
+    assert gc.state.stalled == {}
+    monkeypatch.undo()
+    assert gc.run((True, False)).logs_compacted == 2
