@@ -599,17 +599,28 @@ class GarbageCollector:
         del self.logs[log_id]
         reclaimed = max(0, size - done.new_size)
         streak = self._no_progress.pop(log_id, 0) + 1 if reclaimed == 0 else 0
-        self._unstall(log_id, "compacted")
+        # a stall for no progress goes on to the log holding the copies quietly: logged once per chain
+        chained = streak > NO_PROGRESS_RUNS and done.new_log is not None and log_id in self.state.stalled
+        since = self.state.stalled_since.get(log_id)
+        if chained:
+            self.state.stalled.pop(log_id)
+            self.state.stalled_since.pop(log_id, None)
+        else:
+            self._unstall(log_id, "compacted")
         if done.new_log is not None:  # all live: a later run looks at it again
-            self.logs[done.new_log.log_id] = done.new_log
+            new_id = done.new_log.log_id
+            self.logs[new_id] = done.new_log
             if streak:
-                self._no_progress[done.new_log.log_id] = streak
-            if streak >= NO_PROGRESS_RUNS:
-                self._stall(
-                    done.new_log.log_id,
-                    f"{streak} compactions in a row reclaimed nothing (last: log {log_id:x}, "
-                    f"{done.copied} bytes copied, all live)",
-                )
+                self._no_progress[new_id] = streak
+            why = (
+                f"{streak} compactions in a row reclaimed nothing (last: log {log_id:x}, "
+                f"{done.copied} bytes copied, all live)"
+            )
+            if chained:
+                self.state.stalled[new_id] = why
+                self.state.stalled_since[new_id] = since if since is not None else time.time()
+            elif streak >= NO_PROGRESS_RUNS:
+                self._stall(new_id, why)
         result.logs_compacted += 1
         result.entries_copied += done.entries
         result.bytes_copied += done.copied

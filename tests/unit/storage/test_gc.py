@@ -428,6 +428,26 @@ def test_a_log_whose_compactions_reclaim_nothing_stalls(storage):
     assert [entry(storage, 1, e).entry_id for e in range(10)] == list(range(10))
 
 
+def test_a_stall_for_no_progress_is_logged_once_as_it_passes_from_log_to_log(storage, caplog):
+    """Compactions after the stall copy the log again: the stall goes on to each new log, with its first time, and
+    is logged once (one ERROR), not "no longer stalled" then "stalled" at every one."""
+    fill_log(storage, {1: 10}, {})
+    fill_log(storage, {2: 1}, {})
+    gc = collector(storage, set())
+    gc.run()
+    caplog.set_level(logging.INFO, "bookie.storage.gc")
+    since = None  # when it first stalled
+    for _ in range(NO_PROGRESS_RUNS + 2):
+        (target,) = [log_id for log_id in gc.logs if log_id != 1]
+        gc.run(targets=[target])
+        if since is None and gc.state.stalled_since:
+            (since,) = gc.state.stalled_since.values()
+    (held,) = gc.state.stalled
+    assert held in gc.logs and "5 compactions in a row reclaimed nothing" in gc.state.stalled[held]
+    assert gc.state.stalled_since == {held: since}
+    assert len(stalled_lines(caplog)) == 1 and "no longer stalled" not in caplog.text
+
+
 def test_a_full_disk_ends_the_run_with_a_warning_and_stalls_nothing(half_and_tenth, caplog, monkeypatch):
     """ENOSPC creating the compaction's log: the run fails with one warning naming it, no traceback (not a bug),
     and no log is stalled; the next run, with space again, compacts."""
