@@ -270,7 +270,7 @@ class GcState:
     active_entry_logs: int = 0
     active_entry_log_bytes: int = 0  # live bytes in them
     dead_bytes: int = 0  # bytes in them of ledgers this bookie no longer has (deleted, or over-replicated)
-    reclaimable_bytes: int = 0  # of those, in the logs under the major threshold (what a major compaction frees)
+    reclaimable_bytes: int = 0  # of those, in the logs under the major threshold not stalled (what a major frees)
 
 
 class GarbageCollector:
@@ -515,8 +515,10 @@ class GarbageCollector:
         self.state.active_entry_logs = len(logs)
         self.state.active_entry_log_bytes = sum(meta.remaining_size for meta in logs)
         self.state.dead_bytes = sum(meta.total_size - meta.remaining_size for meta in logs)
-        self.state.reclaimable_bytes = sum(
-            meta.total_size - meta.remaining_size for meta in logs if meta.usage < self.config.major_threshold
+        self.state.reclaimable_bytes = sum(  # what a major compaction frees: stalled logs it leaves as they are
+            meta.total_size - meta.remaining_size
+            for meta in logs
+            if meta.usage < self.config.major_threshold and meta.log_id not in self.state.stalled
         )
 
     # ---- stalled logs: logged once per change ----
