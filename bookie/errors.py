@@ -126,6 +126,17 @@ class NotInHttpAdminApi(AdminServiceMissing):
         )
 
 
+class AdminOperationMissing(AdminServiceMissing):
+    """A bookie's admin service without the operation asked (gRPC UNIMPLEMENTED): a bookie running an older bkctl."""
+
+    def __init__(self, bookie_id: str, operation: str):
+        self.bookie_id, self.operation = bookie_id, operation
+        BKError.__init__(
+            self,
+            f"bookie {bookie_id}'s admin service has no {operation}: the bookie runs an older bkctl; upgrade it",
+        )
+
+
 class MetricsAddressMissing(AdminServiceMissing):
     """A bookie publishes no address for its /metrics (a Java bookie without its HTTP admin server)."""
 
