@@ -426,7 +426,7 @@ def view_of_bookie(bookie: RunningBookie) -> StorageView:
                     continue
                 # its size: what was appended to it, the write buffer's bytes too, as its ledger sizes count them
                 logs.append(LogView(log_id, str(path.parents[1]), position, current, True, modified))
-            elif found := _log_view(path, log_id, False, stalled.get(log_id, "")):  # compaction logs: not active
+            elif found := _log_view(path, log_id, False, stalled.get(log_id, "")):  # a compaction's new log too
                 logs.append(found[0])
     config = bookie.config
     dirs = [(bookie.ledger_dirs, config.ledger_dirs), (bookie.index_dirs, config.index_dirs)]
