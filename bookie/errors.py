@@ -52,6 +52,10 @@ class BookieIOError(BKError):
     """A bookie failed to read or write its disks."""
 
 
+class DiskFull(BookieIOError):
+    """A write failed for want of space (ENOSPC, EDQUOT): the disk's condition, not the file's."""
+
+
 @_status(502)
 class Unauthorized(BKError):
     """Wrong password or master key."""
@@ -119,6 +123,17 @@ class NotInHttpAdminApi(AdminServiceMissing):
         BKError.__init__(
             self,
             f"bookie {bookie_id} is reached over BookKeeper's HTTP admin API, which has no {operation}: {why}",
+        )
+
+
+class AdminOperationMissing(AdminServiceMissing):
+    """A bookie's admin service without the operation asked (gRPC UNIMPLEMENTED): a bookie running an older bkctl."""
+
+    def __init__(self, bookie_id: str, operation: str):
+        self.bookie_id, self.operation = bookie_id, operation
+        BKError.__init__(
+            self,
+            f"bookie {bookie_id}'s admin service has no {operation}: the bookie runs an older bkctl; upgrade it",
         )
 
 

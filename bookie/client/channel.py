@@ -9,7 +9,14 @@ from typing import Any, TypeVar
 import grpc
 
 from bookie._proto import bookie_admin_pb2_grpc
-from bookie.errors import BKError, OperationTimeout, ServiceUnavailable, Unauthorized, error_for_status
+from bookie.errors import (
+    AdminOperationMissing,
+    BKError,
+    OperationTimeout,
+    ServiceUnavailable,
+    Unauthorized,
+    error_for_status,
+)
 from bookie.meta.registration import RegisteredBookie
 from bookie.tls import TlsSettings, read_material
 
@@ -25,7 +32,7 @@ def translate_rpc_error(exc: grpc.RpcError, bookie: str, what: str) -> BKError:
     if code == grpc.StatusCode.UNAVAILABLE:
         return ServiceUnavailable(f"bookie {bookie} is unreachable ({what})")
     if code == grpc.StatusCode.UNIMPLEMENTED:
-        return BKError(f"bookie {bookie} does not support {what}")
+        return AdminOperationMissing(bookie, what)
     if code == grpc.StatusCode.PERMISSION_DENIED:
         return Unauthorized(f"{what} on bookie {bookie} refused: {exc.details() if hasattr(exc, 'details') else exc}")
     details = exc.details() if hasattr(exc, "details") else str(exc)

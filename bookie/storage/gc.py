@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from bookie.codec.records import PREFIX
-from bookie.errors import BKError, CorruptData
+from bookie.errors import BKError, CorruptData, DiskFull
 from bookie.storage.entry_log import (
     EntryLogger,
     LogFile,
@@ -115,6 +115,7 @@ class EntryLogMetadata:
     log_id: int
     total_size: int
     ledgers: dict[int, int]  # ledgerId -> bytes of entries still live
+    sealed: bool = True  # False: read by scanning the log, which has no ledgers map
 
     @property
     def remaining_size(self) -> int:
@@ -143,6 +144,7 @@ def log_metadata(path: Path, log_id: int) -> EntryLogMetadata:
     ledgers = read_ledgers_map(path)
     if ledgers is None:
         ledgers = rebuild_ledgers_map(path)
+        return EntryLogMetadata(log_id, sum(ledgers.values()), ledgers, sealed=False)
     return EntryLogMetadata(log_id, sum(ledgers.values()), ledgers)
 
 
@@ -268,7 +270,7 @@ class GcState:
     active_entry_logs: int = 0
     active_entry_log_bytes: int = 0  # live bytes in them
     dead_bytes: int = 0  # bytes in them of ledgers this bookie no longer has (deleted, or over-replicated)
-    reclaimable_bytes: int = 0  # of those, in the logs under the major threshold (what a major compaction frees)
+    reclaimable_bytes: int = 0  # of those, in the logs under the major threshold not stalled (what a major frees)
 
 
 class GarbageCollector:
@@ -513,8 +515,10 @@ class GarbageCollector:
         self.state.active_entry_logs = len(logs)
         self.state.active_entry_log_bytes = sum(meta.remaining_size for meta in logs)
         self.state.dead_bytes = sum(meta.total_size - meta.remaining_size for meta in logs)
-        self.state.reclaimable_bytes = sum(
-            meta.total_size - meta.remaining_size for meta in logs if meta.usage < self.config.major_threshold
+        self.state.reclaimable_bytes = sum(  # what a major compaction frees: stalled logs it leaves as they are
+            meta.total_size - meta.remaining_size
+            for meta in logs
+            if meta.usage < self.config.major_threshold and meta.log_id not in self.state.stalled
         )
 
     # ---- stalled logs: logged once per change ----
@@ -584,8 +588,8 @@ class GarbageCollector:
         except FileNotFoundError:
             return True  # removed meanwhile
         except OSError as exc:
-            if exc.errno in DISK_FULL:
-                raise  # the disk's, not the log's: the run ends, the next one tries again
+            if exc.errno in DISK_FULL:  # the disk's, not the log's: the run ends, the next one tries again
+                raise DiskFull(f"entry log {log_id:x} not compacted: {exc.strerror or exc}") from exc
             self._stall(log_id, f"{type(exc).__name__}: {exc}")
             return False
         except CorruptData as exc:  # that log kept as it is, the others compacted
@@ -597,17 +601,28 @@ class GarbageCollector:
         del self.logs[log_id]
         reclaimed = max(0, size - done.new_size)
         streak = self._no_progress.pop(log_id, 0) + 1 if reclaimed == 0 else 0
-        self._unstall(log_id, "compacted")
+        # a stall for no progress goes on to the log holding the copies quietly: logged once per chain
+        chained = streak > NO_PROGRESS_RUNS and done.new_log is not None and log_id in self.state.stalled
+        since = self.state.stalled_since.get(log_id)
+        if chained:
+            self.state.stalled.pop(log_id)
+            self.state.stalled_since.pop(log_id, None)
+        else:
+            self._unstall(log_id, "compacted")
         if done.new_log is not None:  # all live: a later run looks at it again
-            self.logs[done.new_log.log_id] = done.new_log
+            new_id = done.new_log.log_id
+            self.logs[new_id] = done.new_log
             if streak:
-                self._no_progress[done.new_log.log_id] = streak
-            if streak >= NO_PROGRESS_RUNS:
-                self._stall(
-                    done.new_log.log_id,
-                    f"{streak} compactions in a row reclaimed nothing (last: log {log_id:x}, "
-                    f"{done.copied} bytes copied, all live)",
-                )
+                self._no_progress[new_id] = streak
+            why = (
+                f"{streak} compactions in a row reclaimed nothing (last: log {log_id:x}, "
+                f"{done.copied} bytes copied, all live)"
+            )
+            if chained:
+                self.state.stalled[new_id] = why
+                self.state.stalled_since[new_id] = since if since is not None else time.time()
+            elif streak >= NO_PROGRESS_RUNS:
+                self._stall(new_id, why)
         result.logs_compacted += 1
         result.entries_copied += done.entries
         result.bytes_copied += done.copied

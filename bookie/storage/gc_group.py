@@ -152,7 +152,8 @@ class GarbageCollectors:
     @property
     def state(self) -> GcState:
         """The one collector's state, or all of theirs merged: running or compacting if any is, suspended if all
-        are (DbLedgerStorage.isMajorGcSuspended: allMatch), the latest compaction times, counts summed."""
+        are (DbLedgerStorage.isMajorGcSuspended: allMatch), the latest compaction times, counts summed. Stalled logs
+        are not merged (log ids repeat across DbLedgerStorage's directories): :meth:`stalled` lists them."""
         states = [c.state for c in self.collectors]
         if len(states) == 1:
             return states[0]
@@ -165,8 +166,6 @@ class GarbageCollectors:
             last_compaction={kind: max(s.last_compaction[kind] for s in states) for kind in (MAJOR, MINOR)},
             counters={kind: sum(s.counters[kind] for s in states) for kind in (MAJOR, MINOR)},
             last_run=self._last_run([s.last_run for s in states]),
-            stalled={log_id: why for s in states for log_id, why in s.stalled.items()},
-            stalled_since={log_id: since for s in states for log_id, since in s.stalled_since.items()},
         )
         for name in STATE_COUNTS:
             setattr(merged, name, sum(getattr(s, name) for s in states))

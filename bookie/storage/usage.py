@@ -23,16 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bookie.codec.storage_view import KINDS, DirView, EntryRange, GcView, LogView, StorageView
-from bookie.errors import BKError
+from bookie.errors import BKError, CorruptData
 from bookie.meta.cookies import Cookie, read_local_cookie
 from bookie.storage.db.indexes import LOCATION_KEY, LONG, MAX_ENTRY
 from bookie.storage.db.kv import LEDGERS, LOCATIONS, KeyValueStorage, has_database
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.dirs import disk_space
-from bookie.storage.entry_log import list_log_ids, log_path, read_ledgers_map, rebuild_ledgers_map, split_location
-from bookie.storage.gc import MAJOR, MINOR, GcConfig
+from bookie.storage.entry_log import list_log_ids, log_path, split_location
+from bookie.storage.gc import MAJOR, MINOR, GcConfig, log_metadata
 from bookie.storage.index import HEADER_SIZE, index_path, ledger_id_of
-from bookie.storage.interleaved import InterleavedLedgerStorage
 
 if TYPE_CHECKING:
     from bookie.storage.dirs import LedgerDirs
@@ -108,16 +107,20 @@ def entry_ranges(locations: Iterable[tuple[int, int]]) -> list[EntryRange]:
 
 def _log_view(path: Path, log_id: int, active: bool, stalled: str = "") -> tuple[LogView, bool] | None:
     """A log's size, mtime and ledgers map (scanned when it has none), and whether it is sealed (has its map); None
-    when it went meanwhile."""
+    when it went meanwhile or cannot even be stat'ed. A log that cannot be read (EIO, permissions, damage) is listed
+    with its size, no ledgers and ``stalled`` saying why, as sealed: it is never taken for the current log."""
+    directory = str(path.parents[1])
     try:
         st = path.stat()
-        ledgers = read_ledgers_map(path)
-        sealed = ledgers is not None
-        if ledgers is None:
-            ledgers = rebuild_ledgers_map(path)
-    except FileNotFoundError:  # deleted by garbage collection while we looked
+    except OSError:  # FileNotFoundError: deleted by garbage collection while we looked
         return None
-    return LogView(log_id, str(path.parents[1]), st.st_size, ledgers, active, st.st_mtime, stalled), sealed
+    try:
+        meta = log_metadata(path, log_id)
+    except FileNotFoundError:
+        return None
+    except (OSError, CorruptData) as exc:
+        return LogView(log_id, directory, st.st_size, {}, active, st.st_mtime, f"unreadable: {exc}"), True
+    return LogView(log_id, directory, st.st_size, meta.ledgers, active, st.st_mtime, stalled), meta.sealed
 
 
 def _kind_of(relative: Path) -> str:
@@ -220,11 +223,19 @@ def ledger_locations(config: BookieConfig, ledger_id: int) -> list[EntryRange]:
             begin, end = LOCATION_KEY.pack(ledger_id, 0), LOCATION_KEY.pack(ledger_id, MAX_ENTRY)
             pairs = [(LOCATION_KEY.unpack(k)[1], split_location(LONG.unpack(v)[0])[0]) for k, v in db.items(begin, end)]
         return entry_ranges(pairs)
-    for index_dir in config.index_dirs:
+    return _index_file_locations(config.index_dirs, ledger_id)
+
+
+def _index_file_locations(index_dirs: Iterable[Path], ledger_id: int) -> list[EntryRange]:
+    """Where a ledger's entries are, from its index file (InterleavedLedgerStorage) as of the last checkpoint, read
+    apart from the ledger cache and its lock, which every add takes."""
+    for index_dir in index_dirs:
         path = index_path(index_dir, ledger_id)
-        if path.exists():
+        try:
             slots = _index_slots(path)
-            return entry_ranges((e, split_location(loc)[0]) for e, loc in enumerate(slots) if loc)
+        except FileNotFoundError:
+            continue
+        return entry_ranges((e, split_location(loc)[0]) for e, loc in enumerate(slots) if loc)
     return []
 
 
@@ -392,18 +403,18 @@ def _read_only_db(index_dir: Path, kind: str) -> Iterator[KeyValueStorage | None
 def view_of_bookie(bookie: RunningBookie) -> StorageView:
     """The storage of a running bookie of ours, as it states it (its entry loggers, collectors, disk checker). Runs
     on a thread of its own: it reads ledgers maps and indexes; locks of the write path are taken only to copy the
-    current log's id and ledger sizes."""
+    current log's id and ledger sizes and list the logs. Only the current log is active."""
     storage, collectors = bookie.storage, bookie.collectors
     assert storage is not None and collectors is not None, "the bookie's storage is not open yet"
     logs: list[LogView] = []
     for collector in collectors.collectors:
         logger = collector.storage.entry_logger
         stalled = dict(collector.state.stalled)
-        with logger.lock:
+        with logger.lock:  # the current log among the logs listed: a roll cannot come between
             current_id, current = logger.current_id, dict(logger.ledger_sizes)
             position = logger.position
-        sealed = set(logger.sealed_log_ids())
-        for log_id in logger.log_ids():
+            log_ids = logger.log_ids()
+        for log_id in log_ids:
             try:
                 path = logger.log_path(log_id)
             except FileNotFoundError:
@@ -415,7 +426,7 @@ def view_of_bookie(bookie: RunningBookie) -> StorageView:
                     continue
                 # its size: what was appended to it, the write buffer's bytes too, as its ledger sizes count them
                 logs.append(LogView(log_id, str(path.parents[1]), position, current, True, modified))
-            elif found := _log_view(path, log_id, log_id not in sealed, stalled.get(log_id, "")):
+            elif found := _log_view(path, log_id, False, stalled.get(log_id, "")):  # a compaction's new log too
                 logs.append(found[0])
     config = bookie.config
     dirs = [(bookie.ledger_dirs, config.ledger_dirs), (bookie.index_dirs, config.index_dirs)]
@@ -438,17 +449,13 @@ def view_of_bookie(bookie: RunningBookie) -> StorageView:
 
 def ledger_locations_of_bookie(bookie: RunningBookie, ledger_id: int) -> list[EntryRange]:
     """Where a running bookie of ours has a ledger's entries, from its index (DbLedgerStorage: entries still in its
-    write caches are in no entry log yet, and left out)."""
+    write caches are in no entry log yet, and left out; interleaved: its index file as of the last checkpoint)."""
     storage = bookie.storage
     assert storage is not None, "the bookie's storage is not open yet"
     if isinstance(storage, DbLedgerStorage):
         single = storage.storage_of(ledger_id)
         return entry_ranges((e, split_location(loc)[0]) for e, loc in single.locations.entries(ledger_id))
-    assert isinstance(storage, InterleavedLedgerStorage)
-    if not storage.ledger_exists(ledger_id):
-        return []
-    pairs = ((e, split_location(storage.entry_location(ledger_id, e))[0]) for e in storage.entry_ids(ledger_id))
-    return entry_ranges(pairs)
+    return _index_file_locations(bookie.config.index_dirs, ledger_id)
 
 
 def _running_local_ledgers(storage: LedgerStorage, index_dirs: Iterable[Path], db: bool) -> dict[int, int]:

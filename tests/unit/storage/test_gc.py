@@ -2,6 +2,7 @@
 a restart at each step of a compaction leaves, the logs it cannot get through (stalled), targeted compaction of
 chosen logs, and the space figures behind the bookie's gauges."""
 
+import errno
 import logging
 import threading
 
@@ -368,6 +369,8 @@ def test_a_damaged_log_stalls_once_and_the_others_compact(half_and_tenth, caplog
     since = gc.state.stalled_since[0]
     assert len(stalled_lines(caplog)) == 1  # logged when it stalled, not at every run
     assert gc.state.stalled_since[0] == since
+    # its dead bytes (ledger 2's, under the major threshold) are not what a major compaction would free
+    assert (gc.state.dead_bytes, gc.state.reclaimable_bytes) == (5 * RECORD, 0)
     # its ledgers deleted, the log goes with them: no longer stalled
     gc.live_ledgers = lambda ids: set()
     gc.run()
@@ -425,3 +428,44 @@ def test_a_log_whose_compactions_reclaim_nothing_stalls(storage):
     (held,) = gc.state.stalled
     assert held in gc.logs and "3 compactions in a row reclaimed nothing" in gc.state.stalled[held]
     assert [entry(storage, 1, e).entry_id for e in range(10)] == list(range(10))
+
+
+def test_a_stall_for_no_progress_is_logged_once_as_it_passes_from_log_to_log(storage, caplog):
+    """Compactions after the stall copy the log again: the stall goes on to each new log, with its first time, and
+    is logged once (one ERROR), not "no longer stalled" then "stalled" at every one."""
+    fill_log(storage, {1: 10}, {})
+    fill_log(storage, {2: 1}, {})
+    gc = collector(storage, set())
+    gc.run()
+    caplog.set_level(logging.INFO, "bookie.storage.gc")
+    since = None  # when it first stalled
+    for _ in range(NO_PROGRESS_RUNS + 2):
+        (target,) = [log_id for log_id in gc.logs if log_id != 1]
+        gc.run(targets=[target])
+        if since is None and gc.state.stalled_since:
+            (since,) = gc.state.stalled_since.values()
+    (held,) = gc.state.stalled
+    assert held in gc.logs and "5 compactions in a row reclaimed nothing" in gc.state.stalled[held]
+    assert gc.state.stalled_since == {held: since}
+    assert len(stalled_lines(caplog)) == 1 and "no longer stalled" not in caplog.text
+
+
+def test_a_full_disk_ends_the_run_with_a_warning_and_stalls_nothing(half_and_tenth, caplog, monkeypatch):
+    """ENOSPC creating the compaction's log: the run fails with one warning naming it, no traceback (not a bug),
+    and no log is stalled; the next run, with space again, compacts."""
+    storage = half_and_tenth
+    gc = collector(storage, {2, 4})
+
+    def full() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(storage.entry_logger, "new_log", full)
+    caplog.set_level(logging.INFO, "bookie.storage.gc")
+    run = gc.run((True, False))
+    assert run.error == "entry log 1 not compacted: No space left on device"  # the emptiest first
+    assert [(r.levelno, r.exc_info) for r in caplog.records if r.levelno >= logging.WARNING] == [
+        (logging.WARNING, None)
+    ]
+    assert gc.state.stalled == {}
+    monkeypatch.undo()
+    assert gc.run((True, False)).logs_compacted == 2

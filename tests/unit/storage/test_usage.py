@@ -3,14 +3,18 @@ one process: every log with its whole ledgers map, the current one too; the inde
 entries are; and not a byte of the directories changed by reading them."""
 
 import os
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 from bookie.codec.storage_view import from_message, to_message
 from bookie.server.config import BookieConfig
 from bookie.storage import usage
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.entry_log import HEADER, HEADER_SIZE, MAGIC, VERSION, list_log_ids, log_path, read_ledgers_map
-from bookie.storage.usage import EntryRange, entry_ranges, ledger_locations, view_of_dirs
+from bookie.storage.gc import GarbageCollector, GcConfig
+from bookie.storage.gc_group import GarbageCollectors
+from bookie.storage.usage import EntryRange, entry_ranges, ledger_locations, view_of_bookie, view_of_dirs
 
 from support.storage import add, records
 
@@ -160,3 +164,77 @@ def test_each_db_directory_numbers_its_own_logs(open_db, config, tmp_path):
     assert [(d.path, d.kind) for d in view.dirs] == kinds
     assert view.local_ledgers == {1: 5, 2: 6, 3: 10}
     assert ledger_locations(offline_config(config), 2) == [EntryRange(0, 5, 0)]
+
+
+def test_an_unreadable_log_is_listed_with_its_size_and_why(open_storage, config):
+    """Log 0's magic damaged (CorruptData) and log 1 a directory (an OSError on reading it): both listed with their
+    sizes, no ledgers and why; the current log is still told."""
+    storage = open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
+    fill(storage)
+    ledger_dir = config.ledger_dirs[0]
+    damaged = log_path(ledger_dir, 0)
+    size = damaged.stat().st_size
+    with open(damaged, "r+b") as f:
+        f.write(b"XXXX")
+    log_path(ledger_dir, 1).unlink()
+    log_path(ledger_dir, 1).mkdir()
+    logs = {log.log_id: log for log in view_of_dirs(offline_config(config)).logs}
+    assert (logs[0].size, logs[0].ledgers) == (size, {})
+    assert logs[0].stalled.startswith("unreadable: ") and "not an entry log" in logs[0].stalled
+    assert logs[1].ledgers == {} and logs[1].stalled.startswith("unreadable: ")
+    assert logs[2].ledgers and logs[2].stalled == ""
+    assert [log_id for log_id, log in logs.items() if log.active] == [2]
+
+
+def test_a_running_interleaved_storage_locates_a_ledger_without_the_add_path_lock(open_storage, config):
+    """Its index file read as the offline reader reads it: the ledger cache's lock, which every add takes, is held
+    by another thread meanwhile."""
+    storage = open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
+    fill(storage)
+    bookie = SimpleNamespace(storage=storage, config=config)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with storage.cache.lock:
+            held.set()
+            release.wait(10)
+
+    found: list[list[EntryRange]] = []
+    holder = threading.Thread(target=hold)
+    reader = threading.Thread(target=lambda: found.append(usage.ledger_locations_of_bookie(bookie, 2)))
+    holder.start()
+    try:
+        assert held.wait(10)
+        reader.start()
+        reader.join(5)
+        assert found == [[EntryRange(0, 4, 0), EntryRange(5, 5, 1)]]
+    finally:
+        release.set()
+        holder.join()
+        if reader.is_alive():
+            reader.join()
+
+
+def test_a_running_bookie_has_one_active_log_its_current_one(open_storage, config):
+    """A compaction's log being written is listed and not active."""
+    storage = open_storage(entry_log_size_limit=HEADER_SIZE + PER_LOG * RECORD)
+    fill(storage)
+    logger = storage.entry_logger
+    dirs = SimpleNamespace(is_full=lambda _: False)
+    collectors = GarbageCollectors([GarbageCollector(storage, GcConfig())])
+    bookie = SimpleNamespace(
+        bookie_id="b",
+        config=config,
+        storage=storage,
+        collectors=collectors,
+        ledger_dirs=dirs,
+        index_dirs=dirs,
+        read_only=False,
+    )
+    copies = logger.new_log()
+    try:
+        logs = view_of_bookie(bookie).logs
+        assert [log.log_id for log in logs if log.active] == [logger.current_id]
+        assert copies.id in [log.log_id for log in logs]
+    finally:
+        logger.discard_new(copies)
