@@ -34,8 +34,8 @@ EXIT_CODE_MEANINGS = {
     ExitCode.UNAUTHORIZED: "unauthorized: wrong ledger password, or ZooKeeper refused the login or denied access",
     ExitCode.NOT_FOUND: "not found: no such ledger, entry, bookie or cluster",
     ExitCode.UNREACHABLE: "a service (ZooKeeper, a bookie) could not be reached",
-    ExitCode.UNSUPPORTED: "the bookie publishes no admin service for the operation (neither bkctl's nor "
-    "BookKeeper's HTTP admin API)",
+    ExitCode.UNSUPPORTED: "the bookie serves the operation on no admin service it publishes (neither bkctl's, "
+    "or an older bkctl's without it, nor BookKeeper's HTTP admin API)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.TERMINATED: "terminated (SIGTERM)",
 }
