@@ -268,7 +268,7 @@ class LedgerCache:
             self._open.move_to_end(key)
             return file
         self._open[key] = file
-        passed = 0  # from the front: no copy of up to open_file_limit entries on each page miss past the limit
+        passed = 0  # the LRU trimmed from its front; pinned files, skipped, move to its end
         while len(self._open) > self.open_file_limit and passed < len(self._open):
             other_key, other = next(iter(self._open.items()))
             if other.pins or other_key == key:  # in use without the lock (a checkpoint), or the one about to be
