@@ -38,6 +38,24 @@ def finite_seconds(_ctx, param, value: float | None) -> float | None:
     return value
 
 
+def wait_options(many: bool):
+    """``--wait`` and ``--timeout S`` of a command that hands bookies a GC run (``many``: one run per bookie)."""
+    runs, go, did = ("the runs", "go", "they") if many else ("the run", "goes", "it")
+
+    def apply(command):
+        command = click.option(
+            "--timeout",
+            type=click.FloatRange(min=0),
+            default=3600,
+            show_default=True,
+            metavar="S",
+            help=f"With --wait: give up after S seconds (exit 1; {runs} {go} on).",
+        )(command)
+        return click.option("--wait", is_flag=True, help=f"Wait for {runs} to finish and show what {did} did.")(command)
+
+    return apply
+
+
 def dry_run_option(command):
     return click.option("--dry-run", is_flag=True, help="Show what would change, change nothing.")(command)
 

@@ -2,7 +2,7 @@ import click
 
 from bkctl.bookie._targets import http_port_option
 from bkctl.completers import complete_bookie_ids, complete_ledger_ids
-from bkctl.options import dry_run_option, output_option
+from bkctl.options import dry_run_option, output_option, wait_options
 
 HEADERS = ["LOG", "DIRECTORY", "BYTES", "LIVE", "USAGE"]
 RUN_HEADERS = ["BOOKIE", "KIND", "COMPACTED", "COPIED", "RECLAIMED", "DURATION"]
@@ -40,15 +40,7 @@ def _log_doc(usage) -> dict:
     help="The entry logs holding live entries of this ledger.",
 )
 @click.option("--ignore-suspension", is_flag=True, help="Compact even while the bookie's compaction is suspended.")
-@click.option("--wait", is_flag=True, help="Wait for the run to finish and show what it did.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0),
-    default=3600,
-    show_default=True,
-    metavar="S",
-    help="With --wait: give up after S seconds (exit 1; the run goes on).",
-)
+@wait_options(many=False)
 @dry_run_option
 @output_option
 @click.pass_obj

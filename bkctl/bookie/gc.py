@@ -1,7 +1,7 @@
 import click
 
 from bkctl.bookie._targets import bookies_argument
-from bkctl.options import dry_run_option, output_option
+from bkctl.options import dry_run_option, output_option, wait_options
 
 HEADERS = ["BOOKIE", "KIND", "LEDGERS", "LOGS", "COMPACTED", "RECLAIMED", "DURATION"]
 
@@ -10,15 +10,7 @@ HEADERS = ["BOOKIE", "KIND", "LEDGERS", "LOGS", "COMPACTED", "RECLAIMED", "DURAT
 @bookies_argument
 @click.option("--major", is_flag=True, help="Force a major compaction (logs under majorCompactionThreshold).")
 @click.option("--minor", is_flag=True, help="Force a minor compaction (logs under minorCompactionThreshold).")
-@click.option("--wait", is_flag=True, help="Wait for the runs to finish and show what they did.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0),
-    default=3600,
-    show_default=True,
-    metavar="S",
-    help="With --wait: give up after S seconds (exit 1; the runs go on).",
-)
+@wait_options(many=True)
 @dry_run_option
 @output_option
 @click.pass_obj
