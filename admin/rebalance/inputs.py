@@ -24,6 +24,7 @@ from admin.rebalance.plan import BookieLoad, Replica
 from admin.usage.expected import expected_on, names
 from admin.usage.explain import explain
 from admin.usage.ledgers import LIVE
+from bookie.client.move import movable
 from bookie.codec.storage_view import StorageView
 from bookie.codec.write_set import count_entries_of_bookie
 from bookie.meta.ledger_metadata import LedgerMetadata
@@ -37,11 +38,6 @@ class Inputs:
     capacity_assumed: list[str] = field(default_factory=list)  # bookies whose capacity is the others' mean
     open_bytes: dict[str, int] = field(default_factory=dict)  # per bookie: bytes of ledgers it cannot give (open)
     open_ledgers: list[int] = field(default_factory=list)
-
-
-def movable(md: LedgerMetadata, index: int) -> bool:
-    """A closed segment: of a closed ledger, or one before an open ledger's last (its writer moved on)."""
-    return md.is_closed or index < len(md.segments) - 1
 
 
 def capacity_of(view: StorageView) -> int:

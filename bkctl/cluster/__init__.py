@@ -6,6 +6,7 @@ from bkctl.cluster.format import format_cluster
 from bkctl.cluster.info import info
 from bkctl.cluster.init import init
 from bkctl.cluster.nuke import nuke
+from bkctl.cluster.rebalance import rebalance
 from bkctl.cluster.usage import usage
 
 
@@ -19,5 +20,6 @@ cluster.add_command(info)
 cluster.add_command(check)
 cluster.add_command(check_impact)
 cluster.add_command(usage)
+cluster.add_command(rebalance)
 cluster.add_command(format_cluster)
 cluster.add_command(nuke)

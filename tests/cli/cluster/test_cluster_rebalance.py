@@ -1,0 +1,106 @@
+"""Issue 31's acceptance for `cluster rebalance`: three bookies on three racks grown to five, the two new ones
+empty; the dry run's plan, then the run. Afterwards the bookies' live bytes (their own storage views, through
+`cluster usage`) are within the target and within 5% of what the dry run predicted, no segment's placement is
+weaker, and every entry reads back."""
+
+import json
+
+from admin.check.placement import segment_verdict
+from bookie.client import BookKeeper
+from bookie.client.move import MovementLock
+from bookie.meta.registration import BookieRegistry
+
+from support.checks import check
+
+RACKS = ("/r1", "/r2", "/r3", "/r1", "/r2")  # bookies 1-3, then the two new ones
+LEDGERS = 18
+ENTRY = 2048
+RANK = {"FAIL": 0, "MEETS_SOFT": 1, "MEETS_STRICT": 2}
+
+
+def payload(ledger: int, entry: int) -> bytes:
+    return (b"%d-%d-" % (ledger, entry)).ljust(ENTRY, b"r")
+
+
+def write(uri) -> dict[int, int]:
+    """Closed E2 W2 A2 ledgers of 10 to 129 entries of 2 KiB (about 5 MB of replicas): {ledger id: entries}."""
+    written = {}
+    with BookKeeper(uri) as bk:
+        for i in range(LEDGERS):
+            ledger = bk.create_ledger(2, 2, 2)
+            count = 10 + 7 * i
+            ledger.add_entries(payload(ledger.ledger_id, e) for e in range(count))
+            ledger.close()
+            written[ledger.ledger_id] = count
+    return written
+
+
+def verdicts(store, uri, ledger_ids) -> dict[tuple[int, int], str]:
+    registered = BookieRegistry(store).list(writable=True, readonly=True)
+    rack_of = {b.bookie_id: b.rack for b in registered}
+    racks = len(set(rack_of.values()))
+    with BookKeeper(uri) as bk:
+        found = {}
+        for ledger_id in ledger_ids:
+            md = bk.ledger_metadata(ledger_id)
+            for s in md.segments:
+                found[ledger_id, s.first_entry_id] = segment_verdict(s.bookies, md.write_quorum_size, rack_of, racks)
+        return found
+
+
+def live_bytes(bkctl, uri) -> dict[str, int]:
+    result = bkctl("-u", uri, "cluster", "usage", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    return {b["bookieId"]: b["liveBytes"] for b in json.loads(result.stdout)["bookies"]}
+
+
+def spread(stored: dict[str, int]) -> float:
+    mean = sum(stored.values()) / len(stored)
+    return 100 * (max(stored.values()) - min(stored.values())) / mean
+
+
+def test_three_bookies_grown_to_five_are_rebalanced_as_the_dry_run_said(harness, bkctl, cluster):
+    uri = harness.service_uri
+    for rack in RACKS[:3]:
+        harness.start(1, bookieRack=rack)
+    written = write(uri)
+    new = [harness.start(1, bookieRack=rack)[0].bookie_id for rack in RACKS[3:]]
+    placement = verdicts(cluster, uri, written)
+    before = live_bytes(bkctl, uri)
+    assert all(before[b] == 0 for b in new) and spread(before) > 100
+
+    dry = bkctl("-u", uri, "cluster", "rebalance", "--dry-run", "-o", "json")
+    assert dry.exit_code == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert plan["dryRun"] and plan["withinTarget"] and plan["reason"] == {"kind": "reached", "detail": None}
+    assert plan["spread"]["before"] > 100 and plan["spread"]["planned"] <= 10
+    predicted = {b["bookieId"]: b["predictedBytes"] for b in plan["bookies"]}
+    assert {b["bookieId"]: b["storedBytes"] for b in plan["bookies"]} == before
+    assert {m["target"] for m in plan["moves"]} == set(new)
+    assert sum(m["bytes"] for m in plan["moves"]) == plan["movedBytes"] < 0.5 * sum(before.values())
+    assert verdicts(cluster, uri, written) == placement  # a dry run changes nothing
+
+    with MovementLock(cluster, "drain of somewhere"):  # another data movement: refused, naming it
+        refused = bkctl("-u", uri, "cluster", "rebalance", "--yes")
+        assert refused.exit_code == 1 and "drain of somewhere" in refused.stderr
+
+    run = bkctl("-u", uri, "cluster", "rebalance", "--yes", "-o", "json")
+    assert run.exit_code == 0, run.stderr
+    done = json.loads(run.stdout)
+    assert len(done["run"]["moved"]) == len(plan["moves"]) and not done["run"]["failed"]
+    measured = live_bytes(bkctl, uri)
+    assert {b["bookieId"]: b["measuredBytes"] for b in done["bookies"]} == measured
+    assert spread(measured) <= 10 and done["spread"]["measured"] <= 10
+    for bookie, size in measured.items():
+        assert abs(size - predicted[bookie]) <= 0.05 * predicted[bookie], (bookie, size, predicted[bookie])
+    after = verdicts(cluster, uri, written)
+    assert after.keys() == placement.keys()
+    assert all(RANK[after[key]] >= RANK[placement[key]] for key in placement)
+    with BookKeeper(uri) as bk:
+        for ledger_id, count in written.items():
+            entries = bk.open_ledger(ledger_id).read(0, count - 1)
+            assert [e.payload for e in entries] == [payload(ledger_id, e) for e in range(count)]
+    assert check(bkctl, uri)[0] == 0
+
+    again = bkctl("-u", uri, "cluster", "rebalance", "--yes", "-o", "json")  # balanced: nothing to do
+    assert again.exit_code == 0 and json.loads(again.stdout)["moves"] == []
