@@ -198,24 +198,32 @@ class Terminal:
         self, description: str, total: float | None = None, unit: str = "entries", total_bytes: int | None = None
     ):
         """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n, size=0)``;
-        with ``total_bytes``, the bar also counts bytes (``size`` bytes per call)."""
+        with ``total_bytes``, the bar also counts bytes (``size`` bytes per call), their rate, and the time left
+        at that rate."""
         if not sys.stderr.isatty():
             yield lambda n=1, size=0: None
             return
+        import time
+
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit)]
         if total_bytes is not None:
-            columns.append(TextColumn(f"{{task.fields[size]}}/{format_bytes(total_bytes)}"))
-        columns.append(TimeRemainingColumn())
+            columns.append(TextColumn(f"{{task.fields[size]}}/{format_bytes(total_bytes)} {{task.fields[rate]}}"))
+        else:
+            columns.append(TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(description, total=total, size=format_bytes(0))
-            done = [0]
+            task = bar.add_task(description, total=total, size=format_bytes(0), rate="")
+            done, started = [0], time.monotonic()
 
             def advance(n=1, size=0):
                 done[0] += size
-                bar.update(task, advance=n, size=format_bytes(done[0]))
+                elapsed = time.monotonic() - started
+                rate = done[0] / elapsed if elapsed > 0 else 0.0
+                left = f", {((total_bytes or 0) - done[0]) / rate:.0f} s left" if rate > 0 else ""
+                speed = f"{format_bytes(int(rate))}/s{left}" if done[0] else ""
+                bar.update(task, advance=n, size=format_bytes(done[0]), rate=speed)
 
             yield advance
 

@@ -14,8 +14,7 @@ bookie, bytes, the segment's ensemble and write quorum), as BP-23 sketches and K
   moving one segment of several would free nothing there (admin/rebalance/inputs.py measures stored bytes so);
 - never two replicas of a segment on one bookie, never a placement verdict that drops (admin/check/placement.py, with
   the racks the check uses), each replica moved at most once;
-- the bookies given both give and take replicas: the caller leaves read-only ones out (``bookie drain`` empties
-  those);
+- the bookies given both give and take replicas: the caller leaves read-only ones out;
 - deterministic: ties are broken by bookie id, then ledger id.
 """
 

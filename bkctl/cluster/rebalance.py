@@ -28,12 +28,13 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
 
     Plans moves from the fullest writable bookie to the emptiest (the largest replica that fits the gap first,
     never two replicas of a segment on one bookie, never a weaker rack placement) until the spread is within
-    --target, then makes them as `bookie drain` does: each copied with recovery adds, read back, and swapped into
-    the ledger's metadata; the source's copy is freed by its garbage collection. Stored bytes are each bookie's live
-    bytes (`cluster usage`); a bookie that reports none (a Java bookie) is estimated from the metadata, and said
-    so. Only one rebalance or drain runs on a cluster at a time. A rerun plans again from the metadata as it is, so
-    an interrupted run resumes. --dry-run shows the moves and each bookie's bytes now and after. -o json: one
-    document (docs/cli.md). Exit 0 when within the target afterwards, 3 when it cannot be reached (why is said).
+    --target, then makes them while the bookies serve: each replica copied with recovery adds, read back, and
+    swapped into the ledger's metadata; the source's copy is freed by its garbage collection. Stored bytes are
+    each bookie's live bytes (`cluster usage`); a bookie that reports none (a Java bookie) is estimated from the
+    metadata, and said so. One data movement (rebalance, drain, placement repair) runs on a cluster at a time. A
+    rerun plans again from the metadata as it is, so an interrupted run resumes. --dry-run shows the moves and each
+    bookie's bytes now and after. -o json: one document (docs/rebalance.md). Exit 0 when within the target
+    afterwards, 3 when it cannot be reached (why is said).
     """
     from admin.rebalance.measure import document, failures, measure, why
     from admin.rebalance.plan import plan
@@ -144,7 +145,7 @@ def _show_plan(app, result, cluster, measured=None) -> None:
         f"({format_bytes(result.bytes)}); target {result.target:g}%"
     )
     for bookie in cluster.read_only:
-        app.terminal.note(f"{bookie} is read-only: left as it is (`bookie drain` empties a bookie)")
+        app.terminal.note(f"{bookie} is read-only: left as it is")
 
 
 def _exit_unless_within(app, within: bool, reason: str) -> None:

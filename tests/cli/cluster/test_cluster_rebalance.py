@@ -104,3 +104,22 @@ def test_three_bookies_grown_to_five_are_rebalanced_as_the_dry_run_said(harness,
 
     again = bkctl("-u", uri, "cluster", "rebalance", "--yes", "-o", "json")  # balanced: nothing to do
     assert again.exit_code == 0 and json.loads(again.stdout)["moves"] == []
+
+
+def test_open_ledgers_leave_the_target_unreachable_and_it_says_why(harness, bkctl):
+    """Two bookies hold only a ledger a writer keeps open, a third is empty: nothing may move (exit 3)."""
+    uri = harness.service_uri
+    harness.start(2)
+    with BookKeeper(uri) as bk:
+        writer = bk.create_ledger(2, 2, 2)
+        writer.add_entries(payload(writer.ledger_id, e) for e in range(50))
+        harness.start(1)
+        dry = bkctl("-u", uri, "cluster", "rebalance", "--dry-run", "-o", "json")
+        assert dry.exit_code == 3, dry.stderr
+        doc = json.loads(dry.stdout)
+        assert not doc["withinTarget"] and doc["moves"] == [] and doc["openLedgers"] == [writer.ledger_id]
+        assert doc["reason"]["kind"] == "no-movable" and "open ledgers hold" in doc["reason"]["detail"]
+        assert "error: the target is not reachable: no movable replica left on" in dry.stderr
+        run = bkctl("-u", uri, "cluster", "rebalance", "--yes")
+        assert run.exit_code == 3 and "open ledgers hold" in run.stderr
+        assert "no move helps" in run.stderr

@@ -22,6 +22,16 @@ def test_progress_counts_items_and_bytes_on_a_terminal(monkeypatch):
     assert "976.6 KiB/1.9 MiB" in stderr.getvalue()
 
 
+def test_progress_in_bytes_shows_the_rate_and_the_time_left(monkeypatch):
+    stderr = TerminalStream()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    clock = iter([100.0, 102.0])
+    monkeypatch.setattr("time.monotonic", lambda: next(clock, 102.0))
+    with Terminal().progress("moving", total=4, unit="moves", total_bytes=2_000_000) as advance:
+        advance(1, 1_000_000)  # in 2 s: 500 kB/s, 1 MB left
+    assert "976.6 KiB/1.9 MiB 488.3 KiB/s, 2 s left" in stderr.getvalue()
+
+
 def test_no_progress_when_stderr_is_not_a_terminal(monkeypatch, capsys):
     with Terminal().progress("export", total=10, total_bytes=100) as advance:
         advance(5, 50)
