@@ -10,7 +10,10 @@ metadata expects (write sets at the mean entry size) would fall on the source ev
 ledger still names it, though its GC, which works on whole ledgers, then keeps every byte.
 
 So a replica's bytes are what its source holds of the ledger (split over the segments by the entries each puts on
-it); the copy writes the same entries in the same record format, so the target gains as much. A bookie that
+it); the copy writes the same entries in the same record format, so the target gains as much. When the source's
+index holds more entries of the ledger than its segments now ask of it (a move interrupted midway split a segment,
+and the target already has the first part), the target gains only the segments' share, and the source still frees
+everything it holds. A bookie that
 reports no storage (a Java bookie) is counted by the metadata instead (``expected_on``: the closed ledgers' write
 sets at their mean entry size), and said to be estimated; its capacity, when unknown, is the mean of the others'.
 """
@@ -23,7 +26,7 @@ from dataclasses import dataclass, field
 from admin.rebalance.plan import BookieLoad, Replica
 from admin.usage.expected import expected_on, names
 from admin.usage.explain import explain
-from admin.usage.ledgers import LIVE
+from admin.usage.ledgers import LIVE, State
 from bookie.client.move import movable
 from bookie.codec.storage_view import StorageView
 from bookie.codec.write_set import count_entries_of_bookie
@@ -38,6 +41,7 @@ class Inputs:
     capacity_assumed: list[str] = field(default_factory=list)  # bookies whose capacity is the others' mean
     open_bytes: dict[str, int] = field(default_factory=dict)  # per bookie: bytes of ledgers it cannot give (open)
     open_ledgers: list[int] = field(default_factory=list)
+    not_owned: set[tuple[str, int]] = field(default_factory=set)  # (bookie, ledger): entries of a ledger not naming it
 
 
 def capacity_of(view: StorageView) -> int:
@@ -63,6 +67,21 @@ def _split(total: int, weights: list[int]) -> list[int]:
     return parts
 
 
+def _copied(ledger_id: int, md: LedgerMetadata, bookie: str, held: int, where: list, view: StorageView | None) -> int:
+    """What a copy of the bookie's segments of the ledger (``where``: (segment index, position)) writes: what it holds
+    of the ledger, unless it holds more than they ask of it (an interrupted move split a segment, and the target
+    already has the first part; the source frees all it holds all the same). Its index's count of the ledger's
+    entries tells; a running interleaved bookie's index does not count them (-1): then, when some segment of a
+    closed ledger does not name the bookie (it may hold entries of it), the metadata's estimate of its share."""
+    entries = sum(_entries(md, i, p) for i, p in where)
+    indexed = view.local_ledgers.get(ledger_id, -1) if view is not None else -1
+    if indexed > entries:
+        return held * entries // indexed
+    if indexed < 0 and md.is_closed and len(where) < len(md.segments):
+        return min(held, expected_on(md, bookie).bytes)
+    return held
+
+
 def gather(
     bookies: Iterable[str],
     views: Mapping[str, StorageView | None],
@@ -72,12 +91,17 @@ def gather(
     reports none; ``metadata``: every ledger whose ensembles name one of them, and every ledger their views hold."""
     bookies = list(bookies)
     held: dict[str, dict[int, int]] = {}  # bookie -> ledger -> live bytes
+    inputs = Inputs([], [])
     for bookie in bookies:
         view = views.get(bookie)
         if view is not None:
             explained = explain(view, metadata, bookie)
             held[bookie] = {lid: usage.held for lid, usage in explained.ledgers.items() if usage.facts.state in LIVE}
-    inputs = Inputs([], [])
+            inputs.not_owned |= {
+                (bookie, lid)
+                for lid, usage in explained.ledgers.items()
+                if usage.facts.state == State.NOT_OWNED and usage.held
+            }
     stored = {b: sum(held[b].values()) for b in held}
     for bookie in bookies:
         if bookie not in held:
@@ -101,8 +125,9 @@ def gather(
                 if ledger_id not in inputs.open_ledgers:
                     inputs.open_ledgers.append(ledger_id)
                 continue
-            parts = _split(size, [_entries(md, i, p) for i, p in where])
-            for (i, position), part in zip(where, parts, strict=True):
+            entries = [_entries(md, i, p) for i, p in where]
+            copied = _copied(ledger_id, md, bookie, size, where, views.get(bookie))
+            for (i, position), part, freed in zip(where, _split(copied, entries), _split(size, entries), strict=True):
                 segment = md.segments[i]
                 inputs.replicas.append(
                     Replica(
@@ -113,6 +138,7 @@ def gather(
                         part,
                         segment.bookies,
                         md.write_quorum_size,
+                        None if freed == part else freed,
                     )
                 )
     return inputs

@@ -10,7 +10,7 @@ from typing import Any
 
 from admin.bookie_admin import STORAGE_USAGE_TIMEOUT, fan_out
 from admin.rebalance.inputs import Inputs, gather
-from admin.rebalance.plan import Plan
+from admin.rebalance.plan import Plan, plan
 from admin.usage.sources import ledgers_naming
 from bookie.errors import AdminServiceMissing, BKError
 from bookie.meta.registration import WRITABLE, BookieRegistry, RegisteredBookie
@@ -51,6 +51,12 @@ def measure(store: MetadataStore, tls=None, warn: Callable[[str], None] = lambda
     inputs = gather(list(views), views, metadata)
     read_only = sorted(b.bookie_id for b in registered if b.state != WRITABLE)
     return Cluster(inputs, racks, read_only, unreachable)
+
+
+def plan_of(cluster: Cluster, target: float, max_moves: int | None = None) -> Plan:
+    """The plan for the cluster as measured."""
+    inputs = cluster.inputs
+    return plan(inputs.bookies, inputs.replicas, cluster.racks, target, max_moves, inputs.not_owned)
 
 
 def why(plan: Plan, cluster: Cluster) -> str:

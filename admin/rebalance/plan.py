@@ -21,13 +21,14 @@ bookie, bytes, the segment's ensemble and write quorum), as BP-23 sketches and K
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from admin.check.placement import FAIL, MEETS_SOFT, MEETS_STRICT, segment_verdict
 from bookie.meta.registration import DEFAULT_RACK
 
 RANK = {FAIL: 0, MEETS_SOFT: 1, MEETS_STRICT: 2}
+NOT_OWNED = "not-owned"  # a refusal: the target holds dead entries of the ledger
 DEFAULT_TARGET = 10.0  # percent of the cluster's utilisation
 
 # Why the target is not reached (Plan.reason's first word, the JSON's ``reason.kind``)
@@ -49,9 +50,10 @@ class Replica:
     first_entry_id: int  # names the segment
     position: int  # the bookie's index in the ensemble
     bookie_id: str
-    bytes: int
+    bytes: int  # what the copy writes to the target
     ensemble: tuple[str, ...]
     write_quorum: int
+    freed: int | None = None  # what the source stops storing, when not ``bytes`` (it holds more of the ledger)
 
 
 @dataclass(frozen=True)
@@ -105,9 +107,20 @@ class _Unit:
     def bytes(self) -> int:
         return sum(r.bytes for r in self.replicas)
 
+    @property
+    def freed(self) -> int:
+        return sum(r.bytes if r.freed is None else r.freed for r in self.replicas)
+
 
 class _State:
-    def __init__(self, bookies: list[BookieLoad], replicas: Iterable[Replica], racks: Mapping[str, str]):
+    def __init__(
+        self,
+        bookies: list[BookieLoad],
+        replicas: Iterable[Replica],
+        racks: Mapping[str, str],
+        not_owned: Collection[tuple[str, int]],
+    ):
+        self.not_owned = set(not_owned)
         self.capacity = {b.bookie_id: max(b.capacity, 1) for b in bookies}
         self.stored = {b.bookie_id: b.stored for b in bookies}
         self.rack_of: defaultdict[str, str] = defaultdict(lambda: DEFAULT_RACK, racks)
@@ -123,10 +136,10 @@ class _State:
             units.setdefault((r.ledger_id, r.bookie_id), _Unit(r.ledger_id, r.bookie_id)).replicas.append(r)
         self.units: dict[str, list[_Unit]] = defaultdict(list)  # by source, largest first
         for unit in units.values():
-            if unit.bytes > 0:
+            if unit.freed > 0:
                 self.units[unit.source].append(unit)
         for source_units in self.units.values():
-            source_units.sort(key=lambda u: (-u.bytes, u.ledger_id))
+            source_units.sort(key=lambda u: (-u.freed, u.ledger_id))
 
     def utilisation(self, bookie: str) -> float:
         return self.stored[bookie] / self.capacity[bookie]
@@ -139,6 +152,8 @@ class _State:
 
     def refusal(self, unit: _Unit, target: str) -> str | None:
         """Why ``unit`` may not go to ``target`` (PLACEMENT), or None when it may."""
+        if (target, unit.ledger_id) in self.not_owned:
+            return NOT_OWNED
         wq = self.write_quorum[unit.ledger_id]
         for r in unit.replicas:
             ensemble = self.ensembles[unit.ledger_id, r.first_entry_id]
@@ -152,7 +167,7 @@ class _State:
 
     def apply(self, unit: _Unit, target: str) -> list[PlannedMove]:
         self.units[unit.source].remove(unit)
-        self.stored[unit.source] -= unit.bytes
+        self.stored[unit.source] -= unit.freed
         self.stored[target] += unit.bytes
         moves = []
         for r in unit.replicas:
@@ -164,19 +179,18 @@ class _State:
 def _choose(state: _State, source: str, target: str, refused: dict[str, int] | None) -> _Unit | None:
     """The largest unit of ``source`` that fits the gap to ``target``, else the smallest that narrows the pair."""
     mean = state.mean()
-    fit = min(
-        state.stored[source] - mean * state.capacity[source],
-        mean * state.capacity[target] - state.stored[target],
-    )
+    over = state.stored[source] - mean * state.capacity[source]
+    under = mean * state.capacity[target] - state.stored[target]
     narrowing = None
     for unit in state.units[source]:  # largest first
-        if state.refusal(unit, target) is not None:
-            if refused is not None:
+        refusal = state.refusal(unit, target)
+        if refusal is not None:
+            if refused is not None and refusal == PLACEMENT:
                 refused[PLACEMENT] += 1
             continue
-        if unit.bytes <= fit:
+        if unit.freed <= over and unit.bytes <= under:
             return unit
-        after_source = (state.stored[source] - unit.bytes) / state.capacity[source]
+        after_source = (state.stored[source] - unit.freed) / state.capacity[source]
         after_target = (state.stored[target] + unit.bytes) / state.capacity[target]
         if max(after_source, after_target) < state.utilisation(source) and (
             min(after_source, after_target) > state.utilisation(target)
@@ -193,10 +207,14 @@ def plan(
     racks: Mapping[str, str],
     target: float = DEFAULT_TARGET,
     max_moves: int | None = None,
+    not_owned: Collection[tuple[str, int]] = (),
 ) -> Plan:
     """Moves that bring the bookies' spread within ``target`` percent (see the module's docstring). ``racks``: every
-    registered bookie's rack, as the placement check takes them; replicas of bookies not in ``bookies`` stay."""
-    state = _State(bookies, replicas, racks)
+    registered bookie's rack, as the placement check takes them; replicas of bookies not in ``bookies`` stay.
+    ``not_owned``: (bookie, ledger) where the bookie holds entries of a ledger that no longer names it (an
+    interrupted copy's): no replica of the ledger goes there, or those entries would count again, twice, for as
+    long as the ledger lives."""
+    state = _State(bookies, replicas, racks, not_owned)
     before = dict(state.stored)
     spread_before = state.spread()
     moves: list[PlannedMove] = []

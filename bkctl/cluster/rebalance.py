@@ -36,12 +36,12 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
     bookie's bytes now and after. -o json: one document (docs/rebalance.md). Exit 0 when within the target
     afterwards, 3 when it cannot be reached (why is said).
     """
-    from admin.rebalance.measure import document, failures, measure, why
-    from admin.rebalance.plan import plan
+    from admin.rebalance.measure import document, failures, measure, plan_of, why
+    from admin.rebalance.plan import spread
 
     if dry_run:
         cluster = measure(app.metadata, app.client_tls, app.terminal.warn)
-        result = plan(cluster.inputs.bookies, cluster.inputs.replicas, cluster.racks, target, max_moves)
+        result = plan_of(cluster, target, max_moves)
         app.terminal.document(document(result, cluster, True), lambda: _show_plan(app, result, cluster))
         _exit_unless_within(app, result.within_target, why(result, cluster))
         return
@@ -50,7 +50,7 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
 
     with MovementLock(app.metadata, "cluster rebalance"):
         cluster = measure(app.metadata, app.client_tls, app.terminal.warn)
-        result = plan(cluster.inputs.bookies, cluster.inputs.replicas, cluster.racks, target, max_moves)
+        result = plan_of(cluster, target, max_moves)
         if result.moves:
             app.terminal.confirm(
                 f"Move {len(result.moves)} replicas ({format_bytes(result.bytes)}) between "
@@ -63,10 +63,10 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
         else:
             report, error = None, None
         after = measure(app.metadata, app.client_tls, app.terminal.warn)
-    measured = plan(after.inputs.bookies, [], after.racks, target)  # no replicas: the spread as it is
+    measured = spread(after.stored(), {b.bookie_id: max(b.capacity, 1) for b in after.inputs.bookies})
     doc = document(result, cluster, False)
-    doc["spread"]["measured"] = round(measured.spreads[0], 2)
-    doc["withinTarget"] = measured.within_target
+    doc["spread"]["measured"] = round(measured, 2)
+    doc["withinTarget"] = measured <= target
     stored = after.stored()
     for bookie in doc["bookies"]:
         bookie["measuredBytes"] = stored.get(bookie["bookieId"])
@@ -77,13 +77,19 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
         if report is not None:
             app.terminal.line(
                 f"moved {len(report.moved)} replicas, {format_bytes(report.bytes)} in {report.seconds:.1f} s; "
-                f"spread {measured.spreads[0]:.1f}% (target {target:g}%)"
+                f"spread {measured:.1f}% (target {target:g}%)"
             )
 
     app.terminal.document(doc, table)
     if error is not None:
         raise error
-    _exit_unless_within(app, measured.within_target, why(result, cluster) or "the bookies changed while it ran")
+    _exit_unless_within(
+        app,
+        measured <= target,
+        why(result, cluster)
+        or f"the spread measured afterwards is {measured:.1f}%, the plan's {result.spreads[1]:.1f}% "
+        "(the bookies changed meanwhile): run it again to plan from what they hold now",
+    )
 
 
 def _run(app, result, rate):
@@ -91,23 +97,28 @@ def _run(app, result, rate):
     from bookie.client.move import Move, ReplicaMover
     from bookie.daemon import interruption
 
-    done = {"moves": 0, "bytes": 0}
     moves = [Move(m.ledger_id, m.first_entry_id, m.source, m.target) for m in result.moves]
+    copied = [0]
+    mover = ReplicaMover(app.client.core, rate * 2**20 if rate else None)
     try:
         with app.terminal.progress("moving", total=len(moves), unit="moves", total_bytes=result.bytes) as advance:
 
             def progress(kind: str, n: int) -> None:
-                if kind in done:
-                    done[kind] += n
-                    advance(n if kind == "moves" else 0, n if kind == "bytes" else 0)
+                if kind == "bytes":
+                    copied[0] += n
+                    advance(0, n)
+                elif kind == "moves":
+                    advance(n)
 
-            mover = ReplicaMover(app.client.core, rate * 2**20 if rate else None, progress)
+            mover.progress = progress
             return app.client.run(mover.run(moves))
     except KeyboardInterrupt as exc:
-        left = len(moves) - done["moves"]
+        mover.settled.wait(10)  # the segment being copied keeps what the target acknowledged
+        done, part = len(mover.report.moved), len(mover.report.kept_until)
+        in_part = f", {part} in part (split where the copy stopped)" if part else ""
         raise type(exc)(
-            f"{interruption(exc)}: {done['moves']} of {len(moves)} moves done, {format_bytes(done['bytes'])} copied; "
-            f"{left} left: run it again to go on from there"
+            f"{interruption(exc)}: {done} of {len(moves)} moves done{in_part}, {format_bytes(copied[0])} copied; "
+            f"{len(moves) - done} left: run it again to go on from there"
         ) from None
 
 

@@ -4,6 +4,13 @@ empty; the dry run's plan, then the run. Afterwards the bookies' live bytes (the
 weaker, and every entry reads back."""
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
 
 from admin.check.placement import segment_verdict
 from bookie.client import BookKeeper
@@ -11,6 +18,7 @@ from bookie.client.move import MovementLock
 from bookie.meta.registration import BookieRegistry
 
 from support.checks import check
+from support.waiting import wait_for
 
 RACKS = ("/r1", "/r2", "/r3", "/r1", "/r2")  # bookies 1-3, then the two new ones
 LEDGERS = 18
@@ -59,12 +67,18 @@ def spread(stored: dict[str, int]) -> float:
     return 100 * (max(stored.values()) - min(stored.values())) / mean
 
 
-def test_three_bookies_grown_to_five_are_rebalanced_as_the_dry_run_said(harness, bkctl, cluster):
-    uri = harness.service_uri
+@pytest.fixture
+def grown(harness):
+    """Three bookies with the ledgers, then two empty ones: (ledgers written, the new bookies' ids)."""
     for rack in RACKS[:3]:
         harness.start(1, bookieRack=rack)
-    written = write(uri)
-    new = [harness.start(1, bookieRack=rack)[0].bookie_id for rack in RACKS[3:]]
+    written = write(harness.service_uri)
+    return written, [harness.start(1, bookieRack=rack)[0].bookie_id for rack in RACKS[3:]]
+
+
+def test_three_bookies_grown_to_five_are_rebalanced_as_the_dry_run_said(harness, bkctl, cluster, grown):
+    uri = harness.service_uri
+    written, new = grown
     placement = verdicts(cluster, uri, written)
     before = live_bytes(bkctl, uri)
     assert all(before[b] == 0 for b in new) and spread(before) > 100
@@ -123,3 +137,42 @@ def test_open_ledgers_leave_the_target_unreachable_and_it_says_why(harness, bkct
         run = bkctl("-u", uri, "cluster", "rebalance", "--yes")
         assert run.exit_code == 3 and "open ledgers hold" in run.stderr
         assert "no move helps" in run.stderr
+
+
+def test_an_interrupted_rebalance_says_what_it_did_and_a_rerun_finishes(harness, bkctl, cluster, grown, tmp_path):
+    uri = harness.service_uri
+    written, new = grown
+    planned = json.loads(bkctl("-u", uri, "cluster", "rebalance", "--dry-run", "-o", "json").stdout)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-m", "bkctl", "-u", uri, "cluster", "rebalance", "--yes", "--rate", "0.4"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+
+    def moved() -> int:
+        """Ledgers whose first segment names a new bookie: moved, or split where an interrupted copy stopped."""
+        with BookKeeper(uri) as bk:
+            return sum(1 for lid in written for b in bk.ledger_metadata(lid).segments[0].bookies if b in new)
+
+    try:
+        wait_for(moved, "a first move", 60)  # at 0.4 MiB/s, the 1.9 MiB take about 5 s
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    match = re.fullmatch(
+        r"error: interrupted: (\d+) of (\d+) moves done(?:, (\d+) in part \(split where the copy stopped\))?, "
+        r"[\d.]+ [KM]i?B copied; (\d+) left: run it again to go on from there\n",
+        stderr.decode(),
+    )
+    assert match and proc.returncode == 130, stderr
+    done, total, part, left = (int(n or 0) for n in match.groups())
+    assert total == len(planned["moves"]) and done + left == total and done < total
+    assert done <= moved() <= done + part  # a move stopped midway keeps what its target acknowledged
+    assert MovementLock(cluster, "check").holder() is None  # released
+
+    rerun = bkctl("-u", uri, "cluster", "rebalance", "--yes", "-o", "json")
+    assert rerun.exit_code == 0, rerun.stderr
+    doc = json.loads(rerun.stdout)
+    assert doc["spread"]["measured"] <= 10
+    for bookie in doc["bookies"]:  # what the interrupted run left counted right: nothing twice
+        assert abs(bookie["measuredBytes"] - bookie["predictedBytes"]) <= 0.05 * bookie["predictedBytes"], bookie
+    assert doc["movedBytes"] < planned["movedBytes"]  # the moves done are not made again

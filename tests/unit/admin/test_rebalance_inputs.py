@@ -60,7 +60,29 @@ def test_replicas_carry_what_the_source_holds_split_by_entries_and_open_segments
     assert on_a[2, 6].position == 0 and on_a[2, 6].ensemble == (A, JAVA)
     assert on_a[3, 0].bytes == 4_000  # an open ledger's closed segment moves
     assert inputs.open_ledgers == [3, 4] and inputs.open_bytes == {A: 500, B: 4_000 + 500, JAVA: 0}
+    assert inputs.not_owned == {(A, 5)}  # a's entries of ledger 5, which names it no more
 
 
 def test_capacity_counts_one_filesystem_once():
     assert capacity_of(view(A, {}, {}, disk=5 * 10**9)) == 5 * 10**9
+
+
+def test_after_an_interrupted_move_the_source_frees_all_it_holds_and_the_target_gains_its_share():
+    """An interrupted move from a to java split ledger 6 at entry 6: java has 0..5, a still 6..9, and a's index all
+    10 entries. Moving a's replica copies 4 entries and frees the 10."""
+    metadata = {6: md(Segment(0, (JAVA, B)), Segment(6, (A, B)))}
+    views = {A: view(A, {6: 10_000}, {6: 10}), B: view(B, {6: 10_000}, {6: 10})}
+    (replica,) = [r for r in gather([A, B], views, metadata).replicas if r.bookie_id == A]
+    assert (replica.first_entry_id, replica.bytes, replica.freed) == (6, 4_000, 10_000)
+
+
+def test_without_its_index_count_a_source_missing_from_a_segment_copies_the_metadata_share():
+    """A running interleaved bookie counts no entries (-1): a, not in ledger 6's first segment, may hold entries of
+    it (here all 10), so its copy is the metadata's share of its segment, 4 entries of 1044 bytes."""
+    metadata = {6: md(Segment(0, (JAVA, B)), Segment(6, (A, B)))}
+    views = {A: view(A, {6: 10_440}, {6: -1}), B: view(B, {6: 10_440}, {6: -1})}
+    replicas = gather([A, B], views, metadata).replicas
+    (on_a,) = [r for r in replicas if r.bookie_id == A]
+    assert (on_a.bytes, on_a.freed) == (4 * 1044, 10_440)
+    on_b = [r for r in replicas if r.bookie_id == B]  # asked for all it holds, in both segments
+    assert [(r.bytes, r.freed) for r in on_b] == [(6 * 1044, None), (4 * 1044, None)]

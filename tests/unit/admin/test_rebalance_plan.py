@@ -125,6 +125,24 @@ def test_every_segment_of_a_ledger_on_the_source_moves_together():
     ]
 
 
+def test_the_source_frees_what_it_holds_and_the_target_gains_what_is_copied():
+    """a holds 10 kB of ledger 1 of which its segment asks 4 kB (the rest already moved), and 4 kB it cannot give."""
+    replicas = [Replica(1, 6, 0, "a", 4000, ("a", "b"), 2, freed=10_000)]
+    bookies = [BookieLoad("a", GB, 14_000), BookieLoad("b", GB, 9000), BookieLoad("c", GB, 0)]
+    result = plan(bookies, replicas, {}, target=100)
+    assert result.moves == [PlannedMove(1, 6, "a", "c", 4000)] and result.within_target
+    assert result.after == {"a": 4000, "b": 9000, "c": 4000}
+
+
+def test_no_replica_goes_where_dead_entries_of_its_ledger_wait():
+    """c holds entries of ledger 1 from an interrupted copy: ledgers 2 and 3 go there instead."""
+    replicas = ledgers([(1, ("a",), 3000), (2, ("a",), 2000), (3, ("a",), 1000)])
+    bookies = loads(replicas, ["a", "c"])
+    assert [m.ledger_id for m in plan(bookies, replicas, {}, target=30).moves] == [1]
+    result = plan(bookies, replicas, {}, target=30, not_owned={("c", 1)})
+    assert [m.ledger_id for m in result.moves] == [2, 3] and result.within_target
+
+
 def test_max_moves_stops_the_plan():
     replicas, bookies = grown_cluster()
     result = plan(bookies, replicas, {}, max_moves=2)
