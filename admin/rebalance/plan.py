@@ -176,13 +176,15 @@ class _State:
         return moves
 
 
-def _choose(state: _State, source: str, target: str, refused: dict[str, int] | None) -> _Unit | None:
+def _choose(state: _State, source: str, target: str, refused: dict[str, int] | None, room: int) -> _Unit | None:
     """The largest unit of ``source`` that fits the gap to ``target``, else the smallest that narrows the pair."""
     mean = state.mean()
     over = state.stored[source] - mean * state.capacity[source]
     under = mean * state.capacity[target] - state.stored[target]
     narrowing = None
     for unit in state.units[source]:  # largest first
+        if len(unit.replicas) > room:
+            continue
         refusal = state.refusal(unit, target)
         if refusal is not None:
             if refused is not None and refusal == PLACEMENT:
@@ -223,6 +225,7 @@ def plan(
         if max_moves is not None and len(moves) >= max_moves:
             reason, detail = MAX_MOVES, f"--max-moves {max_moves} reached"
             break
+        room = max_moves - len(moves) if max_moves is not None else len(state.ensembles)
         refused: dict[str, int] = {PLACEMENT: 0, TOO_LARGE: 0}  # of the fullest bookie's replicas
         chosen = None
         by_fullest = sorted(state.stored, key=lambda b: (-state.utilisation(b), b))
@@ -231,14 +234,17 @@ def plan(
             for destination in by_emptiest:
                 if state.utilisation(destination) >= state.utilisation(source):
                     break
-                unit = _choose(state, source, destination, refused if source == by_fullest[0] else None)
+                unit = _choose(state, source, destination, refused if source == by_fullest[0] else None, room)
                 if unit is not None:
                     chosen = (unit, destination)
                     break
             if chosen:
                 break
         if chosen is None:
-            reason, detail = _why_not(state, by_fullest[0], refused)
+            if any(len(unit.replicas) > room for units in state.units.values() for unit in units):
+                reason, detail = MAX_MOVES, f"--max-moves {max_moves} reached"  # a ledger's segments move together
+            else:
+                reason, detail = _why_not(state, by_fullest[0], refused)
             break
         moves.extend(state.apply(*chosen))
     return Plan(

@@ -149,6 +149,19 @@ def test_max_moves_stops_the_plan():
     assert len(result.moves) == 2 and result.reason == MAX_MOVES and not result.within_target
 
 
+def test_max_moves_counts_segments_and_a_ledger_moves_whole_or_not():
+    """a's ledger 1 has two segments, ledger 2 one: with room for one move, ledger 2 goes."""
+    replicas = [
+        Replica(1, 0, 0, "a", 3000, ("a",), 1),
+        Replica(1, 9, 0, "a", 3000, ("a",), 1),
+        Replica(2, 0, 0, "a", 1000, ("a",), 1),
+    ]
+    result = plan(loads(replicas, ["a", "b"]), replicas, {}, max_moves=1)
+    assert result.moves == [PlannedMove(2, 0, "a", "b", 1000)] and result.reason == MAX_MOVES
+    unlimited = plan(loads(replicas, ["a", "b"]), replicas, {})
+    assert unlimited.moves == result.moves and unlimited.reason != MAX_MOVES  # ledger 1 would overshoot anyway
+
+
 def test_nothing_movable_says_so():
     bookies = [BookieLoad("a", GB, 5000), BookieLoad("b", GB, 0)]
     result = plan(bookies, [], {})
