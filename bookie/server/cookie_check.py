@@ -13,6 +13,8 @@ the start, naming it. Two cases write:
 - with ``allowStorageExpansion=true``, ledger or index directories added to the configuration: the new ones must
   be empty and unknown to the cookie, the configured ones a superset of the cookie's; the cookie then lists them
   all, in ZooKeeper (compare-and-set on its version) and in every directory (LegacyCookieValidation.stampNewCookie).
+  `bkctl bookie expand-storage` runs the same check on a stopped bookie (:func:`plan_expansion`, :func:`expand`),
+  as BookKeeper's ``updatecookie -e`` does.
 """
 
 from __future__ import annotations
