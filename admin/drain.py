@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,12 +87,15 @@ class DrainPlan:
         }
 
 
-def scan(store: MetadataStore, sources: set[str]) -> tuple[dict[int, LedgerMetadata], dict[str, int]]:
+def scan(
+    store: MetadataStore, sources: set[str], on_corrupt: Callable[[Exception], None]
+) -> tuple[dict[int, LedgerMetadata], dict[str, int]]:
     """One pass over every ledger's metadata: those naming the ``sources``, and the bytes each bookie holds by the
-    metadata (the estimate for a bookie that has no storage view: a Java bookie; open ledgers count 0)."""
+    metadata (the estimate for a bookie that has no storage view: a Java bookie; open ledgers count 0). Metadata
+    that cannot be parsed goes to ``on_corrupt`` and is skipped."""
     naming: dict[int, LedgerMetadata] = {}
     estimate: dict[str, int] = {}
-    for ledger_id, md in LedgerManager(store).iter_ledgers(on_corrupt=lambda exc: None):
+    for ledger_id, md in LedgerManager(store).iter_ledgers(on_corrupt=on_corrupt):
         for index, segment in enumerate(md.segments):
             for position, bookie_id in enumerate(segment.bookies):
                 estimate[bookie_id] = estimate.get(bookie_id, 0) + replica_bytes(md, index, position)
@@ -238,8 +241,8 @@ def summary(states: list[dict[str, Any]], report: DrainReport, still_open: dict[
 def finish(ledger_id: int) -> str:
     """What finishes an open ledger a drain left."""
     return (
-        f"its writer's next add moves it off (or closing it); `bkctl ledger recover {ledger_id}` closes it now, "
-        "fencing it: a live writer fails"
+        f"its writer's next add (or closing it) moves it off; `bkctl ledger recover {ledger_id}` closes it now "
+        "but fences it: a live writer fails"
     )
 
 

@@ -55,7 +55,7 @@ def drain(app, bookie_ids, rate, wait_writers, yes, dry_run):
             f"bookie {', '.join(stopped)} is not running (not registered): a drain moves data off a live bookie; "
             f"retire a stopped one with `bkctl bookie decommission {stopped[0]}`"
         )
-    naming, estimate = scan(app.metadata, set(sources))
+    naming, estimate = scan(app.metadata, set(sources), lambda exc: app.terminal.warn(str(exc)))
     writable = [b for b in BookieRegistry(app.metadata).list(writable=True) if b.bookie_id not in sources]
     load, load_from = load_of(app, writable, estimate)
     plan = make_plan(naming, set(sources), writable, load, load_from)

@@ -63,4 +63,4 @@ def test_the_summary_has_the_documented_fields_and_next_steps_only_when_complete
     left = summary(states, DrainReport(), {9: [S]})
     assert not left["complete"] and left["nextSteps"] == []
     assert left["open"] == [{"ledgerId": 9, "bookies": [S], "finish": left["open"][0]["finish"]}]
-    assert "`bkctl ledger recover 9` closes it now, fencing it" in left["open"][0]["finish"]
+    assert "`bkctl ledger recover 9` closes it now but fences it" in left["open"][0]["finish"]
