@@ -71,6 +71,17 @@ class DrainPlan:
                 totals[move.target] = totals.get(move.target, 0) + move.bytes
         return totals
 
+    def unplaceable(self) -> str | None:
+        """Why some replica has nowhere to go (None when each has a target): said before anything is done."""
+        stuck = sorted({m.ledger_id for m in self.moves if m.target is None})
+        if not stuck:
+            return None
+        shown = ", ".join(map(str, stuck[:5])) + (", ..." if len(stuck) > 5 else "")
+        return (
+            f"{len(stuck)} ledgers have a replica no writable bookie can take (every other one is in its segment or "
+            f"drained): ledger {shown}; add bookies, or drain fewer at once"
+        )
+
     def doc(self) -> dict[str, Any]:
         return {
             "bookies": self.sources,
@@ -121,13 +132,15 @@ def plan(
             if named and not movable(md, index):
                 still_open[ledger_id] = sorted({b for _, b in named})
                 continue
+            ensemble = list(segment.bookies)  # as the moves before this one leave it
             for position, source in named:
                 size = replica_bytes(md, index, position)
                 try:
-                    chosen = replacement(writable, list(segment.bookies), position, sources, load=planned)
+                    chosen = replacement(writable, ensemble, position, sources, load=planned)
                 except NotEnoughBookies:
                     moves.append(PlannedMove(ledger_id, segment.first_entry_id, source, size, None))
                     continue
+                ensemble[position] = chosen
                 planned[chosen] = planned.get(chosen, 0) + size
                 moves.append(PlannedMove(ledger_id, segment.first_entry_id, source, size, chosen))
     return DrainPlan(sorted(sources), moves, still_open, load, load_from)

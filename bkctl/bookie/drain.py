@@ -37,13 +37,14 @@ def drain(app, bookie_ids, rate, wait_writers, yes, dry_run):
     service to make it read-only (a Java bookie without its HTTP API) gets its closed ledgers moved only.
     Interrupted, it says what is left; running it again goes on. One drain or rebalance at a time per cluster.
     Exit 0 when no ledger names the bookies, 3 when open ledgers are left, 1 when moves failed or another data
-    movement runs, 5 for an unknown bookie, 2 for one that is not running (`bookie decommission` retires it).
+    movement runs, 5 for an unknown bookie, 2 for one that is not running (`bookie decommission` retires it);
+    3 before anything is done (--dry-run too) when some replica has no bookie to go to.
     """
     from admin.drain import plan as make_plan
     from admin.drain import scan
     from bkctl.bookie._drain_run import load_of, run_drain, show_plan
     from bkctl.bookie._targets import require_known_bookies
-    from bookie.errors import InvalidArgument
+    from bookie.errors import InvalidArgument, Unsafe
     from bookie.meta.registration import BookieRegistry
 
     sources = list(dict.fromkeys(bookie_ids))
@@ -61,6 +62,10 @@ def drain(app, bookie_ids, rate, wait_writers, yes, dry_run):
     plan = make_plan(naming, set(sources), writable, load, load_from)
     if dry_run:
         show_plan(app, plan)
+    stuck = plan.unplaceable()
+    if stuck:
+        raise Unsafe(stuck)
+    if dry_run:
         return
     app.terminal.confirm(
         f"Drain {', '.join(sources)}: make {'it' if len(sources) == 1 else 'them'} read-only and move "

@@ -266,6 +266,13 @@ def test_a_dry_run_changes_nothing_and_what_a_drain_refuses(harness, bkctl, clus
     assert {lid: LedgerManager(cluster).read(lid)[1] for lid in ledgers} == versions
     assert victim.bookie_id in {b.bookie_id for b in BookieRegistry(cluster).list(writable=True)}  # not read-only
 
+    # E=3 ledgers on 4 bookies: one that names both of two drained bookies has one replica with nowhere to go
+    ensemble = LedgerManager(cluster).read(named[0])[0].segments[0].bookies
+    pair = [victim.bookie_id, next(b for b in ensemble if b != victim.bookie_id)]
+    crowded = bkctl("-u", uri, "bookie", "drain", *pair, "--yes")
+    assert crowded.exit_code == 3 and "have a replica no writable bookie can take" in crowded.stderr, crowded.stderr
+    assert {lid: LedgerManager(cluster).read(lid)[1] for lid in ledgers} == versions
+
     unknown = bkctl("-u", uri, "bookie", "drain", "127.0.0.1:1", "--yes")
     assert unknown.exit_code == 5 and "no bookie 127.0.0.1:1" in unknown.stderr
     with MovementLock(cluster, "a rebalance"):

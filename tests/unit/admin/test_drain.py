@@ -47,9 +47,19 @@ def test_a_rack_the_rest_of_the_segment_does_not_use_comes_before_load():
     assert drained.moves[0].target == "c:1"
 
 
-def test_no_bookie_to_take_a_replica_is_a_move_without_a_target():
-    drained = plan({1: ledger((S, "a:1"))}, {S}, [bookie("a:1")], {}, {})
-    assert [(m.ledger_id, m.target) for m in drained.moves] == [(1, None)]
+def test_two_drained_bookies_of_one_segment_never_get_the_same_target():
+    writable = [bookie("a:1"), bookie("b:1"), bookie("c:1")]
+    drained = plan({1: ledger((S, "x:1", "a:1"))}, {S, "x:1"}, writable, {}, {})
+    assert [m.target for m in drained.moves] == ["b:1", "c:1"] and drained.unplaceable() is None
+
+
+def test_no_bookie_to_take_a_replica_is_a_move_without_a_target_and_refused():
+    drained = plan({1: ledger((S, "a:1")), 2: ledger((S, "b:1"))}, {S}, [bookie("a:1")], {}, {})
+    assert [(m.ledger_id, m.target) for m in drained.moves] == [(1, None), (2, "a:1")]
+    assert drained.unplaceable() == (
+        "1 ledgers have a replica no writable bookie can take (every other one is in its segment or drained): "
+        "ledger 1; add bookies, or drain fewer at once"
+    )
 
 
 def test_the_summary_has_the_documented_fields_and_next_steps_only_when_complete():
