@@ -101,6 +101,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (f"bkctl bookie decommission {BOOKIE} --dry-run", "the ledgers it would re-replicate, and nothing done"),
         (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up after two hours"),
     ],
+    "bookie drain": [
+        (f"bkctl bookie drain {BOOKIE} --dry-run", "the replicas that would move, where to, and the bytes"),
+        (f"bkctl bookie drain {BOOKIE} --yes --rate 50", "empty a running bookie at 50 MB/s at most"),
+        (
+            f"bkctl bookie drain {BOOKIE} 10.0.0.8:3181 --yes --wait-writers 300 -o json",
+            "two bookies; wait up to 5 minutes for open ledgers' writers; one summary document",
+        ),
+    ],
     "bookie format": [
         ("bkctl -c /etc/bookkeeper/bk_server.conf bookie format --dry-run", "what would be erased"),
         (

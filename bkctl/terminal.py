@@ -198,24 +198,39 @@ class Terminal:
         self, description: str, total: float | None = None, unit: str = "entries", total_bytes: int | None = None
     ):
         """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n, size=0)``;
-        with ``total_bytes``, the bar also counts bytes (``size`` bytes per call)."""
+        with ``total_bytes``, the bar also counts bytes (``size`` bytes per call), shows their rate, and the time
+        left is that of the bytes left at that rate."""
         if not sys.stderr.isatty():
             yield lambda n=1, size=0: None
             return
+        import time
+
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit)]
         if total_bytes is not None:
             columns.append(TextColumn(f"{{task.fields[size]}}/{format_bytes(total_bytes)}"))
-        columns.append(TimeRemainingColumn())
+            columns.append(TextColumn("{task.fields[rate]} {task.fields[left]}"))
+        else:
+            columns.append(TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(description, total=total, size=format_bytes(0))
+            task = bar.add_task(description, total=total, size=format_bytes(0), rate="", left="")
             done = [0]
+            started = time.monotonic()
 
             def advance(n=1, size=0):
                 done[0] += size
-                bar.update(task, advance=n, size=format_bytes(done[0]))
+                fields = {"size": format_bytes(done[0])}
+                elapsed = time.monotonic() - started
+                if total_bytes is not None and done[0] and elapsed > 0:
+                    rate = done[0] / elapsed
+                    left = max(0, total_bytes - done[0]) / rate
+                    fields |= {
+                        "rate": f"{format_bytes(int(rate))}/s",
+                        "left": f"ETA {int(left) // 60}:{int(left) % 60:02d}",
+                    }
+                bar.update(task, advance=n, **fields)
 
             yield advance
 

@@ -5,6 +5,7 @@ from bkctl.bookie.check_local import check_local
 from bkctl.bookie.compaction import compaction
 from bkctl.bookie.convert_storage import convert_storage
 from bkctl.bookie.decommission import decommission
+from bkctl.bookie.drain import drain
 from bkctl.bookie.expand_storage import expand_storage
 from bkctl.bookie.format import format_bookie
 from bkctl.bookie.gc import gc
@@ -34,6 +35,7 @@ bookie.add_command(readonly)
 bookie.add_command(inspect)
 bookie.add_command(recover)
 bookie.add_command(decommission)
+bookie.add_command(drain)
 bookie.add_command(gc)
 bookie.add_command(gc_status)
 bookie.add_command(usage)
