@@ -101,6 +101,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (f"bkctl bookie decommission {BOOKIE} --dry-run", "the ledgers it would re-replicate, and nothing done"),
         (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up after two hours"),
     ],
+    "bookie drain": [
+        (f"bkctl bookie drain {BOOKIE} --dry-run", "the replicas that would move, where to, and the bytes"),
+        (f"bkctl bookie drain {BOOKIE} --yes --rate 50", "empty a running bookie at 50 MB/s at most"),
+        (
+            f"bkctl bookie drain {BOOKIE} 10.0.0.8:3181 --yes --wait-writers 300 -o json",
+            "two bookies; wait up to 5 minutes for open ledgers' writers; one summary document",
+        ),
+    ],
     "bookie format": [
         ("bkctl -c /etc/bookkeeper/bk_server.conf bookie format --dry-run", "what would be erased"),
         (
@@ -118,7 +126,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
     "cluster rebalance": [
         ("bkctl cluster rebalance --dry-run", "the moves, and each bookie's bytes now and after, as bars"),
-        ("bkctl cluster rebalance --yes --rate 50", "make them, copying at most 50 MiB/s"),
+        ("bkctl cluster rebalance --yes --rate 50", "make them, copying at most 50 MB/s"),
         (
             "bkctl cluster rebalance --target 5 --max-moves 100 --dry-run -o json",
             "a tighter spread, at most 100 moves, planned for a script",
@@ -147,6 +155,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
     "bookie init": [
         ("bkctl -c /etc/bookkeeper/bk_server.conf bookie init", "can a new bookie start here? exit 3 says why not"),
+    ],
+    "bookie expand-storage": [
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie expand-storage --dry-run",
+            "after adding /data/disk2 to ledgerDirectories: what the cookie would list",
+        ),
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie expand-storage -o json", "stamp it, then start the bookie"),
     ],
     "bookie inspect entrylog": [
         ("bkctl bookie inspect entrylog /data/bk/ledgers/current/0.log --ledger 42", "one ledger's entries in a log"),

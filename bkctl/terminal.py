@@ -198,8 +198,8 @@ class Terminal:
         self, description: str, total: float | None = None, unit: str = "entries", total_bytes: int | None = None
     ):
         """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n, size=0)``;
-        with ``total_bytes``, the bar also counts bytes (``size`` bytes per call), their rate, and the time left
-        at that rate."""
+        with ``total_bytes``, the bar also counts bytes (``size`` bytes per call), shows their rate, and the time
+        left is that of the bytes left at that rate."""
         if not sys.stderr.isatty():
             yield lambda n=1, size=0: None
             return
@@ -210,20 +210,27 @@ class Terminal:
 
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit)]
         if total_bytes is not None:
-            columns.append(TextColumn(f"{{task.fields[size]}}/{format_bytes(total_bytes)} {{task.fields[rate]}}"))
+            columns.append(TextColumn(f"{{task.fields[size]}}/{format_bytes(total_bytes)}"))
+            columns.append(TextColumn("{task.fields[rate]} {task.fields[left]}"))
         else:
             columns.append(TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(description, total=total, size=format_bytes(0), rate="")
-            done, started = [0], time.monotonic()
+            task = bar.add_task(description, total=total, size=format_bytes(0), rate="", left="")
+            done = [0]
+            started = time.monotonic()
 
             def advance(n=1, size=0):
                 done[0] += size
+                fields = {"size": format_bytes(done[0])}
                 elapsed = time.monotonic() - started
-                rate = done[0] / elapsed if elapsed > 0 else 0.0
-                left = f", {((total_bytes or 0) - done[0]) / rate:.0f} s left" if rate > 0 else ""
-                speed = f"{format_bytes(int(rate))}/s{left}" if done[0] else ""
-                bar.update(task, advance=n, size=format_bytes(done[0]), rate=speed)
+                if total_bytes is not None and done[0] and elapsed > 0:
+                    rate = done[0] / elapsed
+                    left = max(0, total_bytes - done[0]) / rate
+                    fields |= {
+                        "rate": f"{format_bytes(int(rate))}/s",
+                        "left": f"ETA {int(left) // 60}:{int(left) % 60:02d}",
+                    }
+                bar.update(task, advance=n, **fields)
 
             yield advance
 

@@ -24,6 +24,7 @@ MAN_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(MAN_DIR.parent))
 
 from admin.check.checker import REPORT_FIELDS  # noqa: E402
+from admin.drain import SUMMARY_FIELDS  # noqa: E402
 from bkctl import __version__  # noqa: E402
 from bkctl.cli import cli  # noqa: E402
 from bkctl.errors import EXIT_CODE_MEANINGS  # noqa: E402
@@ -46,7 +47,10 @@ ENVIRONMENT = {
     "BKCTL_ZK_SASL_CLIENTCONFIG": "Another section of that JAAS file than Client, as zookeeper.sasl.clientconfig.",
     "XDG_CONFIG_HOME": "Where the contexts file is (default ~/.config).",
 }
-JSON_OUTPUT = {"cluster check": REPORT_FIELDS}  # the -o json fields of commands whose output scripts depend on
+JSON_OUTPUT = {
+    "cluster check": REPORT_FIELDS,
+    "bookie drain": SUMMARY_FIELDS,
+}  # the -o json fields of commands whose output scripts depend on
 FILES = {
     "$XDG_CONFIG_HOME/bkctl/config.yaml": "The contexts (bkctl config), private to its owner (0600); "
     "~/.config/bkctl/config.yaml by default.",

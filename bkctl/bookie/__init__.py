@@ -5,6 +5,8 @@ from bkctl.bookie.check_local import check_local
 from bkctl.bookie.compaction import compaction
 from bkctl.bookie.convert_storage import convert_storage
 from bkctl.bookie.decommission import decommission
+from bkctl.bookie.drain import drain
+from bkctl.bookie.expand_storage import expand_storage
 from bkctl.bookie.format import format_bookie
 from bkctl.bookie.gc import gc
 from bkctl.bookie.gc_status import gc_status
@@ -33,6 +35,7 @@ bookie.add_command(readonly)
 bookie.add_command(inspect)
 bookie.add_command(recover)
 bookie.add_command(decommission)
+bookie.add_command(drain)
 bookie.add_command(gc)
 bookie.add_command(gc_status)
 bookie.add_command(usage)
@@ -46,4 +49,5 @@ bookie.add_command(check_local)
 bookie.add_command(rebuild_index)
 bookie.add_command(format_bookie)
 bookie.add_command(init_bookie)
+bookie.add_command(expand_storage)
 bookie.add_command(replace_in_ledgers)

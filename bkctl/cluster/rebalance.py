@@ -17,7 +17,9 @@ PARTS = [("now", "cyan", "█"), ("after", "green", "▒")]
     help="Spread to reach: the fullest and the emptiest bookie's utilisation differ by at most PCT percent of the "
     "cluster's.",
 )
-@click.option("--rate", type=click.FloatRange(0, min_open=True), metavar="MIB/S", help="Limit the copy rate.")
+@click.option(
+    "--rate", type=click.FloatRange(0, min_open=True), metavar="MB/S", help="Limit the copy rate (all moves)."
+)
 @click.option("--max-moves", type=click.IntRange(1), metavar="N", help="Plan at most N segment moves.")
 @yes_option
 @dry_run_option
@@ -99,7 +101,7 @@ def _run(app, result, rate):
 
     moves = [Move(m.ledger_id, m.first_entry_id, m.source, m.target) for m in result.moves]
     copied = [0]
-    mover = ReplicaMover(app.client.core, rate * 2**20 if rate else None)
+    mover = ReplicaMover(app.client.core, rate * 1e6 if rate else None)
     try:
         with app.terminal.progress("moving", total=len(moves), unit="moves", total_bytes=result.bytes) as advance:
 
