@@ -151,7 +151,7 @@ class _State:
         return spread(self.stored, self.capacity)
 
     def refusal(self, unit: _Unit, target: str) -> str | None:
-        """Why ``unit`` may not go to ``target`` (PLACEMENT), or None when it may."""
+        """Why ``unit`` may not go to ``target`` (PLACEMENT, NOT_OWNED), or None when it may."""
         if (target, unit.ledger_id) in self.not_owned:
             return NOT_OWNED
         wq = self.write_quorum[unit.ledger_id]
@@ -177,30 +177,35 @@ class _State:
 
 
 def _choose(state: _State, source: str, target: str, refused: dict[str, int] | None, room: int) -> _Unit | None:
-    """The largest unit of ``source`` that fits the gap to ``target``, else the smallest that narrows the pair."""
+    """The largest unit of ``source`` that fits the gap to ``target``, else the smallest that narrows the pair
+    (the arithmetic first, the placement check only for the candidates)."""
     mean = state.mean()
     over = state.stored[source] - mean * state.capacity[source]
     under = mean * state.capacity[target] - state.stored[target]
-    narrowing = None
+    narrowing = []
     for unit in state.units[source]:  # largest first
         if len(unit.replicas) > room:
             continue
-        refusal = state.refusal(unit, target)
-        if refusal is not None:
-            if refused is not None and refusal == PLACEMENT:
-                refused[PLACEMENT] += 1
-            continue
         if unit.freed <= over and unit.bytes <= under:
-            return unit
+            if _allowed(state, unit, target, refused):
+                return unit
+            continue
         after_source = (state.stored[source] - unit.freed) / state.capacity[source]
         after_target = (state.stored[target] + unit.bytes) / state.capacity[target]
         if max(after_source, after_target) < state.utilisation(source) and (
             min(after_source, after_target) > state.utilisation(target)
         ):
-            narrowing = unit  # the last such is the smallest
+            narrowing.append(unit)
         elif refused is not None:
             refused[TOO_LARGE] += 1
-    return narrowing
+    return next((unit for unit in reversed(narrowing) if _allowed(state, unit, target, refused)), None)
+
+
+def _allowed(state: _State, unit: _Unit, target: str, refused: dict[str, int] | None) -> bool:
+    refusal = state.refusal(unit, target)
+    if refused is not None and refusal == PLACEMENT:
+        refused[PLACEMENT] += 1
+    return refusal is None
 
 
 def plan(
@@ -241,7 +246,7 @@ def plan(
             if chosen:
                 break
         if chosen is None:
-            if any(len(unit.replicas) > room for units in state.units.values() for unit in units):
+            if max_moves is not None and any(len(u.replicas) > room for units in state.units.values() for u in units):
                 reason, detail = MAX_MOVES, f"--max-moves {max_moves} reached"  # a ledger's segments move together
             else:
                 reason, detail = _why_not(state, by_fullest[0], refused)

@@ -153,7 +153,7 @@ def test_an_interrupted_rebalance_says_what_it_did_and_a_rerun_finishes(harness,
             return sum(1 for lid in written for b in bk.ledger_metadata(lid).segments[0].bookies if b in new)
 
     try:
-        wait_for(moved, "a first move", 60)  # at 0.4 MiB/s, the 1.9 MiB take about 5 s
+        wait_for(moved, "a first move", 60)  # at 0.4 MB/s, the 2 MB take about 5 s
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:
