@@ -67,17 +67,18 @@ def _split(total: int, weights: list[int]) -> list[int]:
     return parts
 
 
-def _copied(ledger_id: int, md: LedgerMetadata, bookie: str, held: int, where: list, view: StorageView | None) -> int:
-    """What a copy of the bookie's segments of the ledger (``where``: (segment index, position)) writes: what it holds
+def _copied(
+    ledger_id: int, md: LedgerMetadata, bookie: str, held: int, entries: list[int], view: StorageView | None
+) -> int:
+    """What a copy of the bookie's segments of the ledger (``entries``: each one's entries on it) writes: what it holds
     of the ledger, unless it holds more than they ask of it (an interrupted move split a segment, and the target
     already has the first part; the source frees all it holds all the same). Its index's count of the ledger's
     entries tells; a running interleaved bookie's index does not count them (-1): then, when some segment of a
     closed ledger does not name the bookie (it may hold entries of it), the metadata's estimate of its share."""
-    entries = sum(_entries(md, i, p) for i, p in where)
     indexed = view.local_ledgers.get(ledger_id, -1) if view is not None else -1
-    if indexed > entries:
-        return held * entries // indexed
-    if indexed < 0 and md.is_closed and len(where) < len(md.segments):
+    if indexed > sum(entries):
+        return held * sum(entries) // indexed
+    if indexed < 0 and md.is_closed and len(entries) < len(md.segments):
         return min(held, expected_on(md, bookie).bytes)
     return held
 
@@ -107,7 +108,7 @@ def gather(
         if bookie not in held:
             inputs.estimated.append(bookie)
             stored[bookie] = sum(expected_on(md, bookie).bytes for md in metadata.values() if names(md, bookie))
-    known = {b: capacity_of(v) for b, v in views.items() if v is not None and b in stored}
+    known = {b: capacity_of(v) for b, v in views.items() if v is not None}
     mean = sum(known.values()) // len(known) if known else 1
     for bookie in bookies:
         if bookie not in known:
@@ -126,7 +127,7 @@ def gather(
                     inputs.open_ledgers.append(ledger_id)
                 continue
             entries = [_entries(md, i, p) for i, p in where]
-            copied = _copied(ledger_id, md, bookie, size, where, views.get(bookie))
+            copied = _copied(ledger_id, md, bookie, size, entries, views.get(bookie))
             for (i, position), part, freed in zip(where, _split(copied, entries), _split(size, entries), strict=True):
                 segment = md.segments[i]
                 inputs.replicas.append(

@@ -45,7 +45,7 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
         cluster = measure(app.metadata, app.client_tls, app.terminal.warn)
         result = plan_of(cluster, target, max_moves)
         app.terminal.document(document(result, cluster, True), lambda: _show_plan(app, result, cluster))
-        _exit_unless_within(app, result.within_target, why(result, cluster))
+        _exit_unless_within(result.within_target, why(result, cluster))
         return
 
     from bookie.client.move import MovementLock
@@ -64,7 +64,7 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
             error = failures(report)
         else:
             report, error = None, None
-        after = measure(app.metadata, app.client_tls, app.terminal.warn)
+        after = measure(app.metadata, app.client_tls)  # what it warned of, it said before the moves
     measured = spread(after.stored(), {b.bookie_id: max(b.capacity, 1) for b in after.inputs.bookies})
     doc = document(result, cluster, False)
     doc["spread"]["measured"] = round(measured, 2)
@@ -86,7 +86,6 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
     if error is not None:
         raise error
     _exit_unless_within(
-        app,
         measured <= target,
         why(result, cluster)
         or f"the spread measured afterwards is {measured:.1f}%, the plan's {result.spreads[1]:.1f}% "
@@ -133,14 +132,14 @@ def _show_plan(app, result, cluster, measured=None) -> None:
     )
     app.terminal.line()
     inputs = cluster.inputs
-    mean = sum(result.after.values()) / sum(result.capacity.values())
+    mean = sum(result.after.values()) / max(sum(result.capacity.values()), 1)
     rows = []
     for b in sorted(inputs.bookies, key=lambda b: b.bookie_id):
         after = result.after[b.bookie_id]
         row = [b.bookie_id, format_bytes(b.stored), format_bytes(after)]
         if measured is not None:
             row.append(format_bytes(measured[b.bookie_id]) if b.bookie_id in measured else None)
-        share = f"{100 * after / b.capacity / mean:.0f}%" if mean else None
+        share = f"{100 * after / result.capacity[b.bookie_id] / mean:.0f}%" if mean else None
         rows.append([*row, share, "estimated" if b.bookie_id in inputs.estimated else None])
     # SHARE: the bookie's utilisation after, in percent of the cluster's (100%: the mean)
     headers = ["BOOKIE", "NOW", "AFTER", *(["MEASURED"] if measured is not None else []), "SHARE", "NOTE"]
@@ -161,7 +160,7 @@ def _show_plan(app, result, cluster, measured=None) -> None:
         app.terminal.note(f"{bookie} is read-only: left as it is")
 
 
-def _exit_unless_within(app, within: bool, reason: str) -> None:
+def _exit_unless_within(within: bool, reason: str) -> None:
     if not within:
         from bkctl.errors import CheckFailed
 

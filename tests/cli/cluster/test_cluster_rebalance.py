@@ -176,3 +176,11 @@ def test_an_interrupted_rebalance_says_what_it_did_and_a_rerun_finishes(harness,
     for bookie in doc["bookies"]:  # what the interrupted run left counted right: nothing twice
         assert abs(bookie["measuredBytes"] - bookie["predictedBytes"]) <= 0.05 * bookie["predictedBytes"], bookie
     assert doc["movedBytes"] < planned["movedBytes"]  # the moves done are not made again
+
+
+def test_a_cluster_with_nothing_stored_needs_no_move(bkctl, cluster, service_uri):
+    dry = bkctl("-u", service_uri, "cluster", "rebalance", "--dry-run")
+    assert dry.exit_code == 0 and "no move needed" in dry.stderr
+    assert "spread 0.0% now, 0.0% after 0 moves (0 B); target 10%" in dry.stdout
+    bad = bkctl("-u", service_uri, "cluster", "rebalance", "--target", "0")
+    assert bad.exit_code == 2 and "--target" in bad.stderr
