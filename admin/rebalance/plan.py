@@ -13,7 +13,8 @@ bookie, bytes, the segment's ensemble and write quorum), as BP-23 sketches and K
   source goes to the same target. A bookie's garbage collection frees a ledger only once no segment names it, so
   moving one segment of several would free nothing there (admin/rebalance/inputs.py measures stored bytes so);
 - never two replicas of a segment on one bookie, never a placement verdict that drops (admin/check/placement.py, with
-  the racks the check uses), each replica moved at most once;
+  the racks the check uses); a replica the plan moved may move again (a bookie that took too much gives back), which
+  changes the target of its one move;
 - the bookies given both give and take replicas: the caller leaves read-only ones out;
 - deterministic: ties are broken by bookie id, then ledger id.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from admin.check.placement import FAIL, MEETS_SOFT, MEETS_STRICT, segment_verdict
 from bookie.meta.registration import DEFAULT_RACK
@@ -100,8 +101,9 @@ class _Unit:
     """Every replica of a ledger on one bookie: they move together."""
 
     ledger_id: int
-    source: str
+    source: str  # where it is in the plan so far
     replicas: list[Replica] = field(default_factory=list)
+    origin: str | None = None  # where the metadata has it, once the plan moved it (a move again retargets that move)
 
     @property
     def bytes(self) -> int:
@@ -121,6 +123,7 @@ class _State:
         not_owned: Collection[tuple[str, int]],
     ):
         self.not_owned = set(not_owned)
+        self.moves: dict[tuple[int, int, str], PlannedMove] = {}  # by ledger, segment, the bookie it leaves
         self.capacity = {b.bookie_id: max(b.capacity, 1) for b in bookies}
         self.stored = {b.bookie_id: b.stored for b in bookies}
         self.rack_of: defaultdict[str, str] = defaultdict(lambda: DEFAULT_RACK, racks)
@@ -152,8 +155,8 @@ class _State:
 
     def refusal(self, unit: _Unit, target: str) -> str | None:
         """Why ``unit`` may not go to ``target`` (PLACEMENT, NOT_OWNED), or None when it may."""
-        if (target, unit.ledger_id) in self.not_owned:
-            return NOT_OWNED
+        if (target, unit.ledger_id) in self.not_owned or target == unit.origin:
+            return NOT_OWNED  # dead entries of the ledger wait there; or back where it is
         wq = self.write_quorum[unit.ledger_id]
         for r in unit.replicas:
             ensemble = self.ensembles[unit.ledger_id, r.first_entry_id]
@@ -165,15 +168,20 @@ class _State:
                 return PLACEMENT
         return None
 
-    def apply(self, unit: _Unit, target: str) -> list[PlannedMove]:
+    def apply(self, unit: _Unit, target: str) -> None:
+        """Move the unit in the plan; a unit the plan moved already keeps its one move, to the new target."""
         self.units[unit.source].remove(unit)
         self.stored[unit.source] -= unit.freed
         self.stored[target] += unit.bytes
-        moves = []
+        origin = unit.origin or unit.source
         for r in unit.replicas:
             self.ensembles[unit.ledger_id, r.first_entry_id][r.position] = target
-            moves.append(PlannedMove(unit.ledger_id, r.first_entry_id, unit.source, target, r.bytes))
-        return moves
+            self.moves[unit.ledger_id, r.first_entry_id, origin] = PlannedMove(
+                unit.ledger_id, r.first_entry_id, origin, target, r.bytes
+            )
+        moved = [replace(r, bookie_id=target, freed=None) for r in unit.replicas]
+        self.units[target].append(_Unit(unit.ledger_id, target, moved, origin))
+        self.units[target].sort(key=lambda u: (-u.freed, u.ledger_id))
 
 
 def _choose(state: _State, source: str, target: str, refused: dict[str, int] | None, room: int) -> _Unit | None:
@@ -182,9 +190,9 @@ def _choose(state: _State, source: str, target: str, refused: dict[str, int] | N
     mean = state.mean()
     over = state.stored[source] - mean * state.capacity[source]
     under = mean * state.capacity[target] - state.stored[target]
-    narrowing = []
+    narrowing: list[tuple[float, int, _Unit]] = []
     for unit in state.units[source]:  # largest first
-        if len(unit.replicas) > room:
+        if unit.origin is None and len(unit.replicas) > room:
             continue
         if unit.freed <= over and unit.bytes <= under:
             if _allowed(state, unit, target, refused):
@@ -195,10 +203,11 @@ def _choose(state: _State, source: str, target: str, refused: dict[str, int] | N
         if max(after_source, after_target) < state.utilisation(source) and (
             min(after_source, after_target) > state.utilisation(target)
         ):
-            narrowing.append(unit)
+            narrowing.append((abs(after_source - after_target), unit.freed, unit))
         elif refused is not None:
             refused[TOO_LARGE] += 1
-    return next((unit for unit in reversed(narrowing) if _allowed(state, unit, target, refused)), None)
+    narrowing.sort(key=lambda c: (c[0], c[1], c[2].ledger_id))
+    return next((unit for _, _, unit in narrowing if _allowed(state, unit, target, refused)), None)
 
 
 def _allowed(state: _State, unit: _Unit, target: str, refused: dict[str, int] | None) -> bool:
@@ -224,13 +233,16 @@ def plan(
     state = _State(bookies, replicas, racks, not_owned)
     before = dict(state.stored)
     spread_before = state.spread()
-    moves: list[PlannedMove] = []
     reason, detail = REACHED, ""
-    while state.spread() > target:
-        if max_moves is not None and len(moves) >= max_moves:
+    # every move narrows a pair of bookies, so the sum of squared utilisations falls: no plan cycles; a bound anyway
+    for _ in range(4 * sum(map(len, state.units.values())) + 16):
+        if state.spread() <= target:
+            break
+        moves = len(state.moves)
+        if max_moves is not None and moves >= max_moves:
             reason, detail = MAX_MOVES, f"--max-moves {max_moves} reached"
             break
-        room = max_moves - len(moves) if max_moves is not None else len(state.ensembles)
+        room = max_moves - moves if max_moves is not None else len(state.ensembles)
         refused: dict[str, int] = {PLACEMENT: 0, TOO_LARGE: 0}  # of the fullest bookie's replicas
         chosen = None
         by_fullest = sorted(state.stored, key=lambda b: (-state.utilisation(b), b))
@@ -251,9 +263,18 @@ def plan(
             else:
                 reason, detail = _why_not(state, by_fullest[0], refused)
             break
-        moves.extend(state.apply(*chosen))
+        state.apply(*chosen)
+    else:
+        reason, detail = TOO_LARGE, "no move narrows the spread further"
     return Plan(
-        moves, before, dict(state.stored), dict(state.capacity), target, reason, detail, (spread_before, state.spread())
+        list(state.moves.values()),
+        before,
+        dict(state.stored),
+        dict(state.capacity),
+        target,
+        reason,
+        detail,
+        (spread_before, state.spread()),
     )
 
 

@@ -21,7 +21,7 @@ from support.checks import check
 from support.waiting import wait_for
 
 RACKS = ("/r1", "/r2", "/r3", "/r1", "/r2")  # bookies 1-3, then the two new ones
-LEDGERS = 18
+LEDGERS = 24
 ENTRY = 2048
 RANK = {"FAIL": 0, "MEETS_SOFT": 1, "MEETS_STRICT": 2}
 
@@ -31,12 +31,12 @@ def payload(ledger: int, entry: int) -> bytes:
 
 
 def write(uri) -> dict[int, int]:
-    """Closed E2 W2 A2 ledgers of 10 to 129 entries of 2 KiB (about 5 MB of replicas): {ledger id: entries}."""
+    """Closed E2 W2 A2 ledgers of 8 to 123 entries of 2 KiB (about 6.5 MB of replicas): {ledger id: entries}."""
     written = {}
     with BookKeeper(uri) as bk:
         for i in range(LEDGERS):
             ledger = bk.create_ledger(2, 2, 2)
-            count = 10 + 7 * i
+            count = 8 + 5 * i
             ledger.add_entries(payload(ledger.ledger_id, e) for e in range(count))
             ledger.close()
             written[ledger.ledger_id] = count
@@ -84,13 +84,13 @@ def test_three_bookies_grown_to_five_are_rebalanced_as_the_dry_run_said(harness,
     assert all(before[b] == 0 for b in new) and spread(before) > 100
 
     dry = bkctl("-u", uri, "cluster", "rebalance", "--dry-run", "-o", "json")
-    assert dry.exit_code == 0, dry.stderr
+    assert dry.exit_code == 0, dry.stderr + dry.stdout
     plan = json.loads(dry.stdout)
     assert plan["dryRun"] and plan["withinTarget"] and plan["reason"] == {"kind": "reached", "detail": None}
     assert plan["spread"]["before"] > 100 and plan["spread"]["planned"] <= 10
     predicted = {b["bookieId"]: b["predictedBytes"] for b in plan["bookies"]}
     assert {b["bookieId"]: b["storedBytes"] for b in plan["bookies"]} == before
-    assert {m["target"] for m in plan["moves"]} == set(new)
+    assert set(new) <= {m["target"] for m in plan["moves"]}
     assert sum(m["bytes"] for m in plan["moves"]) == plan["movedBytes"] < 0.5 * sum(before.values())
     assert verdicts(cluster, uri, written) == placement  # a dry run changes nothing
 
@@ -99,7 +99,7 @@ def test_three_bookies_grown_to_five_are_rebalanced_as_the_dry_run_said(harness,
         assert refused.exit_code == 1 and "drain of somewhere" in refused.stderr
 
     run = bkctl("-u", uri, "cluster", "rebalance", "--yes", "-o", "json")
-    assert run.exit_code == 0, run.stderr
+    assert run.exit_code == 0, run.stderr + run.stdout
     done = json.loads(run.stdout)
     assert len(done["run"]["moved"]) == len(plan["moves"]) and not done["run"]["failed"]
     measured = live_bytes(bkctl, uri)
@@ -153,7 +153,7 @@ def test_an_interrupted_rebalance_says_what_it_did_and_a_rerun_finishes(harness,
             return sum(1 for lid in written for b in bk.ledger_metadata(lid).segments[0].bookies if b in new)
 
     try:
-        wait_for(moved, "a first move", 60)  # at 0.4 MB/s, the 2 MB take about 5 s
+        wait_for(moved, "a first move", 60)  # at 0.4 MB/s, the 2.5 MB take about 6 s
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:
@@ -170,7 +170,7 @@ def test_an_interrupted_rebalance_says_what_it_did_and_a_rerun_finishes(harness,
     assert MovementLock(cluster, "check").holder() is None  # released
 
     rerun = bkctl("-u", uri, "cluster", "rebalance", "--yes", "-o", "json")
-    assert rerun.exit_code == 0, rerun.stderr
+    assert rerun.exit_code == 0, rerun.stderr + rerun.stdout
     doc = json.loads(rerun.stdout)
     assert doc["spread"]["measured"] <= 10
     for bookie in doc["bookies"]:  # what the interrupted run left counted right: nothing twice
