@@ -262,6 +262,11 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (f"bkctl bookies racks delete {BOOKIE}", "back to its registration's rack, or the default")
     ],
     # cluster
+    "cluster repair-placement": [
+        ("bkctl cluster repair-placement --dry-run", "the moves that would repair placement, and what cannot be"),
+        ("bkctl cluster repair-placement --rate 50 --yes", "repair it, copying at most 50 MB/s, without asking"),
+        ("bkctl cluster repair-placement 42 43 -o json", "two ledgers only, one JSON summary at the end"),
+    ],
     "cluster check": [
         ("bkctl cluster check", "placement and replicas of every closed ledger; exit 3 on problems"),
         ("bkctl cluster check --replicas --ledger 42 --ledger 43", "two ledgers' replicas"),
