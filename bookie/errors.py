@@ -189,6 +189,11 @@ class Unsafe(BKError):
     registered, the cluster named is not the one found. The message says what to do first."""
 
 
+class Busy(BKError):
+    """Someone else holds what the operation needs alone (the cluster's data-movement lock); the message names the
+    holder."""
+
+
 class MetadataVersionConflict(BKError):
     """A compare-and-set on metadata lost against a concurrent update; re-read and retry."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Set
+from collections.abc import Mapping, Set
 
 from bookie.errors import NotEnoughBookies
 from bookie.meta.registration import RegisteredBookie
@@ -49,14 +49,17 @@ def replacement(
     index: int,
     exclude: Set[str] = frozenset(),
     rng: random.Random | None = None,
+    load: Mapping[str, int] | None = None,
 ) -> str:
     """A bookie to take ensemble position ``index``: not in the ensemble or ``exclude``, preferably on a rack that
-    the rest of the ensemble does not use."""
-    rng = rng or random.Random()
+    the rest of the ensemble does not use; among those, at random, or with ``load`` (bytes per bookie) the least
+    loaded."""
     racks = {b.bookie_id: b.rack for b in writable}
     others = {racks.get(b) for i, b in enumerate(ensemble) if i != index}
     candidates = [b for b in writable if b.bookie_id not in ensemble and b.bookie_id not in exclude]
     if not candidates:
         raise NotEnoughBookies(f"no writable bookie left to replace {ensemble[index]}")
-    fresh = [b for b in candidates if b.rack not in others]
-    return rng.choice(fresh or candidates).bookie_id
+    fresh = [b for b in candidates if b.rack not in others] or candidates
+    if load is not None:
+        return min(fresh, key=lambda b: (load.get(b.bookie_id, 0), b.bookie_id)).bookie_id
+    return (rng or random.Random()).choice(fresh).bookie_id

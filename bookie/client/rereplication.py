@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 IN_FLIGHT_BYTES = 4 << 20  # recovery adds outstanding to one target, per fragment
 LEDGERS_AT_ONCE = 8  # one ledger at a time re-replicated 22.8 MB/s; ledgers are independent
 WRITABLE_TTL = 5.0  # seconds
+INTERRUPTED_ADDS_WAIT = 5.0  # seconds an interrupted copy waits for its adds in flight, to keep what they wrote
 
 
 @dataclass
@@ -133,6 +134,7 @@ class BookieRecovery:
         progress: Callable[[str, int], None] = lambda kind, n: None,
     ) -> None:
         self.core, self.lost, self.skip_open = core, set(lost), skip_open
+        self.unreadable = set(lost)  # the bookies not read from: lost ones (a move reads its live source too)
         self.limit = RateLimit(rate)
         self.progress = progress
         self._writable: tuple[float, list[RegisteredBookie]] | None = None
@@ -191,10 +193,19 @@ class BookieRecovery:
         return True
 
     async def _fragment(
-        self, ledger_id: int, md: LedgerMetadata, index: int, position: int, password: bytes, report: RecoverReport
+        self,
+        ledger_id: int,
+        md: LedgerMetadata,
+        index: int,
+        position: int,
+        password: bytes,
+        report: RecoverReport,
+        target: str | None = None,
     ) -> LedgerMetadata:
+        """Copy the replica at ``position`` of segment ``index`` to ``target`` (None: the placement policy's
+        pick) and swap it in; return the metadata after the swap."""
         segment = md.segments[index]
-        target = replacement(await self._writable_bookies(), list(segment.bookies), position, self.lost)
+        target = target or await self._target(md, index, position)
         first, last = segment.first_entry_id, md.segment_end(index, md.last_entry_id)
         wanted = list(entries_of_bookie(position, first, last, md.ensemble_size, md.write_quorum_size))
         if wanted:
@@ -204,6 +215,8 @@ class BookieRecovery:
             try:
                 await self._copy(ledger_id, md, segment, position, set(wanted), target, password, report, acks)
             except asyncio.CancelledError:
+                with contextlib.suppress(asyncio.CancelledError, TimeoutError):  # the adds in flight get answered
+                    await asyncio.wait_for(acks.drained.wait(), INTERRUPTED_ADDS_WAIT)
                 self._keep_copied(
                     ledger_id, index, position, segment.bookies[position], target, wanted, acks.acked, report
                 )
@@ -215,6 +228,10 @@ class BookieRecovery:
         report.fragments += 1
         self.progress("fragments", 1)
         return await asyncio.to_thread(self._swap, ledger_id, index, segment.bookies[position], position, target)
+
+    async def _target(self, md: LedgerMetadata, index: int, position: int) -> str:
+        """The bookie to take ``position`` of segment ``index``: the placement policy's replacement."""
+        return replacement(await self._writable_bookies(), list(md.segments[index].bookies), position, self.lost)
 
     async def _copy(
         self,
@@ -268,10 +285,15 @@ class BookieRecovery:
             except BKError as exc:
                 log.warning("ledger %d: %s", ledger_id, exc)
 
-        await asyncio.gather(*(stream(i) for i, b in enumerate(segment.bookies) if b not in self.lost))
+        readable = [i for i, b in enumerate(segment.bookies) if b not in self.unreadable]
+        if position in readable:  # a live source holds the whole stripe: read it once, not WQ times
+            await stream(position)
+            readable.remove(position)
+        if needed:
+            await asyncio.gather(*(stream(i) for i in readable))
         for entry_id in sorted(needed):  # whatever no stripe gave: one replica at a time
             for source in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
-                if segment.bookies[source] in self.lost:
+                if segment.bookies[source] in self.unreadable:
                     continue
                 answer = await self.core.bookie(segment.bookies[source]).read_entry(
                     ledger_id, entry_id, 10.0, "recovery read"

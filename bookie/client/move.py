@@ -1,0 +1,260 @@
+"""Moving a ledger segment's replica from a live bookie to another: what `bookie drain`, `cluster rebalance` and
+`cluster repair-placement` are made of (BookKeeper: LedgerFragmentReplicator and MetadataUpdateLoop, as its
+ReplicationWorker runs them; BP-56's migration).
+
+One move, of the replica at ``position`` of segment ``index`` of a ledger, from bookie S to bookie T:
+1. the ledger's re-replication lock is taken (``underreplication/locks/urL%010d``, the ephemeral znode BookKeeper's
+   ReplicationWorker holds): no garbage collector, ours or BookKeeper's, collects T's fresh copy as over-replicated
+   while the metadata does not name T yet, and no replication worker changes the ledger meanwhile;
+2. the entries S holds by the write-set rule are read from S (and, what S cannot give, from the other replicas),
+   digests checked, and written to T with RECOVERY_ADD, as re-replication does (bookie/client/rereplication.py);
+3. they are read back from T: every one must be there;
+4. T takes S's place in the segment by a versioned compare-and-set, re-applied on a conflict (a writer's ensemble
+   change), and a no-op when S is no longer there.
+Only closed segments move: the ledger is closed, or the segment is not its last (a writer never adds to it again).
+A live writer's last segment is never touched and a ledger is never fenced: a drained bookie, read-only, makes its
+writers move off by ensemble change. S keeps its copy until its garbage collector finds the ledger closed and no
+segment naming it (``gcOverreplicatedLedgerWaitTime``), so a reader holding the old metadata still finds the
+entries there. An interrupted copy keeps what T acknowledged (the segment is split there, as ``bookie recover``
+does); a crash anywhere leaves the metadata naming S or T, never a replica that lacks the entries, and a rerun
+resumes from the metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bookie.client.bookie_client import RangeStopped, Stripe
+from bookie.client.core import ClientCore
+from bookie.client.placement import replacement
+from bookie.client.rereplication import LEDGERS_AT_ONCE, BookieRecovery, RecoverReport, _Acks
+from bookie.errors import BKError, NoSuchLedger, NotEnoughBookies
+from bookie.meta.ledger_metadata import LedgerMetadata, Segment
+from bookie.meta.movement import MovementLock
+from bookie.meta.underreplication import UnderReplicationManager
+
+__all__ = ["Move", "MoveReport", "MovementLock", "ReplicaMover", "movable", "replica_bytes"]
+
+log = logging.getLogger(__name__)
+LOCK_WAIT = 60.0  # seconds a move waits for a held re-replication lock (a killed bkctl's session expiring)
+LOCK_RETRY = 1.0
+
+
+@dataclass(frozen=True, order=True)
+class Move:
+    """Move the replica ``source`` holds of the segment starting at ``first_entry_id`` to ``target``."""
+
+    ledger_id: int
+    first_entry_id: int
+    source: str
+    target: str
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "ledgerId": self.ledger_id,
+            "firstEntryId": self.first_entry_id,
+            "from": self.source,
+            "to": self.target,
+        }
+
+
+@dataclass
+class MoveReport(RecoverReport):
+    moved: list[Move] = field(default_factory=list)
+    skipped: list[Move] = field(default_factory=list)  # planned, but the metadata changed: nothing to do
+    open: list[int] = field(default_factory=list)  # an open ledger's last segment names a source
+    busy: list[int] = field(default_factory=list)  # re-replication lock held by someone else past LOCK_WAIT
+
+    @property
+    def complete(self) -> bool:
+        return not (self.failed or self.open or self.busy)
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "moved": [m.doc() for m in self.moved],
+            "skipped": [m.doc() for m in self.skipped],
+            "open": sorted(self.open),
+            "busy": sorted(self.busy),
+            "failed": {str(k): v for k, v in sorted(self.failed.items())},
+            "keptUntil": {str(k): v for k, v in sorted(self.kept_until.items())},
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+            "mbPerSec": round(self.bytes / self.seconds / 1e6, 1) if self.seconds else 0.0,
+        }
+
+
+def movable(md: LedgerMetadata, index: int) -> bool:
+    """The segment is closed: no writer adds to it again (the ledger is closed, or a later segment exists)."""
+    return md.is_closed or index < len(md.segments) - 1
+
+
+def replica_bytes(md: LedgerMetadata, index: int, position: int) -> int:
+    """The bytes the replica at ``position`` of segment ``index`` holds, estimated from the ledger's length (its
+    entries' average size): 0 when unknown (an open ledger has no length yet)."""
+    if not md.is_closed or md.last_entry_id < 0 or md.length <= 0:
+        return 0
+    first, end = md.segments[index].first_entry_id, md.segment_end(index, md.last_entry_id)
+    if end < first:
+        return 0
+    held = end - first + 1
+    if md.write_quorum_size < md.ensemble_size:
+        held = round(held * md.write_quorum_size / md.ensemble_size)
+    return round(held * md.length / (md.last_entry_id + 1))
+
+
+def _segment_at(md: LedgerMetadata, first_entry_id: int) -> int | None:
+    return next((i for i, s in enumerate(md.segments) if s.first_entry_id == first_entry_id), None)
+
+
+class ReplicaMover(BookieRecovery):
+    """Moves replicas off live bookies; one mover per run (its report is the run's)."""
+
+    def __init__(
+        self,
+        core: ClientCore,
+        rate: float | None = None,
+        progress: Callable[[str, int], None] = lambda kind, n: None,
+        owner: str = "bkctl",
+        lock_wait: float = LOCK_WAIT,
+    ) -> None:
+        """``rate``: bytes a second over all moves; ``progress(kind, n)`` with kind "bytes", "fragments",
+        "moves" and "ledgers"; ``owner``: who the re-replication locks name."""
+        super().__init__(core, set(), rate=rate, progress=progress)
+        self.unreadable = set()  # a live source is read from
+        self.owner, self.lock_wait = owner, lock_wait
+        self.locks = UnderReplicationManager(core.store)
+        self.report: MoveReport = MoveReport()
+
+    # ---- runs ----
+    async def run(self, moves: Iterable[Move]) -> MoveReport:  # type: ignore[override]
+        """Make the planned moves, ``LEDGERS_AT_ONCE`` ledgers at a time."""
+        by_ledger: dict[int, list[Move]] = {}
+        for move in moves:
+            by_ledger.setdefault(move.ledger_id, []).append(move)
+        return await self._ledgers(by_ledger, lambda lid, md: self._planned(lid, md, by_ledger[lid]))
+
+    async def drain(
+        self, sources: set[str], load: Mapping[str, int] | None = None, ledger_ids: list[int] | None = None
+    ) -> MoveReport:
+        """Move every closed segment's replica on ``sources`` to a writable bookie the placement policy picks (racks
+        first, then the least ``load``: bytes each bookie holds, added to as replicas are placed on it)."""
+        self.lost = set(sources)  # what _target keeps out of every ensemble
+        loads = dict(load or {})
+        found = await asyncio.to_thread(self.affected, ledger_ids)
+
+        async def ledger(ledger_id: int, md: LedgerMetadata) -> None:
+            for index, segment in enumerate(md.segments):
+                for position, bookie_id in enumerate(segment.bookies):
+                    if bookie_id not in sources:
+                        continue
+                    if not movable(md, index):
+                        self.report.open.append(ledger_id)
+                        continue
+                    target = await self._target_by_load(md, index, position, loads)
+                    md = await self._move(ledger_id, md, index, position, target)
+
+        return await self._ledgers({lid: [] for lid, _ in found}, ledger)
+
+    async def _ledgers(
+        self, ledger_ids: Mapping[int, object], work: Callable[[int, LedgerMetadata], Any]
+    ) -> MoveReport:
+        report = self.report = MoveReport(ledgers=sorted(ledger_ids))
+        started = time.monotonic()
+        window = asyncio.Semaphore(LEDGERS_AT_ONCE)
+
+        async def one(ledger_id: int) -> None:
+            async with window:
+                try:
+                    await self._locked(ledger_id, work)
+                except (TimeoutError, BKError) as exc:
+                    log.warning("ledger %d: replicas not moved: %s", ledger_id, exc)
+                    report.failed[ledger_id] = str(exc) or type(exc).__name__
+                self.progress("ledgers", 1)
+
+        await asyncio.gather(*(one(lid) for lid in sorted(ledger_ids)))
+        report.seconds = time.monotonic() - started
+        return report
+
+    async def _locked(self, ledger_id: int, work: Callable[[int, LedgerMetadata], Any]) -> None:
+        """Run ``work`` on the ledger's current metadata, holding its re-replication lock."""
+        deadline = time.monotonic() + self.lock_wait
+        while not await asyncio.to_thread(self.locks.try_lock, ledger_id, self.owner):
+            if time.monotonic() >= deadline:
+                self.report.busy.append(ledger_id)
+                return
+            await asyncio.sleep(LOCK_RETRY)
+        try:
+            try:
+                md, _ = await asyncio.to_thread(self.core.ledgers.read, ledger_id)
+            except NoSuchLedger:
+                return  # deleted meanwhile: nothing to move
+            await work(ledger_id, md)
+        finally:
+            await asyncio.to_thread(self.locks.release_lock, ledger_id)
+
+    async def _planned(self, ledger_id: int, md: LedgerMetadata, moves: list[Move]) -> None:
+        for move in moves:
+            index = _segment_at(md, move.first_entry_id)
+            bookies = md.segments[index].bookies if index is not None else ()
+            if index is None or move.source not in bookies or move.target in bookies:
+                self.report.skipped.append(move)
+            elif not movable(md, index):
+                self.report.open.append(ledger_id)
+            else:
+                md = await self._move(ledger_id, md, index, bookies.index(move.source), move.target)
+
+    # ---- one move ----
+    async def _move(self, ledger_id: int, md: LedgerMetadata, index: int, position: int, target: str) -> LedgerMetadata:
+        segment = md.segments[index]
+        source = segment.bookies[position]
+        try:
+            md = await self._fragment(ledger_id, md, index, position, md.password or b"", self.report, target)
+        except NoSuchLedger:
+            return md
+        now = md.segments[index] if index < len(md.segments) else None
+        if now is None or now.first_entry_id != segment.first_entry_id or now.bookies[position] != target:
+            raise BKError(f"segment {segment.first_entry_id} changed during the move of {source}'s replica")
+        self.report.moved.append(Move(ledger_id, segment.first_entry_id, source, target))
+        self.progress("moves", 1)
+        return md
+
+    async def _target_by_load(self, md: LedgerMetadata, index: int, position: int, loads: dict[str, int]) -> str:
+        writable = [b for b in await self._writable_bookies() if b.bookie_id not in self.lost]
+        if not writable:
+            raise NotEnoughBookies("no writable bookie to move replicas to")
+        target = replacement(writable, list(md.segments[index].bookies), position, self.lost, load=loads)
+        loads[target] = loads.get(target, 0) + replica_bytes(md, index, position)
+        return target
+
+    async def _copy(
+        self,
+        ledger_id: int,
+        md: LedgerMetadata,
+        segment: Segment,
+        position: int,
+        needed: set[int],
+        target: str,
+        password: bytes,
+        report: RecoverReport,
+        acks: _Acks,
+    ) -> None:
+        """Copy, then read back from the target: every entry copied must be there before the metadata names it."""
+        wanted = set(needed)
+        await super()._copy(ledger_id, md, segment, position, needed, target, password, report, acks)
+        found: set[int] = set()
+        stripe = Stripe(md.ensemble_size, md.write_quorum_size, position, also_held_by=position)
+        async for chunk in self.core.bookie(target).read_range(
+            ledger_id, min(wanted), max(wanted), 60.0, stripe, high_priority=True
+        ):
+            if isinstance(chunk, RangeStopped):
+                break
+            found.update(entry_id for entry_id, _ in chunk)
+        missing = sorted(wanted - found)
+        if missing:
+            raise BKError(f"{target} acknowledged entries it does not return: {missing[:10]}")
