@@ -20,6 +20,7 @@ from admin.check.repair import plan_segment
 from bookie.client.move import Move, movable, replica_bytes
 from bookie.errors import NoSuchLedger
 from bookie.meta.ledger_manager import LedgerManager
+from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.registration import DEFAULT_RACK, WRITABLE, RegisteredBookie
 
 OPEN_SEGMENT = "the ledger is open and this is its last segment: it is repaired once the writer closes it"
@@ -119,14 +120,12 @@ def plan_repairs(
                 Unrepairable(ledger_id, segment.first_entry_id, segment.bookies, False, OPEN_SEGMENT)
             )
             continue
+
+        def cost(position: int, md: LedgerMetadata = md, index: int = index) -> int:
+            return replica_bytes(md, index, position)
+
         repair = plan_segment(
-            segment.bookies,
-            md.write_quorum_size,
-            rack_of,
-            cluster_racks,
-            writable,
-            cost=lambda position, md=md, index=index: replica_bytes(md, index, position),
-            load=load,
+            segment.bookies, md.write_quorum_size, rack_of, cluster_racks, writable, cost=cost, load=load
         )
         if not repair.changes:
             plan.unrepairable.append(

@@ -114,8 +114,8 @@ def plan_segment(
                 ensemble, write_quorum, rack_of, cluster_racks, min_racks, pool, positions, assigned, cost, load
             )
     return SegmentRepair(
-        reason=f"no arrangement of the {len(pool)} other writable bookies on {len(free)} rack(s) gives every write "
-        f"quorum of {write_quorum} {need} racks"
+        reason=f"no choice among the {len(pool)} other writable bookies ({len(free)} racks) makes every write "
+        f"quorum of {write_quorum} span {need} racks"
     )
 
 
