@@ -27,7 +27,7 @@ def repair_placement(app, ledger_ids, rate, dry_run, yes):
     data-movement lock (one drain, rebalance or repair at a time). Segments that cannot be repaired (too few racks
     or bookies; an open ledger's last segment) are listed with why. Interrupted, run it again: it plans afresh.
     Exit 0 when `cluster check` would find no placement failure afterwards, 3 otherwise (also with --dry-run: the
-    plan would not make it clean). JSON: one document at the end (docs/maintenance.md).
+    plan would not make it clean). JSON: one document at the end (docs/placement.md).
     """
     from admin.repair_placement import plan_repairs
     from bkctl.errors import ExitCode
