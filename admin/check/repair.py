@@ -80,7 +80,7 @@ def plan_segment(
     puts on its targets.
     """
     size = len(ensemble)
-    current = segment_verdict(tuple(ensemble), write_quorum, dict(rack_of), cluster_racks, min_racks)
+    current = segment_verdict(tuple(ensemble), write_quorum, rack_of, cluster_racks, min_racks)
     if current != FAIL:
         return SegmentRepair({}, current)
     need = min(min_racks, cluster_racks)
@@ -114,7 +114,7 @@ def plan_segment(
                 ensemble, write_quorum, rack_of, cluster_racks, min_racks, pool, positions, assigned, cost, load
             )
     return SegmentRepair(
-        reason=f"no choice among the {len(pool)} other writable bookies ({len(free)} racks) makes every write "
+        reason=f"no choice among the {len(pool)} other writable bookies ({len(free)} rack(s)) makes every write "
         f"quorum of {write_quorum} span {need} racks"
     )
 
@@ -132,5 +132,7 @@ def _pick(
         changes[position] = bookie
         load[bookie] = load.get(bookie, 0) + cost(position)
     after = [changes.get(i, b) for i, b in enumerate(ensemble)]
-    verdict = segment_verdict(tuple(after), write_quorum, {**rack_of, **pool}, cluster_racks, min_racks)
+    verdict = segment_verdict(
+        tuple(after), write_quorum, {**pool, **{b: rack_of[b] for b in ensemble}}, cluster_racks, min_racks
+    )
     return SegmentRepair(changes, verdict)

@@ -25,7 +25,6 @@ from bookie.errors import CorruptData, InvalidArgument, MetadataVersionConflict,
 from bookie.meta.store import MetadataStore, zk_errors
 
 ZNODE = "bookies"  # BookieRackAffinityMapping.BOOKIE_INFO_ROOT_PATH
-DEFAULT_GROUP = "default"  # pulsar-admin bookies set-bookie-rack --group's default
 WRITE_ATTEMPTS = 20
 
 

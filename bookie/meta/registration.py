@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from google.protobuf.message import DecodeError
 from kazoo.exceptions import NodeExistsError
@@ -306,7 +306,7 @@ class BookieRegistry:
             info = BookieServiceInfo.decode(data, f"{folder}/{name}") if data else None
             bookie = RegisteredBookie(name, state, info)
             host, port = bookie.address()
-            bookies.append(RegisteredBookie(name, state, info, mapping.rack_of(name, f"{host}:{port}")))
+            bookies.append(replace(bookie, mapped=mapping.rack_of(name, f"{host}:{port}")))
         return bookies
 
     def list(self, writable: bool = True, readonly: bool = False) -> list[RegisteredBookie]:

@@ -103,7 +103,7 @@ def test_too_few_racks_is_listed_with_why_and_exits_3(harness, bkctl):
     set_racks(bkctl, uri, {b: "/rack-a" if b in ensemble else "/rack-b" for b in bookies})
     result = bkctl("-u", uri, "cluster", "repair-placement", "--dry-run")
     assert result.exit_code == 3
-    assert "no choice among the 1 other writable bookies (1 racks)" in result.stdout
+    assert "no choice among the 1 other writable bookies (1 rack(s))" in result.stdout
 
 
 def test_new_ensembles_follow_the_mapping(harness, bkctl):
