@@ -290,7 +290,7 @@ class BookieRegistry:
         try:
             return read_mapping(self.store)[0]
         except (CorruptData, Unauthorized) as exc:
-            log.warning("rack mapping ignored: %s", exc)
+            log.error("rack mapping ignored: %s", exc)
             return RackMapping()
 
     def _list(self, state: str, mapping: RackMapping) -> list[RegisteredBookie]:

@@ -6,8 +6,12 @@ from typing import Any
 
 
 def registered_by_id(app: Any) -> dict:
+    """The registered bookies by id, once the mapping is known to be readable (CorruptData otherwise: the racks
+    verbs stop on a damaged mapping, where a listing only logs it)."""
+    from bookie.meta.racks import read_mapping
     from bookie.meta.registration import BookieRegistry
 
+    read_mapping(app.metadata)
     return {b.bookie_id: b for b in BookieRegistry(app.metadata).list(writable=True, readonly=True)}
 
 

@@ -160,3 +160,17 @@ def test_a_concurrent_writer_is_not_overwritten(cluster, monkeypatch):
     written = racks.update_mapping(cluster, lambda m: m.updated("default", "mine:1", "/r1"))
     assert len(calls) == 2 and written.addresses() == ["mine:1", "other:1"]
     assert real(cluster)[0] == written
+
+
+def test_a_damaged_mapping_is_reported_by_racks_and_ignored_by_placement(bkctl, service_uri, cluster):
+    """Writers and checks must go on with the registrations' racks; `racks get` says what is wrong (exit 1)."""
+    register(cluster)
+    cluster.zk.create(mapping_path(cluster), b'{"default": [1]}', makepath=True)
+    result = bkctl("-u", service_uri, "bookies", "racks", "get")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"error: {mapping_path(cluster)}: group 'default' is not an object of bookies\n",
+    )
+    result = bkctl("-u", service_uri, "bookies", "list", "-o", "json")
+    assert [d["rack"] for d in json.loads(result.stdout)] == ["/published", "/default-rack"]
+    assert "rack mapping ignored" in result.stderr
