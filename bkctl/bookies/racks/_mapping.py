@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 
-def registered_by_id(app: Any) -> dict:
-    """The registered bookies by id, once the mapping is known to be readable (CorruptData otherwise: the racks
-    verbs stop on a damaged mapping, where a listing only logs it)."""
+def registered_by_name(app: Any) -> dict:
+    """The registered bookies by id and by the host:port they publish (the id wins), once the mapping is known to
+    be readable (CorruptData otherwise: the racks verbs stop on a damaged mapping, where a listing only logs it)."""
     from bookie.meta.racks import read_mapping
     from bookie.meta.registration import BookieRegistry
 
     read_mapping(app.metadata)
-    return {b.bookie_id: b for b in BookieRegistry(app.metadata).list(writable=True, readonly=True)}
+    bookies = BookieRegistry(app.metadata).list(writable=True, readonly=True)
+    by_address = {"{}:{}".format(*b.address()): b for b in bookies}
+    return {**by_address, **{b.bookie_id: b for b in bookies}}
 
 
 def key_of(bookie_id: str, registered: dict, mapping: Any) -> str:

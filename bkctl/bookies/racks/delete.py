@@ -16,11 +16,11 @@ def delete(app, bookie_id, dry_run):
     left empty goes. The bookie's rack is then its registration's, or the default rack. Exit 5 when the mapping
     does not name it.
     """
-    from bkctl.bookies.racks._mapping import key_of, registered_by_id
+    from bkctl.bookies.racks._mapping import key_of, registered_by_name
     from bookie.errors import NotFound
     from bookie.meta.racks import RackMapping, read_mapping, update_mapping
 
-    registered = registered_by_id(app)
+    registered = registered_by_name(app)
     removed: dict = {}
 
     def change(mapping: RackMapping) -> RackMapping:

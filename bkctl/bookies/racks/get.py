@@ -16,15 +16,15 @@ def get(app, bookie_ids):
     mapping). RACK is the rack placement uses, with the leading "/" the mapping's reader adds. JSON: bookieId,
     address (the mapping's key, or null), rack, hostname, group, source, registered.
     """
-    from bkctl.bookies.racks._mapping import entry_doc, registered_by_id
+    from bkctl.bookies.racks._mapping import entry_doc, registered_by_name
     from bookie.errors import NotFound
     from bookie.meta.racks import read_mapping
     from bookie.meta.registration import DEFAULT_RACK
 
-    registered = registered_by_id(app)
+    registered = registered_by_name(app)
     mapping, _ = read_mapping(app.metadata)
     docs, claimed = [], set()
-    for bookie in sorted(registered.values(), key=lambda b: b.bookie_id):
+    for bookie in sorted({b.bookie_id: b for b in registered.values()}.values(), key=lambda b: b.bookie_id):
         host, port = bookie.address()
         key = next((k for k in (bookie.bookie_id, f"{host}:{port}") if mapping.get(k) is not None), None)
         claimed.add(key)

@@ -6,8 +6,10 @@ from bkctl.options import dry_run_option, output_option
 
 @click.command("set")
 @click.argument("bookie_id", metavar="BOOKIE", shell_complete=complete_bookie_ids)
-@click.option("--rack", required=True, help="The rack: /rack (rack-aware placement) or /region/rack (region-aware).")
-@click.option("--group", default="default", show_default=True, help="The mapping's group to put the bookie in.")
+@click.option(
+    "-r", "--rack", required=True, help="The rack: /rack (rack-aware placement) or /region/rack (region-aware)."
+)
+@click.option("-g", "--group", default="default", show_default=True, help="The mapping's group to put the bookie in.")
 @click.option("--hostname", help="The hostname to record with it (Pulsar's BookieInfo.hostname; informative).")
 @dry_run_option
 @output_option
@@ -22,12 +24,12 @@ def set_rack(app, bookie_id, rack, group, hostname, dry_run):
     already has, else BOOKIE as given. Ledgers written before keep their ensembles: `cluster check --placement`
     finds those that now break placement, `cluster repair-placement` moves them.
     """
-    from bkctl.bookies.racks._mapping import entry_doc, key_of, registered_by_id
+    from bkctl.bookies.racks._mapping import entry_doc, key_of, registered_by_name
     from bookie.meta.bookie_id import check_bookie_id
     from bookie.meta.racks import RackMapping, check_rack, read_mapping, update_mapping
 
     check_bookie_id(bookie_id)
-    registered = registered_by_id(app)
+    registered = registered_by_name(app)
     if bookie_id not in registered:
         app.terminal.warn(f"bookie {bookie_id} is not registered: its rack applies when it registers")
     written: dict = {}
