@@ -122,10 +122,13 @@ def repair_placement(app, ledger_ids, rate, dry_run, yes):
                     raise
         after = plan() if report is not None else planned
     clean = after.check_clean_after and not after.moves
-    doc = {**planned.doc(), "dryRun": False, "clean": clean}
-    if report is not None:
-        doc["report"] = report.doc()
-        doc["remaining"] = after.doc()
+    doc = {
+        **planned.doc(),
+        "dryRun": False,
+        "clean": clean,
+        "report": report.doc() if report is not None else None,
+        "remaining": after.doc(),
+    }
     show(doc, planned, report)
     if not clean:
         raise click.exceptions.Exit(ExitCode.PROBLEMS)

@@ -2,7 +2,10 @@
 segments fail placement; `cluster repair-placement` moves the fewest replicas, `cluster check` is clean again, and
 every entry reads back."""
 
+import asyncio
 import json
+import os
+import signal
 
 from bookie.client import BookKeeper
 
@@ -116,3 +119,31 @@ def test_new_ensembles_follow_the_mapping(harness, bkctl):
             ledger = bk.create_ledger(2, 2, 2)
             assert {racks[b] for b in ledger.ensemble} == {"/rack-a", "/rack-b"}
             ledger.close()
+
+
+def test_ctrl_c_says_how_far_it_got_and_a_rerun_finishes(harness, bkctl, monkeypatch):
+    """Interrupted by Ctrl-C after its first move, the command says so and exits 130; run again, it plans afresh
+    from the metadata and moves what is left."""
+    from bookie.client.move import ReplicaMover
+
+    uri = harness.service_uri
+    bookies = [b.bookie_id for b in harness.start(4)]
+    ledgers = write_ledgers(uri, 3, quorum=(2, 2, 2), entries=20)
+    with BookKeeper(uri) as bk:
+        first = bk.ledger_metadata(ledgers[0]).segments[0].bookies
+    set_racks(bkctl, uri, {b: "/rack-a" if b in first else "/rack-b" for b in bookies})
+    real = ReplicaMover.run
+
+    async def interrupted(self, moves):
+        await real(self, list(moves)[:1])
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: KeyboardInterrupt in the main thread, which cancels this
+        await asyncio.sleep(30)
+
+    monkeypatch.setattr(ReplicaMover, "run", interrupted)
+    result = bkctl("-u", uri, "cluster", "repair-placement", "--yes")
+    assert result.exit_code == 130
+    assert "interrupted after 1 of " in result.stderr and "run it again" in result.stderr
+    monkeypatch.setattr(ReplicaMover, "run", real)
+    result = bkctl("-u", uri, "cluster", "repair-placement", "--yes", "-o", "json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["remaining"]["failingSegments"] == 0
+    assert check(bkctl, uri)[0] == 0
