@@ -140,6 +140,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "bookie init": [
         ("bkctl -c /etc/bookkeeper/bk_server.conf bookie init", "can a new bookie start here? exit 3 says why not"),
     ],
+    "bookie expand-storage": [
+        (
+            "bkctl -c /etc/bookkeeper/bk_server.conf bookie expand-storage --dry-run",
+            "after adding /data/disk2 to ledgerDirectories: what the cookie would list",
+        ),
+        ("bkctl -c /etc/bookkeeper/bk_server.conf bookie expand-storage -o json", "stamp it, then start the bookie"),
+    ],
     "bookie inspect entrylog": [
         ("bkctl bookie inspect entrylog /data/bk/ledgers/current/0.log --ledger 42", "one ledger's entries in a log"),
         ("bkctl bookie inspect entrylog --usage /data/bk/ledgers", "each log's live share on a stopped bookie"),

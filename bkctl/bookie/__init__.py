@@ -5,6 +5,7 @@ from bkctl.bookie.check_local import check_local
 from bkctl.bookie.compaction import compaction
 from bkctl.bookie.convert_storage import convert_storage
 from bkctl.bookie.decommission import decommission
+from bkctl.bookie.expand_storage import expand_storage
 from bkctl.bookie.format import format_bookie
 from bkctl.bookie.gc import gc
 from bkctl.bookie.gc_status import gc_status
@@ -46,4 +47,5 @@ bookie.add_command(check_local)
 bookie.add_command(rebuild_index)
 bookie.add_command(format_bookie)
 bookie.add_command(init_bookie)
+bookie.add_command(expand_storage)
 bookie.add_command(replace_in_ledgers)

@@ -285,12 +285,13 @@ class BookieRecovery:
             except BKError as exc:
                 log.warning("ledger %d: %s", ledger_id, exc)
 
-        readable = [i for i, b in enumerate(segment.bookies) if b not in self.unreadable]
-        if position in readable:  # a live source holds the whole stripe: read it once, not WQ times
+        # the other replicas stream in parallel (a move's live source, which holds all of it, only for the rest:
+        # read alone it halved the copy's rate), then whatever no stripe gave, one replica at a time
+        await asyncio.gather(
+            *(stream(i) for i, b in enumerate(segment.bookies) if b not in self.unreadable and i != position)
+        )
+        if needed and segment.bookies[position] not in self.unreadable:
             await stream(position)
-            readable.remove(position)
-        if needed:
-            await asyncio.gather(*(stream(i) for i in readable))
         for entry_id in sorted(needed):  # whatever no stripe gave: one replica at a time
             for source in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
                 if segment.bookies[source] in self.unreadable:

@@ -13,6 +13,8 @@ the start, naming it. Two cases write:
 - with ``allowStorageExpansion=true``, ledger or index directories added to the configuration: the new ones must
   be empty and unknown to the cookie, the configured ones a superset of the cookie's; the cookie then lists them
   all, in ZooKeeper (compare-and-set on its version) and in every directory (LegacyCookieValidation.stampNewCookie).
+  `bkctl bookie expand-storage` runs the same check on a stopped bookie (:func:`plan_expansion`, :func:`expand`),
+  as BookKeeper's ``updatecookie -e`` does.
 """
 
 from __future__ import annotations
@@ -54,10 +56,14 @@ def expected_cookie(config: BookieConfig, bookie_id: str, instance_id: str | Non
     )
 
 
-def check_cookies(store: MetadataStore, bookie_id: str, config: BookieConfig) -> CookieCheck:
+def check_cookies(
+    store: MetadataStore, bookie_id: str, config: BookieConfig, expansion: bool | None = None
+) -> CookieCheck:
+    """``expansion``: whether directories may be added (None: the configuration's allowStorageExpansion)."""
     dirs = tuple(config.all_dirs)
     expected = expected_cookie(config, bookie_id, read_instance_id(store))
-    expansion = config.allowStorageExpansion
+    if expansion is None:
+        expansion = config.allowStorageExpansion
     cookies = CookieStore(store)
     try:
         remote, version = cookies.read(bookie_id)
@@ -111,6 +117,67 @@ def check_cookies(store: MetadataStore, bookie_id: str, config: BookieConfig) ->
     return CookieCheck(expected, dirs, new=False, expand_from=version)
 
 
+@dataclass(frozen=True)
+class Expansion:
+    """What ``bookie expand-storage`` writes (BookKeeper's ``updatecookie -e``)."""
+
+    cookie: Cookie  # the one the configuration gives, listing every directory
+    version: int  # the znode version of the cookie in ZooKeeper, as read
+    added: tuple[Path, ...]  # directories that had no cookie
+    stamp: tuple[Path, ...]  # directories whose current/VERSION is not ``cookie``: written
+    replace_stored: bool  # the cookie in ZooKeeper is not ``cookie``: replaced at ``version``
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.stamp) or self.replace_stored
+
+
+def plan_expansion(store: MetadataStore, bookie_id: str, config: BookieConfig) -> Expansion:
+    """The start-up check of a bookie with allowStorageExpansion=true, as AdminCommand.expandStorage runs it for a
+    stopped bookie: CookieMismatch when a directory's cookie or the stored one is not a subset of what the
+    configuration gives (another bookie id or instance, other journal directories, a ledger or index directory
+    dropped), when a directory the cookie knows lost its cookie, or when a new one is not empty; NotFound when
+    ZooKeeper has no cookie for the bookie (its first start writes one). Nothing to write when every cookie already
+    is the configuration's. Where BookKeeper writes nothing unless a directory lacks its cookie, this also finishes
+    an expansion cut short between stamping the directories and replacing the stored cookie."""
+    cookies = CookieStore(store)
+    try:
+        stored, version = cookies.read(bookie_id)  # before the check: the replacement is a CAS on what was checked
+    except NotFound:
+        raise NotFound(
+            f"bookie {bookie_id} has no cookie at {cookies.path(bookie_id)}: nothing to expand "
+            "(a bookie's first start writes its cookie with every configured directory)"
+        ) from None
+    check = check_cookies(store, bookie_id, config, expansion=True)
+    local = {d: read_local_cookie(d) for d in check.dirs}
+    return Expansion(
+        cookie=check.cookie,
+        version=version,
+        added=tuple(d for d, c in local.items() if c is None),
+        stamp=tuple(d for d, c in local.items() if c != check.cookie),
+        replace_stored=stored != check.cookie,
+    )
+
+
+def expand(store: MetadataStore, expansion: Expansion) -> int:
+    """Write the cookie to the directories that lack it, then to ZooKeeper at the version checked (as
+    LegacyCookieValidation.stampNewCookie); the stored cookie's znode version afterwards."""
+    for d in expansion.stamp:
+        write_local_cookie(d, expansion.cookie)
+    return _replace(store, expansion.cookie, expansion.version) if expansion.replace_stored else expansion.version
+
+
+def _replace(store: MetadataStore, cookie: Cookie, version: int) -> int:
+    """Replace the stored cookie at ``version`` (MetadataVersionConflict when it changed since); its new version."""
+    cookies = CookieStore(store)
+    try:
+        return cookies.write(cookie, version=version)
+    except MetadataVersionConflict:
+        raise MetadataVersionConflict(
+            f"bookie {cookie.bookie_id}: its cookie at {cookies.path(cookie.bookie_id)} changed since it was checked"
+        ) from None
+
+
 def _holds_files(directory: Path) -> bool:
     """Whether ``<directory>/current`` holds anything but this bookie's own lock."""
     current = directory / "current"
@@ -126,12 +193,9 @@ def write_cookies(store: MetadataStore, check: CookieCheck) -> None:
         for d in check.dirs:
             write_local_cookie(d, check.cookie)
         try:
-            cookies.write(check.cookie, version=check.expand_from)
-        except MetadataVersionConflict:
-            raise CookieMismatch(
-                f"bookie {check.cookie.bookie_id}: its cookie at {cookies.path(check.cookie.bookie_id)} changed "
-                "while this one started"
-            ) from None
+            _replace(store, check.cookie, check.expand_from)
+        except MetadataVersionConflict as exc:
+            raise CookieMismatch(str(exc)) from None
         return
     if not check.new:
         return
