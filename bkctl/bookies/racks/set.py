@@ -51,7 +51,4 @@ def set_rack(app, bookie_id, rack, group, hostname, dry_run):
         doc, lambda: app.terminal.line(f"bookie/{bookie_id} rack {verb}: {entry.location} (group {group})")
     )
     if not dry_run:
-        app.terminal.note(
-            "ledgers written before keep their ensembles: `bkctl cluster check --placement` finds those that break "
-            "placement now, `bkctl cluster repair-placement` moves them"
-        )
+        app.terminal.note("earlier ledgers keep their ensembles: see `bkctl cluster repair-placement --dry-run`")

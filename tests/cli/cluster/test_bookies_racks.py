@@ -94,7 +94,7 @@ def test_set_get_delete(bkctl, service_uri, cluster):
     }
     # bk-3 named by its address is the registered bookie: no warning
     result = bkctl("-u", service_uri, "bookies", "racks", "set", "127.0.0.1:3183", "--rack", "/rack-c", "-g", "g2")
-    assert result.stderr.startswith("ledgers written before")
+    assert result.stderr.startswith("earlier ledgers keep their ensembles")
     # setting bk-3 again updates its entry under 127.0.0.1:3183, and moves it to the group asked
     bkctl("-u", service_uri, "bookies", "racks", "set", "bk-3", "--rack", "/rack-d")
     mapping = read_mapping(cluster)[0]
