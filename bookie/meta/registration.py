@@ -41,9 +41,6 @@ READ_ONLY_REASONS = {
     JOURNAL_FAILURE: "a journal failed to write; read-only until the bookie is restarted",
 }
 DEFAULT_RACK = "/default-rack"
-# Where a bookie's rack comes from, first found wins: Pulsar's rack mapping (/bookies, bookie.meta.racks), the
-# "rack" property of its registration (ours publish the bookie's `rack` setting), the default rack.
-RACK_SOURCES = ("mapping", "registration", "default")
 # Ours: the endpoint of a bookie's gRPC admin service (state, read-only, GC, compaction). A Java bookie has none.
 ADMIN_ENDPOINT, ADMIN_PROTOCOL = "bkctl-admin", "grpc"
 HTTP_ENDPOINT, HTTP_PROTOCOL = "httpserver", "http"  # as BookKeeper's HttpService.publishInfo
@@ -125,11 +122,14 @@ class RegisteredBookie:
 
     @property
     def rack(self) -> str:
-        """Its rack, from the first of RACK_SOURCES that gives one: the one rule of writers, recovery and checks."""
+        """Its rack: the one rule of writers, recovery, re-replication and checks."""
         return self.rack_and_source[0]
 
     @property
     def rack_and_source(self) -> tuple[str, str]:
+        """Its rack and where it comes from, the first found: Pulsar's rack mapping ("mapping", bookie.meta.racks),
+        the "rack" property of its registration ("registration": ours publish their bookieRack setting), the
+        default rack ("default")."""
         if self.mapped is not None and self.mapped.location:
             return self.mapped.location, "mapping"
         if self.info and self.info.rack:

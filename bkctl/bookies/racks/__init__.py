@@ -12,7 +12,7 @@ def racks():
     The mapping is the znode /bookies beside the ledgers root (/ledgers -> /bookies), in the layout `pulsar-admin
     bookies set-bookie-rack` writes and BookKeeper's rack-aware placement reads through Pulsar's
     ZkBookieRackAffinityMapping. A bookie's rack, for bkctl's writers, recovery and `cluster check` alike, is the
-    mapping's, else the one its registration publishes (a bookie's `rack` setting), else /default-rack.
+    mapping's, else the one its registration publishes (our bookies' bookieRack setting), else /default-rack.
     """
 
 
