@@ -269,7 +269,27 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl bookies list", "the writable bookies"),
         ("bkctl bookies list --all -o wide", "writable, read-only and missing; why read-only; their endpoints"),
     ],
+    "bookies racks get": [
+        ("bkctl bookies racks get", "every bookie's rack and where it comes from (mapping, registration, default)"),
+        (f"bkctl bookies racks get {BOOKIE} -o json", "one bookie's, for a script"),
+    ],
+    "bookies racks set": [
+        (f"bkctl bookies racks set {BOOKIE} --rack /rack-a", "put a bookie on a rack (Pulsar's /bookies mapping)"),
+        (
+            f"bkctl bookies racks set {BOOKIE} --rack /eu-west/rack-a --group brokers-eu --hostname bk7.example",
+            "region-aware: /region/rack, in a group of its own",
+        ),
+        (f"bkctl bookies racks set {BOOKIE} --rack /rack-b --dry-run", "the entry that would be written"),
+    ],
+    "bookies racks delete": [
+        (f"bkctl bookies racks delete {BOOKIE}", "back to its registration's rack, or the default")
+    ],
     # cluster
+    "cluster repair-placement": [
+        ("bkctl cluster repair-placement --dry-run", "the moves that would repair placement, and what cannot be"),
+        ("bkctl cluster repair-placement --rate 50 --yes", "repair it, copying at most 50 MB/s, without asking"),
+        ("bkctl cluster repair-placement 42 43 -o json", "two ledgers only, one JSON summary at the end"),
+    ],
     "cluster check": [
         ("bkctl cluster check", "placement and replicas of every closed ledger; exit 3 on problems"),
         ("bkctl cluster check --replicas --ledger 42 --ledger 43", "two ledgers' replicas"),

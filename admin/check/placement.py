@@ -9,6 +9,8 @@ Per write quorum (WQ consecutive ensemble positions, cyclically) count its disti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 FAIL, MEETS_SOFT, MEETS_STRICT = "FAIL", "MEETS_SOFT", "MEETS_STRICT"
 DEFAULT_MIN_RACKS = 2
 
@@ -16,7 +18,7 @@ DEFAULT_MIN_RACKS = 2
 def segment_verdict(
     bookies: tuple[str, ...],
     write_quorum: int,
-    rack_of: dict[str, str],
+    rack_of: Mapping[str, str],
     cluster_racks: int,
     min_racks: int = DEFAULT_MIN_RACKS,
 ) -> str:

@@ -7,16 +7,20 @@ properties map, where we publish the rack); Apache BookKeeper bookies before 4.1
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from google.protobuf.message import DecodeError
 from kazoo.exceptions import NodeExistsError
 
 from bookie._proto.data_formats_pb2 import BookieServiceInfoFormat
-from bookie.errors import CorruptData, NotFound, OperationTimeout, ServiceUnavailable, Unsafe
+from bookie.errors import CorruptData, NotFound, OperationTimeout, ServiceUnavailable, Unauthorized, Unsafe
+from bookie.meta.racks import BookieRack, RackMapping, read_mapping
 from bookie.meta.store import MetadataStore, zk_errors
+
+log = logging.getLogger(__name__)
 
 # A bookie's state, spelled so in every command's output (tables and JSON) and in the registry's znode
 # (available/readonly); UNREGISTERED is what a bookie's own SERVER_STATUS gauge says before it registers, MISSING
@@ -114,10 +118,23 @@ class RegisteredBookie:
     bookie_id: str
     state: str  # WRITABLE or READONLY
     info: BookieServiceInfo | None  # None: the bookie published no data (older BookKeeper)
+    mapped: BookieRack | None = None  # its entry in Pulsar's rack mapping, read with the listing
 
     @property
     def rack(self) -> str:
-        return (self.info and self.info.rack) or DEFAULT_RACK
+        """Its rack: the one rule of writers, recovery, re-replication and checks."""
+        return self.rack_and_source[0]
+
+    @property
+    def rack_and_source(self) -> tuple[str, str]:
+        """Its rack and where it comes from, the first found: Pulsar's rack mapping ("mapping", bookie.meta.racks),
+        the "rack" property of its registration ("registration": ours publish their bookieRack setting), the
+        default rack ("default")."""
+        if self.mapped is not None and self.mapped.location:
+            return self.mapped.location, "mapping"
+        if self.info and self.info.rack:
+            return self.info.rack, "registration"
+        return DEFAULT_RACK, "default"
 
     @property
     def read_only_reasons(self) -> list[str] | None:
@@ -185,7 +202,7 @@ class RegisteredBookie:
         info = BookieServiceInfo(
             (*kept, Endpoint(HTTP_ENDPOINT, host, port, HTTP_PROTOCOL)), self.info.properties if self.info else {}
         )
-        return RegisteredBookie(self.bookie_id, self.state, info)
+        return RegisteredBookie(self.bookie_id, self.state, info, self.mapped)
 
 
 class BookieRegistry:
@@ -267,7 +284,16 @@ class BookieRegistry:
         self._delete_own(self._node(bookie_id, WRITABLE))
         self._delete_own(self._node(bookie_id, READONLY))
 
-    def _list(self, state: str) -> list[RegisteredBookie]:
+    def rack_mapping(self) -> RackMapping:
+        """Pulsar's rack mapping, or an empty one when it cannot be read (said in the log): a damaged or forbidden
+        /bookies must not stop writers and bookies from listing the cluster."""
+        try:
+            return read_mapping(self.store)[0]
+        except (CorruptData, Unauthorized) as exc:
+            log.error("rack mapping ignored: %s", exc)
+            return RackMapping()
+
+    def _list(self, state: str, mapping: RackMapping) -> list[RegisteredBookie]:
         folder = self.readonly if state == READONLY else self.available
         bookies = []
         for name in sorted(self.store.children(folder)):
@@ -278,11 +304,15 @@ class BookieRegistry:
             except NotFound:
                 continue  # went away while listing
             info = BookieServiceInfo.decode(data, f"{folder}/{name}") if data else None
-            bookies.append(RegisteredBookie(name, state, info))
+            bookie = RegisteredBookie(name, state, info)
+            host, port = bookie.address()
+            bookies.append(replace(bookie, mapped=mapping.rack_of(name, f"{host}:{port}")))
         return bookies
 
     def list(self, writable: bool = True, readonly: bool = False) -> list[RegisteredBookie]:
-        return (self._list(WRITABLE) if writable else []) + (self._list(READONLY) if readonly else [])
+        """The registered bookies, with their racks (the rack mapping is read once per listing)."""
+        mapping = self.rack_mapping()
+        return (self._list(WRITABLE, mapping) if writable else []) + (self._list(READONLY, mapping) if readonly else [])
 
     def get(self, bookie_id: str) -> RegisteredBookie:
         for bookie in self.list(writable=True, readonly=True):

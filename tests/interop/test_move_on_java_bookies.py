@@ -2,9 +2,12 @@
 targets of our ReplicaMover, over BookKeeper's protocol and metadata. The Java client reads every entry afterwards,
 and a Java bookie whose garbage collector looks for over-replicated ledgers (a short
 ``gcOverreplicatedLedgerWaitTime``) collects the replica it no longer holds. The oracle's bookies serve no HTTP, so
-bkctl cannot make them read-only: what a drain does for them is move their closed ledgers, as here."""
+bkctl cannot make them read-only: what a drain does for them is move their closed ledgers, as here and as
+`bkctl bookie drain` of one does."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -79,3 +82,25 @@ def test_replicas_move_between_java_bookies_and_ours_and_java_collects_its_old_c
 
     expected = [(i, f"entry-{i}".encode()) for i in range(ENTRIES)]
     assert java_read(classes, ours.service_uri, ledger_ids, recovery=False) == dict.fromkeys(ledger_ids, expected)
+
+
+def test_bkctl_drains_a_java_bookie_and_the_java_client_reads_every_entry_without_it(ours, java, classes, bkctl):
+    ledger_ids = java_write(classes, ours.service_uri, ENTRIES, "drained", *["close"] * 4)
+    drained = java.bookie_id(2)
+    result = bkctl("-u", ours.service_uri, "bookie", "drain", drained, "--yes", "-o", "json")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    doc = json.loads(result.stdout)
+    # no HTTP admin API on the oracle's bookies: not made read-only, said so, its closed ledgers moved all the same
+    assert doc["bookies"] == [{"bookieId": drained, "readOnly": False, "why": doc["bookies"][0]["why"]}]
+    assert doc["bookies"][0]["why"] and "cannot be made read-only" in result.stderr
+    assert doc["complete"] and doc["moved"] and {m["from"] for m in doc["moved"]} == {drained}
+    with BookKeeper(ours.service_uri) as bk:
+        everything = list(bk.core.ledgers.iter_ledgers())
+    assert everything and all(drained not in s.bookies for _, md in everything for s in md.segments)
+
+    java.kill(2)
+    try:
+        expected = [(i, f"drained-{i}".encode()) for i in range(ENTRIES)]
+        assert java_read(classes, ours.service_uri, ledger_ids, recovery=False) == dict.fromkeys(ledger_ids, expected)
+    finally:
+        java.start_bookie(2)
