@@ -71,8 +71,7 @@ def why(plan: Plan, cluster: Cluster) -> str:
 
 
 def document(plan: Plan, cluster: Cluster, dry_run: bool) -> dict[str, Any]:
-    """The ``-o json`` document (docs/cli.md, bkctl-cluster-rebalance(1)); a run adds ``run`` and the measured
-    ``measuredBytes`` and ``spread.measured``."""
+    """The ``-o json`` document (docs/rebalance.md); a run adds ``run``, ``measuredBytes`` and ``spread.measured``."""
     inputs = cluster.inputs
     return {
         "dryRun": dry_run,

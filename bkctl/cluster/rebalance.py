@@ -65,11 +65,11 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
         else:
             report, error = None, None
         after = measure(app.metadata, app.client_tls)  # what it warned of, it said before the moves
-    measured = spread(after.stored(), {b.bookie_id: max(b.capacity, 1) for b in after.inputs.bookies})
+    stored = after.stored()
+    measured = spread(stored, {b.bookie_id: max(b.capacity, 1) for b in after.inputs.bookies})
     doc = document(result, cluster, False)
     doc["spread"]["measured"] = round(measured, 2)
     doc["withinTarget"] = measured <= target
-    stored = after.stored()
     for bookie in doc["bookies"]:
         bookie["measuredBytes"] = stored.get(bookie["bookieId"])
     doc["run"] = report.doc() if report is not None else None
