@@ -32,6 +32,8 @@ from bookie.codec.storage_view import StorageView
 from bookie.codec.write_set import count_entries_of_bookie
 from bookie.meta.ledger_metadata import LedgerMetadata
 
+SHARE_SLACK = 0.1  # held over the metadata's share by more: entries written twice (the mean entry size is a guess)
+
 
 @dataclass
 class Inputs:
@@ -71,16 +73,20 @@ def _copied(
     ledger_id: int, md: LedgerMetadata, bookie: str, held: int, entries: list[int], view: StorageView | None
 ) -> int:
     """What a copy of the bookie's segments of the ledger (``entries``: each one's entries on it) writes: what it holds
-    of the ledger, unless it holds more than they ask of it (an interrupted move split a segment, and the target
-    already has the first part; the source frees all it holds all the same). Its index's count of the ledger's
-    entries tells; a running interleaved bookie's index does not count them (-1): then, when some segment of a
-    closed ledger does not name the bookie (it may hold entries of it), the metadata's estimate of its share."""
+    of the ledger, unless it holds more than they ask of it; the source frees all it holds all the same. It may: an
+    interrupted move split a segment (the target has the first part), or a journal replayed after a restart wrote
+    entries to its logs again. Its index's count of the ledger's entries tells the first; a running interleaved
+    bookie's index does not count (-1): then, when some segment of a closed ledger does not name the bookie, the
+    metadata's share is taken. Bytes over the metadata's share by more than SHARE_SLACK tell the second."""
     indexed = view.local_ledgers.get(ledger_id, -1) if view is not None else -1
     if indexed > sum(entries):
         return held * sum(entries) // indexed
-    if indexed < 0 and md.is_closed and len(entries) < len(md.segments):
-        return min(held, expected_on(md, bookie).bytes)
-    return held
+    if not md.is_closed:
+        return held
+    share = expected_on(md, bookie).bytes
+    if indexed < 0 and len(entries) < len(md.segments):
+        return min(held, share)
+    return share if held > share * (1 + SHARE_SLACK) else held
 
 
 def gather(

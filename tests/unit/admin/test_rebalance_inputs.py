@@ -86,3 +86,13 @@ def test_without_its_index_count_a_source_missing_from_a_segment_copies_the_meta
     assert (on_a.bytes, on_a.freed) == (4 * 1044, 10_440)
     on_b = [r for r in replicas if r.bookie_id == B]  # asked for all it holds, in both segments
     assert [(r.bytes, r.freed) for r in on_b] == [(6 * 1044, None), (4 * 1044, None)]
+
+
+def test_entries_a_journal_replay_wrote_twice_are_freed_but_copied_once():
+    """a's logs hold ledger 7's 10 entries twice (its journal was replayed after a restart): the copy writes them
+    once, the metadata's share; a frees both."""
+    metadata = {7: md(Segment(0, (A, B)), length=10_000)}
+    views = {A: view(A, {7: 2 * 10_440}, {7: -1}), B: view(B, {7: 10_440}, {7: -1})}
+    replicas = {r.bookie_id: r for r in gather([A, B], views, metadata).replicas}
+    assert (replicas[A].bytes, replicas[A].freed) == (10_440, 2 * 10_440)
+    assert (replicas[B].bytes, replicas[B].freed) == (10_440, None)
