@@ -124,6 +124,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl bookie gc-status --all", "running or not, entry-log usage, space reclaimed"),
         (f"bkctl bookie gc-status {BOOKIE} -o json", "every entry log's usage"),
     ],
+    "cluster rebalance": [
+        ("bkctl cluster rebalance --dry-run", "the moves, and each bookie's bytes now and after, as bars"),
+        ("bkctl cluster rebalance --yes --rate 50", "make them, copying at most 50 MB/s"),
+        (
+            "bkctl cluster rebalance --target 5 --max-moves 100 --dry-run -o json",
+            "a tighter spread, at most 100 moves, planned for a script",
+        ),
+    ],
     "cluster usage": [
         ("bkctl cluster usage", "every bookie: held, expected, the gap by cause, reclaimable, and a bar each"),
         ("bkctl cluster usage --threshold 0.5 -o json", "one summary per bookie for a script, reclaimable at 0.5"),

@@ -6,6 +6,7 @@ from bkctl.cluster.format import format_cluster
 from bkctl.cluster.info import info
 from bkctl.cluster.init import init
 from bkctl.cluster.nuke import nuke
+from bkctl.cluster.rebalance import rebalance
 from bkctl.cluster.repair_placement import repair_placement
 from bkctl.cluster.usage import usage
 
@@ -21,5 +22,6 @@ cluster.add_command(check)
 cluster.add_command(check_impact)
 cluster.add_command(repair_placement)
 cluster.add_command(usage)
+cluster.add_command(rebalance)
 cluster.add_command(format_cluster)
 cluster.add_command(nuke)
