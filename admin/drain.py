@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from bookie.client.move import Move, MoveReport, ReplicaMover, movable, replica_bytes
 from bookie.client.placement import replacement
-from bookie.errors import CorruptData, NoSuchLedger, NotEnoughBookies
+from bookie.errors import NotEnoughBookies
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.registration import RegisteredBookie
@@ -176,7 +176,6 @@ class DrainReport:
             "ledgersMoved": len({m.ledger_id for m in self.moved}),
             "busy": self.busy,
             "failed": {str(k): v for k, v in sorted(self.failed.items())},
-            "keptUntil": {str(k): v for k, v in sorted(self.kept_until.items())},
             "entries": self.entries,
             "bytes": self.bytes,
             "seconds": round(self.seconds, 3),
@@ -204,19 +203,19 @@ async def drain(
     return report
 
 
-def open_ledgers(store: MetadataStore, ledger_ids: Iterable[int], sources: set[str]) -> dict[int, list[str]]:
-    """Of ``ledger_ids``, those still open whose last segment names a source, with those sources."""
-    ledgers = LedgerManager(store)
-    found = {}
-    for ledger_id in ledger_ids:
-        try:
-            md, _ = ledgers.read(ledger_id)
-        except (NoSuchLedger, CorruptData):  # deleted meanwhile, or unreadable: not one to wait for
-            continue
+def still_named(store: MetadataStore, sources: set[str]) -> tuple[dict[int, list[str]], list[int]]:
+    """After the moves, one more look at every ledger: those whose open last segment names a source (with those
+    sources: they wait for their writers), and those with a closed segment still naming one (written or changed
+    while the drain ran: a rerun moves them). Unreadable metadata is skipped: the drain's own pass reported it."""
+    still_open: dict[int, list[str]] = {}
+    closed: list[int] = []
+    for ledger_id, md in LedgerManager(store).iter_ledgers(on_corrupt=lambda exc: None):
+        if any(sources.intersection(s.bookies) for index, s in enumerate(md.segments) if movable(md, index)):
+            closed.append(ledger_id)
         named = sorted(sources.intersection(md.segments[-1].bookies)) if md.segments else []
         if not md.is_closed and named:
-            found[ledger_id] = named
-    return found
+            still_open[ledger_id] = named
+    return still_open, closed
 
 
 SUMMARY_FIELDS = {
@@ -226,27 +225,31 @@ SUMMARY_FIELDS = {
     "ledgersMoved": "how many ledgers had replicas moved",
     "busy": "ledgers whose re-replication lock another process held past the wait: run the drain again",
     "failed": "ledger id (a string) to why its replicas were not moved (exit 1)",
-    "keptUntil": "ledger id (a string) to the entry an interrupted copy stopped at; the entries before it were kept",
     "entries": "entries copied",
     "bytes": "bytes copied",
     "seconds": "time spent moving",
     "mbPerSec": "bytes copied a second, in MB",
     "open": "open ledgers whose last segment still names the bookies (exit 3): ledgerId, bookies, finish (what "
     "finishes it: its writer's next add or closing it, or `bkctl ledger recover`, which fences it)",
+    "left": "ledgers with a closed segment that names the bookies still, written or changed while the drain ran "
+    "(exit 3): run the drain again",
     "nextSteps": "when complete, the commands to run next: check-impact, then decommission once the bookie is stopped",
 }
 
 
-def summary(states: list[dict[str, Any]], report: DrainReport, still_open: dict[int, list[str]]) -> dict[str, Any]:
+def summary(
+    states: list[dict[str, Any]], report: DrainReport, still_open: dict[int, list[str]], left: list[int]
+) -> dict[str, Any]:
     """The document a drain ends with (``SUMMARY_FIELDS``): the bookies' read-only states, what moved, what is
     left and what to do next."""
-    complete = not (still_open or report.busy or report.failed)
+    complete = not (still_open or left or report.busy or report.failed)
     sources = [s["bookieId"] for s in states]
     return {
         "bookies": states,
         "complete": complete,
         **report.doc(),
         "open": [{"ledgerId": lid, "bookies": b, "finish": finish(lid)} for lid, b in sorted(still_open.items())],
+        "left": sorted(set(left) - set(report.failed) - set(report.busy)),
         "nextSteps": next_steps(sources) if complete else [],
     }
 

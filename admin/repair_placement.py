@@ -36,11 +36,11 @@ class PlannedMove:
     def doc(self) -> dict:
         return {
             "ledgerId": self.move.ledger_id,
-            "segment": self.move.first_entry_id,
-            "source": self.move.source,
-            "target": self.move.target,
-            "sourceRack": self.source_rack,
-            "targetRack": self.target_rack,
+            "firstEntryId": self.move.first_entry_id,
+            "from": self.move.source,
+            "to": self.move.target,
+            "fromRack": self.source_rack,
+            "toRack": self.target_rack,
             "bytes": self.bytes,
         }
 
@@ -56,7 +56,7 @@ class Unrepairable:
     def doc(self) -> dict:
         return {
             "ledgerId": self.ledger_id,
-            "segment": self.segment,
+            "firstEntryId": self.segment,
             "bookies": list(self.bookies),
             "ledgerClosed": self.closed,
             "reason": self.reason,

@@ -95,8 +95,8 @@ def document(plan: Plan, cluster: Cluster, dry_run: bool) -> dict[str, Any]:
             {
                 "ledgerId": m.ledger_id,
                 "firstEntryId": m.first_entry_id,
-                "source": m.source,
-                "target": m.target,
+                "from": m.source,
+                "to": m.target,
                 "bytes": m.bytes,
             }
             for m in plan.moves

@@ -81,34 +81,9 @@ def undo(bookie_id: str) -> str:
     return f"`bkctl bookie readonly {bookie_id} --off` makes it writable again"
 
 
-STALE_LOCK_WAIT = 60.0  # seconds: ZooKeeper's default longest session is 40 s (20 ticks of 2 s)
-
-
-def wait_for_a_dead_holder(app, lock) -> None:
-    """When the movement lock's holder is a process of this host that is gone (a drain killed with -9), wait for
-    its ZooKeeper session to expire, which takes the lock (and its re-replication locks) with it; a holder alive,
-    or elsewhere, is refused by the lock itself."""
-    import socket
-    import time
-
-    from bookie.local.process import pid_alive
-
-    held = lock.holder()
-    pid = held.get("pid") if held else None
-    if not held or held.get("host") != socket.gethostname() or not isinstance(pid, int) or pid_alive(pid):
-        return
-    app.terminal.note(
-        f"the data-movement lock is held by {held.get('what')} (pid {pid}, no longer running): waiting for its "
-        "ZooKeeper session to expire"
-    )
-    deadline = time.monotonic() + STALE_LOCK_WAIT
-    while lock.holder() == held and time.monotonic() < deadline:
-        time.sleep(0.5)
-
-
 def run_drain(app, bookies, plan, rate: float | None, wait: float) -> None:
     """The drain under the cluster's movement lock, with progress on a terminal; the report; the exit code."""
-    from admin.drain import DrainReport, drain, open_ledgers, summary
+    from admin.drain import DrainReport, drain, still_named, summary
     from bkctl.errors import ExitCode
     from bookie.client.move import MovementLock, ReplicaMover
     from bookie.daemon import interruption
@@ -116,9 +91,7 @@ def run_drain(app, bookies, plan, rate: float | None, wait: float) -> None:
     sources = {b.bookie_id for b in bookies}
     report = DrainReport()
     done = {"moves": 0, "bytes": 0}
-    lock = MovementLock(app.metadata, f"bkctl bookie drain {' '.join(sorted(sources))}")
-    wait_for_a_dead_holder(app, lock)
-    with lock:
+    with MovementLock(app.metadata, f"bkctl bookie drain {' '.join(sorted(sources))}", app.terminal.note):
         states = make_read_only(app, bookies)
         mover = None
         try:
@@ -149,7 +122,7 @@ def run_drain(app, bookies, plan, rate: float | None, wait: float) -> None:
                 f"about {left} left: run it again to go on"
                 + (f"; {', '.join(read_only)} left read-only)" if read_only else ")")
             ) from None
-    doc = summary(states, report, open_ledgers(app.metadata, report.open, sources))
+    doc = summary(states, report, *still_named(app.metadata, sources))
     app.terminal.document(doc, lambda: show_report(app, doc))
     if report.failed:
         raise click.exceptions.Exit(ExitCode.FAILED)
@@ -171,6 +144,8 @@ def show_report(app, doc: dict[str, Any]) -> None:
     )
     for ledger in doc["open"]:
         app.terminal.line(f"ledger/{ledger['ledgerId']} open on {', '.join(ledger['bookies'])}: {ledger['finish']}")
+    for ledger_id in doc["left"]:
+        app.terminal.line(f"ledger/{ledger_id} still names it (written or changed meanwhile): run the drain again")
     for ledger_id in doc["busy"]:
         app.terminal.line(f"ledger/{ledger_id} busy: another process re-replicates it; run the drain again later")
     for ledger_id, reason in doc["failed"].items():

@@ -50,7 +50,7 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
 
     from bookie.client.move import MovementLock
 
-    with MovementLock(app.metadata, "cluster rebalance"):
+    with MovementLock(app.metadata, "cluster rebalance", app.terminal.note):
         cluster = measure(app.metadata, app.client_tls, app.terminal.warn)
         result = plan_of(cluster, target, max_moves)
         if result.moves:

@@ -26,8 +26,8 @@ def repair_placement(app, ledger_ids, rate, dry_run, yes):
     ledger's metadata; the source keeps its copy until its garbage collection. Runs under the cluster's
     data-movement lock (one drain, rebalance or repair at a time). Segments that cannot be repaired (too few racks
     or bookies; an open ledger's last segment) are listed with why. Interrupted, run it again: it plans afresh.
-    Exit 0 when `cluster check` would find no placement failure afterwards, 3 otherwise (also with --dry-run: the
-    plan would not make it clean). JSON: one document at the end (docs/placement.md).
+    Exit 0 when `cluster check` would find no placement failure afterwards, 1 when a move failed, 3 otherwise (also
+    with --dry-run: the plan would not make it clean). JSON: one document at the end (docs/placement.md).
     """
     from admin.repair_placement import plan_repairs
     from bkctl.errors import ExitCode
@@ -89,7 +89,7 @@ def repair_placement(app, ledger_ids, rate, dry_run, yes):
         if not planned.check_clean_after:
             raise click.exceptions.Exit(ExitCode.PROBLEMS)
         return
-    with MovementLock(core.store, "repair-placement"):
+    with MovementLock(core.store, "repair-placement", app.terminal.note):
         planned = plan()
         report = None
         if planned.moves:
@@ -130,5 +130,7 @@ def repair_placement(app, ledger_ids, rate, dry_run, yes):
         "remaining": after.doc(),
     }
     show(doc, planned, report)
+    if report is not None and report.failed:  # as drain and rebalance: a failed move is exit 1
+        raise click.exceptions.Exit(ExitCode.FAILED)
     if not clean:
         raise click.exceptions.Exit(ExitCode.PROBLEMS)

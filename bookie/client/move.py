@@ -5,12 +5,15 @@ ReplicationWorker runs them; BP-56's migration).
 One move, of the replica at ``position`` of segment ``index`` of a ledger, from bookie S to bookie T:
 1. the ledger's re-replication lock is taken (``underreplication/locks/urL%010d``, the ephemeral znode BookKeeper's
    ReplicationWorker holds): no garbage collector, ours or BookKeeper's, collects T's fresh copy as over-replicated
-   while the metadata does not name T yet, and no replication worker changes the ledger meanwhile;
+   while the metadata does not name T yet, and no replication worker changes the ledger meanwhile. `bookie recover`
+   takes no lock (nor does BookKeeper's): the swap finds its segment by its first entry, never by its index (a
+   recovery's split shifts them), and refuses a T that joined the segment meanwhile;
 2. the entries S holds by the write-set rule are read from S (and, what S cannot give, from the other replicas),
    digests checked, and written to T with RECOVERY_ADD, as re-replication does (bookie/client/rereplication.py);
 3. they are read back from T: every one must be there;
 4. T takes S's place in the segment by a versioned compare-and-set, re-applied on a conflict (a writer's ensemble
-   change), and a no-op when S is no longer there.
+   change), and a no-op when S is no longer there; only while the lock is still this session's (lost with an
+   expired session, it may be a collector's), and, once begun, finished before the lock is let go.
 Only closed segments move: the ledger is closed, or the segment is not its last (a writer never adds to it again).
 A live writer's last segment is never touched and a ledger is never fenced: a drained bookie, read-only, makes its
 writers move off by ensemble change. S keeps its copy until its garbage collector finds the ledger closed and no
@@ -32,8 +35,8 @@ from typing import Any
 from bookie.client.bookie_client import RangeStopped, Stripe
 from bookie.client.core import ClientCore
 from bookie.client.placement import replacement
-from bookie.client.rereplication import LEDGERS_AT_ONCE, BookieRecovery, RecoverReport, _Acks
-from bookie.errors import BKError, NoSuchLedger, NotEnoughBookies
+from bookie.client.rereplication import LEDGERS_AT_ONCE, BookieRecovery, RecoverReport, _Acks, segment_at
+from bookie.errors import BKError, CorruptData, NoSuchLedger, NotEnoughBookies
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 from bookie.meta.movement import MovementLock
 from bookie.meta.underreplication import UnderReplicationManager
@@ -81,7 +84,6 @@ class MoveReport(RecoverReport):
             "open": sorted(self.open),
             "busy": sorted(self.busy),
             "failed": {str(k): v for k, v in sorted(self.failed.items())},
-            "keptUntil": {str(k): v for k, v in sorted(self.kept_until.items())},
             "entries": self.entries,
             "bytes": self.bytes,
             "seconds": round(self.seconds, 3),
@@ -108,10 +110,6 @@ def replica_bytes(md: LedgerMetadata, index: int, position: int) -> int:
     return round(held * md.length / (md.last_entry_id + 1))
 
 
-def _segment_at(md: LedgerMetadata, first_entry_id: int) -> int | None:
-    return next((i for i, s in enumerate(md.segments) if s.first_entry_id == first_entry_id), None)
-
-
 class ReplicaMover(BookieRecovery):
     """Moves replicas off live bookies; one mover per run (its report is the run's)."""
 
@@ -125,8 +123,7 @@ class ReplicaMover(BookieRecovery):
     ) -> None:
         """``rate``: bytes a second over all moves; ``progress(kind, n)`` with kind "bytes", "fragments",
         "moves" and "ledgers"; ``owner``: who the re-replication locks name."""
-        super().__init__(core, set(), rate=rate, progress=progress)
-        self.unreadable = set()  # a live source is read from
+        super().__init__(core, set(), rate=rate, progress=progress)  # nothing unreadable: a live source is read
         self.owner, self.lock_wait = owner, lock_wait
         self.locks = UnderReplicationManager(core.store)
         self.report: MoveReport = MoveReport()
@@ -146,20 +143,28 @@ class ReplicaMover(BookieRecovery):
         first, then the least ``load``: bytes each bookie holds, added to as replicas are placed on it)."""
         self.lost = set(sources)  # what _target keeps out of every ensemble
         loads = dict(load or {})
-        found = await asyncio.to_thread(self.affected, ledger_ids)
+        corrupt: dict[int, str] = {}
+
+        def unreadable(exc: CorruptData) -> None:
+            if exc.ledger_id is not None:
+                corrupt[exc.ledger_id] = str(exc)
+
+        found = await asyncio.to_thread(self.affected, ledger_ids, unreadable)
 
         async def ledger(ledger_id: int, md: LedgerMetadata) -> None:
-            for index, segment in enumerate(md.segments):
-                for position, bookie_id in enumerate(segment.bookies):
-                    if bookie_id not in sources:
+            for index in range(len(md.segments)):
+                for position in range(len(md.segments[index].bookies)):
+                    if md.segments[index].bookies[position] not in sources:  # as the moves so far left it
                         continue
                     if not movable(md, index):
-                        self.report.open.append(ledger_id)
+                        self._open(ledger_id)
                         continue
                     target = await self._target_by_load(md, index, position, loads)
                     md = await self._move(ledger_id, md, index, position, target)
 
-        return await self._ledgers({lid: [] for lid, _ in found}, ledger)
+        report = await self._ledgers({lid: [] for lid, _ in found}, ledger)
+        report.failed.update(corrupt)
+        return report
 
     async def _ledgers(
         self, ledger_ids: Mapping[int, object], work: Callable[[int, LedgerMetadata], Any]
@@ -200,14 +205,18 @@ class ReplicaMover(BookieRecovery):
 
     async def _planned(self, ledger_id: int, md: LedgerMetadata, moves: list[Move]) -> None:
         for move in moves:
-            index = _segment_at(md, move.first_entry_id)
+            index = segment_at(md, move.first_entry_id)
             bookies = md.segments[index].bookies if index is not None else ()
             if index is None or move.source not in bookies or move.target in bookies:
                 self.report.skipped.append(move)
             elif not movable(md, index):
-                self.report.open.append(ledger_id)
+                self._open(ledger_id)
             else:
                 md = await self._move(ledger_id, md, index, bookies.index(move.source), move.target)
+
+    def _open(self, ledger_id: int) -> None:
+        if ledger_id not in self.report.open:
+            self.report.open.append(ledger_id)
 
     # ---- one move ----
     async def _move(self, ledger_id: int, md: LedgerMetadata, index: int, position: int, target: str) -> LedgerMetadata:
@@ -217,12 +226,19 @@ class ReplicaMover(BookieRecovery):
             md = await self._fragment(ledger_id, md, index, position, md.password or b"", self.report, target)
         except NoSuchLedger:
             return md
-        now = md.segments[index] if index < len(md.segments) else None
-        if now is None or now.first_entry_id != segment.first_entry_id or now.bookies[position] != target:
+        now = segment_at(md, segment.first_entry_id)
+        if now is None or md.segments[now].bookies[position] != target:
             raise BKError(f"segment {segment.first_entry_id} changed during the move of {source}'s replica")
         self.report.moved.append(Move(ledger_id, segment.first_entry_id, source, target))
         self.progress("moves", 1)
         return md
+
+    def _swap(self, ledger_id: int, first: int, last: int, lost: str, position: int, target: str) -> LedgerMetadata:
+        """The swap, only while this mover still holds the ledger's re-replication lock: a lock lost with an expired
+        ZooKeeper session may be another's now (a GC collecting the target's copy as over-replicated)."""
+        if not self.locks.holds_lock(ledger_id):
+            raise BKError(f"ledger {ledger_id}: its re-replication lock was lost (ZooKeeper session expired?)")
+        return super()._swap(ledger_id, first, last, lost, position, target)
 
     async def _target_by_load(self, md: LedgerMetadata, index: int, position: int, loads: dict[str, int]) -> str:
         writable = [b for b in await self._writable_bookies() if b.bookie_id not in self.lost]

@@ -30,6 +30,7 @@ from bookie.codec.records import pack_record
 from bookie.codec.write_set import entries_of_bookie, write_set
 from bookie.errors import (
     BKError,
+    CorruptData,
     CorruptEntry,
     InvalidArgument,
     MetadataVersionConflict,
@@ -150,9 +151,12 @@ class BookieRecovery:
             self._writable = (now, await self.core.writable_bookies())
         return self._writable[1]
 
-    def affected(self, ledger_ids: list[int] | None = None) -> list[tuple[int, LedgerMetadata]]:
-        """The ledgers with a lost bookie in some segment (blocking: metadata reads)."""
-        found = self.core.ledgers.iter_ledgers(ledger_ids)
+    def affected(
+        self, ledger_ids: list[int] | None = None, on_corrupt: Callable[[CorruptData], None] | None = None
+    ) -> list[tuple[int, LedgerMetadata]]:
+        """The ledgers with a lost bookie in some segment (blocking: metadata reads); unreadable metadata raises
+        :class:`CorruptData`, or goes to ``on_corrupt`` and is skipped."""
+        found = self.core.ledgers.iter_ledgers(ledger_ids, on_corrupt=on_corrupt)
         return [(lid, md) for lid, md in found if any(self.lost & set(s.bookies) for s in md.segments)]
 
     async def run(self, ledgers: list[tuple[int, LedgerMetadata]]) -> RecoverReport:
@@ -207,27 +211,32 @@ class BookieRecovery:
         segment = md.segments[index]
         target = target or await self._target(md, index, position)
         first, last = segment.first_entry_id, md.segment_end(index, md.last_entry_id)
+        lost = segment.bookies[position]
         wanted = list(entries_of_bookie(position, first, last, md.ensemble_size, md.write_quorum_size))
-        if wanted:
-            acks = _Acks()
-            self._copying += 1
-            self.settled.clear()
+        self._copying += 1
+        self.settled.clear()
+        try:
+            if wanted:
+                acks = _Acks()
+                try:
+                    await self._copy(ledger_id, md, segment, position, set(wanted), target, password, report, acks)
+                except asyncio.CancelledError:
+                    with contextlib.suppress(asyncio.CancelledError, TimeoutError):  # the adds in flight get answered
+                        await asyncio.wait_for(acks.drained.wait(), INTERRUPTED_ADDS_WAIT)
+                    self._keep_copied(ledger_id, first, last, position, lost, target, wanted, acks.acked, report)
+                    raise
+            report.fragments += 1
+            self.progress("fragments", 1)
+            swap = asyncio.ensure_future(asyncio.to_thread(self._swap, ledger_id, first, last, lost, position, target))
             try:
-                await self._copy(ledger_id, md, segment, position, set(wanted), target, password, report, acks)
+                return await asyncio.shield(swap)
             except asyncio.CancelledError:
-                with contextlib.suppress(asyncio.CancelledError, TimeoutError):  # the adds in flight get answered
-                    await asyncio.wait_for(acks.drained.wait(), INTERRUPTED_ADDS_WAIT)
-                self._keep_copied(
-                    ledger_id, index, position, segment.bookies[position], target, wanted, acks.acked, report
-                )
+                await asyncio.wait([swap])  # a metadata write under way ends before anything is let go (a lock)
                 raise
-            finally:
-                self._copying -= 1
-                if not self._copying:
-                    self.settled.set()
-        report.fragments += 1
-        self.progress("fragments", 1)
-        return await asyncio.to_thread(self._swap, ledger_id, index, segment.bookies[position], position, target)
+        finally:
+            self._copying -= 1
+            if not self._copying:
+                self.settled.set()
 
     async def _target(self, md: LedgerMetadata, index: int, position: int) -> str:
         """The bookie to take ``position`` of segment ``index``: the placement policy's replacement."""
@@ -315,7 +324,8 @@ class BookieRecovery:
     def _keep_copied(
         self,
         ledger_id: int,
-        index: int,
+        first: int,
+        last: int,
         position: int,
         lost: str,
         target: str,
@@ -330,7 +340,7 @@ class BookieRecovery:
         stop = next((e for e in wanted if e not in acked), None)
         if stop is None:  # all of it acknowledged: the fragment is done
             with contextlib.suppress(BKError, OSError):
-                self._swap(ledger_id, index, lost, position, target)
+                self._swap(ledger_id, first, last, lost, position, target)
             return
         if stop == wanted[0]:
             return  # nothing acknowledged: nothing to keep
@@ -339,10 +349,11 @@ class BookieRecovery:
                 md, version = self.core.ledgers.read(ledger_id)
             except (BKError, OSError):
                 return
-            segment = md.segments[index] if index < len(md.segments) else None
-            if segment is None or segment.bookies[position] != lost:
-                return  # changed meanwhile (another recovery, the auditor): nothing of ours to keep
-            if not segment.first_entry_id < stop <= md.segment_end(index, md.last_entry_id):
+            index = segment_at(md, first)
+            segment = md.segments[index] if index is not None else None
+            if index is None or segment is None or segment.bookies[position] != lost or target in segment.bookies:
+                return  # changed meanwhile (another recovery, the auditor, a move): nothing of ours to keep
+            if not first < stop <= md.segment_end(index, md.last_entry_id):
                 return
             bookies = list(segment.bookies)
             bookies[position] = target
@@ -361,17 +372,24 @@ class BookieRecovery:
             report.kept_until[ledger_id] = stop
             return
 
-    def _swap(self, ledger_id: int, index: int, lost: str, position: int, target: str) -> LedgerMetadata:
-        """CAS the segment: the target takes the lost bookie's place (retried over concurrent changes)."""
+    def _swap(self, ledger_id: int, first: int, last: int, lost: str, position: int, target: str) -> LedgerMetadata:
+        """CAS the segment that starts at entry ``first``: the target, which holds its entries up to ``last``, takes
+        the lost bookie's place (retried over concurrent changes). The segment is found by its first entry, never by
+        its index: a concurrent split (an interrupted recovery's) shifts the segments after it."""
         while True:
             md, version = self.core.ledgers.read(ledger_id)
-            segment = md.segments[index]
-            if segment.bookies[position] != lost:
+            index = segment_at(md, first)
+            if index is None or md.segments[index].bookies[position] != lost:
                 return md  # someone (another recover, the auditor) already replaced it
+            segment = md.segments[index]
+            if target in segment.bookies:
+                raise BKError(f"ledger {ledger_id}: {target} joined segment {first} meanwhile; it is not swapped in")
+            if md.segment_end(index, md.last_entry_id) > last:
+                raise BKError(f"ledger {ledger_id}: segment {first} grew past entry {last} meanwhile; not swapped")
             bookies = list(segment.bookies)
             bookies[position] = target
             segments = list(md.segments)
-            segments[index] = Segment(segment.first_entry_id, tuple(bookies))
+            segments[index] = Segment(first, tuple(bookies))
             changed = md.with_changes(segments=tuple(segments))
             try:
                 self.core.ledgers.write(ledger_id, changed, version)
@@ -380,6 +398,11 @@ class BookieRecovery:
                 continue
             except NoSuchLedger:
                 raise BKError(f"ledger {ledger_id} was deleted during recovery") from None
+
+
+def segment_at(md: LedgerMetadata, first_entry_id: int) -> int | None:
+    """The index of the segment that starts at ``first_entry_id`` (None: there is none now)."""
+    return next((i for i, s in enumerate(md.segments) if s.first_entry_id == first_entry_id), None)
 
 
 def delete_cookies(store: MetadataStore, bookie_ids: Iterable[str]) -> list[str]:

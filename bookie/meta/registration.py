@@ -262,27 +262,12 @@ class BookieRegistry:
                     with zk_errors(f"register {bookie_id}"):
                         self.store.zk.set(path, data)  # ours already: its data may have changed (the read-only reason)
                     break
-        self._delete_own(self._node(bookie_id, WRITABLE if state == READONLY else READONLY))
-
-    def _delete_own(self, path: str) -> None:
-        """Delete ``path`` only if this session created it. A failed start of a second process with the same
-        bookie id used to delete the live bookie's node, making it invisible to clients while it ran. (Between
-        the check and the delete the node could only change hands if ours went away first: ephemeral nodes are
-        never taken over.)"""
-        with zk_errors(f"check {path}"):
-            stat = self.store.zk.exists(path)
-        if stat is None or stat.ephemeralOwner != self.store.session_id:
-            return
-        try:
-            with zk_errors(f"unregister {path}"):
-                self.store.zk.delete(path)
-        except NotFound:
-            pass
+        self.store.delete_own(self._node(bookie_id, WRITABLE if state == READONLY else READONLY))
 
     def unregister(self, bookie_id: str) -> None:
         """Remove this session's registration of the bookie; another session's node is left alone."""
-        self._delete_own(self._node(bookie_id, WRITABLE))
-        self._delete_own(self._node(bookie_id, READONLY))
+        self.store.delete_own(self._node(bookie_id, WRITABLE))
+        self.store.delete_own(self._node(bookie_id, READONLY))
 
     def rack_mapping(self) -> RackMapping:
         """Pulsar's rack mapping, or an empty one when it cannot be read (said in the log): a damaged or forbidden

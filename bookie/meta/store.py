@@ -246,6 +246,24 @@ class MetadataStore:
         client_id = self.zk.client_id
         return client_id[0] if client_id is not None else None
 
+    def owns(self, path: str) -> bool:
+        """Whether ``path`` is an ephemeral znode of this session."""
+        with zk_errors(f"check {path}"):
+            stat = self.zk.exists(path)
+        return stat is not None and stat.ephemeralOwner == self.session_id
+
+    def delete_own(self, path: str) -> None:
+        """Delete the ephemeral ``path`` only if this session created it: another session's (a second process with
+        the same bookie id, a lock taken after ours expired) stays. Between the check and the delete it could only
+        change hands if ours went away first: ephemeral znodes are never taken over."""
+        if not self.owns(path):
+            return
+        try:
+            with zk_errors(f"delete {path}"):
+                self.zk.delete(path)
+        except NotFound:
+            pass
+
     @property
     def connected(self) -> bool:
         """Whether the session is connected now (while it is not, its ephemeral znodes may be gone with it)."""

@@ -269,9 +269,10 @@ class UnderReplicationManager:
         except NodeExistsError:
             return False
 
+    def holds_lock(self, ledger_id: int) -> bool:
+        """Whether this session holds the ledger's re-replication lock."""
+        return self.store.owns(self.lock_path(ledger_id))
+
     def release_lock(self, ledger_id: int) -> None:
-        try:
-            with zk_errors(f"unlock ledger {ledger_id}"):
-                self.store.zk.delete(self.lock_path(ledger_id))
-        except NotFound:
-            pass
+        """Let the ledger's lock go, if this session holds it (one taken by another after ours expired stays)."""
+        self.store.delete_own(self.lock_path(ledger_id))

@@ -225,7 +225,7 @@ def test_a_drain_interrupted_then_killed_midway_completes_when_run_again(harness
     assert after_interrupt and after_interrupt < named
 
     # kill -9: every ledger stays fully replicated; a rerun waits for its session to expire, taking its locks
-    drain = drain_process(conf, victim.bookie_id, "--yes", "--rate", "0.3")
+    drain = drain_process(conf, victim.bookie_id, "--yes", "--rate", "0.1")  # what is left takes ~8 s: killed midway
     try:
         wait_for(lambda: len(naming()) < len(after_interrupt), "another move", 60)
         os.kill(drain.pid, signal.SIGKILL)

@@ -90,7 +90,7 @@ def test_three_bookies_grown_to_five_are_rebalanced_as_the_dry_run_said(harness,
     assert plan["spread"]["before"] > 100 and plan["spread"]["planned"] <= 10
     predicted = {b["bookieId"]: b["predictedBytes"] for b in plan["bookies"]}
     assert {b["bookieId"]: b["storedBytes"] for b in plan["bookies"]} == before
-    assert set(new) <= {m["target"] for m in plan["moves"]}
+    assert set(new) <= {m["to"] for m in plan["moves"]}
     assert sum(m["bytes"] for m in plan["moves"]) == plan["movedBytes"] < 0.5 * sum(before.values())
     assert verdicts(cluster, uri, written) == placement  # a dry run changes nothing
 

@@ -11,6 +11,7 @@ from bookie.client import BookKeeper
 from bookie.client.bookie_client import EOK
 from bookie.client.move import Move, MovementLock, ReplicaMover, movable, replica_bytes
 from bookie.errors import Busy
+from bookie.meta.ledger_metadata import Segment
 from bookie.meta.underreplication import UnderReplicationManager
 
 from support.checks import check, write_ledgers
@@ -115,3 +116,36 @@ def test_one_data_movement_at_a_time(cluster):
     with MovementLock(cluster, "rebalance") as lock:  # released: free again
         assert lock.holder()["what"] == "rebalance"
     assert lock.holder() is None
+
+
+def test_a_segment_split_during_the_copy_is_never_swapped_by_its_old_index(harness):
+    """An interrupted `bookie recover` of another bookie splits an earlier segment while a move copies: the segments
+    after it shift. The move must swap the segment it copied (found by its first entry), not the one now at its
+    index, which holds entries the target never received."""
+    harness.start(4)
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(3, 3, 2)
+        ledger.add_entries(PAYLOAD for _ in range(300))
+        ledger.close()
+        ensemble = tuple(ledger.ensemble)
+        (target,) = {b.bookie_id for b in harness.bookies} - set(ensemble)
+        md, version = bk.core.ledgers.read(ledger.ledger_id)
+        bk.core.ledgers.write(
+            ledger.ledger_id, md.with_changes(segments=(Segment(0, ensemble), Segment(150, ensemble))), version
+        )
+        mover = ReplicaMover(bk.core, rate=40_000)  # ~4 s for its 150 KB
+        future = asyncio.run_coroutine_threadsafe(
+            mover.run([Move(ledger.ledger_id, 150, ensemble[0], target)]), bk.loop
+        )
+        held = lambda: bk.run(bk.core.bookie(target).read_entry(ledger.ledger_id, 150, 5.0, "test")).status == EOK  # noqa: E731
+        wait_for(held, "the target to hold entry 150")
+        md, version = bk.core.ledgers.read(ledger.ledger_id)
+        split = (Segment(0, ensemble), Segment(50, ensemble), Segment(150, ensemble))
+        bk.core.ledgers.write(ledger.ledger_id, md.with_changes(segments=split), version)
+        report = future.result(60)
+        assert report.complete and report.moved == [Move(ledger.ledger_id, 150, ensemble[0], target)]
+        after = bk.ledger_metadata(ledger.ledger_id).segments
+        assert [s.bookies for s in after] == [ensemble, ensemble, (target, *ensemble[1:])]
+    harness.bookies[[b.bookie_id for b in harness.bookies].index(ensemble[0])].stop(kill=True)
+    with BookKeeper(harness.service_uri) as bk:
+        assert entries(bk, ledger.ledger_id) == [PAYLOAD] * 300

@@ -55,7 +55,7 @@ def test_ledgers_written_before_the_racks_are_repaired(harness, bkctl):
     plan = json.loads(dry.stdout)
     assert plan["dryRun"] and plan["clean"] and plan["unrepairable"] == []
     assert sorted({m["ledgerId"] for m in plan["moves"]}) == failing
-    assert all(m["targetRack"] != m["sourceRack"] for m in plan["moves"])
+    assert all(m["toRack"] != m["fromRack"] for m in plan["moves"])
     with BookKeeper(uri) as bk:
         assert {lid: bk.ledger_metadata(lid) for lid in ledgers} == before  # a dry run changes nothing
 

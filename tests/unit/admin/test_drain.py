@@ -64,13 +64,15 @@ def test_no_bookie_to_take_a_replica_is_a_move_without_a_target_and_refused():
 
 def test_the_summary_has_the_documented_fields_and_next_steps_only_when_complete():
     states = [{"bookieId": S, "readOnly": True, "why": None}]
-    done = summary(states, DrainReport(), {})
+    done = summary(states, DrainReport(), {}, [])
     assert list(done) == list(SUMMARY_FIELDS)
     assert done["complete"] and done["nextSteps"] == [
         f"bkctl cluster check-impact --bookie {S}",
         f"stop bookie {S}, then: bkctl bookie decommission {S} (nothing left to copy)",
     ]
-    left = summary(states, DrainReport(), {9: [S]})
+    left = summary(states, DrainReport(), {9: [S]}, [])
     assert not left["complete"] and left["nextSteps"] == []
+    written = summary(states, DrainReport(), {}, [12])  # a ledger written on it while the drain ran
+    assert not written["complete"] and written["left"] == [12] and written["nextSteps"] == []
     assert left["open"] == [{"ledgerId": 9, "bookies": [S], "finish": left["open"][0]["finish"]}]
     assert "`bkctl ledger recover 9` closes it now but fences it" in left["open"][0]["finish"]
