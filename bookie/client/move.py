@@ -28,14 +28,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
 from bookie.client.bookie_client import RangeStopped, Stripe
 from bookie.client.core import ClientCore
 from bookie.client.placement import replacement
-from bookie.client.rereplication import LEDGERS_AT_ONCE, BookieRecovery, RecoverReport, _Acks, segment_at
+from bookie.client.rereplication import (
+    LEDGERS_AT_ONCE,
+    BookieRecovery,
+    RecoverReport,
+    TargetRefused,
+    _Acks,
+    segment_at,
+)
 from bookie.errors import BKError, CorruptData, NoSuchLedger, NotEnoughBookies
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 from bookie.meta.movement import MovementLock
@@ -159,8 +166,16 @@ class ReplicaMover(BookieRecovery):
                     if not movable(md, index):
                         self._open(ledger_id)
                         continue
-                    target = await self._target_by_load(md, index, position, loads)
-                    md = await self._move(ledger_id, md, index, position, target)
+                    refused: set[str] = set()
+                    while True:  # a target that refuses the copy is replaced by another, if there is one
+                        target = await self._target_by_load(md, index, position, loads, refused)
+                        try:
+                            md = await self._move(ledger_id, md, index, position, target)
+                            break
+                        except TargetRefused as exc:
+                            log.warning("ledger %d: %s; another bookie will take it", ledger_id, exc)
+                            refused.add(target)
+                            md, _ = await asyncio.to_thread(self.core.ledgers.read, ledger_id)
 
         report = await self._ledgers({lid: [] for lid, _ in found}, ledger)
         report.failed.update(corrupt)
@@ -240,11 +255,20 @@ class ReplicaMover(BookieRecovery):
             raise BKError(f"ledger {ledger_id}: its re-replication lock was lost (ZooKeeper session expired?)")
         return super()._swap(ledger_id, first, last, lost, position, target)
 
-    async def _target_by_load(self, md: LedgerMetadata, index: int, position: int, loads: dict[str, int]) -> str:
-        writable = [b for b in await self._writable_bookies() if b.bookie_id not in self.lost]
+    async def _target_by_load(
+        self, md: LedgerMetadata, index: int, position: int, loads: dict[str, int], refused: Set[str]
+    ) -> str:
+        """The placement policy's pick (racks first, then the least loaded), never a source nor a bookie that
+        refused this replica; NotEnoughBookies, naming the refusals, when none is left."""
+        writable = [b for b in await self._writable_bookies() if b.bookie_id not in self.lost | refused]
         if not writable:
             raise NotEnoughBookies("no writable bookie to move replicas to")
-        target = replacement(writable, list(md.segments[index].bookies), position, self.lost, load=loads)
+        try:
+            target = replacement(writable, list(md.segments[index].bookies), position, self.lost | refused, load=loads)
+        except NotEnoughBookies as exc:
+            if not refused:
+                raise
+            raise NotEnoughBookies(f"{exc}: {', '.join(sorted(refused))} refused it") from None
         loads[target] = loads.get(target, 0) + replica_bytes(md, index, position)
         return target
 
@@ -273,4 +297,4 @@ class ReplicaMover(BookieRecovery):
             found.update(entry_id for entry_id, _ in chunk)
         missing = sorted(wanted - found)
         if missing:
-            raise BKError(f"{target} acknowledged entries it does not return: {missing[:10]}")
+            raise TargetRefused(f"{target} acknowledged entries it does not return: {missing[:10]}")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bookie.client.bookie_client import EOK, BookieClient, EntryToken, RangeStopped, Stripe
+from bookie.client.bookie_client import EOK, BookieClient, EntryToken, RangeStopped, Stripe, status_name
 from bookie.client.core import ClientCore
 from bookie.client.placement import replacement
 from bookie.codec.digest import Digester, master_key
@@ -47,6 +47,12 @@ IN_FLIGHT_BYTES = 4 << 20  # recovery adds outstanding to one target, per fragme
 LEDGERS_AT_ONCE = 8  # one ledger at a time re-replicated 22.8 MB/s; ledgers are independent
 WRITABLE_TTL = 5.0  # seconds
 INTERRUPTED_ADDS_WAIT = 5.0  # seconds an interrupted copy waits for its adds in flight, to keep what they wrote
+
+
+class TargetRefused(BKError):
+    """The bookie chosen to take a replica refused the copy (a Java bookie refuses, for 7 days, a ledger it deleted
+    while fenced or half-deleted: HandleFactoryImpl's recentlyFencedAndDeletedLedgers, answered EFENCED); another
+    target may take it."""
 
 
 @dataclass
@@ -98,7 +104,7 @@ class _Acks:
 
     def added(self, token: EntryToken, index: int, status: int, bookie: BookieClient) -> None:
         if status != EOK:
-            self.errors.append(f"entry {token.entry_id} on {bookie.bookie_id}: status {status}")
+            self.errors.append(f"entry {token.entry_id} on {bookie.bookie_id}: {status_name(status)}")
         else:
             self.acked.add(token.entry_id)
         self.outstanding -= 1
@@ -319,7 +325,7 @@ class BookieRecovery:
         if needed:
             raise BKError(f"entries {sorted(needed)[:10]} have no readable replica left: not recoverable")
         if acks.errors:
-            raise BKError(f"writing to {target} failed: {acks.errors[0]}")
+            raise TargetRefused(f"writing to {target} failed: {acks.errors[0]}")
 
     def _keep_copied(
         self,

@@ -20,6 +20,7 @@ from pulsar_broker import Broker
 
 from bkctl.cli import cli
 from bookie.client import BookKeeper
+from bookie.meta.racks import update_mapping
 from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager
@@ -89,6 +90,8 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("bookie", "compaction", "run"): (["{B}", "--ledger", "{L}", "--dry-run"], OK),
     ("bookie", "compaction", "suspend"): (["{B}", "--major"], OK),
     ("bookie", "decommission"): (["{GONE}", "--dry-run"], OK),
+    ("bookie", "drain"): (["{B}", "--dry-run"], (0, 3)),
+    ("bookie", "expand-storage"): (["-u", "{URI}", "-c", "{GONE_CONF}", "bookie", "expand-storage", "--dry-run"], OK),
     ("bookie", "gc"): (["{B}", "--wait", "--timeout", "60"], OK),
     ("bookie", "gc-status"): (["--all"], OK),
     ("bookie", "info"): (["--all"], OK),
@@ -101,10 +104,15 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("bookie", "recover"): (["{GONE}", "--dry-run"], OK),
     ("bookie", "usage"): (["{B}", "--logs", "3"], OK),
     ("bookies", "list"): (["--all"], OK),
+    ("bookies", "racks", "delete"): (["127.0.0.1:1", "--dry-run"], OK),
+    ("bookies", "racks", "get"): ([], OK),
+    ("bookies", "racks", "set"): (["{B}", "--rack", "/rack-a", "--dry-run"], OK),
     ("cluster", "check"): (["--recheck-delay", "0"], (0, 3)),
     ("cluster", "check-impact"): (["--bookie", "{B}"], (0, 3)),
     ("cluster", "info"): ([], OK),
     ("cluster", "usage"): (["--logs", "1"], OK),
+    ("cluster", "rebalance"): (["--dry-run"], (0, 3)),
+    ("cluster", "repair-placement"): (["--dry-run"], (0, 3)),
     ("cluster", "init"): (["-u", "{FRESH}", "cluster", "init", "--dry-run"], OK),
     ("config", "current-context"): ([], OK),
     ("config", "delete-context"): (["other"], OK),
@@ -191,6 +199,7 @@ def live(zookeeper, tmp_path_factory):
             ur = UnderReplicationManager(store)
             ur.mark(on_gone, [gone.bookie_id])
             ur.vote("127.0.0.1:3181")  # an auditor standing, for as long as this session lives
+            update_mapping(store, lambda m: m.updated("default", "127.0.0.1:1", "/rack-z"))  # for `racks delete`
             current = Path(gone.ledger_dir, "current")
             values = {
                 "{L}": str(ledger.ledger_id),
