@@ -85,9 +85,11 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
     app.terminal.document(doc, table)
     if error is not None:
         raise error
+    busy = ", ".join(map(str, sorted(report.busy))) if report is not None else ""
     _exit_unless_within(
         measured <= target,
         why(result, cluster)
+        or (busy and f"ledgers {busy} were being re-replicated by someone else: run it again later")
         or f"the spread measured afterwards is {measured:.1f}%, the plan's {result.spreads[1]:.1f}% "
         "(the bookies changed meanwhile): run it again to plan from what they hold now",
     )
