@@ -176,6 +176,8 @@ class ReplicaMover(BookieRecovery):
                             log.warning("ledger %d: %s; another bookie will take it", ledger_id, exc)
                             refused.add(target)
                             md, _ = await asyncio.to_thread(self.core.ledgers.read, ledger_id)
+                            if index >= len(md.segments) or md.segments[index].bookies[position] not in sources:
+                                break  # changed meanwhile (a recovery): the next round looks again
 
         report = await self._ledgers({lid: [] for lid, _ in found}, ledger)
         report.failed.update(corrupt)
