@@ -35,10 +35,7 @@ class PlannedMove:
 
     def doc(self) -> dict:
         return {
-            "ledgerId": self.move.ledger_id,
-            "firstEntryId": self.move.first_entry_id,
-            "from": self.move.source,
-            "to": self.move.target,
+            **self.move.doc(),
             "fromRack": self.source_rack,
             "toRack": self.target_rack,
             "bytes": self.bytes,

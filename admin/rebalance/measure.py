@@ -12,6 +12,7 @@ from admin.bookie_admin import STORAGE_USAGE_TIMEOUT, fan_out
 from admin.rebalance.inputs import Inputs, gather
 from admin.rebalance.plan import Plan, plan
 from admin.usage.sources import ledgers_naming
+from bookie.client.move import Move
 from bookie.errors import AdminServiceMissing, BKError
 from bookie.meta.registration import WRITABLE, BookieRegistry, RegisteredBookie
 from bookie.meta.store import MetadataStore
@@ -92,14 +93,7 @@ def document(plan: Plan, cluster: Cluster, dry_run: bool) -> dict[str, Any]:
             for b in sorted(inputs.bookies, key=lambda b: b.bookie_id)
         ],
         "moves": [
-            {
-                "ledgerId": m.ledger_id,
-                "firstEntryId": m.first_entry_id,
-                "from": m.source,
-                "to": m.target,
-                "bytes": m.bytes,
-            }
-            for m in plan.moves
+            {**Move(m.ledger_id, m.first_entry_id, m.source, m.target).doc(), "bytes": m.bytes} for m in plan.moves
         ],
         "movedBytes": plan.bytes,
         "openLedgers": inputs.open_ledgers,

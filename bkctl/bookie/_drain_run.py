@@ -85,25 +85,18 @@ def run_drain(app, bookies, plan, rate: float | None, wait: float) -> None:
     """The drain under the cluster's movement lock, with progress on a terminal; the report; the exit code."""
     from admin.drain import DrainReport, drain, still_named, summary
     from bkctl.errors import ExitCode
+    from bkctl.move_progress import move_progress
     from bookie.client.move import MovementLock, ReplicaMover
     from bookie.daemon import interruption
 
     sources = {b.bookie_id for b in bookies}
     report = DrainReport()
-    done = {"moves": 0, "bytes": 0}
+    done = {"moves": 0, "bytes": 0}  # what the bar counted, for an interruption's message
     with MovementLock(app.metadata, f"bkctl bookie drain {' '.join(sorted(sources))}", app.terminal.note):
         states = make_read_only(app, bookies)
         mover = None
         try:
-            with app.terminal.progress(
-                "moving", total=len(plan.moves), unit="replicas", total_bytes=plan.bytes
-            ) as advance:
-
-                def progress(kind: str, n: int) -> None:
-                    if kind in done:
-                        done[kind] += n
-                        advance(n if kind == "moves" else 0, n if kind == "bytes" else 0)
-
+            with move_progress(app, "moving", len(plan.moves), plan.bytes, unit="replicas") as (progress, done):
                 mover = ReplicaMover(app.client.core, rate * 1e6 if rate else None, progress)
                 writers_move = any(s["readOnly"] for s in states)
                 app.client.run(drain(mover, sources, plan.load, wait, report, writers_move))

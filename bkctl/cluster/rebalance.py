@@ -97,31 +97,23 @@ def rebalance(app, target, rate, max_moves, yes, dry_run):
 
 def _run(app, result, rate):
     """The plan's moves, with progress on a terminal; Ctrl-C says what was done and what is left."""
+    from bkctl.move_progress import move_progress
     from bookie.client.move import Move, ReplicaMover
     from bookie.daemon import interruption
 
     moves = [Move(m.ledger_id, m.first_entry_id, m.source, m.target) for m in result.moves]
-    copied = [0]
+    counted = {"moves": 0, "bytes": 0}  # what the bar counted, for an interruption's message
     mover = ReplicaMover(app.client.core, rate * 1e6 if rate else None)
     try:
-        with app.terminal.progress("moving", total=len(moves), unit="moves", total_bytes=result.bytes) as advance:
-
-            def progress(kind: str, n: int) -> None:
-                if kind == "bytes":
-                    copied[0] += n
-                    advance(0, n)
-                elif kind == "moves":
-                    advance(n)
-
-            mover.progress = progress
+        with move_progress(app, "moving", len(moves), result.bytes) as (mover.progress, counted):
             return app.client.run(mover.run(moves))
     except KeyboardInterrupt as exc:
         mover.settled.wait(10)  # the segment being copied keeps what the target acknowledged
         done, part = len(mover.report.moved), len(mover.report.kept_until)
         in_part = f", {part} in part (split where the copy stopped)" if part else ""
         raise type(exc)(
-            f"{interruption(exc)}: {done} of {len(moves)} moves done{in_part}, {format_bytes(copied[0])} copied; "
-            f"{len(moves) - done} left: run it again to go on from there"
+            f"{interruption(exc)}: {done} of {len(moves)} moves done{in_part}, "
+            f"{format_bytes(counted['bytes'])} copied; {len(moves) - done} left: run it again to go on from there"
         ) from None
 
 

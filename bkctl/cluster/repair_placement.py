@@ -31,6 +31,7 @@ def repair_placement(app, ledger_ids, rate, dry_run, yes):
     """
     from admin.repair_placement import plan_repairs
     from bkctl.errors import ExitCode
+    from bkctl.move_progress import move_progress
     from bkctl.terminal import format_bytes
     from bookie.client.move import MovementLock, ReplicaMover
 
@@ -98,19 +99,7 @@ def repair_placement(app, ledger_ids, rate, dry_run, yes):
                 "move replicas",
                 yes,
             )
-            done = {"moves": 0, "bytes": 0}
-            with app.terminal.progress(
-                "repairing placement", total=len(planned.moves), unit="moves", total_bytes=planned.bytes
-            ) as advance:
-
-                def progress(kind: str, n: int) -> None:
-                    if kind in done:
-                        done[kind] += n
-                    if kind == "moves":
-                        advance(n)
-                    elif kind == "bytes":
-                        advance(0, size=n)
-
+            with move_progress(app, "repairing placement", len(planned.moves), planned.bytes) as (progress, done):
                 mover = ReplicaMover(core, rate * 1e6 if rate else None, progress)
                 try:
                     report = app.client.run(mover.run([m.move for m in planned.moves]))

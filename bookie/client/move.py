@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from bookie.client.bookie_client import RangeStopped, Stripe
 from bookie.client.core import ClientCore
 from bookie.client.placement import replacement
 from bookie.client.rereplication import (
@@ -40,11 +39,10 @@ from bookie.client.rereplication import (
     BookieRecovery,
     RecoverReport,
     TargetRefused,
-    _Acks,
     segment_at,
 )
 from bookie.errors import BKError, CorruptData, NoSuchLedger, NotEnoughBookies
-from bookie.meta.ledger_metadata import LedgerMetadata, Segment
+from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.movement import MovementLock
 from bookie.meta.underreplication import UnderReplicationManager
 
@@ -131,6 +129,7 @@ class ReplicaMover(BookieRecovery):
         """``rate``: bytes a second over all moves; ``progress(kind, n)`` with kind "bytes", "fragments",
         "moves" and "ledgers"; ``owner``: who the re-replication locks name."""
         super().__init__(core, set(), rate=rate, progress=progress)  # nothing unreadable: a live source is read
+        self.read_back = True  # the target returns every entry copied before the metadata names it
         self.owner, self.lock_wait = owner, lock_wait
         self.locks = UnderReplicationManager(core.store)
         self.report: MoveReport = MoveReport()
@@ -273,30 +272,3 @@ class ReplicaMover(BookieRecovery):
             raise NotEnoughBookies(f"{exc}: {', '.join(sorted(refused))} refused it") from None
         loads[target] = loads.get(target, 0) + replica_bytes(md, index, position)
         return target
-
-    async def _copy(
-        self,
-        ledger_id: int,
-        md: LedgerMetadata,
-        segment: Segment,
-        position: int,
-        needed: set[int],
-        target: str,
-        password: bytes,
-        report: RecoverReport,
-        acks: _Acks,
-    ) -> None:
-        """Copy, then read back from the target: every entry copied must be there before the metadata names it."""
-        wanted = set(needed)
-        await super()._copy(ledger_id, md, segment, position, needed, target, password, report, acks)
-        found: set[int] = set()
-        stripe = Stripe(md.ensemble_size, md.write_quorum_size, position, also_held_by=position)
-        async for chunk in self.core.bookie(target).read_range(
-            ledger_id, min(wanted), max(wanted), 60.0, stripe, high_priority=True
-        ):
-            if isinstance(chunk, RangeStopped):
-                break
-            found.update(entry_id for entry_id, _ in chunk)
-        missing = sorted(wanted - found)
-        if missing:
-            raise TargetRefused(f"{target} acknowledged entries it does not return: {missing[:10]}")

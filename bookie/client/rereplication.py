@@ -142,6 +142,7 @@ class BookieRecovery:
     ) -> None:
         self.core, self.lost, self.skip_open = core, set(lost), skip_open
         self.unreadable = set(lost)  # the bookies not read from: lost ones (a move reads its live source too)
+        self.read_back = False  # read every copied entry back from the target before the swap (a move does)
         self.limit = RateLimit(rate)
         self.progress = progress
         self._writable: tuple[float, list[RegisteredBookie]] | None = None
@@ -226,6 +227,8 @@ class BookieRecovery:
                 acks = _Acks()
                 try:
                     await self._copy(ledger_id, md, segment, position, set(wanted), target, password, report, acks)
+                    if self.read_back:
+                        await self._read_back(ledger_id, md, position, wanted, target)
                 except asyncio.CancelledError:
                     with contextlib.suppress(asyncio.CancelledError, TimeoutError):  # the adds in flight get answered
                         await asyncio.wait_for(acks.drained.wait(), INTERRUPTED_ADDS_WAIT)
@@ -243,6 +246,22 @@ class BookieRecovery:
             self._copying -= 1
             if not self._copying:
                 self.settled.set()
+
+    async def _read_back(
+        self, ledger_id: int, md: LedgerMetadata, position: int, wanted: list[int], target: str
+    ) -> None:
+        """Every entry copied must come back from the target (its stripe, one range read): TargetRefused if not."""
+        found: set[int] = set()
+        stripe = Stripe(md.ensemble_size, md.write_quorum_size, position, also_held_by=position)
+        async for chunk in self.core.bookie(target).read_range(
+            ledger_id, wanted[0], wanted[-1], 60.0, stripe, high_priority=True
+        ):
+            if isinstance(chunk, RangeStopped):
+                break
+            found.update(entry_id for entry_id, _ in chunk)
+        missing = sorted(set(wanted) - found)
+        if missing:
+            raise TargetRefused(f"{target} acknowledged entries it does not return: {missing[:10]}")
 
     async def _target(self, md: LedgerMetadata, index: int, position: int) -> str:
         """The bookie to take ``position`` of segment ``index``: the placement policy's replacement."""
