@@ -97,7 +97,10 @@ def test_a_ledger_directory_added_by_expand_storage_takes_writes_and_old_ledgers
 
     old_logs = logs(old)
     harness.restart(bookie)  # without allowStorageExpansion: every cookie already lists both directories
-    write_ledgers(harness, 4)  # ~2 MB in 64 KB entry logs: each new log goes to a random directory
+    for _ in range(30):  # ~56 KB a ledger, 64 KB logs: each new log goes to a random directory (2^-30 to miss one)
+        write_ledgers(harness, 1)
+        if logs(new) and logs(old) - old_logs:
+            break
     assert logs(new) and logs(old) - old_logs
     with BookKeeper(harness.service_uri) as bk:
         for ledger_id in ids:
