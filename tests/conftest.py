@@ -162,7 +162,7 @@ def secure_zookeeper(tmp_path_factory):
         tmp_path_factory.mktemp("secure-zk"),
         free_port(),
         sasl_users={SASL_USER: SASL_PASSWORD},
-        four_letter_words=("ruok", "srvr", "conf", "dump"),
+        four_letter_words=("ruok", "srvr", "conf", "cons", "dump"),
     )
     pid = zk.start()
     yield zk

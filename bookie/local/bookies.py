@@ -16,6 +16,7 @@ from pathlib import Path
 from bookie.errors import ServiceUnavailable
 from bookie.files import private_dirs, write_private
 from bookie.local.process import free_port, running, spawn, stop_process_group, tail
+from bookie.local.zookeeper import connected_sessions
 
 # Every server of a local bookie on 127.0.0.1 only, in BookKeeper's keys, as the oracle's bin/bk-conf writes them:
 # the bookie and admin ports bind the bookie address (advertisedAddress, as listeningInterface is set), which is its
@@ -153,6 +154,7 @@ def wait_registered(store, bookies: list[LocalBookie], timeout: float = 60.0) ->
     from bookie.meta.registration import BookieRegistry
 
     registry = BookieRegistry(store)
+    host, _, port = store.uri.zk_hosts.split(",")[0].split("/")[0].rpartition(":")
     deadline = time.monotonic() + timeout
     waiting = {b.bookie_id: b for b in bookies}
     while waiting:
@@ -161,6 +163,11 @@ def wait_registered(store, bookies: list[LocalBookie], timeout: float = 60.0) ->
             for b in registry.list(writable=True, readonly=True)
             if b.bookie_id in waiting and b.info and b.info.properties.get("pid") == str(waiting[b.bookie_id].pid)
         }
+        # ...and by a session connected now: after a ZooKeeper restart a bookie's node comes back with its session,
+        # which expires unless the bookie reconnects in time (then it registers again, on a new session)
+        live = connected_sessions(host, int(port))
+        if live is not None:
+            registered = {b for b in registered if registry.owner(b) in live}
         for bookie_id in list(waiting):
             if bookie_id in registered:
                 del waiting[bookie_id]

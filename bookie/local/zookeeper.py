@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -100,6 +101,16 @@ def _four_letters(host: str, port: int, command: bytes, timeout: float) -> bytes
         return b""
 
 
+def connected_sessions(host: str, port: int, timeout: float = 1.0) -> set[int] | None:
+    """The ids of the sessions connected to the server now (``cons``); None when it does not say (down, or ``cons``
+    not in its whitelist). A session restored from disk after a restart keeps its ephemeral znodes until it expires,
+    connected or not: only this tells a live registration from one about to vanish."""
+    answer = _four_letters(host, port, b"cons", timeout)
+    if b"sid=" not in answer and b"queued=" not in answer:
+        return None
+    return {int(sid, 16) for sid in re.findall(rb"sid=0x([0-9a-f]+)", answer)}
+
+
 def serving(host: str, port: int, data_dir: Path | None = None, timeout: float = 0.5) -> bool:
     """Whether ZooKeeper serves clients (and, with ``data_dir``, is the server of that directory, not another one
     on the port). ``ruok`` answers ``imok`` as soon as the port accepts, while the server still loads its database
@@ -130,13 +141,13 @@ class EmbeddedZooKeeper:
         port: int,
         tick_ms: int = 1000,
         sasl_users: dict[str, str] | None = None,
-        four_letter_words: tuple[str, ...] = ("ruok", "srvr", "conf"),
+        four_letter_words: tuple[str, ...] = ("ruok", "srvr", "conf", "cons"),
     ):
         self.directory = Path(directory)
         self.port = port
         self.tick_ms = tick_ms
         self.sasl_users = dict(sasl_users or {})
-        self.four_letter_words = four_letter_words  # what the server answers: ruok, srvr and conf are ours
+        self.four_letter_words = four_letter_words  # what the server answers: ruok, srvr, conf and cons are ours
         self.log_path = self.directory / "zookeeper.log"
 
     @property

@@ -214,6 +214,14 @@ class BookieRegistry:
     def _node(self, bookie_id: str, state: str) -> str:
         return f"{self.readonly if state == READONLY else self.available}/{bookie_id}"
 
+    def owner(self, bookie_id: str) -> int | None:
+        """The session whose node registers the bookie (writable or read-only); None when it is not registered."""
+        for state in (WRITABLE, READONLY):
+            stat = self.store.exists(self._node(bookie_id, state))
+            if stat is not None:
+                return int(stat.ephemeralOwner)
+        return None
+
     def _wait_for_stale(self, path: str, timeout: float) -> None:
         """Wait until a node left by an earlier session of this bookie expires.
 

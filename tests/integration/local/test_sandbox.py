@@ -226,6 +226,41 @@ def test_start_after_zookeeper_was_killed_adopts_the_bookies(shared_sandbox):
     assert probe.returncode == 0, probe.stderr
 
 
+def test_start_waits_for_a_bookie_whose_session_expired_while_zookeeper_was_down(shared_sandbox):
+    """A restarted ZooKeeper restores every session with its registration; a bookie that cannot reconnect in time
+    (here frozen) loses it when the session expires. `start` waits until the bookie registers on a live session,
+    not for the restored node: it used to return at once, and the bookie dropped out of `status` a few seconds
+    later (a CI run saw it "starting" three tests on)."""
+    before = assert_running_once(shared_sandbox, 2)
+    frozen, frozen_id = before["bookies"][1]["pid"], before["bookies"][1]["bookieId"]
+    os.kill(before["zookeeper"]["pid"], signal.SIGKILL)
+    wait_for(lambda: not pid_alive(before["zookeeper"]["pid"]), what="ZooKeeper gone")
+    os.kill(frozen, signal.SIGSTOP)
+    try:
+        start = subprocess.Popen(
+            [sys.executable, "-m", "bkctl", "sandbox", "start", "--bookies", "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "BKCTL_SANDBOX_DIR": str(shared_sandbox)},
+        )
+        # the bookie's session (10 s, zkTimeout) expires while it is frozen: its node goes, and start still waits
+        wait_for(lambda: frozen_id not in registered(shared_sandbox), "the frozen bookie's node gone", 40)
+        assert start.poll() is None
+    finally:
+        os.kill(frozen, signal.SIGCONT)
+    _, err = start.communicate(timeout=60)
+    assert start.returncode == 0, err
+    after = assert_running_once(shared_sandbox, 2)  # every bookie writable the moment start returns
+    assert [b["pid"] for b in after["bookies"]] == [b["pid"] for b in before["bookies"]]
+
+
+def registered(directory):
+    """The registrations' znode names of the sandbox's bookies."""
+    with MetadataStore(parse_service_uri(service_uri(directory))) as store:
+        return store.children(f"{store.root}/available")
+
+
 def test_start_bookie_right_after_an_external_kill(shared_sandbox):
     bookie = assert_running_once(shared_sandbox, 2)["bookies"][0]
     os.kill(bookie["pid"], signal.SIGKILL)
