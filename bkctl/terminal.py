@@ -11,14 +11,23 @@ import contextlib
 import itertools
 import json
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from bookie.progress import Progress
 
 NONE = "<none>"
 GAP = "   "
 WIDTH_SAMPLE = 200  # rows looked at to size the columns of a streamed table
+
+
+def stderr_is_terminal() -> bool:
+    """Whether progress is shown: only on a terminal, never into a pipe or a file (tests replace this)."""
+    return sys.stderr.isatty()
 
 
 def format_bytes(n: int) -> str:
@@ -200,39 +209,39 @@ class Terminal:
         """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n, size=0)``;
         with ``total_bytes``, the bar also counts bytes (``size`` bytes per call), shows their rate, and the time
         left is that of the bytes left at that rate."""
-        if not sys.stderr.isatty():
-            yield lambda n=1, size=0: None
+        with self.phases() as bar:
+            bar.phase(description, None if total is None else int(total), unit, total_bytes)
+            yield bar.advance
+
+    @contextlib.contextmanager
+    def phases(self) -> Iterator[Progress]:
+        """A :class:`bookie.progress.Progress` for work in phases (each with its own total), shown as
+        :meth:`progress` shows one: on stderr, only when it is a terminal."""
+        from bookie.progress import NO_PROGRESS
+
+        if not stderr_is_terminal():
+            yield NO_PROGRESS
             return
-        import time
-
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit)]
-        if total_bytes is not None:
-            columns.append(TextColumn(f"{{task.fields[size]}}/{format_bytes(total_bytes)}"))
-            columns.append(TextColumn("{task.fields[rate]} {task.fields[left]}"))
-        else:
-            columns.append(TimeRemainingColumn())
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(description, total=total, size=format_bytes(0), rate="", left="")
-            done = [0]
-            started = time.monotonic()
-
-            def advance(n=1, size=0):
-                done[0] += size
-                fields = {"size": format_bytes(done[0])}
-                elapsed = time.monotonic() - started
-                if total_bytes is not None and done[0] and elapsed > 0:
-                    rate = done[0] / elapsed
-                    left = max(0, total_bytes - done[0]) / rate
-                    fields |= {
-                        "rate": f"{format_bytes(int(rate))}/s",
-                        "left": f"ETA {int(left) // 60}:{int(left) % 60:02d}",
-                    }
-                bar.update(task, advance=n, **fields)
-
-            yield advance
+        columns = [
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[unit]}"),
+            TextColumn("{task.fields[sizes]}"),  # bytes done of the total, for a phase that counts them
+            _time_left_column(),
+        ]
+        # Lines printed to stdout while the bar is up go above it when both are the same terminal; redirected
+        # (a pipe, a file, -o json into jq) they stay on stdout, untouched.
+        with Progress(
+            *columns,
+            console=Console(stderr=True, force_terminal=True),
+            transient=True,
+            redirect_stdout=sys.stdout.isatty(),
+        ) as bar:
+            yield _Bar(bar)
 
     # ---- questions (stderr) ----
     def confirm(self, question: str, action: str, yes: bool) -> None:
@@ -262,3 +271,53 @@ class Terminal:
 
     def error(self, message: str) -> None:
         click.echo(f"error: {message}", err=True)
+
+
+class _Bar:
+    """A :class:`bookie.progress.Progress` drawn by rich: one bar, the current phase's."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.task: Any = None
+        self.total_bytes: int | None = None
+        self.bytes = 0
+        self.started = 0.0
+
+    def phase(self, name: str, total: int | None, unit: str = "items", total_bytes: int | None = None) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+        self.total_bytes, self.bytes, self.started = total_bytes, 0, time.monotonic()
+        sizes = "" if total_bytes is None else f"{format_bytes(0)}/{format_bytes(total_bytes)}"
+        self.task = self.bar.add_task(
+            name, total=total, unit=unit, total_bytes=total_bytes, sizes=sizes, rate="", left=""
+        )
+
+    def advance(self, n: int = 1, size: int = 0) -> None:
+        if self.total_bytes is None:
+            self.bar.update(self.task, advance=n)
+            return
+        self.bytes += size
+        fields = {"sizes": f"{format_bytes(self.bytes)}/{format_bytes(self.total_bytes)}"}
+        elapsed = time.monotonic() - self.started
+        if self.bytes and elapsed > 0:
+            rate = self.bytes / elapsed
+            left = max(0, self.total_bytes - self.bytes) / rate
+            fields |= {"rate": f"{format_bytes(int(rate))}/s", "left": f"ETA {int(left) // 60}:{int(left) % 60:02d}"}
+        self.bar.update(self.task, advance=n, **fields)
+
+
+def _time_left_column() -> Any:
+    from rich.progress import ProgressColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    class TimeLeft(ProgressColumn):
+        """The bytes' rate and the time they leave at it; without a byte total, the time the items leave."""
+
+        items = TimeRemainingColumn()
+
+        def render(self, task: Any) -> Any:
+            if task.fields["total_bytes"] is None:
+                return self.items.render(task)
+            return Text(f"{task.fields['rate']} {task.fields['left']}")
+
+    return TimeLeft()
