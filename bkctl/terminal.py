@@ -171,18 +171,29 @@ class Terminal:
         return count
 
     def stream(
-        self, items: Iterable[Any], headers: list[str], row: Callable[[Any], list], doc: Callable, empty: str
+        self,
+        items: Iterable[Any],
+        headers: list[str],
+        row: Callable[[Any], list],
+        doc: Callable,
+        empty: str,
+        widths: list[int] | None = None,
     ) -> int:
-        """Print a possibly huge list as it is produced; return how many items were printed."""
+        """Print a possibly huge list as it is produced; return how many items were printed. The columns are as
+        wide as the first ``WIDTH_SAMPLE`` rows need; with ``widths`` known up front, each row is printed as it
+        comes (items that come slowly: a rate-limited update)."""
         if self.output in ("json", "yaml"):
             return self.documents(items, doc)
         count = 0
         iterator = iter(items)
-        sample = [row(item) for item in itertools.islice(iterator, WIDTH_SAMPLE)]
+        sample = [row(item) for item in itertools.islice(iterator, 1 if widths else WIDTH_SAMPLE)]
         if not sample:
             click.echo(empty, err=True)
             return 0
-        widths = [max([len(h), *(len(_cell(r[i])) for r in sample)]) for i, h in enumerate(headers)]
+        if widths is None:
+            widths = [max([len(h), *(len(_cell(r[i])) for r in sample)]) for i, h in enumerate(headers)]
+        else:
+            widths = [max(len(h), w) for h, w in zip(headers, widths, strict=True)]
         rows = itertools.chain(sample, (row(item) for item in iterator))
         lines = format_rows(headers, rows, widths)
         click.echo(next(lines))  # the header
