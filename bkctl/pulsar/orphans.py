@@ -35,7 +35,8 @@ def orphans(app: Application, pulsar_zk: str | None, min_age: float, delete: boo
     from bkctl.terminal import format_bytes
 
     audit = open_audit(app, pulsar_zk, min_age)
-    report = audit.run(referenced_too=False)
+    with app.terminal.phases() as progress:
+        report = audit.run(referenced_too=False, progress=progress)
     for problem in report.problems:
         app.terminal.warn(problem)
     found = report.orphans
