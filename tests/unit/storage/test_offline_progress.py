@@ -1,16 +1,20 @@
-"""The offline DbLedgerStorage tools announce each phase's total before it starts and advance to it."""
+"""The offline tools (bookie.storage.db.offline, admin.offline) announce each phase's total before it starts and
+advance to it."""
 
 from pathlib import Path
 
 import pytest
 
+from admin.offline.consistency import check_local
+from admin.offline.rebuild import rebuild_index
 from bookie.storage.config import StorageConfig
 from bookie.storage.db import offline
 from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.entry_log import list_log_ids, log_path
+from bookie.storage.interleaved import InterleavedLedgerStorage
 
 from support.progress import RecordingProgress
-from support.storage import add
+from support.storage import KEY, add
 
 
 @pytest.fixture
@@ -69,4 +73,29 @@ def test_conversions_count_ledgers(dirs):
     progress = RecordingProgress()
     offline.convert_to_db(pairs, progress=progress)
     assert [(p.name, p.total, p.unit) for p in progress.phases] == [("converting index files", 2, "ledgers")]
+    progress.assert_complete()
+
+
+def test_check_local_counts_ledgers_on_either_storage(dirs, tmp_path):
+    journal, ledgers = dirs
+    progress = RecordingProgress()
+    check_local(StorageConfig((journal,), (ledgers,), (ledgers,)), progress)
+    assert [(p.name, p.total) for p in progress.phases] == [("checking ledgers", 2)]
+    progress.assert_complete()
+
+    config = StorageConfig((tmp_path / "j2",), (tmp_path / "l2",), (tmp_path / "l2",), entry_log_size_limit=40_000)
+    interleaved = InterleavedLedgerStorage(config)
+    interleaved.start()
+    for ledger_id in (1, 2, 3):
+        add(interleaved, ledger_id, 0, 100)
+    interleaved.shutdown()
+    progress = RecordingProgress()
+    check_local(config, progress)
+    assert [(p.name, p.total) for p in progress.phases] == [("checking ledgers", 3)]
+    progress.assert_complete()
+
+    progress = RecordingProgress()
+    rebuild_index(config, {2}, KEY, dry_run=True, progress=progress)
+    scan = progress.named("scanning entry logs")
+    assert (scan.total, scan.total_bytes) == (len(list_log_ids(tmp_path / "l2")), log_bytes(tmp_path / "l2"))
     progress.assert_complete()
