@@ -252,7 +252,11 @@ class Terminal:
             transient=True,
             redirect_stdout=sys.stdout.isatty(),
         ) as bar:
-            yield _Bar(bar)
+            shown = _Bar(bar)
+            try:
+                yield shown
+            finally:
+                shown.flush()  # the last counts drawn before the bar goes
 
     # ---- questions (stderr) ----
     def confirm(self, question: str, action: str, yes: bool) -> None:
@@ -285,7 +289,11 @@ class Terminal:
 
 
 class _Bar:
-    """A :class:`bookie.progress.Progress` drawn by rich: one bar, the current phase's."""
+    """A :class:`bookie.progress.Progress` drawn by rich: one bar, the current phase's. Advances are added up and
+    handed to rich at most every ``REDRAW`` seconds (it redraws 10 times a second): a check counts hundreds of
+    thousands of answers, and rich's update costs microseconds each."""
+
+    REDRAW = 0.1
 
     def __init__(self, bar: Any):
         self.bar = bar
@@ -293,28 +301,42 @@ class _Bar:
         self.total_bytes: int | None = None
         self.bytes = 0
         self.started = 0.0
+        self.pending = 0  # items advanced since the last update
+        self.shown = float("-inf")  # when rich was last updated
 
     def phase(self, name: str, total: int | None, unit: str = "items", total_bytes: int | None = None) -> None:
         if self.task is not None:
             self.bar.remove_task(self.task)
-        self.total_bytes, self.bytes, self.started = total_bytes, 0, time.monotonic()
+        self.total_bytes, self.bytes, self.pending, self.started = total_bytes, 0, 0, time.monotonic()
+        self.shown = float("-inf")
         sizes = "" if total_bytes is None else f"{format_bytes(0)}/{format_bytes(total_bytes)}"
         self.task = self.bar.add_task(
             name, total=total, unit=unit, total_bytes=total_bytes, sizes=sizes, rate="", left=""
         )
 
     def advance(self, n: int = 1, size: int = 0) -> None:
-        if self.total_bytes is None:
-            self.bar.update(self.task, advance=n)
-            return
+        self.pending += n
         self.bytes += size
-        fields = {"sizes": f"{format_bytes(self.bytes)}/{format_bytes(self.total_bytes)}"}
-        elapsed = time.monotonic() - self.started
-        if self.bytes and elapsed > 0:
-            rate = self.bytes / elapsed
-            left = max(0, self.total_bytes - self.bytes) / rate
-            fields |= {"rate": f"{format_bytes(int(rate))}/s", "left": f"ETA {int(left) // 60}:{int(left) % 60:02d}"}
-        self.bar.update(self.task, advance=n, **fields)
+        now = time.monotonic()
+        if now - self.shown >= self.REDRAW:
+            self.flush(now)
+
+    def flush(self, now: float | None = None) -> None:
+        """Hand rich what was advanced since its last update."""
+        if self.task is None:
+            return
+        self.shown = time.monotonic() if now is None else now
+        fields = {}
+        if self.total_bytes is not None:
+            fields["sizes"] = f"{format_bytes(self.bytes)}/{format_bytes(self.total_bytes)}"
+            elapsed = self.shown - self.started
+            if self.bytes and elapsed > 0:
+                rate = self.bytes / elapsed
+                left = max(0, self.total_bytes - self.bytes) / rate
+                fields["rate"] = f"{format_bytes(int(rate))}/s"
+                fields["left"] = f"ETA {int(left) // 60}:{int(left) % 60:02d}"
+        self.bar.update(self.task, advance=self.pending, **fields)
+        self.pending = 0
 
 
 def _time_left_column() -> Any:
