@@ -223,7 +223,11 @@ class Checker:
             self.counting_answers = True
             failed = set().union(*await asyncio.gather(*fetches))
             self.counting_answers = False
+            if failed:
+                self.progress.phase(f"asking again in {options.recheck_delay:g} s", len(failed), "bookies")
             unknown = await self._recheck(failed, self._wanted(closed), held)
+            if failed:
+                self.progress.advance(len(failed))
             if options.verify_entries > 0:
                 await self._verify_entries(closed, held, unknown, self.progress)
             missing = await asyncio.to_thread(missing_bookies, self.core.store, names)

@@ -131,6 +131,15 @@ def test_a_dead_but_registered_bookie_is_reported_only_after_the_recheck(harness
     assert code == 3 and doc["unavailableBookies"] == [bookies[0].bookie_id]
     assert doc["counts"][cat.UNAVAILABLE_BOOKIES] == 1 and doc["counts"][cat.LESS_THAN_WQ] == 0
 
+    from admin.check.checker import Checker, CheckOptions
+
+    progress = RecordingProgress()
+    with BookKeeper(harness.service_uri) as bk:
+        bk.run(Checker(bk.core, CheckOptions(recheck_delay=1), progress).run())
+    assert progress.named("asking bookies").total == 6  # the dead one's 2 count too, as given up on
+    assert progress.named("asking again in 1 s").total == 1
+    progress.assert_complete()
+
 
 def test_a_bookie_that_answers_on_the_recheck_is_not_reported(harness, bkctl):
     bookies = harness.start(3, zkTimeout=30000)

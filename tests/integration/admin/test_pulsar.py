@@ -186,6 +186,10 @@ def test_an_audit_announces_each_phase_with_its_total_and_reaches_it(bkctl, clus
         result = bkctl("-u", cluster.service_uri, "pulsar", verb, "-o", "json")
         assert json.loads(result.stdout), verb
         assert "reading ledger metadata" in result.stderr, verb
+    deleted = bkctl("-u", cluster.service_uri, "pulsar", "orphans", "--delete", "--yes", "-o", "json")
+    assert len(json.loads(deleted.stdout)["deletions"]) == len(world["orphans"])
+    count = len(world["orphans"])
+    assert "deleting" in deleted.stderr and f"{count}/{count} ledgers" in deleted.stderr
 
 
 def test_a_ledger_referenced_again_before_the_recheck_is_not_deleted(cluster, world):
