@@ -17,7 +17,7 @@ import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from admin.check import categories as cat
@@ -33,6 +33,7 @@ from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.membership import EnsembleNames, MissingBookie, missing_bookies
 from bookie.meta.registration import DEFAULT_RACK
 from bookie.meta.underreplication import UnderReplicationManager
+from bookie.progress import NO_PROGRESS, Progress
 
 log = logging.getLogger(__name__)
 EMPTY = AvailabilityOfEntries([])
@@ -164,12 +165,18 @@ class CheckReport:
 
 
 class Checker:
-    def __init__(self, core, options: CheckOptions, progress: Callable[[int], None] = lambda n: None):
+    """``progress``, in phases: the ledgers listed (unless given), their metadata read, the bookies' answers about
+    each (bookie, ledger) (asked while the metadata is read: those already in are counted when the phase starts),
+    the entries read with ``verify_entries``, the ledgers analysed."""
+
+    def __init__(self, core, options: CheckOptions, progress: Progress = NO_PROGRESS):
         self.core = core
         self.options = options
         self.progress = progress
         self.registered: dict = {}
         self.failures: dict[str, tuple[int | None, str]] = {}  # bookie -> (ledger it failed on, the error)
+        self.answers = 0  # (bookie, ledger) pairs of the first asking answered, or given up on
+        self.counting_answers = False
 
     async def run(self) -> CheckReport:
         started = time.monotonic()
@@ -182,7 +189,15 @@ class Checker:
         held: dict[tuple[str, int], AvailabilityOfEntries] = {}
         fetches = []  # bookies are asked about each chunk of ledgers while the next chunk's metadata arrives
         names = EnsembleNames()
-        async for chunk in self._ledger_chunks():
+        ids = options.ledger_ids
+        if ids is None:
+            self.progress.phase("listing ledgers", None, "ledgers")
+            ids = await asyncio.to_thread(self._ledger_ids)
+        self.progress.phase("reading ledger metadata", len(ids), "ledgers")
+        read = 0
+        async for chunk in self._ledger_chunks(ids):
+            read += len(chunk)
+            self.progress.advance(len(chunk))
             batch = {}
             for ledger_id, md in chunk:
                 names.add(md)
@@ -194,17 +209,27 @@ class Checker:
                 else:
                     closed[ledger_id] = batch[ledger_id] = md
             if options.replicas and batch:
-                fetches.append(asyncio.ensure_future(self._fetch(self._wanted(batch), held)))
+                fetches.append(asyncio.ensure_future(self._fetch(self._wanted(batch), held, counted=True)))
+        self.progress.advance(len(ids) - read)  # deleted while the check ran
         report.checked = len(closed)
         report.under_replicated.sort()
         if options.placement:
             for ledger_id, md in closed.items():
                 report.violations.extend(self._placement(ledger_id, md))
         if options.replicas:
+            pairs = sum(len(ledgers) for ledgers in self._wanted(closed).values())
+            self.progress.phase("asking bookies", pairs, "replicas")
+            self.progress.advance(self.answers)
+            self.counting_answers = True
             failed = set().union(*await asyncio.gather(*fetches))
+            self.counting_answers = False
+            if failed:
+                self.progress.phase(f"asking again in {options.recheck_delay:g} s", len(failed), "bookies")
             unknown = await self._recheck(failed, self._wanted(closed), held)
+            if failed:
+                self.progress.advance(len(failed))
             if options.verify_entries > 0:
-                await self._verify_entries(closed, held, unknown)
+                await self._verify_entries(closed, held, unknown, self.progress)
             missing = await asyncio.to_thread(missing_bookies, self.core.store, names)
             report.missing_bookies = [m for m in missing if m.ledgers]
             await self._replicas(report, closed, held, unknown, under_replication)
@@ -215,15 +240,15 @@ class Checker:
         report.seconds = time.monotonic() - started
         return report
 
-    async def _ledger_chunks(self, size: int = LEDGERS_PER_REQUEST):
-        """The ledgers' metadata, read on a thread and handed over ``size`` at a time."""
+    async def _ledger_chunks(self, ids: list[int], size: int = LEDGERS_PER_REQUEST):
+        """The metadata of the ledgers ``ids``, read on a thread and handed over ``size`` at a time."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
 
         def read() -> None:
             try:
                 chunk = []
-                for item in self._ledgers():
+                for item in self._ledgers(ids):
                     chunk.append(item)
                     if len(chunk) >= size:
                         loop.call_soon_threadsafe(queue.put_nowait, chunk)
@@ -240,10 +265,13 @@ class Checker:
             yield chunk
         await reader
 
-    def _ledgers(self):
+    def _ledger_ids(self) -> list[int]:
+        return list(self.core.ledgers.iter_ledger_ids())
+
+    def _ledgers(self, ids: Iterable[int]):
         wanted = self.options.ledger_ids
         seen = set()
-        for ledger_id, md in self.core.ledgers.iter_ledgers(wanted, on_corrupt=lambda exc: log.error("%s", exc)):
+        for ledger_id, md in self.core.ledgers.iter_ledgers(ids, on_corrupt=lambda exc: log.error("%s", exc)):
             seen.add(ledger_id)
             yield ledger_id, md
         if wanted is not None and len(seen) < len(set(wanted)):
@@ -284,9 +312,10 @@ class Checker:
             if bookie_id in missing:
                 error = f"not registered: missing, {missing[bookie_id].ledgers} ledgers name it"
             report.violations.append(Violation(ledger_id, cat.UNAVAILABLE_BOOKIES, None, [bookie_id], error=error))
+        self.progress.phase("checking ledgers", len(ledgers), "ledgers")
         for ledger_id, md in ledgers.items():
             finding = self._analyse(ledger_id, md, held, unknown)
-            self.progress(1)
+            self.progress.advance()
             if finding is not None:
                 finding = await self._confirm(ledger_id, md, finding, marks, report)
             if finding is not None:
@@ -365,17 +394,28 @@ class Checker:
             await self._verify_entries(ledgers, held, unknown)
         return held, unknown
 
-    async def _fetch(self, wanted: dict[str, set[int]], held: dict) -> set[str]:
+    async def _fetch(self, wanted: dict[str, set[int]], held: dict, counted: bool = False) -> set[str]:
+        """Ask each bookie what it holds of the ledgers ``wanted`` of it; return those that failed. ``counted``:
+        the first asking, whose answers the progress counts."""
         window = asyncio.Semaphore(self.options.concurrency)
         failed: set[str] = set()
+
+        def answered(n: int) -> None:
+            if counted:
+                self.answers += n
+                if self.counting_answers:
+                    self.progress.advance(n)
 
         async def ask(bookie_id: str, chunk: list[int]) -> None:
             async with window:
                 ledger_id = None
+                answers = 0
                 try:
                     async for ledger_id, status, data in self.core.bookie(bookie_id).list_entries(
                         chunk, self.options.timeout
                     ):
+                        answers += 1
+                        answered(1)
                         if status == EOK:
                             held[(bookie_id, ledger_id)] = AvailabilityOfEntries.decode(data)
                         elif status == ENOLEDGER:
@@ -389,6 +429,8 @@ class Checker:
                     # kept so the report names the error and the ledger, not only "unavailable"; the recheck
                     # overwrites it with what the bookie says the second time
                     self.failures[bookie_id] = (ledger_id, str(exc))
+                finally:
+                    answered(len(chunk) - answers)  # the ledgers a failed request leaves: given up on
 
         jobs = []
         for bookie_id, ids in wanted.items():
@@ -398,9 +440,9 @@ class Checker:
         await asyncio.gather(*jobs)
         return failed
 
-    async def _verify_entries(self, ledgers, held, failed) -> None:
+    async def _verify_entries(self, ledgers, held, failed, progress: Progress = NO_PROGRESS) -> None:
         """BookKeeper's costly "ledger check": read a share of all entries from every replica and count an
-        unreadable or corrupt copy as missing."""
+        unreadable or corrupt copy as missing. ``progress``: the entries read, of those sampled first."""
         share = self.options.verify_entries / 100.0
         window = asyncio.Semaphore(self.options.concurrency * 16)
         sample = random.Random(0)
@@ -416,21 +458,25 @@ class Checker:
                     parse_entry(digester, answer.body, ledger_id, entry_id)
                 except (BKError, CorruptEntry):
                     lacking.append(entry_id)
+                progress.advance()
 
+        replicas = []  # (ledger, its metadata, a bookie, the entries of it to read), all sampled before reading
         for ledger_id, md in ledgers.items():
-            digester = Digester(md.digest_type, md.password or b"")
             for first, last, bookies in segment_ranges(md):
                 for index, bookie_id in enumerate(bookies):
                     if bookie_id in failed or bookie_id not in self.registered:
                         continue
-                    available = held.get((bookie_id, ledger_id), EMPTY)
                     expected = [
                         e
                         for e in entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
                         if sample.random() < share
                     ]
-                    lacking: list[int] = []
-                    await asyncio.gather(*(read(md, ledger_id, bookie_id, e, digester, lacking) for e in expected))
-                    if lacking:
-                        keep = set(available) - set(lacking)
-                        held[(bookie_id, ledger_id)] = AvailabilityOfEntries.from_entries(keep)
+                    replicas.append((ledger_id, md, bookie_id, expected))
+        progress.phase("reading entries", sum(len(expected) for *_, expected in replicas), "entries")
+        for ledger_id, md, bookie_id, expected in replicas:
+            digester = Digester(md.digest_type, md.password or b"")
+            lacking: list[int] = []
+            await asyncio.gather(*(read(md, ledger_id, bookie_id, e, digester, lacking) for e in expected))
+            if lacking:
+                keep = set(held.get((bookie_id, ledger_id), EMPTY)) - set(lacking)
+                held[(bookie_id, ledger_id)] = AvailabilityOfEntries.from_entries(keep)

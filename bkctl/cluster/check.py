@@ -98,8 +98,8 @@ def check(
         record=record,
     )
     try:
-        with app.terminal.progress("checking ledgers") as advance:
-            report = app.client.run(Checker(app.client.core, options, advance).run())
+        with app.terminal.phases() as progress:
+            report = app.client.run(Checker(app.client.core, options, progress).run())
     except BaseException:
         if prometheus_file:
             write_failure(prometheus_file)  # then the error leaves with its own exit code
