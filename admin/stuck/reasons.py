@@ -24,7 +24,7 @@ from bookie.client.move import replica_bytes
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_metadata import LedgerMetadata
-from bookie.meta.registration import RegisteredBookie
+from bookie.meta.registration import WRITABLE, RegisteredBookie
 from bookie.meta.underreplication import Lock
 
 REASONS: tuple[str, ...] = (
@@ -84,7 +84,7 @@ class Cluster:
 
     @property
     def writable(self) -> list[RegisteredBookie]:
-        return [b for b in self.bookies.values() if b.state == "writable"]
+        return [b for b in self.bookies.values() if b.state == WRITABLE]
 
 
 @dataclass
@@ -152,7 +152,7 @@ def placement_refusal(md: LedgerMetadata, lost: list[str], cluster: Cluster) -> 
     another rack first; with ``cluster.min_racks``, only one that keeps each write quorum on that many racks."""
     rack = {b.bookie_id: b.rack for b in cluster.bookies.values()}
     writable = cluster.writable
-    read_only = sorted(b.bookie_id for b in cluster.bookies.values() if b.state != "writable")
+    read_only = sorted(b.bookie_id for b in cluster.bookies.values() if b.state != WRITABLE)
     for segment in md.segments:
         for position, bookie_id in enumerate(segment.bookies):
             if bookie_id not in lost:
