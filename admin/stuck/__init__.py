@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from admin.check.checker import Checker, CheckOptions
-from admin.stuck.reasons import REASONS, Cluster, Ledger, Stuck, classify
+from admin.stuck.reasons import REASONS, Cluster, Ledger, Stuck, classify, gone
 from bookie.client.core import ClientCore
 from bookie.client.rereplication import BookieRecovery
 from bookie.errors import BKError, CorruptData, NoSuchLedger
@@ -75,12 +75,13 @@ def _cluster(store: MetadataStore, ur: UnderReplicationManager) -> Cluster:
     from bookie.meta.registration import BookieRegistry
 
     auditor = ur.auditor()
-    mover = None
+    mover, mover_gone = None, False
     movement = MovementLock(store, "")
     stat = store.exists(movement.path)
     if stat is not None:
-        what = (movement.holder() or {}).get("what", "a data movement")
-        mover = (stat.ephemeralOwner, str(what))
+        holder = movement.holder() or {}
+        mover = (stat.ephemeralOwner, str(holder.get("what", "a data movement")))
+        mover_gone = MovementLock.dead(holder)
     return Cluster(
         enabled=ur.is_enabled(),
         voters=ur.voters(),
@@ -89,6 +90,7 @@ def _cluster(store: MetadataStore, ur: UnderReplicationManager) -> Cluster:
         bookies={b.bookie_id: b for b in BookieRegistry(store).list(True, True)},
         connected=live_sessions(store),
         mover=mover,
+        mover_gone=mover_gone,
         now_ms=int(time.time() * 1000),
     )
 
@@ -196,9 +198,8 @@ def _release_stale(store: MetadataStore, ur: UnderReplicationManager, lid: int) 
     lock = ur.lock(lid)
     if lock is None:
         return None  # gone with its session meanwhile
-    connected = live_sessions(store)
-    if connected is None or lock.session in connected:
-        return f"session 0x{lock.session:x} holds it and is connected now (or ZooKeeper no longer says): kept"
+    if gone(lock.session, _cluster(store, ur)) is None:
+        return f"session 0x{lock.session:x} holds it and may be alive now: kept"
     if not ur.release_lock_of(lid, lock.session):
         return "taken by another session meanwhile: kept"
     return None

@@ -8,8 +8,9 @@ ZooKeeper session of whoever took it (an autorecovery worker, a bkctl mover, a b
 killed holder's lock stays until ZooKeeper expires its session (the session timeout: up to maxSessionTimeout, 40 s by
 default); a hung holder that still pings keeps it for good, and looks like one at work. So a lock is **stale** when
 its session is connected to no server of the ensemble: the holder was killed, or is cut off. That is asked of
-ZooKeeper with the four-letter word ``cons`` on every server; a server that does not answer it (not in
-``4lw.commands.whitelist``) makes liveness unknown, and every lock counts as live (``in-progress``, saying so).
+ZooKeeper with the four-letter word ``cons`` on every server. A server that does not answer it (not in
+``4lw.commands.whitelist``) makes liveness unknown: then only a bkctl data movement's lock is known stale, when the
+process it names on this host no longer runs; every other lock counts as live (``in-progress``, saying so).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class Cluster:
     bookies: dict[str, RegisteredBookie] = field(default_factory=dict)  # registered, writable and read-only
     connected: set[int] | None = None  # sessions connected to some server (cons); None: not known
     mover: tuple[int, str] | None = None  # the bkctl data movement running: its session, what it is
+    mover_gone: bool = False  # its process, on this host, no longer runs
     min_racks: int | None = None  # minNumRacksPerWriteQuorum when enforced (enforceMinNumRacksPerWriteQuorum)
     now_ms: int = 0
 
@@ -120,8 +122,8 @@ def lost_entries(md: LedgerMetadata, held: Mapping[str, AvailabilityOfEntries]) 
         for index, bookie_id in enumerate(bookies):
             share = entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
             lacking.update(held.get(bookie_id, empty).unavailable(share))
-        gone = sorted(e for e, n in lacking.items() if n >= md.write_quorum_size)
-        runs += missing_runs(range(first, last + 1), gone)
+        none_left = sorted(e for e, n in lacking.items() if n >= md.write_quorum_size)
+        runs += missing_runs(range(first, last + 1), none_left)
     return runs
 
 
@@ -177,6 +179,17 @@ def placement_refusal(md: LedgerMetadata, lost: list[str], cluster: Cluster) -> 
     return None
 
 
+def gone(session: int, cluster: Cluster) -> str | None:
+    """Why the holder of ``session`` is known to be gone, or None when it may be alive: connected to no server
+    (``cons``); else, when ZooKeeper does not say, a bkctl data movement whose process on this host no longer runs
+    (what :class:`~bookie.meta.movement.MovementLock` itself waits out)."""
+    if cluster.connected is not None:
+        return None if session in cluster.connected else "connected to no ZooKeeper server (killed or cut off)"
+    if cluster.mover is not None and cluster.mover[0] == session and cluster.mover_gone:
+        return "whose process on this host no longer runs"
+    return None
+
+
 def _holder(lock: Lock, cluster: Cluster) -> str:
     who = lock.owner or "someone"
     if cluster.mover is not None and cluster.mover[0] == lock.session:
@@ -211,11 +224,11 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
     if ledger.held is not None and not ledger.unanswered:
         runs = lost_entries(md, ledger.held)
         if runs:
-            gone = ", ".join(b for b in lost) or "bookies that no longer hold them"
+            where = ", ".join(lost) or "bookies that no longer hold them"
             return stuck(
                 "lost",
-                f"entries {_entries(runs)} have no replica left: they were on {gone}",
-                f"start {gone} again with its disks; if it is gone for good, those entries are lost: delete the "
+                f"entries {_entries(runs)} have no replica left: they were on {where}",
+                f"start {where} again with its disks; if it is gone for good, those entries are lost: delete the "
                 f"ledger where it is used (or `bkctl ledger delete {lid}`), which removes the marker",
             )
     if lost:
@@ -230,11 +243,12 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
     if ledger.lock is not None:
         lock = ledger.lock
         held_for = max(0, cluster.now_ms - lock.ctime) // 1000
-        if cluster.connected is not None and lock.session not in cluster.connected:
+        evidence = gone(lock.session, cluster)
+        if evidence is not None:
             return stuck(
                 "stale-lock",
-                f"locked for {held_for} s by {_holder(lock, cluster)}, connected to no ZooKeeper server "
-                "(killed or cut off; ZooKeeper drops the lock when the session expires)",
+                f"locked for {held_for} s by {_holder(lock, cluster)}, {evidence} (ZooKeeper drops the lock when "
+                "the session expires)",
                 f"release the lock: {FIX_COMMAND}",
                 True,
             )

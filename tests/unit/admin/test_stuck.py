@@ -117,6 +117,9 @@ def test_a_lock_is_stale_only_when_ZooKeeper_says_its_session_is_connected_nowhe
     assert unknown.reason == "in-progress" and "liveness unknown" in unknown.detail
     live.mover = (0xABC, "bookie drain of b:1")
     assert "by bkctl (bookie drain of b:1)" in classify(marked(md, lock=lock), live).detail
+    live.mover_gone = True  # without `cons`: a drain whose process on this host no longer runs
+    dead = classify(marked(md, lock=lock), live)
+    assert dead.reason == "stale-lock" and "whose process on this host no longer runs" in dead.detail
 
 
 def test_an_empty_closed_ledger_is_fixed_in_its_metadata_and_an_open_one_is_left_to_its_writer():
