@@ -41,6 +41,7 @@ REASONS: tuple[str, ...] = (
     "delayed",  # waiting for lostBookieRecoveryDelay, or an open ledger's grace
     "unknown",  # none of these: the detail says what was seen
 )
+LONGEST_HOLD_S = 300  # lockReleaseOfFailedLedgerGracePeriod's default (a copy of a large ledger may take longer)
 OPEN_GRACE_MS = 30_000  # openLedgerRereplicationGracePeriod's default; `autorecovery run --open-ledger-grace`'s too
 FIX_COMMAND = "bkctl autorecovery list-under-replicated --explain --fix"
 
@@ -154,7 +155,11 @@ def placement_refusal(md: LedgerMetadata, lost: list[str], cluster: Cluster) -> 
     another rack first; with ``cluster.min_racks``, only one that keeps each write quorum on that many racks."""
     rack = {b.bookie_id: b.rack for b in cluster.bookies.values()}
     writable = cluster.writable
-    read_only = sorted(b.bookie_id for b in cluster.bookies.values() if b.state != WRITABLE)
+    read_only = sorted(
+        b.bookie_id + (f" ({', '.join(b.read_only_reasons)})" if b.read_only_reasons else "")
+        for b in cluster.bookies.values()
+        if b.state != WRITABLE
+    )
     for segment in md.segments:
         for position, bookie_id in enumerate(segment.bookies):
             if bookie_id not in lost:
@@ -253,6 +258,8 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
                 True,
             )
         how = "connected" if cluster.connected is not None else "liveness unknown: ZooKeeper does not answer `cons`"
+        if held_for > LONGEST_HOLD_S:
+            how += f"; longer than a worker keeps a failed ledger's lock ({LONGEST_HOLD_S} s): a hung holder?"
         return stuck(
             "in-progress",
             f"locked for {held_for} s by {_holder(lock, cluster)} ({how}); {_left(md, lost)}",

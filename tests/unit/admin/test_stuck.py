@@ -73,9 +73,11 @@ def test_a_write_quorum_must_span_the_racks_asked_for():
 
 def test_the_placement_refuses_with_the_constraint_named():
     md = metadata("a:1", "b:1", GONE, wq=2)
-    full = bookie("c:1", "/a", READONLY)
+    full = RegisteredBookie("c:1", READONLY, BookieServiceInfo(properties={"readOnlyReason": "disk-threshold"}))
     refusal = placement_refusal(md, [GONE], cluster(bookie("a:1", "/a"), bookie("b:1", "/b"), full))
-    assert refusal == ("no writable bookie outside the ensemble of segment 0 (2 writable, all in it; read-only: c:1)")
+    assert refusal == (
+        "no writable bookie outside the ensemble of segment 0 (2 writable, all in it; read-only: c:1 (disk-threshold))"
+    )
     spare = bookie("d:1", "/a")
     racks = cluster(bookie("a:1", "/a"), bookie("b:1", "/b"), spare, min_racks=2)
     assert "racks: a write quorum must span 2 racks (minNumRacksPerWriteQuorum, enforced)" in (
@@ -112,6 +114,8 @@ def test_a_lock_is_stale_only_when_ZooKeeper_says_its_session_is_connected_nowhe
     busy = classify(marked(md, lock=lock), live)
     assert (busy.reason, busy.safe_fix) == ("in-progress", False)
     assert "1 of 2 replicas still on lost bookies (1000 bytes)" in busy.detail
+    hung = classify(marked(md, lock=Lock(42, "worker-1", 0xABC, NOW - 400_000)), live)
+    assert hung.reason == "in-progress" and "a hung holder?" in hung.detail
     live.connected = None  # ZooKeeper does not answer `cons`: a lock counts as live
     unknown = classify(marked(md, lock=lock), live)
     assert unknown.reason == "in-progress" and "liveness unknown" in unknown.detail
