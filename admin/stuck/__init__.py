@@ -16,7 +16,6 @@ fences or closes a ledger:
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,12 +29,12 @@ from bookie.errors import BKError, CorruptData, NoSuchLedger
 from bookie.local.zookeeper import connected_sessions
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.movement import MovementLock
+from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager
 
 __all__ = ["REASONS", "Fixed", "Stuck", "explain", "fix", "planned_action"]
 
-log = logging.getLogger(__name__)
 LOCK_OWNER = "bkctl"  # who the re-replication lock names while a fix replaces an empty ledger's bookies
 
 
@@ -72,8 +71,6 @@ async def explain(
 
 def _cluster(store: MetadataStore, ur: UnderReplicationManager) -> Cluster:
     """Autorecovery's state, the registered bookies, the sessions connected and the data movement running."""
-    from bookie.meta.registration import BookieRegistry
-
     auditor = ur.auditor()
     mover, mover_gone = None, False
     movement = MovementLock(store, "")

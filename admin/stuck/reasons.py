@@ -15,6 +15,7 @@ process it names on this host no longer runs; every other lock counts as live (`
 
 from __future__ import annotations
 
+import datetime
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -334,7 +335,4 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
 
 
 def _iso(ms: int) -> str:
-    import datetime
-
-    when = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -81,7 +81,9 @@ def _explain(app, docs, fix, yes, dry_run) -> None:
         return
     planned = [(s, planned_action(s)) for s in stuck if planned_action(s)]
     if dry_run or not planned:
-        applied = [{"ledgerId": s.ledger_id, "reason": s.reason, "action": a, "done": False} for s, a in planned]
+        applied = [
+            {"ledgerId": s.ledger_id, "reason": s.reason, "action": a, "done": False, "error": None} for s, a in planned
+        ]
         app.terminal.document(
             {"applied": applied, "stuck": rows, "dryRun": dry_run},
             lambda: _show_fixes(app, rows, applied, dry_run),
@@ -103,7 +105,7 @@ def _rows(docs, stuck) -> list[dict]:
     """Each listed ledger's row with its explanation (a ledger unmarked meanwhile is left out)."""
     from bkctl.terminal import iso_time
 
-    by_id = {s.ledger_id: s for s in stuck}
+    by_id = {s.ledger_id: s for s in stuck if s.marked_at is not None}
     return [
         {**d, **by_id[d["ledgerId"]].doc(), "markedAtIso": iso_time(by_id[d["ledgerId"]].marked_at)}
         for d in docs
