@@ -8,9 +8,8 @@ with it as the missing replica. It audits when the registrations change, when `t
 and every ``audit_interval``.
 
 Worker: takes a marker's lock (ephemeral: it dies with the worker), re-replicates what the ledger has on lost
-bookies — an open ledger only after ``open_grace`` from the marking, then fenced and closed first — swapping the
-metadata only while the lock is still its own, and removes the marker. A ledger that fails keeps its lock for
-``failed_lock_grace`` before others may try again.
+bookies — an open ledger only after ``open_grace`` from the marking, then fenced and closed first — and removes the
+marker. A ledger that fails keeps its lock for ``failed_lock_grace`` before others may try again.
 """
 
 from __future__ import annotations
