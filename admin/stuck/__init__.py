@@ -197,9 +197,9 @@ def _release_stale(store: MetadataStore, ur: UnderReplicationManager, lid: int) 
         return None  # gone with its session meanwhile
     if gone(lock.session, _cluster(store, ur)) is None:
         return f"session 0x{lock.session:x} holds it and may be alive now: kept"
-    if not ur.release_lock_of(lid, lock.session):
+    if not ur.release_lock_of(lid, lock.session) and ur.lock(lid) is not None:
         return "taken by another session meanwhile: kept"
-    return None
+    return None  # released, or gone with its session meanwhile
 
 
 async def _replace_in_empty(core: ClientCore, ur: UnderReplicationManager, lid: int) -> str | None:
