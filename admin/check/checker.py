@@ -385,6 +385,13 @@ class Checker:
         log.info("recheck: %d bookies gone from the registry, %d still failing", len(gone), len(still))
         return still
 
+    async def holdings(self, ledgers: dict[int, LedgerMetadata]):
+        """The entry-level read of :meth:`run` for other tools: what each registered bookie holds of ``ledgers``
+        (``(bookie, ledger) -> availability``; an unregistered bookie is not asked) and the registered bookies that
+        failed twice."""
+        self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
+        return await self._ask_bookies(ledgers)
+
     async def _ask_bookies(self, ledgers: dict[int, LedgerMetadata]):
         """What each bookie holds of these ledgers, and the registered bookies that failed twice."""
         wanted = self._wanted(ledgers)
