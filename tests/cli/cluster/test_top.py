@@ -1,0 +1,141 @@
+"""bkctl top on three of our bookies under adds and reads: --once -o json fills every column from BookKeeper's
+metric names; a bookie slowed on purpose (SIGSTOP bursts) is flagged, by top and by cluster check; an unreachable
+bookie is a row saying so."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from bookie._proto import bookkeeper_protocol_pb2 as pb
+from bookie.client import BookKeeper
+
+from support.cluster import metric, shared_cluster
+from support.waiting import wait_for
+from support.wire import WireConn, add_requests
+
+
+class Traffic(threading.Thread):
+    """Adds to one bookie, 20 at a time, each batch read back, until stopped (the ledger's entries, written by
+    each bookie's traffic alone)."""
+
+    def __init__(self, port: int, ledger_id: int):
+        super().__init__(daemon=True)
+        self.port, self.ledger_id = port, ledger_id
+        self.halt = threading.Event()
+
+    def run(self):
+        with WireConn(self.port) as conn:
+            for first in range(0, 10**9, 20):
+                if self.halt.is_set():
+                    return
+                adds = add_requests(self.ledger_id, first, 20)
+                for txn in conn.send_requests(adds):
+                    assert conn.answer(txn).addResponse.status == pb.EOK
+                reads = [pb.ReadRequest(ledgerId=self.ledger_id, entryId=e) for e in range(first, first + 20)]
+                for txn in conn.send_requests(reads):
+                    conn.answer(txn)
+                time.sleep(0.01)
+
+
+@pytest.fixture(scope="module")
+def bookies(zookeeper, tmp_path_factory):
+    """Three bookies with one-second latency windows and a garbage collection every half second, each under adds
+    and reads."""
+    with shared_cluster(
+        zookeeper, tmp_path_factory.mktemp("top"), bookies=3, prometheusStatsLatencyRolloverSeconds=1, gcWaitTime=500
+    ) as harness:
+        with BookKeeper(harness.service_uri) as bk:  # in the metadata, or the collectors delete it
+            handle = bk.create_ledger(3, 3, 3)
+            ledger_id = handle.ledger_id
+            handle.close()
+        traffic = [Traffic(b.port, ledger_id) for b in harness.bookies]
+        for thread in traffic:
+            thread.start()
+        try:
+            for bookie in harness.bookies:
+                wait_for(
+                    lambda b=bookie: metric(b, "bookkeeper_server_READ_ENTRY_REQUEST_count", success="true") > 100,
+                    "reads on every bookie",
+                )
+            yield harness
+        finally:
+            for thread in traffic:
+                thread.halt.set()
+            for thread in traffic:
+                thread.join(30)
+
+
+def top_once(bkctl, uri, *args):
+    result = bkctl("-u", uri, "top", "--once", "--interval", "1.2", *args, "-o", "json")
+    return result, json.loads(result.stdout)
+
+
+def test_once_fills_every_column_of_every_bookie(bkctl, bookies):
+    time.sleep(1.2)  # a latency window with reads and adds in it closed on every bookie
+    result, doc = top_once(bkctl, bookies.service_uri)
+    assert result.exit_code == 0, result.stderr
+    assert doc["intervalSeconds"] == 1.2 and doc["timestampIso"].endswith("Z")
+    assert sorted(b["bookieId"] for b in doc["bookies"]) == sorted(b.bookie_id for b in bookies.bookies)
+    for row in doc["bookies"]:
+        assert [k for k, v in row.items() if v is None] == ["error"], row
+        assert row["addsPerSec"] > 50 and row["readsPerSec"] > 50, row
+        assert (row["state"], row["readOnly"], row["failedRequestsPerSec"]) == ("writable", False, 0), row
+        assert 0 < row["addP50Ms"] <= row["addP99Ms"] and 0 < row["readP50Ms"] <= row["readP99Ms"], row
+        assert row["journalFsyncP99Ms"] > 0 and row["requestsInFlight"] >= 0 and row["gc"] == "gc", row
+        assert 0 < row["diskUsedPercent"] < 100 and row["diskFreeBytes"] > 0, row
+
+
+def test_a_bookie_stopped_in_bursts_is_flagged_slow_by_top_and_by_cluster_check(bkctl, bookies):
+    slowed, uri = bookies.bookies[0], bookies.service_uri
+    halt = threading.Event()
+
+    def bursts():
+        while not halt.is_set():
+            os.killpg(slowed.pid, signal.SIGSTOP)
+            time.sleep(0.4)
+            os.killpg(slowed.pid, signal.SIGCONT)
+            time.sleep(0.3)
+
+    burster = threading.Thread(target=bursts, daemon=True)
+    burster.start()
+    try:
+
+        def flagged():
+            rows = {r["bookieId"]: r for r in top_once(bkctl, uri)[1]["bookies"]}
+            return rows if [b for b, r in rows.items() if r["slow"]] == [slowed.bookie_id] else None
+
+        rows = wait_for(flagged, "top to flag the stopped bookie", timeout=30)
+        assert rows[slowed.bookie_id]["slowReasons"][0].startswith("add p99 "), rows
+
+        def checked():
+            result = bkctl("-u", uri, "cluster", "check", "--latency", "-o", "json")
+            report = json.loads(result.stdout)
+            return (result, report) if report["counts"]["NUM_BOOKIES_SLOW"] else None
+
+        result, report = wait_for(checked, "cluster check to name the stopped bookie", timeout=30)
+    finally:
+        halt.set()
+        burster.join()
+        os.killpg(slowed.pid, signal.SIGCONT)
+    assert result.exit_code == 0, result.stderr  # a warning: a slow bookie loses nothing
+    [violation] = report["violations"]
+    assert (violation["category"], violation["bookies"]) == ("NUM_BOOKIES_SLOW", [slowed.bookie_id])
+    assert " is " in violation["reason"] and "x the others' median " in violation["reason"]
+
+
+def test_an_unreachable_bookie_is_a_row_saying_so(bkctl, bookies):
+    (dead,) = bookies.start(1)
+    dead.stop(kill=True)  # still registered until its session expires
+    result, doc = top_once(bkctl, bookies.service_uri)
+    assert result.exit_code == 6
+    rows = {r["bookieId"]: r for r in doc["bookies"]}
+    assert rows[dead.bookie_id]["error"].startswith(f"metrics of bookie {dead.bookie_id} are unreachable")
+    assert rows[dead.bookie_id]["addsPerSec"] is None and rows[dead.bookie_id]["slow"] is False
+    assert all(rows[b.bookie_id]["addsPerSec"] > 0 for b in bookies.bookies[:3])
+    assert result.stderr.startswith(f"warning: metrics of bookie {dead.bookie_id} are unreachable")
