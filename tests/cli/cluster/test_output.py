@@ -130,6 +130,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("pulsar", "orphans"): (["--min-age", "0s"], (0, 3)),
     ("pulsar", "owners"): ([], OK),
     ("pulsar", "usage"): ([], OK),
+    ("top",): (["--once", "--interval", "0.1"], OK),
 }
 # The sandbox's commands start and stop processes of their own: one scenario runs them all (below).
 SANDBOX = {("sandbox", verb) for verb in ("start", "status", "stop", "stop-bookie", "start-bookie")}
