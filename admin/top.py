@@ -167,7 +167,9 @@ def flag_slow(rows: list[BookieRow], factor: float = SLOW_FACTOR, floor_ms: floa
             median = statistics.median(others)
             if mine >= floor_ms and mine >= factor * median:
                 times = f"{mine / median:.0f}x" if median > 0 else "far above"
-                row.slow.append(f"{what} p99 {mine:g} ms is {times} the others' median {median:g} ms")
+                row.slow.append(
+                    f"{what} p99 {round(mine, 1):g} ms is {times} the others' median {round(median, 1):g} ms"
+                )
 
 
 class Sampler:

@@ -9,7 +9,7 @@ from bkctl.options import ledgers_option, output_option
 @click.option(
     "--latency",
     is_flag=True,
-    help="Compare the bookies' p99 add and read latency (their /metrics) and list the slow ones.",
+    help="Also compare the bookies' p99 add and read latency (their /metrics) and list the slow ones.",
 )
 @click.option(
     "--under-replicated-grace",
@@ -74,16 +74,16 @@ def check(
 ):
     """Check closed ledgers' placement and replicas against the bookies' indexes (BP-34); exit 3 on violations
 
-    No check flag runs all three checks. Read-only and light on bookies: they answer from their indexes, no entry
+    No check flag runs both checks. Read-only and light on bookies: they answer from their indexes, no entry
     data is read (except with --verify-entries). Open ledgers are skipped. Ledgers marked under-replicated are not
     checked but listed, and fail the check unless --allow-under-replicated (or --under-replicated-grace spares
     those marked recently). A ledger is re-read before it is reported, so an ensemble change during the run raises
     no false alarm. Writes nothing to ZooKeeper unless --record is given: then the check times
     (underreplication/replicascheckctime, placementpolicycheckctime) are written as BookKeeper's auditor writes
     them, which postpones the auditor's own checks. A bookie a ledger names that is not registered is missing: it
-    is reported unavailable, and the output ends with the commands to run next (JSON: nextSteps). A bookie whose
-    add or read p99 (from its /metrics, as bkctl top reads it) is at least 3 times the median of the other bookies'
-    and at least 10 ms is listed as NUM_BOOKIES_SLOW: a warning, it does not fail the check.
+    is reported unavailable, and the output ends with the commands to run next (JSON: nextSteps). With --latency, a
+    bookie whose add or read p99 (from its /metrics, as bkctl top reads it) is at least 3 times the median of the
+    other bookies' and at least 10 ms is listed as NUM_BOOKIES_SLOW: a warning, it does not fail the check.
     """
     from admin.check.categories import ALL
     from admin.check.checker import Checker, CheckOptions
@@ -94,11 +94,11 @@ def check(
         raise click.UsageError("--allow-under-replicated and --under-replicated-grace exclude each other")
     if prometheus_file:
         check_writable(prometheus_file)
-    every = not (placement or replicas or latency)
+    both = not (placement or replicas)
     options = CheckOptions(
-        placement=placement or every,
-        replicas=replicas or every,
-        latency=latency or every,
+        placement=placement or both,
+        replicas=replicas or both,
+        latency=latency,
         under_replicated_grace=None if allow_under_replicated else (under_replicated_grace or 0.0),
         ledger_ids=list(ledger_ids) or None,
         concurrency=concurrency,
