@@ -72,7 +72,7 @@ class BookieRow:
     disk_free_bytes: int | None = None
     gc: str | None = None  # "major", "minor", "gc" (a pass without compaction) or "idle", within the interval
     error: str | None = None
-    slow: list[str] = field(default_factory=list)  # why it is slow: "add p99 250 ms is 40x the others' 6.2 ms"
+    slow: list[str] = field(default_factory=list)  # why: "add p99 250 ms is 40x the others' median 6.2 ms"
 
     @property
     def read_only(self) -> bool | None:

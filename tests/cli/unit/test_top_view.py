@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from admin.top import BookieRow, flag_slow
-from bkctl.top import HEADERS, render
+from bkctl.top_view import HEADERS, render
 
 
 def sample() -> list[BookieRow]:
