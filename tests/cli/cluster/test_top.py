@@ -1,12 +1,17 @@
 """bkctl top on three of our bookies under adds and reads: --once -o json fills every column from BookKeeper's
-metric names; a bookie slowed on purpose (SIGSTOP bursts) is flagged, by top and by cluster check; an unreachable
-bookie is a row saying so."""
+metric names; a bookie slowed on purpose (SIGSTOP bursts) is flagged, by top and by cluster check --latency; the live
+view on a pseudo-terminal sorts on a key and quits on q or Ctrl-C; an unreachable bookie is a row saying so."""
 
 from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import signal
+import subprocess
+import sys
+import termios
 import threading
 import time
 
@@ -129,6 +134,57 @@ def test_a_bookie_stopped_in_bursts_is_flagged_slow_by_top_and_by_cluster_check(
     [violation] = report["violations"]
     assert (violation["category"], violation["bookies"]) == ("NUM_BOOKIES_SLOW", [slowed.bookie_id])
     assert " is " in violation["reason"] and "x the others' median " in violation["reason"]
+
+
+class Terminal:
+    """bkctl top in a process of its own on a pseudo-terminal: what it draws, and keys typed."""
+
+    def __init__(self, uri: str):
+        self.master, self.slave = pty.openpty()
+        env = {**os.environ, "COLUMNS": "200", "LINES": "40"}
+        command = [sys.executable, "-m", "bkctl", "-u", uri, "top", "--interval", "0.5"]
+        self.process = subprocess.Popen(command, stdin=self.slave, stdout=self.slave, stderr=self.slave, env=env)
+        self.seen = b""
+
+    def wait_for(self, text: str) -> None:
+        def drawn():
+            while select.select([self.master], [], [], 0.05)[0]:
+                self.seen += os.read(self.master, 1 << 16)
+            return text.encode() in self.seen
+
+        wait_for(drawn, f"top to draw {text!r}")
+
+    def type(self, key: bytes) -> None:
+        self.seen = b""
+        os.write(self.master, key)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        os.close(self.master)
+        os.close(self.slave)
+
+
+def test_the_live_view_sorts_on_a_key_and_quits_on_q_or_ctrl_c(bookies):
+    for quit_by in ("q", "ctrl-c"):
+        terminal = Terminal(bookies.service_uri)
+        try:
+            terminal.wait_for("sorted by name")
+            terminal.type(b"a")
+            terminal.wait_for("sorted by adds/s")
+            terminal.type(b"a")
+            terminal.wait_for("sorted by adds/s reversed")
+            if quit_by == "q":
+                terminal.type(b"q")
+            else:
+                terminal.process.send_signal(signal.SIGINT)  # what a terminal's Ctrl-C sends its foreground process
+            assert terminal.process.wait(20) == 0, terminal.seen
+            assert b"error" not in terminal.seen and b"Traceback" not in terminal.seen
+            lflag = termios.tcgetattr(terminal.slave)[3]
+            assert lflag & termios.ICANON and lflag & termios.ECHO  # the terminal's modes as they were
+        finally:
+            terminal.close()
 
 
 def test_an_unreachable_bookie_is_a_row_saying_so(bkctl, bookies):
