@@ -133,23 +133,24 @@ def _gc(first: Metrics, second: Metrics) -> str | None:
     return "gc" if moved[f"{GC_RUNS}_count"] else "idle"
 
 
-def measure(row: BookieRow, first: Metrics, second: Metrics, seconds: float) -> BookieRow:
-    """Fill ``row`` from two scrapes ``seconds`` apart."""
+def measure(row: BookieRow, first: Metrics | None, second: Metrics, seconds: float) -> BookieRow:
+    """Fill ``row`` from two scrapes ``seconds`` apart (without a ``first``: all but the rates and GC)."""
     status = second.sum(SERVER_STATUS)
     if status is not None:
         row.state = STATES.get(int(status), str(status))
-    row.adds_per_sec = _rate(f"{ADDS}_count", first, second, seconds)
-    row.reads_per_sec = _rate(f"{READS}_count", first, second, seconds)
     row.add_p50_ms, row.add_p99_ms = _quantile(second, ADDS, "0.5"), _quantile(second, ADDS, "0.99")
     row.read_p50_ms, row.read_p99_ms = _quantile(second, READS, "0.5"), _quantile(second, READS, "0.99")
     row.fsync_p99_ms = _quantile(second, JOURNAL_SYNC, "0.99")
     in_progress = [v for name in (ADDS_IN_PROGRESS, READS_IN_PROGRESS) if (v := second.sum(name)) is not None]
     row.in_flight = int(sum(in_progress)) if in_progress else None
-    failed = [_rate(f"{name}_count", first, second, seconds, success="false") for name in (ADDS, READS)]
-    row.errors_per_sec = None if None in failed else round(sum(f for f in failed if f is not None), 1)
     usage = [s.value for s in second.matching(r"bookie_ledger_dir_.*_usage")]
     row.disk_used_percent = round(max(usage), 1) if usage else None
-    row.gc = _gc(first, second)
+    if first is not None:
+        row.adds_per_sec = _rate(f"{ADDS}_count", first, second, seconds)
+        row.reads_per_sec = _rate(f"{READS}_count", first, second, seconds)
+        failed = [_rate(f"{name}_count", first, second, seconds, success="false") for name in (ADDS, READS)]
+        row.errors_per_sec = None if None in failed else round(sum(f for f in failed if f is not None), 1)
+        row.gc = _gc(first, second)
     return row
 
 
@@ -176,7 +177,7 @@ class Sampler:
     """Samples all bookies again and again: each sample's rates are against the previous scrape of each bookie.
 
     ``bookies()`` lists the bookies to show (read again at each sample: one that registers appears);
-    ``disk_space(ids)`` answers GET_BOOKIE_INFO of each, ``{bookie id: (total, free) or an error}``."""
+    ``disk_space(ids)`` asks each GET_BOOKIE_INFO: ``{bookie id: free bytes}`` of those that answer."""
 
     def __init__(self, bookies, disk_space=None, metrics_port: int | None = None, timeout: float = 10.0):
         self.bookies, self.disk_space = bookies, disk_space
@@ -208,16 +209,10 @@ class Sampler:
                 row.error, self.errors[bookie.bookie_id] = str(got), got
                 self.previous.pop(bookie.bookie_id, None)
             else:
-                earlier = self.previous.get(bookie.bookie_id)
-                if earlier is None:  # seen for the first time: no rates yet
-                    measure(row, got, got, 1.0)
-                    row.adds_per_sec = row.reads_per_sec = row.errors_per_sec = row.gc = None
-                else:
-                    measure(row, earlier[0], got, at - earlier[1])
+                first, then = self.previous.get(bookie.bookie_id, (None, at))  # seen for the first time: no rates
+                measure(row, first, got, at - then)
                 self.previous[bookie.bookie_id] = (got, at)
-                answer = space.get(bookie.bookie_id)
-                if isinstance(answer, tuple):
-                    row.disk_free_bytes = answer[1]
+                row.disk_free_bytes = space.get(bookie.bookie_id)
             rows.append(row)
         self.previous = {k: v for k, v in self.previous.items() if k in {b.bookie_id for b in bookies}}
         flag_slow(rows)

@@ -65,9 +65,11 @@ def top(app, once, interval, metrics_port):
             answers = await asyncio.gather(
                 *(app.client.core.bookie_info(b, 5.0) for b in bookie_ids), return_exceptions=True
             )
+            # one that does not answer shows no free space; its metrics say whether it is reachable
             return {
-                b: (a.total_disk_capacity, a.free_disk_space) if not isinstance(a, BaseException) else a
+                b: a.free_disk_space
                 for b, a in zip(bookie_ids, answers, strict=True)
+                if not isinstance(a, BaseException)
             }
 
         return app.client.run(ask()) if bookie_ids else {}

@@ -63,6 +63,12 @@ def test_gc_says_the_biggest_thing_the_collectors_finished():
     assert measure(BookieRow("b:1", None), parse(""), parse(""), 1.0).gc is None  # no such metrics: not "idle"
 
 
+def test_a_first_scrape_alone_gives_all_but_rates():
+    row = measure(BookieRow("b:1", "writable"), None, parse(scrape(100, 10, 0, 5)), 0.0)
+    assert (row.adds_per_sec, row.reads_per_sec, row.errors_per_sec, row.gc) == (None, None, None, None)
+    assert (row.state, row.add_p99_ms, row.in_flight, row.disk_used_percent) == ("readonly", 7.5, 5, 63.2)
+
+
 def rows(*p99s):
     return [BookieRow(f"b:{i}", "writable", add_p99_ms=add, read_p99_ms=read) for i, (add, read) in enumerate(p99s)]
 
