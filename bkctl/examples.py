@@ -499,6 +499,12 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl sandbox stop -o json", "stopped is false when nothing was running"),
     ],
     "sandbox stop-bookie": [("bkctl sandbox stop-bookie 2 --kill", "crash bookie 2 (SIGKILL), for a fault drill")],
+    # top
+    "top": [
+        ("bkctl top", "every bookie live, slow ones flagged; a, r, l... sort, q quits"),
+        ("bkctl top --once -o json", "one sample (two scrapes 2 s apart), for a script"),
+        ("bkctl top --metrics-port 8000", "Java bookies' Prometheus port (prometheusStatsHttpPort)"),
+    ],
 }
 
 

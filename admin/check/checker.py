@@ -7,7 +7,8 @@ marker is older than the grace period. A registered bookie that does not answer 
 reported only if it still fails and is still registered. A bookie that some ledger read names and that is not
 registered is missing (bookie.meta.membership): reported as unavailable too, and the ledgers' entries it held count as
 missing. Before a ledger is reported, its metadata is read again: changed means analyse again, marked
-under-replicated meanwhile means skip — no false alarms.
+under-replicated meanwhile means skip — no false alarms. When asked, a registered bookie whose add or read p99 (its
+/metrics) stands out from the others' is reported slow, a warning.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ REANALYSE = 3  # times a ledger whose metadata keeps changing is analysed again 
 class CheckOptions:
     placement: bool = True
     replicas: bool = True
+    # compare the bookies' p99s from their /metrics (admin.top). Off by default: a p99 over the few requests of a
+    # quiet window says little, and an audit's "no violations" must not come and go with it
+    latency: bool = False
     # seconds a ledger may stay marked under-replicated before it fails the check; None: listed, never failing
     under_replicated_grace: float | None = 0.0
     ledger_ids: list[int] | None = None
@@ -67,6 +71,7 @@ class Violation:
     missing_entries: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # runs (replicas.missing_runs)
     missing_counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None  # why a bookie counts as unavailable: what it answered, or why it could not
+    reason: str | None = None  # why a bookie counts as slow: its p99 against the others'
 
     def doc(self) -> dict:
         doc = {
@@ -79,6 +84,8 @@ class Violation:
         }
         if self.error is not None:
             doc["error"] = self.error
+        if self.reason is not None:
+            doc["reason"] = self.reason
         return doc
 
 
@@ -93,16 +100,20 @@ REPORT_FIELDS = {
     "underReplicatedLedgers": "their ids, ascending; those that fail the check are in violations as "
     "NUM_UNDERREPLICATED_LEDGERS_ELAPSED_RECOVERY_GRACE_PERIOD",
     "durationSeconds": "how long the check took",
-    "counts": "per category (BookKeeper's auditor gauge names): ledgers, or bookies for NUM_BOOKIES_UNAVAILABLE",
+    "counts": "per category (BookKeeper's auditor gauge names, and two of ours): ledgers, or bookies for "
+    "NUM_BOOKIES_UNAVAILABLE and NUM_BOOKIES_SLOW",
     "violations": "one per ledger and category (and per unavailable bookie), as below",
     "violations[].ledgerId": "the ledger (for an unavailable bookie: the ledger it failed on, or null)",
     "violations[].category": "one of the counts' names",
     "violations[].segment": "first entry id of the worst segment (null: not about one segment)",
-    "violations[].bookies": "bookies missing entries; the ensemble of a placement violation; the unavailable bookie",
+    "violations[].bookies": "bookies missing entries; the ensemble of a placement violation; the unavailable or "
+    "slow bookie",
     "violations[].missingEntries": "bookie -> [[first, last], ...]: inclusive runs of the entries the write-set rule "
     "gives that bookie (with E = WQ every id; with E 3 WQ 2 a bookie holds two ids of every three), ascending",
     "violations[].missingEntryCounts": "bookie -> how many entries it lacks",
     "violations[].error": "only for an unavailable bookie: what it answered, or why it could not be asked",
+    "violations[].reason": "only for a slow bookie (--latency; a warning: it does not fail the check): its add or "
+    "read p99 against the median of the other bookies'",
     "unavailableBookies": "registered bookies that did not answer, twice; and missing ones (not registered) that a "
     "checked ledger names",
     "nextSteps": "the commands to run about the unavailable bookies (check-impact; recover or decommission a missing "
@@ -128,6 +139,7 @@ class CheckReport:
             ledgers[violation.category].add(violation.ledger_id)
         counts = {name: len(ledgers[name]) for name in cat.ALL}
         counts[cat.UNAVAILABLE_BOOKIES] = len(self.unavailable_bookies)
+        counts[cat.SLOW_BOOKIES] = sum(v.category == cat.SLOW_BOOKIES for v in self.violations)
         return counts
 
     @property
@@ -233,6 +245,8 @@ class Checker:
             missing = await asyncio.to_thread(missing_bookies, self.core.store, names)
             report.missing_bookies = [m for m in missing if m.ledgers]
             await self._replicas(report, closed, held, unknown, under_replication)
+        if options.latency:
+            report.violations.extend(await asyncio.to_thread(self._slow_bookies))
         now_ms = int(time.time() * 1000)
         for kind, done in (("placement", options.placement), ("replicas", options.replicas)):
             if done and options.record:
@@ -302,6 +316,20 @@ class Checker:
             return []
         category = cat.PLACEMENT_FAIL if worst[0] == FAIL else cat.PLACEMENT_SOFT
         return [Violation(ledger_id, category, worst[1].first_entry_id, list(worst[1].bookies))]
+
+    # ---- latency ----
+    def _slow_bookies(self) -> list[Violation]:
+        """The registered bookies whose p99 stands out (admin.top.flag_slow), from one scrape of each /metrics; a
+        bookie whose metrics cannot be read is not judged (an unavailable one is reported by the replicas check)."""
+        from admin.top import Sampler
+
+        rows = Sampler(lambda: list(self.registered.values())).sample()
+        for row in rows:
+            if row.error:
+                log.info("latency of bookie %s not compared: %s", row.bookie_id, row.error)
+        return [
+            Violation(None, cat.SLOW_BOOKIES, None, [r.bookie_id], reason="; ".join(r.slow)) for r in rows if r.slow
+        ]
 
     # ---- replicas ----
     async def _replicas(self, report: CheckReport, ledgers: dict[int, LedgerMetadata], held, unknown, marks):

@@ -107,7 +107,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("bookies", "racks", "delete"): (["127.0.0.1:1", "--dry-run"], OK),
     ("bookies", "racks", "get"): ([], OK),
     ("bookies", "racks", "set"): (["{B}", "--rack", "/rack-a", "--dry-run"], OK),
-    ("cluster", "check"): (["--recheck-delay", "0"], (0, 3)),
+    ("cluster", "check"): (["--recheck-delay", "0", "--latency"], (0, 3)),
     ("cluster", "check-impact"): (["--bookie", "{B}"], (0, 3)),
     ("cluster", "info"): ([], OK),
     ("cluster", "usage"): (["--logs", "1"], OK),
@@ -130,6 +130,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("pulsar", "orphans"): (["--min-age", "0s"], (0, 3)),
     ("pulsar", "owners"): ([], OK),
     ("pulsar", "usage"): ([], OK),
+    ("top",): (["--once", "--interval", "0.1"], OK),
 }
 # The sandbox's commands start and stop processes of their own: one scenario runs them all (below).
 SANDBOX = {("sandbox", verb) for verb in ("start", "status", "stop", "stop-bookie", "start-bookie")}
