@@ -132,6 +132,10 @@ class RateLimit:
 
 
 class BookieRecovery:
+    """Re-replicates what ``lost`` bookies held. ``progress(kind, n)`` is called as it goes: "bytes" for each
+    entry copied (its size), "fragments" for each segment's replica swapped in, "ledgers" for each ledger handled
+    and "recovered" for each ledger that no longer names a lost bookie."""
+
     def __init__(
         self,
         core: ClientCore,
@@ -158,6 +162,17 @@ class BookieRecovery:
             self._writable = (now, await self.core.writable_bookies())
         return self._writable[1]
 
+    def bytes_to_copy(self, ledgers: Iterable[tuple[int, LedgerMetadata]]) -> int:
+        """The bytes the lost bookies' replicas of ``ledgers`` hold, estimated from their metadata (an open
+        ledger's count 0: it has no length until it is closed): the total a progress display starts with."""
+        return sum(
+            replica_bytes(md, index, position)
+            for _, md in ledgers
+            for index, segment in enumerate(md.segments)
+            for position, bookie_id in enumerate(segment.bookies)
+            if bookie_id in self.lost
+        )
+
     def affected(
         self, ledger_ids: list[int] | None = None, on_corrupt: Callable[[CorruptData], None] | None = None
     ) -> list[tuple[int, LedgerMetadata]]:
@@ -177,6 +192,7 @@ class BookieRecovery:
                 try:
                     if await self._ledger(ledger_id, md, report):
                         report.recovered.append(ledger_id)
+                        self.progress("recovered", 1)
                     else:
                         report.skipped_open.append(ledger_id)
                 except (TimeoutError, BKError) as exc:
@@ -423,6 +439,20 @@ class BookieRecovery:
                 continue
             except NoSuchLedger:
                 raise BKError(f"ledger {ledger_id} was deleted during recovery") from None
+
+
+def replica_bytes(md: LedgerMetadata, index: int, position: int) -> int:
+    """The bytes the replica at ``position`` of segment ``index`` holds, estimated from the ledger's length (its
+    entries' average size): 0 when unknown (an open ledger has no length yet)."""
+    if not md.is_closed or md.last_entry_id < 0 or md.length <= 0:
+        return 0
+    first, end = md.segments[index].first_entry_id, md.segment_end(index, md.last_entry_id)
+    if end < first:
+        return 0
+    held = end - first + 1
+    if md.write_quorum_size < md.ensemble_size:
+        held = round(held * md.write_quorum_size / md.ensemble_size)
+    return round(held * md.length / (md.last_entry_id + 1))
 
 
 def segment_at(md: LedgerMetadata, first_entry_id: int) -> int | None:
