@@ -1,0 +1,112 @@
+"""bookie decommission and recover say where they are: ledgers and bytes, with their totals known before the first
+copy; a decommission blocked by a ledger that cannot be re-replicated names it, and why, once nothing has moved
+for --stall-after seconds, and --timeout ends it with that list, exit 3."""
+
+import json
+import time
+
+from bkctl.terminal import Terminal
+from bookie.client import BookKeeper
+from bookie.meta.cookies import CookieStore
+
+from support.checks import ledgers_naming, write_ledgers
+
+
+def record_progress(monkeypatch) -> list[dict]:
+    """Every progress display a command opens: its totals and what it was advanced by."""
+    bars: list[dict] = []
+    opened = Terminal.progress
+
+    def progress(self, description, total=None, unit="entries", total_bytes=None):
+        bar = {"description": description, "total": total, "unit": unit, "totalBytes": total_bytes, "n": 0, "size": 0}
+        bars.append(bar)
+
+        class Recording:
+            def __enter__(self_):
+                self_.inner = opened(self, description, total, unit, total_bytes)
+                advance = self_.inner.__enter__()
+
+                def recorded(n=1, size=0):
+                    bar["n"] += n
+                    bar["size"] += size
+                    advance(n, size)
+
+                return recorded
+
+            def __exit__(self_, *exc):
+                return self_.inner.__exit__(*exc)
+
+        return Recording()
+
+    monkeypatch.setattr(Terminal, "progress", progress)
+    return bars
+
+
+def test_decommission_and_recover_count_bytes_against_totals_known_up_front(harness, bkctl, monkeypatch):
+    bookies = harness.start(5)  # two gone, three left for ensembles of three
+    write_ledgers(harness.service_uri, 3, quorum=(3, 3, 2), entries=40)
+    victim, second = [b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id)][:2]
+    named = ledgers_naming(bkctl, harness.service_uri, victim.bookie_id)
+    victim.stop()
+    bars = record_progress(monkeypatch)
+    result = bkctl("-u", harness.service_uri, "bookie", "decommission", victim.bookie_id, "--yes", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["decommissioned"], doc["timedOut"], doc["blockers"]) == (True, False, [])
+    assert doc["ledgers"] == len(named) and doc["recovered"] == sorted(named)
+    # the estimate counts payloads (the ledgers' length), the copy framed entries: 40 entries of 8 bytes each
+    assert doc["entries"] == 40 * len(named) and 0 < doc["estimatedBytes"] < doc["bytes"]
+    [bar] = bars
+    assert (bar["total"], bar["unit"], bar["totalBytes"]) == (len(named), "ledgers", doc["estimatedBytes"])
+    assert (bar["n"], bar["size"]) == (len(named), doc["bytes"])  # it moved with every entry copied
+
+    second.stop()
+    bars.clear()
+    named = ledgers_naming(bkctl, harness.service_uri, second.bookie_id)
+    result = bkctl("-u", harness.service_uri, "bookie", "recover", second.bookie_id, "--yes", "-o", "json")
+    assert result.exit_code == 0, result.stdout
+    doc = json.loads(result.stdout)
+    assert doc["ledgers"] == len(named) and 0 < doc["estimatedBytes"] < doc["bytes"]
+    [bar] = bars
+    assert (bar["total"], bar["totalBytes"], bar["n"], bar["size"]) == (
+        len(named),
+        doc["estimatedBytes"],
+        len(named),
+        doc["bytes"],
+    )
+
+
+def test_a_blocked_decommission_names_its_blocker_then_times_out_with_it(harness, bkctl, cluster):
+    bookies = harness.start(2)
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(1, 1, 1)  # its only replica on the bookie that goes
+        ledger.add_entries(b"only-%d" % i for i in range(10))
+        ledger.close()
+    victim = next(b for b in bookies if ledger.ledger_id in ledgers_naming(bkctl, harness.service_uri, b.bookie_id))
+    victim.stop()
+    started = time.monotonic()
+    result = bkctl(
+        "-u", harness.service_uri, "bookie", "decommission", victim.bookie_id, "--yes",
+        "--stall-after", "1", "--timeout", "4", "-o", "json",
+    )  # fmt: skip
+    took = time.monotonic() - started
+    assert result.exit_code == 3, result.stderr
+    # within its first stall period, before the timeout: the blocker, classified, and its fix
+    warning = "warning: nothing moved for 1 s (0 of 1 ledgers re-replicated"
+    assert warning in result.stderr
+    assert f"ledger/{ledger.ledger_id} lost: " in result.stderr.split(warning, 1)[1]
+    assert took < 10
+    doc = json.loads(result.stdout)
+    assert (doc["decommissioned"], doc["timedOut"], doc["ledgers"], doc["recovered"]) == (False, True, 1, [])
+    [blocker] = doc["blockers"]
+    assert (blocker["ledgerId"], blocker["reason"]) == (ledger.ledger_id, "lost")
+    assert blocker["fix"] and "no readable replica" in blocker["lastError"]
+    assert victim.bookie_id in CookieStore(cluster).list()  # kept: something still names it
+
+    text = bkctl(
+        "-u", harness.service_uri, "bookie", "decommission", victim.bookie_id, "--yes",
+        "--stall-after", "30", "--timeout", "2",
+    )  # fmt: skip
+    assert text.exit_code == 3 and "nothing moved" not in text.stderr  # the timeout came before the stall
+    assert f"bookie/{victim.bookie_id} kept: not done within the timeout; blocked by:" in text.stdout
+    assert f"  ledger/{ledger.ledger_id} lost: " in text.stdout
