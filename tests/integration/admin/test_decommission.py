@@ -54,8 +54,8 @@ def test_decommission_and_recover_count_bytes_against_totals_known_up_front(harn
     doc = json.loads(result.stdout)
     assert (doc["decommissioned"], doc["timedOut"], doc["blockers"]) == (True, False, [])
     assert doc["ledgers"] == len(named) and doc["recovered"] == sorted(named)
-    # the estimate counts payloads (the ledgers' length), the copy framed entries: 40 entries of 8 bytes each
-    assert doc["entries"] == 40 * len(named) and 0 < doc["estimatedBytes"] < doc["bytes"]
+    # E = WQ: each replica holds every entry, and the estimate (lengths, plus each entry's header and digest) is exact
+    assert doc["entries"] == 40 * len(named) and 0 < doc["estimatedBytes"] == doc["bytes"]
     [bar] = bars
     assert (bar["total"], bar["unit"], bar["totalBytes"]) == (len(named), "ledgers", doc["estimatedBytes"])
     assert (bar["n"], bar["size"]) == (len(named), doc["bytes"])  # it moved with every entry copied
@@ -66,7 +66,7 @@ def test_decommission_and_recover_count_bytes_against_totals_known_up_front(harn
     result = bkctl("-u", harness.service_uri, "bookie", "recover", second.bookie_id, "--yes", "-o", "json")
     assert result.exit_code == 0, result.stdout
     doc = json.loads(result.stdout)
-    assert doc["ledgers"] == len(named) and 0 < doc["estimatedBytes"] < doc["bytes"]
+    assert doc["ledgers"] == len(named) and 0 < doc["estimatedBytes"] == doc["bytes"]
     [bar] = bars
     assert (bar["total"], bar["totalBytes"], bar["n"], bar["size"]) == (
         len(named),
