@@ -20,6 +20,7 @@ from typing import Any
 from admin.stuck import Stuck, explain
 from bookie.client.core import ClientCore
 from bookie.client.rereplication import BookieRecovery, RecoverReport
+from bookie.errors import BKError
 from bookie.meta.ledger_metadata import LedgerMetadata
 
 STALL_AFTER = 60.0  # seconds without a byte copied or a ledger done before the blockers are reported
@@ -38,9 +39,11 @@ class DecommissionReport:
     errors: dict[int, str] = field(default_factory=dict)  # the last failure of each ledger that still names it
     done: bool = False  # no ledger names the bookie
     timed_out: bool = False
+    under_way: BookieRecovery | None = None  # the pass being made, not in ``rounds`` yet
 
     def doc(self) -> dict[str, Any]:
-        recovered = sorted({lid for r in self.rounds for lid in r.recovered})
+        rounds = self.rounds + ([self.under_way.report] if self.under_way is not None else [])
+        recovered = sorted({lid for r in rounds for lid in r.recovered})
         return {
             "bookieId": self.bookie_id,
             "decommissioned": self.done,
@@ -48,10 +51,10 @@ class DecommissionReport:
             "ledgers": self.ledgers,
             "estimatedBytes": self.estimated_bytes,
             "recovered": recovered,
-            "entries": sum(r.entries for r in self.rounds),
-            "bytes": sum(r.bytes for r in self.rounds),
+            "entries": sum(r.entries for r in rounds),
+            "bytes": sum(r.bytes for r in rounds),
             "blockers": [self.blocker_doc(b) for b in self.blockers],
-            "rounds": [r.doc() for r in self.rounds],
+            "rounds": [r.doc() for r in rounds],
         }
 
     def blocker_doc(self, stuck: Stuck) -> dict[str, Any]:
@@ -104,11 +107,13 @@ class Decommission:
             self.recovery = BookieRecovery(self.core, {self.bookie_id}, progress=self._moved)
             self._pending = {lid for lid, _ in ledgers}
             moved_before = self.moved_at
+            report.under_way = self.recovery
             task = asyncio.ensure_future(self.recovery.run(ledgers))
-            if not await self._wait(task, deadline):
-                report.rounds.append(self.recovery.report)
+            finished = await self._wait(task, deadline)
+            report.rounds.append(self.recovery.report)
+            report.under_way = None
+            if not finished:
                 return report
-            report.rounds.append(task.result())
             report.errors = dict(task.result().failed)
             ledgers = await asyncio.to_thread(self.affected)
             if ledgers and task.result().failed:
@@ -138,7 +143,11 @@ class Decommission:
                 self.on_stall(self.report)
                 continue
             wake = deadline if self._stall_reported else min(deadline, stall_at)
-            done, _ = await asyncio.wait([task], timeout=max(0.0, wake - now))
+            try:
+                done, _ = await asyncio.wait([task], timeout=max(0.0, wake - now))
+            except asyncio.CancelledError:  # interrupted: the copies under way keep what their targets acknowledged
+                task.cancel()
+                raise
             if done:
                 return True
 
@@ -148,4 +157,8 @@ class Decommission:
         if self.recovery is not None:
             self.report.errors |= self.recovery.report.failed
             pending -= set(self.recovery.report.recovered)
-        return await explain(self.core, sorted(pending))
+        try:
+            return await explain(self.core, sorted(pending))
+        except BKError as exc:  # the list is still worth having, unclassified
+            seen, again = f"not classified ({exc})", "run the decommission again"
+            return [Stuck(lid, "unknown", seen, 0, None, again, False) for lid in sorted(pending)]

@@ -3,6 +3,10 @@ copy; a decommission blocked by a ledger that cannot be re-replicated names it, 
 for --stall-after seconds, and --timeout ends it with that list, exit 3."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 
 from bkctl.terminal import Terminal
@@ -10,6 +14,7 @@ from bookie.client import BookKeeper
 from bookie.meta.cookies import CookieStore
 
 from support.checks import ledgers_naming, write_ledgers
+from support.waiting import wait_for
 
 
 def record_progress(monkeypatch) -> list[dict]:
@@ -110,3 +115,37 @@ def test_a_blocked_decommission_names_its_blocker_then_times_out_with_it(harness
     assert text.exit_code == 3 and "nothing moved" not in text.stderr  # the timeout came before the stall
     assert f"bookie/{victim.bookie_id} kept: not done within the timeout; blocked by:" in text.stdout
     assert f"  ledger/{ledger.ledger_id} lost: " in text.stdout
+
+
+def test_an_interrupted_decommission_says_how_far_it_got(harness, bkctl, tmp_path):
+    """Ctrl-C while a copy waits for its target (paused) to acknowledge: the copy is cancelled, not waited for,
+    and the one error line says what was done."""
+    bookies = harness.start(3, zkTimeout=30000)  # the paused bookie keeps its registration
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(2, 2, 2)
+        ledger.add_entries(b"entry-%d" % i for i in range(50))
+        ledger.close()
+        ensemble = bk.ledger_metadata(ledger.ledger_id).segments[0].bookies
+    victim = next(b for b in bookies if b.bookie_id == ensemble[0])
+    [target] = [b for b in bookies if b.bookie_id not in ensemble]
+    victim.stop()
+    os.kill(target.pid, signal.SIGSTOP)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bkctl", "-u", harness.service_uri, "bookie", "decommission", victim.bookie_id,
+             "--yes", "--stall-after", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )  # fmt: skip
+        try:
+            # every entry sent, none acknowledged: the stall report says what waits
+            wait_for(lambda: b"nothing moved" in proc.stderr.peek(), "the stall report", 30)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    finally:
+        os.kill(target.pid, signal.SIGCONT)
+    assert proc.returncode == 130, stderr
+    assert stderr.decode().splitlines()[-1] == (
+        "error: interrupted (0 of 1 ledgers re-replicated, 2.3 KiB of about 2.3 KiB copied: run it again to go on)"
+    )
