@@ -36,6 +36,12 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl autorecovery list-under-replicated", "the marked ledgers and their missing replicas"),
         (f"bkctl autorecovery list-under-replicated --missing-replica {BOOKIE}", "only those missing this bookie"),
         ("bkctl autorecovery list-under-replicated --count -o json", "how many, for a monitoring script"),
+        ("bkctl autorecovery list-under-replicated --explain", "why each one is stuck, and the fix"),
+        ("bkctl autorecovery list-under-replicated --fix --dry-run", "what the safe fixes would do"),
+        (
+            "bkctl -c bk_server.conf autorecovery list-under-replicated --fix --yes -o json",
+            "from cron: exit 3 while any stays stuck",
+        ),
     ],
     "autorecovery lost-bookie-recovery-delay": [
         ("bkctl autorecovery lost-bookie-recovery-delay", "the current delay"),

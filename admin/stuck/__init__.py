@@ -16,26 +16,25 @@ fences or closes a ledger:
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from admin.check.checker import Checker, CheckOptions
-from admin.stuck.reasons import REASONS, Cluster, Ledger, Stuck, classify
+from admin.stuck.reasons import REASONS, Cluster, Ledger, Stuck, classify, gone
 from bookie.client.core import ClientCore
 from bookie.client.rereplication import BookieRecovery
 from bookie.errors import BKError, CorruptData, NoSuchLedger
 from bookie.local.zookeeper import connected_sessions
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.movement import MovementLock
+from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager
 
 __all__ = ["REASONS", "Fixed", "Stuck", "explain", "fix", "planned_action"]
 
-log = logging.getLogger(__name__)
 LOCK_OWNER = "bkctl"  # who the re-replication lock names while a fix replaces an empty ledger's bookies
 
 
@@ -72,15 +71,14 @@ async def explain(
 
 def _cluster(store: MetadataStore, ur: UnderReplicationManager) -> Cluster:
     """Autorecovery's state, the registered bookies, the sessions connected and the data movement running."""
-    from bookie.meta.registration import BookieRegistry
-
     auditor = ur.auditor()
-    mover = None
+    mover, mover_gone = None, False
     movement = MovementLock(store, "")
     stat = store.exists(movement.path)
     if stat is not None:
-        what = (movement.holder() or {}).get("what", "a data movement")
-        mover = (stat.ephemeralOwner, str(what))
+        holder = movement.holder() or {}
+        mover = (stat.ephemeralOwner, str(holder.get("what", "a data movement")))
+        mover_gone = MovementLock.dead(holder)
     return Cluster(
         enabled=ur.is_enabled(),
         voters=ur.voters(),
@@ -89,6 +87,7 @@ def _cluster(store: MetadataStore, ur: UnderReplicationManager) -> Cluster:
         bookies={b.bookie_id: b for b in BookieRegistry(store).list(True, True)},
         connected=live_sessions(store),
         mover=mover,
+        mover_gone=mover_gone,
         now_ms=int(time.time() * 1000),
     )
 
@@ -196,12 +195,11 @@ def _release_stale(store: MetadataStore, ur: UnderReplicationManager, lid: int) 
     lock = ur.lock(lid)
     if lock is None:
         return None  # gone with its session meanwhile
-    connected = live_sessions(store)
-    if connected is None or lock.session in connected:
-        return f"session 0x{lock.session:x} holds it and is connected now (or ZooKeeper no longer says): kept"
-    if not ur.release_lock_of(lid, lock.session):
+    if gone(lock.session, _cluster(store, ur)) is None:
+        return f"session 0x{lock.session:x} holds it and may be alive now: kept"
+    if not ur.release_lock_of(lid, lock.session) and ur.lock(lid) is not None:
         return "taken by another session meanwhile: kept"
-    return None
+    return None  # released, or gone with its session meanwhile
 
 
 async def _replace_in_empty(core: ClientCore, ur: UnderReplicationManager, lid: int) -> str | None:

@@ -8,12 +8,14 @@ ZooKeeper session of whoever took it (an autorecovery worker, a bkctl mover, a b
 killed holder's lock stays until ZooKeeper expires its session (the session timeout: up to maxSessionTimeout, 40 s by
 default); a hung holder that still pings keeps it for good, and looks like one at work. So a lock is **stale** when
 its session is connected to no server of the ensemble: the holder was killed, or is cut off. That is asked of
-ZooKeeper with the four-letter word ``cons`` on every server; a server that does not answer it (not in
-``4lw.commands.whitelist``) makes liveness unknown, and every lock counts as live (``in-progress``, saying so).
+ZooKeeper with the four-letter word ``cons`` on every server. A server that does not answer it (not in
+``4lw.commands.whitelist``) makes liveness unknown: then only a bkctl data movement's lock is known stale, when the
+process it names on this host no longer runs; every other lock counts as live (``in-progress``, saying so).
 """
 
 from __future__ import annotations
 
+import datetime
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from bookie.client.move import replica_bytes
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_metadata import LedgerMetadata
-from bookie.meta.registration import RegisteredBookie
+from bookie.meta.registration import WRITABLE, RegisteredBookie
 from bookie.meta.underreplication import Lock
 
 REASONS: tuple[str, ...] = (
@@ -40,6 +42,7 @@ REASONS: tuple[str, ...] = (
     "delayed",  # waiting for lostBookieRecoveryDelay, or an open ledger's grace
     "unknown",  # none of these: the detail says what was seen
 )
+LONGEST_HOLD_S = 300  # lockReleaseOfFailedLedgerGracePeriod's default (a copy of a large ledger may take longer)
 OPEN_GRACE_MS = 30_000  # openLedgerRereplicationGracePeriod's default; `autorecovery run --open-ledger-grace`'s too
 FIX_COMMAND = "bkctl autorecovery list-under-replicated --explain --fix"
 
@@ -79,12 +82,13 @@ class Cluster:
     bookies: dict[str, RegisteredBookie] = field(default_factory=dict)  # registered, writable and read-only
     connected: set[int] | None = None  # sessions connected to some server (cons); None: not known
     mover: tuple[int, str] | None = None  # the bkctl data movement running: its session, what it is
+    mover_gone: bool = False  # its process, on this host, no longer runs
     min_racks: int | None = None  # minNumRacksPerWriteQuorum when enforced (enforceMinNumRacksPerWriteQuorum)
     now_ms: int = 0
 
     @property
     def writable(self) -> list[RegisteredBookie]:
-        return [b for b in self.bookies.values() if b.state == "writable"]
+        return [b for b in self.bookies.values() if b.state == WRITABLE]
 
 
 @dataclass
@@ -120,8 +124,8 @@ def lost_entries(md: LedgerMetadata, held: Mapping[str, AvailabilityOfEntries]) 
         for index, bookie_id in enumerate(bookies):
             share = entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
             lacking.update(held.get(bookie_id, empty).unavailable(share))
-        gone = sorted(e for e, n in lacking.items() if n >= md.write_quorum_size)
-        runs += missing_runs(range(first, last + 1), gone)
+        none_left = sorted(e for e, n in lacking.items() if n >= md.write_quorum_size)
+        runs += missing_runs(range(first, last + 1), none_left)
     return runs
 
 
@@ -152,7 +156,11 @@ def placement_refusal(md: LedgerMetadata, lost: list[str], cluster: Cluster) -> 
     another rack first; with ``cluster.min_racks``, only one that keeps each write quorum on that many racks."""
     rack = {b.bookie_id: b.rack for b in cluster.bookies.values()}
     writable = cluster.writable
-    read_only = sorted(b.bookie_id for b in cluster.bookies.values() if b.state != "writable")
+    read_only = sorted(
+        b.bookie_id + (f" ({', '.join(b.read_only_reasons)})" if b.read_only_reasons else "")
+        for b in cluster.bookies.values()
+        if b.state != WRITABLE
+    )
     for segment in md.segments:
         for position, bookie_id in enumerate(segment.bookies):
             if bookie_id not in lost:
@@ -174,6 +182,17 @@ def placement_refusal(md: LedgerMetadata, lost: list[str], cluster: Cluster) -> 
                     f"writable bookies outside the ensemble of {where} are on {', '.join(used)}, which {bookie_id}'s "
                     "write quorums already use" + (f"; read-only: {', '.join(read_only)}" if read_only else "")
                 )
+    return None
+
+
+def gone(session: int, cluster: Cluster) -> str | None:
+    """Why the holder of ``session`` is known to be gone, or None when it may be alive: connected to no server
+    (``cons``); else, when ZooKeeper does not say, a bkctl data movement whose process on this host no longer runs
+    (what :class:`~bookie.meta.movement.MovementLock` itself waits out)."""
+    if cluster.connected is not None:
+        return None if session in cluster.connected else "connected to no ZooKeeper server (killed or cut off)"
+    if cluster.mover is not None and cluster.mover[0] == session and cluster.mover_gone:
+        return "whose process on this host no longer runs"
     return None
 
 
@@ -211,11 +230,11 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
     if ledger.held is not None and not ledger.unanswered:
         runs = lost_entries(md, ledger.held)
         if runs:
-            gone = ", ".join(b for b in lost) or "bookies that no longer hold them"
+            where = ", ".join(lost) or "bookies that no longer hold them"
             return stuck(
                 "lost",
-                f"entries {_entries(runs)} have no replica left: they were on {gone}",
-                f"start {gone} again with its disks; if it is gone for good, those entries are lost: delete the "
+                f"entries {_entries(runs)} have no replica left: they were on {where}",
+                f"start {where} again with its disks; if it is gone for good, those entries are lost: delete the "
                 f"ledger where it is used (or `bkctl ledger delete {lid}`), which removes the marker",
             )
     if lost:
@@ -230,15 +249,18 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
     if ledger.lock is not None:
         lock = ledger.lock
         held_for = max(0, cluster.now_ms - lock.ctime) // 1000
-        if cluster.connected is not None and lock.session not in cluster.connected:
+        evidence = gone(lock.session, cluster)
+        if evidence is not None:
             return stuck(
                 "stale-lock",
-                f"locked for {held_for} s by {_holder(lock, cluster)}, connected to no ZooKeeper server "
-                "(killed or cut off; ZooKeeper drops the lock when the session expires)",
+                f"locked for {held_for} s by {_holder(lock, cluster)}, {evidence} (ZooKeeper drops the lock when "
+                "the session expires)",
                 f"release the lock: {FIX_COMMAND}",
                 True,
             )
         how = "connected" if cluster.connected is not None else "liveness unknown: ZooKeeper does not answer `cons`"
+        if held_for > LONGEST_HOLD_S:
+            how += f"; longer than a worker keeps a failed ledger's lock ({LONGEST_HOLD_S} s): a hung holder?"
         return stuck(
             "in-progress",
             f"locked for {held_for} s by {_holder(lock, cluster)} ({how}); {_left(md, lost)}",
@@ -313,7 +335,4 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
 
 
 def _iso(ms: int) -> str:
-    import datetime
-
-    when = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -33,6 +33,22 @@ PROGRESS_EVERY = 1.0  # seconds between writes of a worker's progress to ZooKeep
 _UNSEEN = object()  # the delay znode's version before the first audit: its existence is no trigger
 
 
+class _LockedRecovery(BookieRecovery):
+    """A worker's re-replication of one ledger, whose metadata swap happens only while the worker still holds the
+    ledger's lock: lost with an expired session, or released as stale (`list-under-replicated --fix`) while this
+    worker was cut off, it may be another's now, a bookie's GC among them, which frees the target's copy of a ledger
+    whose metadata does not name it yet."""
+
+    def __init__(self, core, lost: set[str], ur: UnderReplicationManager):
+        super().__init__(core, lost)
+        self.ur = ur
+
+    def _swap(self, ledger_id: int, first: int, last: int, lost: str, position: int, target: str):
+        if not self.ur.holds_lock(ledger_id):
+            raise BKError(f"ledger {ledger_id}: its re-replication lock is no longer this worker's; not swapped")
+        return super()._swap(ledger_id, first, last, lost, position, target)
+
+
 class AutoRecovery:
     def __init__(
         self,
@@ -152,7 +168,7 @@ class AutoRecovery:
             marked_at = (marker.ctime or 0) / 1000 if marker else 0
             if time.time() - marked_at < self.open_grace:
                 return False  # its writer may still change the ensemble itself
-        recovery = BookieRecovery(self.core, lost)
+        recovery = _LockedRecovery(self.core, lost, self.ur)
         total = recovery.bytes_to_copy([(ledger_id, md)])
         progress = await asyncio.to_thread(self.progress.start, ledger_id, self.name, total)
         reporter = _Reporter(self.progress, progress)

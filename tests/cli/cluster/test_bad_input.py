@@ -189,6 +189,8 @@ BAD_INPUTS = {
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "-5"], USAGE),
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "2147483648"], USAGE),  # a Java int in BookKeeper
         (["autorecovery", "run", "--poll", "x"], USAGE),
+        (["autorecovery", "list-under-replicated", "--dry-run"], USAGE),  # what --fix would do: --fix is needed
+        (["autorecovery", "list-under-replicated", "--count", "--explain"], USAGE),
         (["autorecovery", "status", "--bogus"], USAGE),
     ],
     "bench": [

@@ -44,7 +44,7 @@ OK = (0,)
 RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("autorecovery", "disable"): (["--dry-run"], OK),
     ("autorecovery", "enable"): ([], OK),
-    ("autorecovery", "list-under-replicated"): ([], OK),
+    ("autorecovery", "list-under-replicated"): (["--fix", "--dry-run"], (3,)),  # its rows with --explain's reasons
     ("autorecovery", "lost-bookie-recovery-delay"): (["--set", "0"], OK),
     ("autorecovery", "status"): ([], OK),
     ("autorecovery", "trigger-audit"): ([], OK),
