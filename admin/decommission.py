@@ -82,10 +82,11 @@ class Decommission:
         self._pending: set[int] = set()  # the ledgers of the pass under way, or of the next
         self.recovery: BookieRecovery | None = None
 
-    def affected(self) -> list[tuple[int, LedgerMetadata]]:
-        """The ledgers naming the bookie now, and (the first time) the totals the progress starts from (blocking)."""
+    def affected(self, ledger_ids: list[int] | None = None) -> list[tuple[int, LedgerMetadata]]:
+        """The ledgers naming the bookie now (of ``ledger_ids``; None: all), and (the first time) the totals the
+        progress starts from (blocking)."""
         recovery = BookieRecovery(self.core, {self.bookie_id})
-        ledgers = recovery.affected()
+        ledgers = recovery.affected(ledger_ids)
         if not self.report.ledgers:
             self.report.ledgers, self.report.estimated_bytes = len(ledgers), recovery.bytes_to_copy(ledgers)
         return ledgers
@@ -114,13 +115,20 @@ class Decommission:
             report.under_way = None
             if not finished:
                 return report
-            report.errors = dict(task.result().failed)
-            ledgers = await asyncio.to_thread(self.affected)
-            if ledgers and task.result().failed:
-                retry = RETRY_AFTER if self.moved_at > moved_before else min(2 * retry, RETRY_MAX)
+            failed = task.result().failed
+            report.errors = dict(failed)
+            # after failures, only those are read again (a stopped bookie joins no new ensemble); a pass without
+            # any, or failed ledgers that no longer name it, get a look at every ledger before it is done
+            ledgers = await asyncio.to_thread(self.affected, sorted(failed) or None)
+            if failed and not ledgers:
+                ledgers = await asyncio.to_thread(self.affected)
+            elif ledgers and failed:
+                if self.moved_at > moved_before:
+                    retry = RETRY_AFTER
                 self.recovery, self._pending = None, {lid for lid, _ in ledgers}
                 if not await self._wait(asyncio.ensure_future(asyncio.sleep(retry)), deadline):
                     return report
+                retry = min(2 * retry, RETRY_MAX)
         report.done, report.blockers = True, []
         return report
 

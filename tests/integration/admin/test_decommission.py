@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from bkctl.terminal import Terminal
@@ -15,6 +16,37 @@ from bookie.meta.cookies import CookieStore
 
 from support.checks import ledgers_naming, write_ledgers
 from support.waiting import wait_for
+
+
+class Decommission:
+    """``bkctl bookie decommission`` in a process of its own, its stderr read as it comes."""
+
+    def __init__(self, uri: str, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bkctl", "-u", uri, "bookie", "decommission", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        self.stderr = b""
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.stderr += line
+
+    def said(self, text: str) -> bool:
+        return text.encode() in self.stderr
+
+    def end(self, timeout: float = 60) -> tuple[int, str, str]:
+        """Exit code, stdout and stderr once it exits."""
+        try:
+            stdout = self.proc.communicate(timeout=timeout)[0]
+        finally:
+            self.proc.kill()
+        self.reader.join(10)
+        return self.proc.returncode, stdout.decode(), self.stderr.decode()
 
 
 def record_progress(monkeypatch) -> list[dict]:
@@ -117,7 +149,7 @@ def test_a_blocked_decommission_names_its_blocker_then_times_out_with_it(harness
     assert f"  ledger/{ledger.ledger_id} lost: " in text.stdout
 
 
-def test_an_interrupted_decommission_says_how_far_it_got(harness, bkctl, tmp_path):
+def test_an_interrupted_decommission_says_how_far_it_got(harness):
     """Ctrl-C while a copy waits for its target (paused) to acknowledge: the copy is cancelled, not waited for,
     and the one error line says what was done."""
     bookies = harness.start(3, zkTimeout=30000)  # the paused bookie keeps its registration
@@ -131,21 +163,37 @@ def test_an_interrupted_decommission_says_how_far_it_got(harness, bkctl, tmp_pat
     victim.stop()
     os.kill(target.pid, signal.SIGSTOP)
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bkctl", "-u", harness.service_uri, "bookie", "decommission", victim.bookie_id,
-             "--yes", "--stall-after", "1"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )  # fmt: skip
-        try:
-            # every entry sent, none acknowledged: the stall report says what waits
-            wait_for(lambda: b"nothing moved" in proc.stderr.peek(), "the stall report", 30)
-            proc.send_signal(signal.SIGINT)
-            _, stderr = proc.communicate(timeout=30)
-        finally:
-            proc.kill()
+        run = Decommission(harness.service_uri, victim.bookie_id, "--yes", "--stall-after", "1")
+        # every entry sent, none acknowledged: the stall report says what waits
+        wait_for(lambda: run.said("nothing moved"), "the stall report", 30)
+        run.proc.send_signal(signal.SIGINT)
+        code, _, stderr = run.end(30)
     finally:
         os.kill(target.pid, signal.SIGCONT)
-    assert proc.returncode == 130, stderr
-    assert stderr.decode().splitlines()[-1] == (
+    assert code == 130, stderr
+    assert stderr.splitlines()[-1] == (
         "error: interrupted (0 of 1 ledgers re-replicated, 2.3 KiB of about 2.3 KiB copied: run it again to go on)"
     )
+
+
+def test_a_decommission_waits_out_its_blocker_and_finishes(harness, bkctl, cluster):
+    """No bookie to copy to: the stall report says so (no-eligible-bookie); a bookie that joins is used by the
+    next try, and the decommission ends as if nothing had blocked it."""
+    bookies = harness.start(2)
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(2, 2, 2)
+        ledger.add_entries(b"entry-%d" % i for i in range(20))
+        ledger.close()
+    victim = bookies[0]
+    victim.stop()
+    run = Decommission(harness.service_uri, victim.bookie_id, "--yes", "--stall-after", "1", "-o", "json")
+    wait_for(lambda: run.said("nothing moved"), "the stall report", 30)
+    [spare] = harness.start(1)
+    code, stdout, stderr = run.end()
+    assert code == 0, stderr
+    assert f"ledger/{ledger.ledger_id} no-eligible-bookie: " in stderr
+    doc = json.loads(stdout)
+    assert (doc["decommissioned"], doc["recovered"], doc["blockers"]) == (True, [ledger.ledger_id], [])
+    assert len(doc["rounds"]) >= 2 and doc["rounds"][0]["failed"]
+    assert ledgers_naming(bkctl, harness.service_uri, spare.bookie_id) == [ledger.ledger_id]
+    assert victim.bookie_id not in CookieStore(cluster).list()
