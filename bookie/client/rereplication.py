@@ -460,9 +460,10 @@ def replica_entries(md: LedgerMetadata, index: int, position: int) -> int:
 def replica_bytes(md: LedgerMetadata, index: int, position: int) -> int:
     """The bytes the replica at ``position`` of segment ``index`` holds, estimated from the ledger's length (its
     entries' average size): 0 when unknown (an open ledger has no length yet)."""
-    if md.length <= 0:
+    held = replica_entries(md, index, position)
+    if not held or md.length <= 0:
         return 0
-    return round(replica_entries(md, index, position) * md.length / (md.last_entry_id + 1))
+    return round(held * md.length / (md.last_entry_id + 1))
 
 
 def segment_at(md: LedgerMetadata, first_entry_id: int) -> int | None:
