@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,10 +24,10 @@ from bookie.client.rereplication import BookieRecovery, RecoverReport
 from bookie.errors import BKError
 from bookie.meta.ledger_metadata import LedgerMetadata
 
-STALL_AFTER = 60.0  # seconds without a byte copied or a ledger done before the blockers are reported
 RETRY_AFTER = 5.0  # seconds before failed ledgers are tried again
 RETRY_MAX = 60.0
 MOVING = frozenset({"bytes", "fragments", "recovered"})  # the progress kinds that are progress
+WHO_WOULD_DO_IT = frozenset({"disabled", "no-worker", "no-auditor", "delayed"})  # admin.stuck's, about autorecovery
 
 
 @dataclass
@@ -70,7 +71,7 @@ class Decommission:
         self,
         core: ClientCore,
         bookie_id: str,
-        stall_after: float = STALL_AFTER,
+        stall_after: float,
         progress: Callable[[str, int], None] = lambda kind, n: None,
         on_stall: Callable[[DecommissionReport], None] = lambda report: None,
     ) -> None:
@@ -166,7 +167,25 @@ class Decommission:
             self.report.errors |= self.recovery.report.failed
             pending -= set(self.recovery.report.recovered)
         try:
-            return await explain(self.core, sorted(pending))
+            found = await explain(self.core, sorted(pending))
         except BKError as exc:  # the list is still worth having, unclassified
             seen, again = f"not classified ({exc})", "run the decommission again"
             return [Stuck(lid, "unknown", seen, 0, None, again, False) for lid in sorted(pending)]
+        return [self._ours(stuck) for stuck in found]
+
+    def _ours(self, stuck: Stuck) -> Stuck:
+        """A reason about who would re-replicate the ledger (autorecovery) is none here, the decommission does it:
+        what its own copy met instead."""
+        if stuck.reason not in WHO_WOULD_DO_IT:
+            return stuck
+        error = self.report.errors.get(stuck.ledger_id)
+        if error is not None:
+            return dataclasses.replace(
+                stuck, reason="unknown", detail=f"its copy failed: {error}", fix="tried again; see the error"
+            )
+        return dataclasses.replace(
+            stuck,
+            reason="in-progress",
+            detail=f"being copied by this decommission, nothing copied for {self.stall_after:g} s",
+            fix="wait; a bookie it reads from or writes to may be slow or paused (`bkctl cluster check`)",
+        )

@@ -4,7 +4,7 @@ from bkctl.completers import complete_known_bookie_ids
 from bkctl.options import dry_run_option, finite_seconds, output_option, yes_option
 from bkctl.terminal import format_bytes
 
-STALL_AFTER = 60.0  # admin.decommission.STALL_AFTER, not imported: `--help` stays instant
+STALL_AFTER = 60.0  # seconds without a byte copied or a ledger done before the blockers are reported
 
 
 @click.command()
@@ -34,12 +34,12 @@ STALL_AFTER = 60.0  # admin.decommission.STALL_AFTER, not imported: `--help` sta
 def decommission(app, bookie_id, timeout, stall_after, yes, dry_run):
     """Retire a bookie that is down: re-replicate everything it held, then remove its cookie
 
-    Refuses while the bookie is still registered (stop it first). Shows the ledgers and bytes left, the rate and
-    the time left. A ledger that fails is tried again; once nothing has moved for --stall-after seconds, the
-    ledgers that block it are listed on stderr, each with its reason and fix (the reasons of `autorecovery
-    list-under-replicated --explain`), and it goes on waiting. Exit 0 when no ledger names the bookie (its cookie
-    is removed then), 3 at --timeout, with the blockers (-o json: "blockers"). --dry-run lists the ledgers that
-    would be re-replicated, and changes nothing.
+    Refuses while the bookie is still registered (stop it first). On a terminal, shows the ledgers and bytes
+    left, the rate and the time left. A ledger that fails is tried again; once nothing has moved for --stall-after
+    seconds, the ledgers that block it are listed on stderr, each with its reason and fix (the reasons of
+    `autorecovery list-under-replicated --explain`), and it goes on waiting. Exit 0 when no ledger names the bookie
+    (its cookie is removed then), 3 at --timeout, with the blockers (-o json: "blockers"). --dry-run lists the
+    ledgers that would be re-replicated, and changes nothing.
     """
 
     from admin.decommission import Decommission
@@ -59,11 +59,9 @@ def decommission(app, bookie_id, timeout, stall_after, yes, dry_run):
     job = Decommission(app.client.core, bookie_id, stall_after, on_stall=lambda r: show_blockers(app, r, stall_after))
     ledgers = job.affected()
     report = job.report
+    bar = move_progress(app, "re-replicating", report.ledgers, report.estimated_bytes, "ledgers", "recovered")
     try:
-        with move_progress(app, "re-replicating", report.ledgers, report.estimated_bytes, "ledgers", "recovered") as (
-            job.progress,
-            _,
-        ):
+        with bar as (job.progress, _):
             app.client.run(job.run(ledgers, timeout))
     except KeyboardInterrupt as exc:
         if job.recovery is not None:
@@ -88,11 +86,10 @@ def show_blockers(app, report, stall_after: float) -> None:
     """On stderr, while it waits: what has not moved for ``stall_after`` seconds, and why."""
     count = len(report.blockers)
     block = "ledger blocks" if count == 1 else "ledgers block"
-    app.terminal.warn(
+    app.terminal.warn(  # one write: it comes from the client's thread, beside the main thread's lines
         f"nothing moved for {stall_after:g} s ({left(report)}); {count} {block} the decommission of {report.bookie_id}:"
+        + "".join(f"\n  {line}" for line in blocker_lines(report))
     )
-    for line in blocker_lines(report):
-        app.terminal.note(f"  {line}")
 
 
 def blocker_lines(report) -> list[str]:

@@ -165,7 +165,7 @@ def test_an_interrupted_decommission_says_how_far_it_got(harness):
     try:
         run = Decommission(harness.service_uri, victim.bookie_id, "--yes", "--stall-after", "1")
         # every entry sent, none acknowledged: the stall report says what waits
-        wait_for(lambda: run.said("nothing moved"), "the stall report", 30)
+        wait_for(lambda: run.said(f"ledger/{ledger.ledger_id} in-progress: "), "the stall report", 30)
         run.proc.send_signal(signal.SIGINT)
         code, _, stderr = run.end(30)
     finally:
