@@ -132,7 +132,7 @@ def test_a_blocked_decommission_names_its_blocker_then_times_out_with_it(harness
     warning = "warning: nothing moved for 1 s (0 of 1 ledgers re-replicated"
     assert warning in result.stderr
     assert f"ledger/{ledger.ledger_id} lost: " in result.stderr.split(warning, 1)[1]
-    assert took < 10
+    assert took < 30  # the timeout ends it: not the hour of the default
     doc = json.loads(result.stdout)
     assert (doc["decommissioned"], doc["timedOut"], doc["ledgers"], doc["recovered"]) == (False, True, 1, [])
     [blocker] = doc["blockers"]
