@@ -28,25 +28,27 @@ class Decommission:
             stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
-        self.stderr = b""
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self.out = {"stdout": b"", "stderr": b""}
+        self.readers = [threading.Thread(target=self._read, args=(name,), daemon=True) for name in self.out]
+        for reader in self.readers:
+            reader.start()
 
-    def _read(self) -> None:
-        for line in self.proc.stderr:
-            self.stderr += line
+    def _read(self, name: str) -> None:
+        for line in getattr(self.proc, name):
+            self.out[name] += line
 
     def said(self, text: str) -> bool:
-        return text.encode() in self.stderr
+        return text.encode() in self.out["stderr"]
 
     def end(self, timeout: float = 60) -> tuple[int, str, str]:
         """Exit code, stdout and stderr once it exits."""
         try:
-            stdout = self.proc.communicate(timeout=timeout)[0]
+            self.proc.wait(timeout)
         finally:
             self.proc.kill()
-        self.reader.join(10)
-        return self.proc.returncode, stdout.decode(), self.stderr.decode()
+        for reader in self.readers:
+            reader.join(10)
+        return self.proc.returncode, self.out["stdout"].decode(), self.out["stderr"].decode()
 
 
 def record_progress(monkeypatch) -> list[dict]:
