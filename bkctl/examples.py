@@ -105,7 +105,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "bookie decommission": [
         (f"bkctl bookie decommission {BOOKIE}", "retire a stopped bookie (asks first)"),
         (f"bkctl bookie decommission {BOOKIE} --dry-run", "the ledgers it would re-replicate, and nothing done"),
-        (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up after two hours"),
+        (
+            f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200 -o json",
+            "unattended: after two hours, exit 3 with the ledgers that blocked it",
+        ),
     ],
     "bookie drain": [
         (f"bkctl bookie drain {BOOKIE} --dry-run", "the replicas that would move, where to, and the bytes"),
