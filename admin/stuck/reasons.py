@@ -231,11 +231,18 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
         runs = lost_entries(md, ledger.held)
         if runs:
             where = ", ".join(lost) or "bookies that no longer hold them"
+            one = runs == [(runs[0][0], runs[0][0])]
+            which = (
+                f"entry {runs[0][0]} has no replica left: it was"
+                if one
+                else f"entries {_entries(runs)} have no replica left: they were"
+            )
             return stuck(
                 "lost",
-                f"entries {_entries(runs)} have no replica left: they were on {where}",
+                f"{which} on {where}",
                 f"start {where} again with its disks; if it is gone for good, those entries are lost: delete the "
-                f"ledger where it is used (or `bkctl ledger delete {lid}`), which removes the marker",
+                f"ledger where it is used (or `bkctl ledger delete {lid}`)"
+                + (", which removes the marker" if ledger.marked else ""),
             )
     if lost:
         refusal = placement_refusal(md, lost, cluster)
