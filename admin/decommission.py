@@ -1,11 +1,15 @@
 """`bookie decommission`: what a stopped bookie held re-replicated, pass after pass, until no ledger names it, saying
 where it is: ledgers and bytes as they move (the progress callback), and, once nothing has moved for
-``stall_after`` seconds, the ledgers that block it and why (admin/stuck.py's reasons), instead of waiting in
+``stall_after`` seconds, the ledgers that block it and why (the reasons of admin/stuck/), instead of waiting in
 silence as BookKeeper's decommission does (apache/bookkeeper#3338, #3887; apache/pulsar#21607).
 
 A ledger that fails is tried again in the next pass, ``RETRY_AFTER`` seconds later and twice as long after each
 pass that moved nothing (up to ``RETRY_MAX``): a bookie may come back or join meanwhile. The deadline ends the
 wait; the copies under way keep what their targets acknowledged (bookie/client/rereplication.py).
+
+The bookie must stay down: an operator may start it again meanwhile, and a registered bookie joins new ensembles.
+Before every pass and before its cookie goes, :class:`BookieBack` ends the decommission if it is registered again,
+so that nothing fences the ledgers it now writes or removes the cookie of a running bookie.
 """
 
 from __future__ import annotations
@@ -20,14 +24,24 @@ from typing import Any
 
 from admin.stuck import Stuck, explain
 from bookie.client.core import ClientCore
-from bookie.client.rereplication import BookieRecovery, RecoverReport
-from bookie.errors import BKError
+from bookie.client.rereplication import BookieRecovery, RecoverReport, delete_cookies, registered
+from bookie.errors import BKError, Unsafe
 from bookie.meta.ledger_metadata import LedgerMetadata
 
 RETRY_AFTER = 5.0  # seconds before failed ledgers are tried again
 RETRY_MAX = 60.0
 MOVING = frozenset({"bytes", "fragments", "recovered"})  # the progress kinds that are progress
 WHO_WOULD_DO_IT = frozenset({"disabled", "no-worker", "no-auditor", "delayed"})  # admin.stuck's, about autorecovery
+
+
+class BookieBack(Unsafe):
+    """The bookie being decommissioned is registered again: its ledgers and cookie are left as they are."""
+
+    def __init__(self, bookie_id: str) -> None:
+        super().__init__(
+            f"bookie {bookie_id} is registered again: decommission stopped, its ledgers and cookie left alone; "
+            "stop it and run the decommission again, or keep it"
+        )
 
 
 @dataclass
@@ -92,6 +106,16 @@ class Decommission:
             self.report.ledgers, self.report.estimated_bytes = len(ledgers), recovery.bytes_to_copy(ledgers)
         return ledgers
 
+    def require_down(self) -> None:
+        """:class:`BookieBack` when the bookie is registered again (blocking)."""
+        if registered(self.core.store, self.bookie_id):
+            raise BookieBack(self.bookie_id)
+
+    def remove_cookie(self) -> None:
+        """Once no ledger names the bookie, its cookie; not if it is registered again (blocking)."""
+        self.require_down()
+        delete_cookies(self.core.store, [self.bookie_id])
+
     def _moved(self, kind: str, n: int) -> None:
         if kind in MOVING:
             self.moved_at = time.monotonic()
@@ -100,12 +124,14 @@ class Decommission:
 
     async def run(self, ledgers: list[tuple[int, LedgerMetadata]], timeout: float) -> DecommissionReport:
         """Pass after pass over ``ledgers`` (from :meth:`affected`) and whatever names the bookie after each, until
-        none does or ``timeout`` seconds are over (``report.timed_out``, with the blockers of that moment)."""
+        none does or ``timeout`` seconds are over (``report.timed_out``, with the blockers of that moment);
+        :class:`BookieBack` before a pass when the bookie is registered again."""
         report = self.report
         deadline = time.monotonic() + timeout
         self.moved_at = time.monotonic()
         retry = RETRY_AFTER
         while ledgers:
+            await asyncio.to_thread(self.require_down)
             self.recovery = BookieRecovery(self.core, {self.bookie_id}, progress=self._moved)
             self._pending = {lid for lid, _ in ledgers}
             moved_before = self.moved_at
@@ -135,30 +161,34 @@ class Decommission:
 
     async def _wait(self, task: asyncio.Future[Any], deadline: float) -> bool:
         """Wait for ``task``, reporting the blockers when nothing moves for ``stall_after`` seconds; False when the
-        deadline came first (the task cancelled, ``report.timed_out`` and its blockers set)."""
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                self.report.timed_out = True
-                self.report.blockers = await self._blockers()
-                return False
-            stall_at = self.moved_at + self.stall_after
-            if not self._stall_reported and now >= stall_at:
-                self._stall_reported = True
-                self.report.blockers = await self._blockers()
-                self.on_stall(self.report)
-                continue
-            wake = deadline if self._stall_reported else min(deadline, stall_at)
-            try:
+        deadline came first (the task cancelled, ``report.timed_out`` and its blockers set). Cancelled itself (also
+        while it classifies the blockers), it cancels ``task``: the copies under way keep what their targets
+        acknowledged."""
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+                    self.report.timed_out = True
+                    self.report.blockers = await self._blockers()
+                    return False
+                stall_at = self.moved_at + self.stall_after
+                if not self._stall_reported and now >= stall_at:
+                    self._stall_reported = True
+                    self.report.blockers = await self._blockers()
+                    self.on_stall(self.report)
+                    continue
+                # once reported, looked at every stall_after: a copy that resumes, then stalls again, is reported
+                # again on time
+                wake = min(deadline, now + self.stall_after if self._stall_reported else stall_at)
                 done, _ = await asyncio.wait([task], timeout=max(0.0, wake - now))
-            except asyncio.CancelledError:  # interrupted: the copies under way keep what their targets acknowledged
-                task.cancel()
-                raise
-            if done:
-                return True
+                if done:
+                    return True
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
 
     async def _blockers(self) -> list[Stuck]:
         """Why each ledger not done yet does not move."""

@@ -481,10 +481,14 @@ def delete_cookies(store: MetadataStore, bookie_ids: Iterable[str]) -> list[str]
     return deleted
 
 
+def registered(store: MetadataStore, bookie_id: str) -> bool:
+    """Whether the bookie is registered, writable or read-only (blocking)."""
+    return bookie_id in {b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)}
+
+
 def require_stopped(store: MetadataStore, bookie_id: str) -> None:
     """A bookie is decommissioned once it is down: refuse while it is registered (blocking)."""
-    registered = {b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)}
-    if bookie_id in registered:
+    if registered(store, bookie_id):
         raise InvalidArgument(f"bookie {bookie_id} is still registered: stop it before decommissioning it")
 
 
