@@ -1,6 +1,6 @@
-"""The decommission's waiting, on a stand-in for the copy: it reports every stall of a pass, not only the first,
-and Ctrl-C while it classifies the blockers cancels the copy. (Its copies, blockers and cookie on real bookies:
-tests/integration/admin/test_decommission.py.)"""
+"""The decommission's waiting (bookie/client/decommission.py), on a stand-in for the copy: it reports every stall
+of a pass, not only the first, and Ctrl-C while it classifies the blockers cancels the copy. (Its copies, blockers
+and cookie on real bookies: tests/integration/admin/test_decommission.py.)"""
 
 import asyncio
 import time
@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pytest
 
-import admin.decommission
+import bookie.client.decommission
 from admin.decommission import Decommission
 from bookie.client.rereplication import RecoverReport
 
@@ -43,8 +43,8 @@ class Copy:
 
 @pytest.fixture
 def copy(monkeypatch):
-    monkeypatch.setattr(admin.decommission, "BookieRecovery", Copy)
-    monkeypatch.setattr(admin.decommission, "registered", lambda store, bookie_id: False)
+    monkeypatch.setattr(bookie.client.decommission, "BookieRecovery", Copy)
+    monkeypatch.setattr(bookie.client.decommission, "registered", lambda store, bookie_id: False)
     Copy.runs = []
     return Copy
 
