@@ -132,9 +132,8 @@ class Decommission:
 
     async def run(self, ledgers: list[tuple[int, LedgerMetadata]], timeout: float | None) -> DecommissionReport:
         """Pass after pass over ``ledgers`` (from :meth:`affected`) and whatever names the bookie after each, until
-        none does or ``timeout`` seconds are over (``report.timed_out``, with the blockers of that moment; None:
-        no end);
-        :class:`BookieBack` before a pass when the bookie is registered again."""
+        none does or ``timeout`` seconds (None: no end) are over (``report.timed_out``, with the blockers of that
+        moment); :class:`BookieBack` before a pass when the bookie is registered again."""
         report = self.report
         deadline = time.monotonic() + (math.inf if timeout is None else timeout)
         self.moved_at = time.monotonic()
@@ -181,12 +180,12 @@ class Decommission:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
                     self.report.timed_out = True
-                    self.report.blockers = await self._blockers()
+                    self.report.blockers = await self._stalled()
                     return False
                 stall_at = self.moved_at + self.stall_after
                 if not self._stall_reported and now >= stall_at:
                     self._stall_reported = True
-                    self.report.blockers = await self._blockers()
+                    self.report.blockers = await self._stalled()
                     self.on_stall(self.report)
                     continue
                 # once reported, looked at every stall_after: a copy that resumes, then stalls again, is reported
@@ -201,11 +200,14 @@ class Decommission:
 
     def pending(self) -> list[int]:
         """The ledgers of the pass under way not re-replicated yet, or of the next pass."""
-        pending = set(self._pending)
+        done = set(self.recovery.report.recovered) if self.recovery is not None else set()
+        return sorted(self._pending - done)
+
+    async def _stalled(self) -> Sequence[Blocker]:
+        """The blockers, once the failures of the pass under way are in ``report.errors``."""
         if self.recovery is not None:
             self.report.errors |= self.recovery.report.failed
-            pending -= set(self.recovery.report.recovered)
-        return sorted(pending)
+        return await self._blockers()
 
     async def _blockers(self) -> Sequence[Blocker]:
         """Why each ledger not done yet does not move: here, not classified (admin/decommission.py does)."""

@@ -3,10 +3,10 @@ who_is_auditor, trigger_audit, lost_bookie_recovery_delay, decommission}``.
 
 They read and write the under-replication znodes as BookKeeper's do. The auditor is whatever `bkctl autorecovery
 run` (or a Java AutoRecoveryMain) stands in the election; without one these endpoints answer as BookKeeper's do
-then. Recover and decommission re-replicate from this bookie (bookie.client.rereplication; the decommission's
-passes are bookie.client.decommission's, as `bkctl bookie decommission`'s), in the background: where BookKeeper's
-decommission waits for the auditor and its replication workers, ours copies the data itself, so
-it needs no autorecovery running. Like BookKeeper's, it leaves the cookie alone.
+then. Recover and decommission re-replicate from this bookie, in the background (bookie.client.rereplication; the
+decommission's passes are bookie.client.decommission's, as `bkctl bookie decommission`'s): where BookKeeper's
+decommission waits for the auditor and its replication workers, ours copies the data itself, so it needs no
+autorecovery running. Like BookKeeper's, it leaves the cookie alone.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from bookie.server.http.common import (
 
 log = logging.getLogger(__name__)
 PUT_ONLY = "Not found method. Should be PUT method"
-STALL_AFTER = 60.0  # seconds without progress before a decommission logs what it waits for
 GET_ONLY = "Not found method. Should be GET method"
+STALL_AFTER = 60.0  # seconds without progress before a decommission logs what it waits for
 
 
 class AutoRecoveryApi:

@@ -1,6 +1,7 @@
 """bookie decommission and recover say where they are: ledgers and bytes, with their totals known before the first
 copy; a decommission blocked by a ledger that cannot be re-replicated names it, and why, once nothing has moved
-for --stall-after seconds, and --timeout ends it with that list, exit 3."""
+for --stall-after seconds, and --timeout ends it with that list, exit 3; a bookie started again meanwhile ends it,
+exit 3, its ledgers and cookie left alone."""
 
 import asyncio
 import json
