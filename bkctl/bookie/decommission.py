@@ -34,12 +34,13 @@ STALL_AFTER = 60.0  # seconds without a byte copied or a ledger done before the 
 def decommission(app, bookie_id, timeout, stall_after, yes, dry_run):
     """Retire a bookie that is down: re-replicate everything it held, then remove its cookie
 
-    Refuses while the bookie is still registered (stop it first). On a terminal, shows the ledgers and bytes
-    left, the rate and the time left. A ledger that fails is tried again; once nothing has moved for --stall-after
-    seconds, the ledgers that block it are listed on stderr, each with its reason and fix (the reasons of
-    `autorecovery list-under-replicated --explain`), and it goes on waiting. Exit 0 when no ledger names the bookie
-    (its cookie is removed then), 3 at --timeout, with the blockers (-o json: "blockers"). --dry-run lists the
-    ledgers that would be re-replicated, and changes nothing.
+    Refuses while the bookie is still registered (stop it first); registered again while it runs, it stops before
+    the next pass or the cookie, exit 3, leaving the bookie's ledgers and cookie alone. On a terminal, shows the
+    ledgers and bytes left, the rate and the time left. A ledger that fails is tried again; once nothing has moved
+    for --stall-after seconds, the ledgers that block it are listed on stderr, each with its reason and fix (the
+    reasons of `autorecovery list-under-replicated --explain`), and it goes on waiting. Exit 0 when no ledger names
+    the bookie (its cookie is removed then), 3 at --timeout, with the blockers (-o json: "blockers"). --dry-run lists
+    the ledgers that would be re-replicated, and changes nothing.
     """
 
     from admin.decommission import Decommission
@@ -47,7 +48,7 @@ def decommission(app, bookie_id, timeout, stall_after, yes, dry_run):
     from bkctl.bookie.recover import list_affected
     from bkctl.errors import ExitCode
     from bkctl.move_progress import move_progress
-    from bookie.client.rereplication import delete_cookies, require_stopped
+    from bookie.client.rereplication import require_stopped
     from bookie.daemon import interruption
 
     require_stopped(app.metadata, bookie_id)
@@ -68,7 +69,7 @@ def decommission(app, bookie_id, timeout, stall_after, yes, dry_run):
             job.recovery.settled.wait(10)  # the fragments being copied keep what the target acknowledged
         raise type(exc)(f"{interruption(exc)} ({left(report)}: run it again to go on)") from None
     if report.done:
-        delete_cookies(app.metadata, [bookie_id])
+        job.remove_cookie()
     app.terminal.document(report.doc(), lambda: show(app, report))
     if not report.done:
         raise click.exceptions.Exit(ExitCode.PROBLEMS)

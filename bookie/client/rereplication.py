@@ -35,7 +35,6 @@ from bookie.errors import (
     InvalidArgument,
     MetadataVersionConflict,
     NoSuchLedger,
-    OperationTimeout,
 )
 from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
@@ -481,32 +480,12 @@ def delete_cookies(store: MetadataStore, bookie_ids: Iterable[str]) -> list[str]
     return deleted
 
 
+def registered(store: MetadataStore, bookie_id: str) -> bool:
+    """Whether the bookie is registered, writable or read-only (blocking)."""
+    return bookie_id in {b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)}
+
+
 def require_stopped(store: MetadataStore, bookie_id: str) -> None:
     """A bookie is decommissioned once it is down: refuse while it is registered (blocking)."""
-    registered = {b.bookie_id for b in BookieRegistry(store).list(writable=True, readonly=True)}
-    if bookie_id in registered:
+    if registered(store, bookie_id):
         raise InvalidArgument(f"bookie {bookie_id} is still registered: stop it before decommissioning it")
-
-
-async def decommission(
-    core: ClientCore,
-    bookie_id: str,
-    timeout: float | None = None,
-    progress: Callable[[str, int], None] = lambda kind, n: None,
-) -> list[RecoverReport]:
-    """Re-replicate everything a stopped bookie held, pass after pass (a writer may still add segments naming it),
-    until no ledger names it; return each pass's report. Stops after a pass with failures (its report last); raises
-    :class:`OperationTimeout` when not done within ``timeout`` seconds. The cookie is the caller's to remove."""
-    await asyncio.to_thread(require_stopped, core.store, bookie_id)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    reports: list[RecoverReport] = []
-    while True:
-        recovery = BookieRecovery(core, {bookie_id}, progress=progress)
-        ledgers = await asyncio.to_thread(recovery.affected)
-        if not ledgers:
-            return reports
-        reports.append(await recovery.run(ledgers))
-        if reports[-1].failed:
-            return reports
-        if deadline is not None and time.monotonic() > deadline:
-            raise OperationTimeout(f"decommission of {bookie_id} not done within {timeout:g} s")

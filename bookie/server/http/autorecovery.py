@@ -3,9 +3,10 @@ who_is_auditor, trigger_audit, lost_bookie_recovery_delay, decommission}``.
 
 They read and write the under-replication znodes as BookKeeper's do. The auditor is whatever `bkctl autorecovery
 run` (or a Java AutoRecoveryMain) stands in the election; without one these endpoints answer as BookKeeper's do
-then. Recover and decommission re-replicate from this bookie (bookie.client.rereplication), in the background:
-where BookKeeper's decommission waits for the auditor and its replication workers, ours copies the data itself, so
-it needs no autorecovery running. Like BookKeeper's, it leaves the cookie alone.
+then. Recover and decommission re-replicate from this bookie, in the background (bookie.client.rereplication; the
+decommission's passes are bookie.client.decommission's, as `bkctl bookie decommission`'s): where BookKeeper's
+decommission waits for the auditor and its replication workers, ours copies the data itself, so it needs no
+autorecovery running. Like BookKeeper's, it leaves the cookie alone.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 from aiohttp import web
 from google.protobuf import text_format
 
-from bookie.client.rereplication import BookieRecovery, decommission, delete_cookies
+from bookie.client.decommission import Decommission
+from bookie.client.rereplication import BookieRecovery, delete_cookies, require_stopped
 from bookie.errors import AutoRecoveryDisabled, BKError, NotFound
 from bookie.meta.bookie_id import is_bookie_id
 from bookie.meta.underreplication import UnderReplicationManager
@@ -38,6 +40,7 @@ from bookie.server.http.common import (
 log = logging.getLogger(__name__)
 PUT_ONLY = "Not found method. Should be PUT method"
 GET_ONLY = "Not found method. Should be GET method"
+STALL_AFTER = 60.0  # seconds without progress before a decommission logs what it waits for
 
 
 class AutoRecoveryApi:
@@ -241,12 +244,23 @@ async def _recover(core: Any, source: str, delete_cookie: bool) -> None:
 
 
 async def _decommission(core: Any, bookie_id: str) -> None:
+    """BookKeeperAdmin.decommissionBookie: refused while the bookie is registered; then re-replicated until no
+    ledger names it, failed ledgers tried again, with no end (as BookKeeper waits), what blocks it logged after a
+    minute without progress. Stopped if the bookie registers again."""
+    await asyncio.to_thread(require_stopped, core.store, bookie_id)
     log.info("decommissioning bookie %s", bookie_id)
-    reports = await decommission(core, bookie_id)
-    failed = reports[-1].failed if reports else {}
-    if failed:
-        log.warning(
-            "decommission of bookie %s: %d ledgers could not be re-replicated: %s", bookie_id, len(failed), failed
-        )
-    else:
-        log.info("bookie %s decommissioned: no ledger names it", bookie_id)
+    job = Decommission(core, bookie_id, STALL_AFTER, on_stall=lambda report: _stalled(job))
+    report = await job.run(await asyncio.to_thread(job.affected), timeout=None)
+    log.info("bookie %s decommissioned: no ledger names it (%d ledgers re-replicated)", bookie_id, report.ledgers)
+
+
+def _stalled(job: Decommission) -> None:
+    errors = job.report.errors
+    log.warning(
+        "decommission of bookie %s: nothing moved for %g s, %d ledgers left: %s%s",
+        job.bookie_id,
+        job.stall_after,
+        len(job.pending()),
+        job.pending()[:20],
+        f", last errors: {errors}" if errors else "",
+    )

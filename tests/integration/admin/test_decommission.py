@@ -1,7 +1,9 @@
 """bookie decommission and recover say where they are: ledgers and bytes, with their totals known before the first
 copy; a decommission blocked by a ledger that cannot be re-replicated names it, and why, once nothing has moved
-for --stall-after seconds, and --timeout ends it with that list, exit 3."""
+for --stall-after seconds, and --timeout ends it with that list, exit 3; a bookie started again meanwhile ends it,
+exit 3, its ledgers and cookie left alone."""
 
+import asyncio
 import json
 import os
 import signal
@@ -10,6 +12,7 @@ import sys
 import threading
 import time
 
+import admin.decommission
 from bkctl.terminal import Terminal
 from bookie.client import BookKeeper
 from bookie.meta.cookies import CookieStore
@@ -199,3 +202,46 @@ def test_a_decommission_waits_out_its_blocker_and_finishes(harness, bkctl, clust
     assert len(doc["rounds"]) >= 2 and doc["rounds"][0]["failed"]
     assert ledgers_naming(bkctl, harness.service_uri, spare.bookie_id) == [ledger.ledger_id]
     assert victim.bookie_id not in CookieStore(cluster).list()
+
+
+def test_a_bookie_started_again_stops_the_decommission_before_its_next_pass(harness, bkctl, cluster):
+    """Registered again, the bookie joins new ensembles: the decommission stops (exit 3, one line) instead of
+    fencing the ledgers it writes to, and leaves its cookie."""
+    bookies = harness.start(2)
+    with BookKeeper(harness.service_uri) as bk:
+        ledger = bk.create_ledger(2, 2, 2)  # no third bookie to copy to: the first pass fails, the next waits
+        ledger.add_entries(b"entry-%d" % i for i in range(10))
+        ledger.close()
+    victim = bookies[0]
+    victim.stop()
+    run = Decommission(harness.service_uri, victim.bookie_id, "--yes", "--stall-after", "1", "--timeout", "30")
+    wait_for(lambda: run.said("nothing moved"), "the stall report", 30)
+    harness.restart(victim)
+    code, _, stderr = run.end()
+    assert code == 3, stderr
+    assert stderr.splitlines()[-1] == (
+        f"error: bookie {victim.bookie_id} is registered again: decommission stopped, its ledgers and cookie left "
+        "alone; stop it and run the decommission again, or keep it"
+    )
+    assert victim.bookie_id in CookieStore(cluster).list()
+    assert ledger.ledger_id in ledgers_naming(bkctl, harness.service_uri, victim.bookie_id)
+
+
+def test_a_bookie_started_again_keeps_its_cookie(harness, bkctl, cluster, monkeypatch):
+    """Started again after the last pass, before the cookie goes: the cookie of a running bookie is kept."""
+    bookies = harness.start(3)
+    write_ledgers(harness.service_uri, 2, quorum=(2, 2, 2), entries=5)
+    victim = next(b for b in bookies if ledgers_naming(bkctl, harness.service_uri, b.bookie_id))
+    victim.stop()
+    passes = admin.decommission.Decommission.run
+
+    async def then_started(self, ledgers, timeout):
+        report = await passes(self, ledgers, timeout)
+        await asyncio.to_thread(harness.restart, victim)
+        return report
+
+    monkeypatch.setattr(admin.decommission.Decommission, "run", then_started)
+    result = bkctl("-u", harness.service_uri, "bookie", "decommission", victim.bookie_id, "--yes")
+    assert result.exit_code == 3, result.stderr
+    assert f"error: bookie {victim.bookie_id} is registered again" in result.stderr
+    assert victim.bookie_id in CookieStore(cluster).list()

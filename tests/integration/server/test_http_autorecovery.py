@@ -113,6 +113,8 @@ def test_decommission_and_recover_re_replicate_stopped_bookies(harness, bkctl, c
     retired.stop()
     assert call(asked, "PUT", f"{UR}/decommission", json.dumps({"bookie_src": retired.bookie_id}))[0] == 200
     wait_for(lambda: not ledgers_naming(bkctl, uri, retired.bookie_id), "decommission", 60)
+    done = f"bookie {retired.bookie_id} decommissioned: no ledger names it"
+    wait_for(lambda: done in asked.log_path.read_text(), "the end of the decommission in the bookie's log")
     assert retired.bookie_id in CookieStore(cluster).list()  # BookKeeper's decommission keeps the cookie
 
     lost.stop(kill=True)
