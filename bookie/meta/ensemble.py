@@ -11,11 +11,12 @@ ZooKeeper 3.5+ writes them (QuorumPeer.QuorumServer.toString)::
     server.1=zk1:2888:3888:participant;0.0.0.0:2181
     server.4=zk4:2888:3888:observer
 
-with the client address after ``;`` only when it is set on that line; ``clientPort=`` in the same answer is the
-port otherwise (every member is then asked on that port, and must say it is that member: ``serverId=``). A wildcard
+with the client address after ``;`` only when it is set on that line; ``clientPort=`` in the same answer is the port
+otherwise (every member is then asked on that port, and must say it is that member: ``serverId=``). A wildcard
 client host (``0.0.0.0``, ``::``) means the member's own host. A standalone server lists no members: it is the
-ensemble. A member that does not answer (down, restarting, ``cons`` or ``conf`` not in ``4lw.commands.whitelist``)
-leaves the connected sessions unknown.
+ensemble. So does a quorum's server in read-only mode (ReadOnlyZooKeeperServer) or before ZooKeeper 3.5, which says
+``peerType=``: its members are then not known. A member that does not answer (down, restarting, ``cons`` or ``conf``
+not in ``4lw.commands.whitelist``) leaves the connected sessions unknown.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ def members(hosts: Iterable[tuple[str, int]], ask: Ask = four_letters) -> Ensemb
             return f"{host}:{port} does not answer `conf` (down, not serving, or not in 4lw.commands.whitelist)"
         tick = max(tick, int(_setting(conf, "tickTime") or 0))
         if "membership:" not in conf:
+            if _setting(conf, "peerType") is not None:  # read-only mode, or before 3.5: no members listed
+                return f"{host}:{port} serves a quorum but lists no members (read-only mode, or ZooKeeper < 3.5)"
             found[(host, port)] = Member(host, port)
             continue
         listed = _MEMBER.findall(conf.split("membership:", 1)[1])

@@ -93,6 +93,12 @@ def test_a_session_connected_nowhere_is_sampled_again_and_a_reconnected_one_coun
     assert slept == [max(SAMPLE_GAP_S, 2 * 2.0)]  # 2 x tickTime (2000 ms) at least
 
 
-def test_a_standalone_server_is_the_ensemble():
+def test_a_standalone_server_is_the_ensemble_and_a_read_only_one_is_not():
     servers = Servers(**{"127.0.0.1:2181": {"conf": CONF.format(port=2181, tick=1000, sid=0), "cons": cons(5)}})
     assert live_sessions([("127.0.0.1", 2181)], {5}, ask=servers) == {5}
+    # a quorum's server cut off from the others, serving reads (readonlymode.enabled): no `membership:` line
+    read_only = CONF.format(port=2181, tick=1000, sid=2) + QUORUM.replace("membership: \n", "")
+    servers.answers[("127.0.0.1", 2181)]["conf"] = read_only
+    assert live_sessions([("127.0.0.1", 2181)], {5}, ask=servers) == (
+        "127.0.0.1:2181 serves a quorum but lists no members (read-only mode, or ZooKeeper < 3.5)"
+    )
