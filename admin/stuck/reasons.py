@@ -5,17 +5,17 @@ ledger is gone, its data is gone, no bookie may take it) before a lock in the wa
 
 Locks. BookKeeper's re-replication lock ``underreplication/locks/urL%010d`` is EPHEMERAL: it lives as long as the
 ZooKeeper session of whoever took it (an autorecovery worker, a bkctl mover, a bookie's over-replication GC). A
-killed holder's lock stays until ZooKeeper expires its session (the session timeout: up to maxSessionTimeout, 40 s by
-default); a hung holder that still pings keeps it for good, and looks like one at work. So a lock is **stale** when
-its session is connected to no member of the ensemble: the holder was killed, or is cut off. That is asked of every
-member with the four-letter word ``cons``, the members learnt from ``conf`` (not the connect string's hosts, which
-may be one load-balanced address or some of the servers only), twice at least 3 s apart (a healthy client that
-was reconnecting shows up in the second): bookie/meta/ensemble.py. A member that does not answer (down, restarting,
-``cons`` or ``conf`` not in ``4lw.commands.whitelist``) makes liveness unknown: then only a bkctl data movement's
-lock is known stale, when the process it names on this host no longer runs; every other lock counts as live
-(``in-progress``, saying why liveness is unknown). The rule errs toward live on purpose: a Java ReplicationWorker
-never checks its lock again, so a live worker's lock released under it lets a bookie's GC take the lock and delete
-the copy in progress, and the worker then names that bookie in metadata without the entries.
+killed holder's lock stays until ZooKeeper expires its session (the session timeout: up to maxSessionTimeout, 40 s
+by default); a hung holder that still pings keeps it for good, and looks like one at work. So a lock is **stale**
+when its session is connected to no member of the ensemble: the holder was killed, or is cut off. That is asked of
+every member with the four-letter word ``cons``, the members learnt from ``conf`` (not the connect string's hosts,
+which may be one load-balanced address or some of the servers only), twice, 2 x tickTime apart, 2 s at least (a
+healthy client that was reconnecting shows up in the second): bookie/meta/ensemble.py. A member that does not answer
+(down, restarting, ``cons`` or ``conf`` not in ``4lw.commands.whitelist``) makes liveness unknown: then only a bkctl
+data movement's lock is known stale, when the process it names on this host no longer runs; every other lock counts
+as live (``in-progress``, saying why liveness is unknown). The rule errs toward live on purpose: a Java
+ReplicationWorker never checks its lock again, so a live worker's lock released under it lets a bookie's GC take the
+lock and delete the copy in progress, and the worker then names that bookie in metadata without the entries.
 """
 
 from __future__ import annotations

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 
 Ask = Callable[[str, int, bytes], bytes]  # (host, port, word) -> the server's answer, b"" when none
 
-SAMPLE_GAP_S = 3.0  # the least time between two samples of `cons`: more than a healthy client takes to reconnect
+# The least time between two samples of `cons` (the gap is 2 x tickTime, 4 s with ZooKeeper's default tickTime): a
+# healthy Java client waits up to 1 s before each reconnect, 1 s more once it has tried every host of its list.
+SAMPLE_GAP_S = 2.0
 _MEMBER = re.compile(r"^server\.(\d+)=([^;\s]+)(?:;(\S+))?\s*$", re.MULTILINE)
 _WILDCARD = {"0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"}
 
