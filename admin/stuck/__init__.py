@@ -6,7 +6,8 @@ how a stale lock is told from a live one). :func:`fix` applies the safe fixes on
 fences or closes a ledger:
 
 - ``deleted``: the marker is removed (the metadata is read again first: still gone);
-- ``stale-lock``: the lock is deleted if the same dead session still holds it (asked of ZooKeeper again first);
+- ``stale-lock``: the lock is deleted if the same session still holds it and is still connected to no member of
+  the ensemble (every member asked again: bookie/meta/ensemble.py);
 - ``empty`` and CLOSED: nothing to copy, so the lost bookies are replaced in the metadata only, as a worker does for
   a fragment without entries (apache/bookkeeper#3239), under the ledger's re-replication lock, and the marker is
   removed. An OPEN empty ledger is left to its writer: recovering it would fence and close it under a broker that
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,30 +27,43 @@ from admin.stuck.reasons import REASONS, Cluster, Ledger, Stuck, classify, gone
 from bookie.client.core import ClientCore
 from bookie.client.rereplication import BookieRecovery
 from bookie.errors import BKError, CorruptData, NoSuchLedger
-from bookie.local.zookeeper import connected_sessions
+from bookie.meta.ensemble import live_sessions
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.movement import MovementLock
 from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
-from bookie.meta.underreplication import UnderReplicationManager
+from bookie.meta.underreplication import UnderReplicatedLedger, UnderReplicationManager
 
 __all__ = ["REASONS", "Fixed", "Stuck", "explain", "fix", "planned_action"]
 
 LOCK_OWNER = "bkctl"  # who the re-replication lock names while a fix replaces an empty ledger's bookies
+RECHECK_WITHIN_S = 60.0  # how long the samples that found a lock stale spare --fix sampling twice again
 
 
 async def explain(
-    core: ClientCore, ledger_ids: Iterable[int] | None = None, *, min_racks: int | None = None
+    core: ClientCore,
+    ledger_ids: Iterable[int] | None = None,
+    *,
+    markers: Mapping[int, tuple[UnderReplicatedLedger, int]] | None = None,
+    min_racks: int | None = None,
 ) -> list[Stuck]:
     """Why each ledger is stuck, by ledger id. ``ledger_ids`` None: every ledger marked under-replicated; else those
-    ledgers, marked or not (a decommission asks why its own ledgers do not move). ``min_racks``: the
+    ledgers, marked or not (a decommission asks why its own ledgers do not move). ``markers``: the markers already
+    read (ledger id -> marker and when it was marked: :meth:`UnderReplicationManager.iter_marked_at`), not read
+    again; a ledger not in them counts as not marked; without ``ledger_ids``, their ledgers. ``min_racks``: the
     minNumRacksPerWriteQuorum that the cluster's placement enforces (enforceMinNumRacksPerWriteQuorum), None when it
     does not (BookKeeper's default)."""
     ur = UnderReplicationManager(core.store)
-    cluster = await asyncio.to_thread(_cluster, core.store, ur)
+    if ledger_ids is not None:
+        ids = sorted(set(ledger_ids))
+    elif markers is not None:
+        ids = sorted(markers)
+    else:
+        ids = None
+    ledgers, corrupt = await asyncio.to_thread(_ledgers, core, ur, ids, markers)
+    watched = {led.lock.session for led in ledgers.values() if led.lock is not None}
+    cluster = await asyncio.to_thread(_cluster, core.store, ur, watched)
     cluster.min_racks = min_racks
-    ids = sorted(set(ledger_ids)) if ledger_ids is not None else None
-    ledgers, corrupt = await asyncio.to_thread(_ledgers, core, ur, ids)
     found = {lid: led.md for lid, led in ledgers.items() if led.md is not None}
     held: dict[tuple[str, int], Any] = {}
     unanswered: set[str] = set()
@@ -69,8 +83,9 @@ async def explain(
     return out
 
 
-def _cluster(store: MetadataStore, ur: UnderReplicationManager) -> Cluster:
-    """Autorecovery's state, the registered bookies, the sessions connected and the data movement running."""
+def _cluster(store: MetadataStore, ur: UnderReplicationManager, watched: Collection[int] = ()) -> Cluster:
+    """Autorecovery's state, the registered bookies, the sessions connected (sampled twice when one of ``watched``
+    is connected nowhere: bookie/meta/ensemble.py) and the data movement running."""
     auditor = ur.auditor()
     mover, mover_gone = None, False
     movement = MovementLock(store, "")
@@ -79,32 +94,27 @@ def _cluster(store: MetadataStore, ur: UnderReplicationManager) -> Cluster:
         holder = movement.holder() or {}
         mover = (stat.ephemeralOwner, str(holder.get("what", "a data movement")))
         mover_gone = MovementLock.dead(holder)
+    sessions = live_sessions(store.uri.hosts, watched)
     return Cluster(
         enabled=ur.is_enabled(),
         voters=ur.voters(),
         auditor=auditor[1] if auditor else None,
         recovery_delay=ur.lost_bookie_recovery_delay(),
         bookies={b.bookie_id: b for b in BookieRegistry(store).list(True, True)},
-        connected=live_sessions(store),
+        connected=None if isinstance(sessions, str) else sessions,
+        unknown_why=sessions if isinstance(sessions, str) else "",
         mover=mover,
         mover_gone=mover_gone,
         now_ms=int(time.time() * 1000),
+        sampled_at=time.monotonic(),
     )
 
 
-def live_sessions(store: MetadataStore) -> set[int] | None:
-    """The sessions connected to some server of the ensemble, from ``cons`` on each; None when one does not say."""
-    sessions: set[int] = set()
-    for host, port in store.uri.hosts:
-        connected = connected_sessions(host, port)
-        if connected is None:
-            return None
-        sessions |= connected
-    return sessions
-
-
 def _ledgers(
-    core: ClientCore, ur: UnderReplicationManager, ids: list[int] | None
+    core: ClientCore,
+    ur: UnderReplicationManager,
+    ids: list[int] | None,
+    markers: Mapping[int, tuple[UnderReplicatedLedger, int]] | None,
 ) -> tuple[dict[int, Ledger], dict[int, str]]:
     """Each ledger's marker, lock and metadata (None: deleted); and the ledgers whose metadata cannot be parsed."""
     if ids is None:
@@ -112,7 +122,7 @@ def _ledgers(
     locks = ur.locks()
     ledgers = {}
     for lid in ids:
-        marked = ur.get_marked(lid)
+        marked = markers.get(lid) if markers is not None else ur.get_marked(lid)
         ledger = Ledger(lid, None, lock=locks.get(lid))
         if marked is not None:
             ledger.missing, ledger.marked_at = marked[0].replicas, marked[1]
@@ -173,7 +183,7 @@ async def fix(core: ClientCore, stuck: Iterable[Stuck]) -> list[Fixed]:
             if s.reason == "deleted":
                 error = await asyncio.to_thread(_unmark_deleted, core, ur, s.ledger_id)
             elif s.reason == "stale-lock":
-                error = await asyncio.to_thread(_release_stale, core.store, ur, s.ledger_id)
+                error = await asyncio.to_thread(_release_stale, core.store, ur, s)
             else:
                 error = await _replace_in_empty(core, ur, s.ledger_id)
         except BKError as exc:
@@ -191,13 +201,19 @@ def _unmark_deleted(core: ClientCore, ur: UnderReplicationManager, lid: int) -> 
         return None
 
 
-def _release_stale(store: MetadataStore, ur: UnderReplicationManager, lid: int) -> str | None:
-    lock = ur.lock(lid)
+def _release_stale(store: MetadataStore, ur: UnderReplicationManager, stuck: Stuck) -> str | None:
+    """Release the lock if its session is still connected to no member of the ensemble: asked once more when
+    ``stuck`` found that session so within :data:`RECHECK_WITHIN_S`, else sampled twice again."""
+    lock = ur.lock(stuck.ledger_id)
     if lock is None:
         return None  # gone with its session meanwhile
-    if gone(lock.session, _cluster(store, ur)) is None:
-        return f"session 0x{lock.session:x} holds it and may be alive now: kept"
-    if not ur.release_lock_of(lid, lock.session) and ur.lock(lid) is not None:
+    seen = stuck.stale_session
+    recent = seen is not None and seen[0] == lock.session and time.monotonic() - seen[1] <= RECHECK_WITHIN_S
+    cluster = _cluster(store, ur, () if recent else {lock.session})
+    if gone(lock.session, cluster) is None:
+        why = f" ({cluster.unknown_why})" if cluster.connected is None else ""
+        return f"session 0x{lock.session:x} holds it and may be alive now{why}: kept"
+    if not ur.release_lock_of(stuck.ledger_id, lock.session) and ur.lock(stuck.ledger_id) is not None:
         return "taken by another session meanwhile: kept"
     return None  # released, or gone with its session meanwhile
 

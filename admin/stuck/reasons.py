@@ -5,12 +5,17 @@ ledger is gone, its data is gone, no bookie may take it) before a lock in the wa
 
 Locks. BookKeeper's re-replication lock ``underreplication/locks/urL%010d`` is EPHEMERAL: it lives as long as the
 ZooKeeper session of whoever took it (an autorecovery worker, a bkctl mover, a bookie's over-replication GC). A
-killed holder's lock stays until ZooKeeper expires its session (the session timeout: up to maxSessionTimeout, 40 s by
-default); a hung holder that still pings keeps it for good, and looks like one at work. So a lock is **stale** when
-its session is connected to no server of the ensemble: the holder was killed, or is cut off. That is asked of
-ZooKeeper with the four-letter word ``cons`` on every server. A server that does not answer it (not in
-``4lw.commands.whitelist``) makes liveness unknown: then only a bkctl data movement's lock is known stale, when the
-process it names on this host no longer runs; every other lock counts as live (``in-progress``, saying so).
+killed holder's lock stays until ZooKeeper expires its session (the session timeout: up to maxSessionTimeout, 40 s
+by default); a hung holder that still pings keeps it for good, and looks like one at work. So a lock is **stale**
+when its session is connected to no member of the ensemble: the holder was killed, or is cut off. That is asked of
+every member with the four-letter word ``cons``, the members learnt from ``conf`` (not the connect string's hosts,
+which may be one load-balanced address or some of the servers only), twice, 2 x tickTime apart, 2 s at least (a
+healthy client that was reconnecting shows up in the second): bookie/meta/ensemble.py. A member that does not answer
+(down, restarting, ``cons`` or ``conf`` not in ``4lw.commands.whitelist``) makes liveness unknown: then only a bkctl
+data movement's lock is known stale, when the process it names on this host no longer runs; every other lock counts
+as live (``in-progress``, saying why liveness is unknown). The rule errs toward live on purpose: a Java
+ReplicationWorker never checks its lock again, so a live worker's lock released under it lets a bookie's GC take the
+lock and delete the copy in progress, and the worker then names that bookie in metadata without the entries.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ REASONS: tuple[str, ...] = (
     "deleted",  # a marker left for a ledger that no longer exists
     "lost",  # every replica of some entry is gone
     "no-eligible-bookie",  # the placement policy has no bookie to copy to
-    "stale-lock",  # locked by a holder whose ZooKeeper session is connected nowhere
+    "stale-lock",  # locked by a holder whose ZooKeeper session is connected to no member of the ensemble
     "in-progress",  # locked by a live holder: a worker or a bkctl mover at work
     "empty",  # nothing to copy: closed and empty (a metadata swap fixes it), or open and empty (its writer's)
     "disabled",  # autorecovery is disabled
@@ -58,6 +63,9 @@ class Stuck:
     marked_at: int | None  # ms since epoch; None for a ledger that is not marked
     fix: str
     safe_fix: bool  # whether --fix applies it
+    # a stale lock's session, and when (time.monotonic()) the samples that found it connected nowhere ended: --fix
+    # asks ZooKeeper once more before it releases the lock, twice when these are not at hand
+    stale_session: tuple[int, float] | None = None
 
     def doc(self) -> dict[str, Any]:
         return {
@@ -80,11 +88,13 @@ class Cluster:
     auditor: str | None = None
     recovery_delay: int = 0  # lostBookieRecoveryDelay, seconds
     bookies: dict[str, RegisteredBookie] = field(default_factory=dict)  # registered, writable and read-only
-    connected: set[int] | None = None  # sessions connected to some server (cons); None: not known
+    connected: set[int] | None = None  # sessions connected to some member of the ensemble (cons); None: not known
+    unknown_why: str = "ZooKeeper does not answer `cons`"  # why ``connected`` is not known
     mover: tuple[int, str] | None = None  # the bkctl data movement running: its session, what it is
     mover_gone: bool = False  # its process, on this host, no longer runs
     min_racks: int | None = None  # minNumRacksPerWriteQuorum when enforced (enforceMinNumRacksPerWriteQuorum)
     now_ms: int = 0
+    sampled_at: float = 0.0  # time.monotonic() when ``connected`` was last sampled
 
     @property
     def writable(self) -> list[RegisteredBookie]:
@@ -186,11 +196,14 @@ def placement_refusal(md: LedgerMetadata, lost: list[str], cluster: Cluster) -> 
 
 
 def gone(session: int, cluster: Cluster) -> str | None:
-    """Why the holder of ``session`` is known to be gone, or None when it may be alive: connected to no server
-    (``cons``); else, when ZooKeeper does not say, a bkctl data movement whose process on this host no longer runs
-    (what :class:`~bookie.meta.movement.MovementLock` itself waits out)."""
+    """Why the holder of ``session`` is known to be gone, or None when it may be alive: connected to no member of
+    the ensemble in two samples of ``cons`` (bookie/meta/ensemble.py); else, when ZooKeeper does not say, a bkctl
+    data movement whose process on this host no longer runs (what :class:`~bookie.meta.movement.MovementLock`
+    itself waits out)."""
     if cluster.connected is not None:
-        return None if session in cluster.connected else "connected to no ZooKeeper server (killed or cut off)"
+        if session in cluster.connected:
+            return None
+        return "connected to no ZooKeeper server of the ensemble, twice (killed or cut off)"
     if cluster.mover is not None and cluster.mover[0] == session and cluster.mover_gone:
         return "whose process on this host no longer runs"
     return None
@@ -217,9 +230,9 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
     """The one reason ``ledger`` is not re-replicated, from what was found."""
     lid, md, at = ledger.ledger_id, ledger.md, ledger.marked_at
 
-    def stuck(reason: str, detail: str, fix: str, safe: bool = False) -> Stuck:
+    def stuck(reason: str, detail: str, fix: str, safe: bool = False, stale: tuple[int, float] | None = None) -> Stuck:
         size = md.length if md is not None and md.is_closed else 0
-        return Stuck(lid, reason, detail, size, at, fix, safe)
+        return Stuck(lid, reason, detail, size, at, fix, safe, stale)
 
     if md is None:
         if ledger.marked:
@@ -264,8 +277,9 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
                 "the session expires)",
                 f"release the lock: {FIX_COMMAND}",
                 True,
+                (lock.session, cluster.sampled_at) if cluster.connected is not None else None,
             )
-        how = "connected" if cluster.connected is not None else "liveness unknown: ZooKeeper does not answer `cons`"
+        how = "connected" if cluster.connected is not None else f"liveness unknown: {cluster.unknown_why}"
         if held_for > LONGEST_HOLD_S:
             how += f"; longer than a worker keeps a failed ledger's lock ({LONGEST_HOLD_S} s): a hung holder?"
         return stuck(

@@ -23,12 +23,13 @@ def list_under_replicated(app, count, missing_replica, explain, fix, yes, dry_ru
 
     --explain gives each one reason it is not re-replicated: deleted, lost (the entries no bookie holds),
     no-eligible-bookie (the constraint: no writable bookie, racks, read-only bookies), stale-lock (held by a ZooKeeper
-    session connected nowhere), in-progress (how far), empty, disabled, no-worker, no-auditor, delayed (until when) or
-    unknown (what was seen), with its bytes, when it was marked and the fix; it exits 3 while any is stuck. Racks
-    are enforced as -c's enforceMinNumRacksPerWriteQuorum and minNumRacksPerWriteQuorum say (BookKeeper's default:
-    not enforced). --fix applies only the safe fixes: it removes deleted ledgers' markers, releases stale locks, and
-    replaces the lost bookies in the metadata of closed empty ledgers (nothing to copy); it never deletes data and
-    never fences a ledger. It asks first unless --yes; --dry-run shows what it would do. -o json: one row per ledger
+    session connected to no member of the ensemble), in-progress (how far), empty, disabled, no-worker, no-auditor,
+    delayed (until when) or unknown (what was seen), with its bytes, when it was marked and the fix; it exits 3 while
+    any is stuck. Racks are enforced as -c's enforceMinNumRacksPerWriteQuorum and minNumRacksPerWriteQuorum say
+    (BookKeeper's default: not enforced). --fix applies only the safe fixes: it removes deleted ledgers' markers,
+    releases stale locks, and replaces the lost bookies in the metadata of closed empty ledgers (nothing to copy); it
+    never deletes data and never fences a ledger. It asks first unless --yes; --dry-run shows what it would do. -o
+    json: one row per ledger
     (--fix: {"applied": [...], "stuck": [...], "dryRun": ...}; docs/cli.md).
     """
     from bkctl.terminal import iso_time
@@ -40,11 +41,12 @@ def list_under_replicated(app, count, missing_replica, explain, fix, yes, dry_ru
         raise InvalidArgument("--dry-run shows what --fix would do: give --fix too")
     if count and explain:
         raise InvalidArgument("--count and --explain/--fix do not go together")
-    markers = [
-        m
-        for m in UnderReplicationManager(app.metadata).iter_marked()
+    marked = {
+        m.ledger_id: (m, at)
+        for m, at in UnderReplicationManager(app.metadata).iter_marked_at()
         if missing_replica is None or missing_replica in m.replicas
-    ]
+    }
+    markers = [m for m, _ in marked.values()]
     if count:
         app.terminal.document({"count": len(markers)}, lambda: app.terminal.line(str(len(markers))))
         return
@@ -53,7 +55,7 @@ def list_under_replicated(app, count, missing_replica, explain, fix, yes, dry_ru
         for m in markers
     ]
     if explain:
-        _explain(app, docs, fix, yes, dry_run)
+        _explain(app, docs, marked, fix, yes, dry_run)
         return
     app.terminal.document(
         docs,
@@ -65,15 +67,14 @@ def list_under_replicated(app, count, missing_replica, explain, fix, yes, dry_ru
     )
 
 
-def _explain(app, docs, fix, yes, dry_run) -> None:
+def _explain(app, docs, markers, fix, yes, dry_run) -> None:
     from admin.stuck import explain, planned_action
     from admin.stuck import fix as apply
     from bookie.meta.underreplication import UnderReplicationManager
 
     core = app.client.core
     min_racks = _enforced_racks(app.config)
-    ids = [d["ledgerId"] for d in docs]
-    stuck = app.client.run(explain(core, ids, min_racks=min_racks))
+    stuck = app.client.run(explain(core, markers=markers, min_racks=min_racks))
     rows = _rows(docs, stuck)
     if not fix:
         app.terminal.document(rows, lambda: _show(app, rows))
@@ -92,9 +93,10 @@ def _explain(app, docs, fix, yes, dry_run) -> None:
         return
     app.terminal.confirm(f"Apply {len(planned)} safe fixes ({_summary(s.doc() for s, _ in planned)})?", "fix", yes)
     done = [f.doc() for f in app.client.run(apply(core, [s for s, _ in planned]))]
-    marked = {m.ledger_id for m in UnderReplicationManager(app.metadata).iter_marked()}
+    marked = {m.ledger_id: (m, at) for m, at in UnderReplicationManager(app.metadata).iter_marked_at()}
     left = [d for d in docs if d["ledgerId"] in marked]
-    after = _rows(left, app.client.run(explain(core, [d["ledgerId"] for d in left], min_racks=min_racks)))
+    still = {d["ledgerId"]: marked[d["ledgerId"]] for d in left}
+    after = _rows(left, app.client.run(explain(core, markers=still, min_racks=min_racks)))
     app.terminal.document(
         {"applied": done, "stuck": after, "dryRun": False}, lambda: _show_fixes(app, after, done, False)
     )

@@ -34,19 +34,18 @@ _UNSEEN = object()  # the delay znode's version before the first audit: its exis
 
 
 class _LockedRecovery(BookieRecovery):
-    """A worker's re-replication of one ledger, whose metadata swap happens only while the worker still holds the
-    ledger's lock: lost with an expired session, or released as stale (`list-under-replicated --fix`) while this
-    worker was cut off, it may be another's now, a bookie's GC among them, which frees the target's copy of a ledger
-    whose metadata does not name it yet."""
+    """A worker's re-replication of one ledger, whose metadata writes (the swap, and the split that keeps a cancelled
+    copy's part) happen only while the worker still holds the ledger's lock: lost with an expired session, or
+    released as stale (`list-under-replicated --fix`) while this worker was cut off, it may be another's now, a
+    bookie's GC among them, which frees the target's copy of a ledger whose metadata does not name it yet."""
 
     def __init__(self, core, lost: set[str], ur: UnderReplicationManager):
         super().__init__(core, lost)
         self.ur = ur
 
-    def _swap(self, ledger_id: int, first: int, last: int, lost: str, position: int, target: str):
+    def _may_write(self, ledger_id: int) -> None:
         if not self.ur.holds_lock(ledger_id):
-            raise BKError(f"ledger {ledger_id}: its re-replication lock is no longer this worker's; not swapped")
-        return super()._swap(ledger_id, first, last, lost, position, target)
+            raise BKError(f"ledger {ledger_id}: its re-replication lock is no longer this worker's; not written")
 
 
 class AutoRecovery:

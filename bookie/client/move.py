@@ -236,12 +236,11 @@ class ReplicaMover(BookieRecovery):
         self.progress("moves", 1)
         return md
 
-    def _swap(self, ledger_id: int, first: int, last: int, lost: str, position: int, target: str) -> LedgerMetadata:
-        """The swap, only while this mover still holds the ledger's re-replication lock: a lock lost with an expired
-        ZooKeeper session may be another's now (a GC collecting the target's copy as over-replicated)."""
+    def _may_write(self, ledger_id: int) -> None:
+        """Only while this mover still holds the ledger's re-replication lock: a lock lost with an expired ZooKeeper
+        session may be another's now (a GC collecting the target's copy as over-replicated)."""
         if not self.locks.holds_lock(ledger_id):
             raise BKError(f"ledger {ledger_id}: its re-replication lock was lost (ZooKeeper session expired?)")
-        return super()._swap(ledger_id, first, last, lost, position, target)
 
     async def _target_by_load(
         self, md: LedgerMetadata, index: int, position: int, loads: dict[str, int], refused: Set[str]

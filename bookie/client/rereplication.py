@@ -397,6 +397,11 @@ class BookieRecovery:
                 return  # changed meanwhile (another recovery, the auditor, a move): nothing of ours to keep
             if not first < stop <= md.segment_end(index, md.last_entry_id):
                 return
+            try:
+                self._may_write(ledger_id)
+            except (BKError, OSError) as exc:
+                log.warning("%s", exc)
+                return
             bookies = list(segment.bookies)
             bookies[position] = target
             segments = list(md.segments)
@@ -414,6 +419,11 @@ class BookieRecovery:
             report.kept_until[ledger_id] = stop
             return
 
+    def _may_write(self, ledger_id: int) -> None:
+        """Raise BKError when a copy's target may no longer be written into the ledger's metadata: called before each
+        write of :meth:`_swap` and :meth:`_keep_copied`. Here always allowed: whoever runs a plain recovery answers
+        for it; a worker and a mover allow it only while they hold the ledger's re-replication lock."""
+
     def _swap(self, ledger_id: int, first: int, last: int, lost: str, position: int, target: str) -> LedgerMetadata:
         """CAS the segment that starts at entry ``first``: the target, which holds its entries up to ``last``, takes
         the lost bookie's place (retried over concurrent changes). The segment is found by its first entry, never by
@@ -428,6 +438,7 @@ class BookieRecovery:
                 raise BKError(f"ledger {ledger_id}: {target} joined segment {first} meanwhile; it is not swapped in")
             if md.segment_end(index, md.last_entry_id) > last:
                 raise BKError(f"ledger {ledger_id}: segment {first} grew past entry {last} meanwhile; not swapped")
+            self._may_write(ledger_id)
             bookies = list(segment.bookies)
             bookies[position] = target
             segments = list(md.segments)

@@ -16,7 +16,7 @@ from pathlib import Path
 from bookie.errors import ServiceUnavailable
 from bookie.files import private_dirs, write_private
 from bookie.local.process import free_port, running, spawn, stop_process_group, tail
-from bookie.local.zookeeper import connected_sessions
+from bookie.meta.ensemble import connected_sessions
 
 # Every server of a local bookie on 127.0.0.1 only, in BookKeeper's keys, as the oracle's bin/bk-conf writes them:
 # the bookie and admin ports bind the bookie address (advertisedAddress, as listeningInterface is set), which is its

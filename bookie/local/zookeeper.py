@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import socket
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from bookie.errors import BKError, ServiceUnavailable
 from bookie.files import private_dirs, write_private
 from bookie.local.java import find_java
 from bookie.local.process import pid_alive, spawn, stop_process_group, tail
+from bookie.meta.ensemble import four_letters
 
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 LOG4J2 = """\
@@ -89,35 +89,13 @@ def ruok(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def _four_letters(host: str, port: int, command: bytes, timeout: float) -> bytes:
-    try:
-        with socket.create_connection((host, port), timeout) as s:
-            s.sendall(command)
-            answer = b""
-            while chunk := s.recv(4096):
-                answer += chunk
-            return answer
-    except OSError:
-        return b""
-
-
-def connected_sessions(host: str, port: int, timeout: float = 1.0) -> set[int] | None:
-    """The ids of the sessions connected to the server now (``cons``); None when it does not say (down, or ``cons``
-    not in its whitelist). A session restored from disk after a restart keeps its ephemeral znodes until it expires,
-    connected or not: only this tells a live registration from one about to vanish."""
-    answer = _four_letters(host, port, b"cons", timeout)
-    if b"sid=" not in answer and b"queued=" not in answer:
-        return None
-    return {int(sid, 16) for sid in re.findall(rb"sid=0x([0-9a-f]+)", answer)}
-
-
 def serving(host: str, port: int, data_dir: Path | None = None, timeout: float = 0.5) -> bool:
     """Whether ZooKeeper serves clients (and, with ``data_dir``, is the server of that directory, not another one
     on the port). ``ruok`` answers ``imok`` as soon as the port accepts, while the server still loads its database
     and turns clients away ("ZooKeeperServer not running"); ``srvr`` names the server's mode only once it serves."""
-    if b"Mode: " not in _four_letters(host, port, b"srvr", timeout):
+    if b"Mode: " not in four_letters(host, port, b"srvr", timeout):
         return False
-    return data_dir is None or f"dataDir={data_dir}".encode() in _four_letters(host, port, b"conf", timeout)
+    return data_dir is None or f"dataDir={data_dir}".encode() in four_letters(host, port, b"conf", timeout)
 
 
 def jaas_server_section(users: dict[str, str]) -> str:

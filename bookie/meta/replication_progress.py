@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from bookie.errors import NotFound
 from bookie.meta.store import MetadataStore, zk_errors
@@ -74,12 +74,25 @@ class ReplicationProgress:
         now = int(time.time() * 1000)
         progress = Progress(ledger_id, worker, total_bytes, started_at=now, updated_at=now)
         data = json.dumps(progress.doc()).encode()
+        path = self.path(ledger_id)
         with zk_errors(f"write the progress of ledger {ledger_id}"):
-            try:
-                self.store.zk.create(self.path(ledger_id), data, ephemeral=True, makepath=True)
-            except NodeExistsError:  # this session's, from a try that failed: the lock is ours, so is the record
-                self.store.zk.set(self.path(ledger_id), data)
-        return progress
+            while True:
+                try:
+                    self.store.zk.create(path, data, ephemeral=True, makepath=True)
+                    return progress
+                except NodeExistsError:
+                    pass
+                stat = self.store.zk.exists(path)
+                if stat is None:
+                    continue  # its session ended meanwhile
+                try:
+                    if stat.ephemeralOwner == self.store.session_id:  # ours, from a try that failed
+                        self.store.zk.set(path, data, version=stat.version)
+                        return progress
+                    # a previous holder's, whose lock was released as stale: it would vanish with that session
+                    self.store.zk.delete(path, version=stat.version)
+                except (NoNodeError, BadVersionError):
+                    continue
 
     def update(self, progress: Progress) -> None:
         """Write how far it is (blocking)."""

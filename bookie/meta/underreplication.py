@@ -154,10 +154,15 @@ class UnderReplicationManager:
         yield from walk(f"{self.root}/ledgers", 4)
 
     def iter_marked(self) -> Iterator[UnderReplicatedLedger]:
+        for marker, _ in self.iter_marked_at():
+            yield marker
+
+    def iter_marked_at(self) -> Iterator[tuple[UnderReplicatedLedger, int]]:
+        """Each marker, ascending, and when it was marked (:meth:`get_marked`)."""
         for ledger_id in self.iter_ledger_ids():
-            marker = self.get(ledger_id)
-            if marker is not None:
-                yield marker
+            found = self.get_marked(ledger_id)
+            if found is not None:
+                yield found
 
     def count(self) -> int:
         return sum(1 for _ in self.iter_ledger_ids())

@@ -13,7 +13,7 @@ import sys
 from bookie.client import BookKeeper
 from bookie.client.bookkeeper import LedgerHandle
 from bookie.codec.digest import DigestType
-from bookie.local.zookeeper import connected_sessions
+from bookie.meta.ensemble import connected_sessions
 from bookie.meta.underreplication import UnderReplicationManager
 
 from support.waiting import wait_for

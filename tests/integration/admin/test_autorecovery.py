@@ -137,3 +137,32 @@ def test_a_worker_swaps_the_metadata_only_while_it_holds_the_lock(harness, clust
         assert worker.ur.try_lock(ledger_id, "worker-1")
         assert bk.run(worker._replicate_ledger(ledger_id, registered)) is True
         assert victim.bookie_id not in bk.ledger_metadata(ledger_id).segments[0].bookies
+
+
+def test_a_cancelled_copy_keeps_its_part_in_the_metadata_only_while_the_worker_holds_the_lock(
+    harness, cluster, service_uri
+):
+    """The split that keeps what a cancelled copy's target acknowledged names the target in the metadata: like the
+    swap, only under the ledger's lock (another holder's GC may be deleting that copy)."""
+    from bookie.autorecovery.recovery import _LockedRecovery
+    from bookie.client import BookKeeper
+    from bookie.client.rereplication import RecoverReport
+
+    bookies = harness.start(3)
+    (ledger_id,) = write_ledgers(service_uri, 1, quorum=(2, 2, 2), entries=5)
+    with BookKeeper(service_uri) as bk:
+        named = bk.ledger_metadata(ledger_id).segments[0].bookies
+        lost = named[0]
+        target = next(b.bookie_id for b in bookies if b.bookie_id not in named)
+        ur = UnderReplicationManager(bk.core.store)
+        recovery = _LockedRecovery(bk.core, {lost}, ur)
+
+        def keep() -> None:
+            recovery._keep_copied(ledger_id, 0, 4, 0, lost, target, [0, 1, 2, 3, 4], {0, 1}, RecoverReport())
+
+        keep()  # the lock is not ours
+        assert [s.bookies for s in bk.ledger_metadata(ledger_id).segments] == [named]
+        assert ur.try_lock(ledger_id, "worker-1")
+        keep()
+        segments = bk.ledger_metadata(ledger_id).segments
+        assert [(s.first_entry_id, s.bookies) for s in segments] == [(0, (target, named[1])), (2, named)]

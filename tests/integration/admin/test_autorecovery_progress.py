@@ -64,3 +64,21 @@ def test_status_shows_how_far_a_worker_is(harness, bkctl, cluster, tmp_path):
         if paused:
             os.kill(before.pid, signal.SIGCONT)
         stop_process_group(pid)
+
+
+def test_a_record_left_by_another_session_is_replaced_by_one_of_ours(cluster, service_uri):
+    """After a stale lock's release, the dead holder's progress record (ephemeral, its session's) is still there: a
+    new worker's record must be its own, or it would vanish when the dead session expires."""
+    from bookie.meta.store import MetadataStore
+    from bookie.meta.uri import parse_service_uri
+
+    with MetadataStore(parse_service_uri(service_uri)) as dead:
+        ReplicationProgress(dead).start(7, "dead-worker", 100)
+        progress = ReplicationProgress(cluster)
+        progress.start(7, "worker-1", 200)
+        assert cluster.owns(progress.path(7))
+        [record] = progress.list()
+        assert (record.worker, record.total_bytes) == ("worker-1", 200)
+        progress.start(7, "worker-1", 300)  # again, as a retry of the same session does
+        assert cluster.owns(progress.path(7)) and progress.list()[0].total_bytes == 300
+    assert [p.worker for p in progress.list()] == ["worker-1"]  # the dead session is closed: ours stays

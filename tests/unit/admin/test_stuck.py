@@ -106,9 +106,9 @@ def test_lost_entries_come_before_the_lock_that_a_worker_holds_on_them():
 def test_a_lock_is_stale_only_when_ZooKeeper_says_its_session_is_connected_nowhere():
     md = metadata("a:1", GONE)
     lock = Lock(42, "worker-1", 0xABC, NOW - 12_000)
-    live = cluster(bookie("a:1"), bookie("b:1"), connected={7})
+    live = cluster(bookie("a:1"), bookie("b:1"), connected={7}, sampled_at=5.0)
     stale = classify(marked(md, lock=lock), live)
-    assert (stale.reason, stale.safe_fix) == ("stale-lock", True)
+    assert (stale.reason, stale.safe_fix, stale.stale_session) == ("stale-lock", True, (0xABC, 5.0))
     assert "locked for 12 s by worker-1, ZooKeeper session 0xabc" in stale.detail
     live.connected = {7, 0xABC}
     busy = classify(marked(md, lock=lock), live)
@@ -116,14 +116,17 @@ def test_a_lock_is_stale_only_when_ZooKeeper_says_its_session_is_connected_nowhe
     assert "1 of 2 replicas still on lost bookies (1000 bytes)" in busy.detail
     hung = classify(marked(md, lock=Lock(42, "worker-1", 0xABC, NOW - 400_000)), live)
     assert hung.reason == "in-progress" and "a hung holder?" in hung.detail
-    live.connected = None  # ZooKeeper does not answer `cons`: a lock counts as live
+    live.connected = None  # a member of the ensemble does not answer `cons`: a lock counts as live
+    live.unknown_why = "server.3 (zk-3:2181) does not answer `cons`"
     unknown = classify(marked(md, lock=lock), live)
-    assert unknown.reason == "in-progress" and "liveness unknown" in unknown.detail
+    assert unknown.reason == "in-progress"
+    assert "liveness unknown: server.3 (zk-3:2181) does not answer `cons`" in unknown.detail
     live.mover = (0xABC, "bookie drain of b:1")
     assert "by bkctl (bookie drain of b:1)" in classify(marked(md, lock=lock), live).detail
     live.mover_gone = True  # without `cons`: a drain whose process on this host no longer runs
     dead = classify(marked(md, lock=lock), live)
     assert dead.reason == "stale-lock" and "whose process on this host no longer runs" in dead.detail
+    assert dead.stale_session is None  # nothing sampled: --fix asks ZooKeeper twice again
 
 
 def test_an_empty_closed_ledger_is_fixed_in_its_metadata_and_an_open_one_is_left_to_its_writer():
