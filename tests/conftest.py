@@ -147,7 +147,10 @@ def _pure_starts_no_process(request, monkeypatch):
 
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory):
-    zk = EmbeddedZooKeeper(tmp_path_factory.mktemp("zookeeper"), free_port())
+    """The ZooKeeper of the tests' clusters. It grants sessions up to 120 s (ZooKeeper's default caps them at 20
+    ticks, 20 s): a test whose killed or paused process must keep its lock or registration through several bkctl
+    runs asks for a session that outlasts them under load."""
+    zk = EmbeddedZooKeeper(tmp_path_factory.mktemp("zookeeper"), free_port(), max_session_ms=120_000)
     pid = zk.start()
     yield zk
     stop_process_group(pid)

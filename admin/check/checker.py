@@ -14,11 +14,12 @@ under-replicated meanwhile means skip — no false alarms. When asked, a registe
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from admin.check import categories as cat
@@ -28,7 +29,7 @@ from bookie.client.bookie_client import ENOLEDGER, EOK, status_name
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.digest import Digester
 from bookie.codec.entry import parse_entry
-from bookie.codec.write_set import entries_of_bookie
+from bookie.codec.write_set import count_entries_of_bookie, entries_of_bookie
 from bookie.errors import BKError, CorruptEntry, NoSuchLedger
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.membership import EnsembleNames, MissingBookie, missing_bookies
@@ -477,13 +478,41 @@ class Checker:
 
     async def _verify_entries(self, ledgers, held, failed, progress: Progress = NO_PROGRESS) -> None:
         """BookKeeper's costly "ledger check": read a share of all entries from every replica and count an
-        unreadable or corrupt copy as missing. ``progress``: the entries read, of those sampled first."""
-        share = self.options.verify_entries / 100.0
-        window = asyncio.Semaphore(self.options.concurrency * 16)
-        sample = random.Random(0)
+        unreadable or corrupt copy as missing. ``progress``: the entries read, of those sampled.
 
-        async def read(md, ledger_id, bookie_id, entry_id, digester, lacking):
-            async with window:
+        The sample is drawn as it is read, one replica at a time, with at most ``concurrency * 16`` reads under
+        way: memory stays flat however many entries the ledgers hold. Its size, for the progress total, is
+        counted first: by arithmetic when every entry is read, else by drawing the same seeded sample once more."""
+        share = self.options.verify_entries / 100.0
+        limit = self.options.concurrency * 16
+        replicas = [  # (ledger, its metadata, a bookie, its index in the segment's ensemble, the segment's entries)
+            (ledger_id, md, bookie_id, index, first, last)
+            for ledger_id, md in ledgers.items()
+            for first, last, bookies in segment_ranges(md)
+            for index, bookie_id in enumerate(bookies)
+            if bookie_id not in failed and bookie_id in self.registered
+        ]
+
+        def sampled() -> Iterator[tuple[int, LedgerMetadata, str, Iterator[int]]]:
+            """Each replica with the ids of its sampled entries, drawn lazily from a Random seeded alike at every
+            call: consume each replica's ids before taking the next replica."""
+            draw = random.Random(0)
+            for ledger_id, md, bookie_id, index, first, last in replicas:
+                ids = entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
+                yield ledger_id, md, bookie_id, ids if share >= 1 else (e for e in ids if draw.random() < share)
+
+        if share >= 1:
+            total = sum(
+                count_entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
+                for _, md, _, index, first, last in replicas
+            )
+        else:
+            total = sum(sum(1 for _ in ids) for *_, ids in sampled())
+        progress.phase("reading entries", total, "entries")
+
+        async def reader(ledger_id, bookie_id, digester, ids, lacking):
+            """Read the entries of ``ids``, an iterator the replica's readers share: each entry is read once."""
+            for entry_id in ids:
                 try:
                     answer = await self.core.bookie(bookie_id).read_entry(
                         ledger_id, entry_id, self.options.timeout, "verify entry"
@@ -495,23 +524,12 @@ class Checker:
                     lacking.append(entry_id)
                 progress.advance()
 
-        replicas = []  # (ledger, its metadata, a bookie, the entries of it to read), all sampled before reading
-        for ledger_id, md in ledgers.items():
-            for first, last, bookies in segment_ranges(md):
-                for index, bookie_id in enumerate(bookies):
-                    if bookie_id in failed or bookie_id not in self.registered:
-                        continue
-                    expected = [
-                        e
-                        for e in entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
-                        if sample.random() < share
-                    ]
-                    replicas.append((ledger_id, md, bookie_id, expected))
-        progress.phase("reading entries", sum(len(expected) for *_, expected in replicas), "entries")
-        for ledger_id, md, bookie_id, expected in replicas:
-            digester = Digester(md.digest_type, md.password or b"")
+        for ledger_id, md, bookie_id, ids in sampled():
+            digester = Digester(md.digest_type or self.core.config.digest_type, md.password or b"")
             lacking: list[int] = []
-            await asyncio.gather(*(read(md, ledger_id, bookie_id, e, digester, lacking) for e in expected))
+            head = list(itertools.islice(ids, limit))  # as many readers as entries, up to the limit
+            pending = itertools.chain(head, ids)
+            await asyncio.gather(*(reader(ledger_id, bookie_id, digester, pending, lacking) for _ in head))
             if lacking:
                 keep = set(held.get((bookie_id, ledger_id), EMPTY)) - set(lacking)
                 held[(bookie_id, ledger_id)] = AvailabilityOfEntries.from_entries(keep)

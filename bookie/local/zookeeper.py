@@ -111,7 +111,10 @@ class EmbeddedZooKeeper:
 
     ``sasl_users`` (name -> password): accept SASL DIGEST-MD5 logins of these users (the JAAS ``Server`` section,
     in a 0600 file; the JVM is told its path, never a password). Digest authentication (``addauth digest``) needs
-    nothing on the server: ZooKeeper always has it."""
+    nothing on the server: ZooKeeper always has it.
+
+    ``max_session_ms``: the longest session the server grants (``maxSessionTimeout``); None leaves ZooKeeper's
+    20 ticks. A client asking for more gets this much."""
 
     def __init__(
         self,
@@ -120,12 +123,14 @@ class EmbeddedZooKeeper:
         tick_ms: int = 1000,
         sasl_users: dict[str, str] | None = None,
         four_letter_words: tuple[str, ...] = ("ruok", "srvr", "conf", "cons"),
+        max_session_ms: int | None = None,
     ):
         self.directory = Path(directory)
         self.port = port
         self.tick_ms = tick_ms
         self.sasl_users = dict(sasl_users or {})
         self.four_letter_words = four_letter_words  # what the server answers: ruok, srvr, conf and cons are ours
+        self.max_session_ms = max_session_ms
         self.log_path = self.directory / "zookeeper.log"
 
     @property
@@ -153,6 +158,7 @@ class EmbeddedZooKeeper:
         if self.sasl_users:
             write_private(self.jaas_path, jaas_server_section(self.sasl_users).encode())
             sasl = "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
+        max_session = "" if self.max_session_ms is None else f"maxSessionTimeout={self.max_session_ms}\n"
         cfg = self.conf_path
         write_private(
             cfg,
@@ -166,6 +172,7 @@ class EmbeddedZooKeeper:
                 f"4lw.commands.whitelist={','.join(self.four_letter_words)}\n"
                 # one tick minimum lets tests expire sessions quickly; clients still ask for their own timeout
                 f"minSessionTimeout={2 * self.tick_ms}\n"
+                f"{max_session}"
                 f"{sasl}"
             ).encode(),
         )

@@ -23,7 +23,7 @@ import sys, time
 from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager
 from bookie.meta.uri import parse_service_uri
-store = MetadataStore(parse_service_uri(sys.argv[1]), session_timeout=20)
+store = MetadataStore(parse_service_uri(sys.argv[1]), session_timeout=90)
 assert UnderReplicationManager(store).try_lock(int(sys.argv[2]), "worker-1")
 print(hex(store.session_id), flush=True)
 time.sleep(600)

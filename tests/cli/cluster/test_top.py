@@ -82,14 +82,24 @@ def top_once(bkctl, uri, *args):
 
 
 def test_once_fills_every_column_of_every_bookie(bkctl, bookies):
-    time.sleep(1.2)  # a latency window with reads and adds in it closed on every bookie
-    result, doc = top_once(bkctl, bookies.service_uri)
+    def filled():
+        """A sample in which every bookie's last closed latency window had adds and reads in it (a window without
+        any leaves its quantiles empty) and a garbage collection finished between the scrapes."""
+        result, doc = top_once(bkctl, bookies.service_uri)
+        rows = doc["bookies"]
+        if any(v is None for row in rows for k, v in row.items() if k != "error") or any(
+            row["gc"] == "idle" for row in rows
+        ):
+            return None
+        return result, doc
+
+    result, doc = wait_for(filled, "every column of every bookie filled", timeout=60)
     assert result.exit_code == 0, result.stderr
     assert doc["intervalSeconds"] == 1.2 and doc["timestampIso"].endswith("Z")
     assert sorted(b["bookieId"] for b in doc["bookies"]) == sorted(b.bookie_id for b in bookies.bookies)
     for row in doc["bookies"]:
         assert [k for k, v in row.items() if v is None] == ["error"], row
-        assert row["addsPerSec"] > 50 and row["readsPerSec"] > 50, row
+        assert row["addsPerSec"] > 0 and row["readsPerSec"] > 0, row
         assert (row["state"], row["readOnly"], row["failedRequestsPerSec"]) == ("writable", False, 0), row
         assert 0 < row["addP50Ms"] <= row["addP99Ms"] and 0 < row["readP50Ms"] <= row["readP99Ms"], row
         assert row["journalFsyncP99Ms"] > 0 and row["requestsInFlight"] >= 0 and row["gc"] == "gc", row
@@ -200,7 +210,7 @@ def test_the_live_view_sorts_on_a_key_and_quits_on_q_or_ctrl_c(bookies):
 
 
 def test_an_unreachable_bookie_is_a_row_saying_so(bkctl, bookies):
-    (dead,) = bookies.start(1)
+    (dead,) = bookies.start(1, zkTimeout=30000)  # registered through CLI startup and both samples, under load too
     dead.stop(kill=True)  # still registered until its session expires
     result, doc = top_once(bkctl, bookies.service_uri)
     assert result.exit_code == 6

@@ -19,7 +19,7 @@ def replicating(bkctl, uri) -> list[dict]:
 
 
 def test_status_shows_how_far_a_worker_is(harness, bkctl, cluster, tmp_path):
-    bookies = harness.start(3, zkTimeout=30000)  # a paused bookie keeps its registration
+    bookies = harness.start(3, zkTimeout=60000)  # a paused bookie keeps its registration past the 30 s wait
     with BookKeeper(harness.service_uri) as bk:
         ledger = bk.create_ledger(3, 2, 2)
         ledger.add_entries(b"entry-%d" % i for i in range(300))

@@ -129,7 +129,7 @@ def test_a_blocked_decommission_names_its_blocker_then_times_out_with_it(harness
     started = time.monotonic()
     result = bkctl(
         "-u", harness.service_uri, "bookie", "decommission", victim.bookie_id, "--yes",
-        "--stall-after", "1", "--timeout", "4", "-o", "json",
+        "--stall-after", "1", "--timeout", "6", "-o", "json",
     )  # fmt: skip
     took = time.monotonic() - started
     assert result.exit_code == 3, result.stderr
@@ -157,7 +157,7 @@ def test_a_blocked_decommission_names_its_blocker_then_times_out_with_it(harness
 def test_an_interrupted_decommission_says_how_far_it_got(harness):
     """Ctrl-C while a copy waits for its target (paused) to acknowledge: the copy is cancelled, not waited for,
     and the one error line says what was done."""
-    bookies = harness.start(3, zkTimeout=30000)  # the paused bookie keeps its registration
+    bookies = harness.start(3, zkTimeout=60000)  # the paused bookie keeps its registration past the waits
     with BookKeeper(harness.service_uri) as bk:
         ledger = bk.create_ledger(2, 2, 2)
         ledger.add_entries(b"entry-%d" % i for i in range(50))
