@@ -36,8 +36,9 @@ _MEMBER = re.compile(r"^server\.(\d+)=([^;\s]+)(?:;(\S+))?\s*$", re.MULTILINE)
 _WILDCARD = {"0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"}
 
 
-def four_letters(host: str, port: int, command: bytes, timeout: float = 1.0) -> bytes:
-    """The server's answer to a four-letter word, b"" when it gives none (down, or the word not whitelisted)."""
+def four_letters(host: str, port: int, command: bytes, timeout: float = 5.0) -> bytes:
+    """The server's answer to a four-letter word, b"" when it gives none (down, or the word not whitelisted). The
+    timeout is generous: a loaded server that answers late must not be taken for one that cannot say."""
     try:
         with socket.create_connection((host, port), timeout) as s:
             s.sendall(command)
@@ -56,7 +57,7 @@ def parse_sessions(answer: bytes) -> set[int] | None:
     return {int(sid, 16) for sid in re.findall(rb"sid=0x([0-9a-f]+)", answer)}
 
 
-def connected_sessions(host: str, port: int, timeout: float = 1.0) -> set[int] | None:
+def connected_sessions(host: str, port: int, timeout: float = 5.0) -> set[int] | None:
     """The ids of the sessions connected to this one server now (``cons``); None when it does not say. A session
     restored from disk after a restart keeps its ephemeral znodes until it expires, connected or not: only this tells
     a live registration from one about to vanish."""

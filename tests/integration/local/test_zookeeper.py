@@ -1,7 +1,8 @@
 """The embedded ZooKeeper as the sandbox and the tests start it."""
 
 from bookie.local.process import free_port, stop_process_group
-from bookie.local.zookeeper import EmbeddedZooKeeper, _four_letters, serving
+from bookie.local.zookeeper import EmbeddedZooKeeper, serving
+from bookie.meta.ensemble import four_letters
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
 
@@ -26,6 +27,6 @@ def test_the_tests_zookeeper_grants_long_sessions_up_to_its_maximum(zookeeper):
     uri = parse_service_uri(f"zk://{zookeeper.address}/ledgers")
     for asked, granted in ((90, 90_000), (300, 120_000)):
         with MetadataStore(uri, session_timeout=asked) as store:
-            connections = _four_letters("127.0.0.1", zookeeper.port, b"cons", 5.0).decode()
+            connections = four_letters("127.0.0.1", zookeeper.port, b"cons", 5.0).decode()
             [line] = [line for line in connections.splitlines() if f"sid=0x{store.session_id:x}," in line]
             assert f",to={granted}," in line, line
