@@ -28,9 +28,8 @@ def list_under_replicated(app, count, missing_replica, explain, fix, yes, dry_ru
     any is stuck. Racks are enforced as -c's enforceMinNumRacksPerWriteQuorum and minNumRacksPerWriteQuorum say
     (BookKeeper's default: not enforced). --fix applies only the safe fixes: it removes deleted ledgers' markers,
     releases stale locks, and replaces the lost bookies in the metadata of closed empty ledgers (nothing to copy); it
-    never deletes data and never fences a ledger. It asks first unless --yes; --dry-run shows what it would do. -o
-    json: one row per ledger
-    (--fix: {"applied": [...], "stuck": [...], "dryRun": ...}; docs/cli.md).
+    never deletes data and never fences a ledger. It asks first unless --yes; --dry-run shows what it would do.
+    -o json: one row per ledger (--fix: {"applied": [...], "stuck": [...], "dryRun": ...}; docs/cli.md).
     """
     from bkctl.terminal import iso_time
     from bookie.errors import InvalidArgument
