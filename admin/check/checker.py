@@ -356,6 +356,13 @@ class Checker:
         log.info("recheck: %d bookies gone from the registry, %d still failing", len(gone), len(still))
         return still
 
+    async def holdings(self, ledgers: dict[int, LedgerMetadata]):
+        """What each registered bookie holds of ``ledgers`` (``(bookie, ledger) -> entries``; asked as the check
+        asks, entries read with ``verify_entries``), and the registered bookies that failed twice: for callers
+        that judge the ledgers themselves (`pulsar missing`)."""
+        self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
+        return await self._ask_bookies(ledgers)
+
     async def _ask_bookies(self, ledgers: dict[int, LedgerMetadata]):
         """What each bookie holds of these ledgers, and the registered bookies that failed twice."""
         wanted = self._wanted(ledgers)
