@@ -14,6 +14,8 @@ gets at most one reason:
 | in-recovery  | any other ledger IN_RECOVERY for longer than ``min_age``: a recovery that stopped          |
 |              | (apache/pulsar#4599). Time from the znode's last change, when it entered IN_RECOVERY       |
 
+A broker that unloads a topic closes the topic's current ledger itself, empty or not, and leaves it last in the list
+(the next broker to load the topic drops an empty one): version 1, not reported.
 Ledgers whose offload to tiered storage completed are read from there, and are not checked.
 
 The bookies are asked what they hold as `cluster check` asks them (admin.check.checker: GET_LIST_OF_ENTRIES_OF_LEDGER,
@@ -32,6 +34,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from admin.check.checker import EMPTY
@@ -47,10 +50,13 @@ from bookie.meta.paths import ledger_path
 
 NO_METADATA, NO_DATA, CLOSED_HEAD, IN_RECOVERY = "no-metadata", "no-data", "closed-head", "in-recovery"
 REASONS = (NO_METADATA, NO_DATA, CLOSED_HEAD, IN_RECOVERY)
+CHUNK = 5000  # ledgers whose bookies are asked at once
+ASKS_IN_FLIGHT = 2
 RECOVERED_CLOSE = 2  # metadata version of a ledger closed by a recovery, at the least: created, IN_RECOVERY, CLOSED
 
 Held = dict[tuple[str, int], AvailabilityOfEntries]
-# What the bookies hold of these ledgers, and the bookies that did not answer (Checker.holdings)
+# What the bookies hold of these ledgers, and the bookies that did not answer (Checker.holdings); called on
+# ASKS_IN_FLIGHT threads of its own
 Holdings = Callable[[dict[int, LedgerMetadata]], tuple[Held, set[str]]]
 SKIP_NON_RECOVERABLE = "consumers behind them stop there unless the broker skips non-recoverable data"
 
@@ -201,23 +207,34 @@ class MissingLedgers:
         found: dict[int, tuple[LedgerMetadata, int, int]] = {}  # ledger -> metadata, znode version, mtime (ms)
         tree, root, manager = self.audit.ledgers, self.audit.ledgers.root, self.audit.manager
         paths = (ledger_path(root, i, manager) for i in ids)
-        for lid, (path, data, stat) in zip(ids, tree.read_many(paths), strict=True):
-            if data is None or stat is None:
-                out.missing.append(Missing(lid, NO_METADATA, "no ledger metadata", references[lid]))
-                continue
-            try:
-                found[lid] = (ledger_metadata.parse(data, path), stat.version, stat.mtime)
-            except CorruptData as exc:
-                out.problems.append(str(exc))
-        ask = {
-            lid: md
-            for lid, (md, _, _) in found.items()
-            if md.state == LedgerState.IN_RECOVERY or bool(segment_ranges(md))
-        }
-        held, unknown = self.holdings(ask) if ask else ({}, set())
-        out.unavailable = unknown
+        # the bookies are asked about each chunk (on other threads) while the next chunk's metadata arrives
+        asks: list[Future[tuple[Held, set[str]]]] = []
+        batch: dict[int, LedgerMetadata] = {}
+        with ThreadPoolExecutor(ASKS_IN_FLIGHT) as pool:
+            for lid, (path, data, stat) in zip(ids, tree.read_many(paths), strict=True):
+                if data is None or stat is None:
+                    out.missing.append(Missing(lid, NO_METADATA, "no ledger metadata", references[lid]))
+                    continue
+                try:
+                    md = ledger_metadata.parse(data, path)
+                except CorruptData as exc:
+                    out.problems.append(str(exc))
+                    continue
+                found[lid] = (md, stat.version, stat.mtime)
+                if md.state == LedgerState.IN_RECOVERY or segment_ranges(md):
+                    batch[lid] = md
+                if len(batch) >= CHUNK:
+                    asks.append(pool.submit(self.holdings, batch))
+                    batch = {}
+            if batch:
+                asks.append(pool.submit(self.holdings, batch))
+            held: Held = {}
+            for ask in asks:
+                answer, silent = ask.result()
+                held.update(answer)
+                out.unavailable |= silent
         for lid, (md, version, mtime) in found.items():
-            verdict = self._verdict(lid, md, version, now - mtime / 1000, references[lid], held, unknown)
+            verdict = self._verdict(lid, md, version, now - mtime / 1000, references[lid], held, out.unavailable)
             if isinstance(verdict, Missing):
                 out.missing.append(verdict)
             elif verdict:

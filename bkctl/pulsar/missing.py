@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bkctl.options import output_option
-from bkctl.pulsar.common import min_age_option, pulsar_zk_option
+from bkctl.pulsar.common import parse_duration, pulsar_zk_option
 
 if TYPE_CHECKING:
     from bkctl.app import Application
@@ -13,7 +13,15 @@ if TYPE_CHECKING:
 
 @click.command()
 @pulsar_zk_option
-@min_age_option
+@click.option(
+    "--min-age",
+    default="1h",
+    show_default=True,
+    callback=parse_duration,
+    metavar="DURATION",
+    help="Report a ledger IN_RECOVERY only this long after it entered it (a broker may be recovering it): 90s, 30m, "
+    "1h, 2d.",
+)
 @click.option(
     "--verify-entries",
     type=click.FloatRange(0, 100),
