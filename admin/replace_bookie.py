@@ -10,7 +10,7 @@ is: the new id must reach the same bookie, on the same disks (its cookie follows
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from bookie.errors import InvalidArgument, MetadataVersionConflict, NoSuchLedger
@@ -18,6 +18,7 @@ from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 from bookie.meta.registration import require_not_registered
 from bookie.meta.store import MetadataStore
+from bookie.progress import NO_PROGRESS, Progress
 
 
 @dataclass(frozen=True)
@@ -67,16 +68,20 @@ def replace_bookie_in_ledgers(
     limit: int | None = None,
     rate: float | None = None,
     dry_run: bool = False,
-    progress: Callable[[int], None] = lambda n: None,
+    progress: Progress = NO_PROGRESS,
+    ledger_ids: list[int] | None = None,
 ) -> Iterator[Replaced]:
-    """The ledgers changed (or that would be, with ``dry_run``), as they are; ``progress(1)`` per ledger read."""
+    """The ledgers changed (or that would be, with ``dry_run``), as they are. ``ledger_ids``: those to look at
+    (every ledger when None, listed first). ``progress``: ledgers read, of all those."""
     manager = LedgerManager(store)
     throttle = _Rate(rate)
     changed = 0
-    for ledger_id in manager.iter_ledger_ids():
+    ids = list(manager.iter_ledger_ids()) if ledger_ids is None else ledger_ids
+    progress.phase("reading ledgers", len(ids), "ledgers")
+    for ledger_id in ids:
         if limit is not None and changed >= limit:
             return
-        progress(1)
+        progress.advance()
         while True:
             try:
                 md, version = manager.read(ledger_id)

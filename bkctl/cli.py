@@ -30,6 +30,7 @@ COMMANDS = {
     "ledger": "bkctl.ledger:ledger",
     "pulsar": "bkctl.pulsar:pulsar",
     "sandbox": "bkctl.sandbox:sandbox",
+    "top": "bkctl.top:top",
 }
 
 

@@ -36,6 +36,12 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl autorecovery list-under-replicated", "the marked ledgers and their missing replicas"),
         (f"bkctl autorecovery list-under-replicated --missing-replica {BOOKIE}", "only those missing this bookie"),
         ("bkctl autorecovery list-under-replicated --count -o json", "how many, for a monitoring script"),
+        ("bkctl autorecovery list-under-replicated --explain", "why each one is stuck, and the fix"),
+        ("bkctl autorecovery list-under-replicated --fix --dry-run", "what the safe fixes would do"),
+        (
+            "bkctl -c bk_server.conf autorecovery list-under-replicated --fix --yes -o json",
+            "from cron: exit 3 while any stays stuck",
+        ),
     ],
     "autorecovery lost-bookie-recovery-delay": [
         ("bkctl autorecovery lost-bookie-recovery-delay", "the current delay"),
@@ -99,7 +105,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "bookie decommission": [
         (f"bkctl bookie decommission {BOOKIE}", "retire a stopped bookie (asks first)"),
         (f"bkctl bookie decommission {BOOKIE} --dry-run", "the ledgers it would re-replicate, and nothing done"),
-        (f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200", "unattended, give up after two hours"),
+        (
+            f"bkctl bookie decommission {BOOKIE} --yes --timeout 7200 -o json",
+            "unattended: after two hours, exit 3 with the ledgers that blocked it",
+        ),
     ],
     "bookie drain": [
         (f"bkctl bookie drain {BOOKIE} --dry-run", "the replicas that would move, where to, and the bytes"),
@@ -501,6 +510,12 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl sandbox stop -o json", "stopped is false when nothing was running"),
     ],
     "sandbox stop-bookie": [("bkctl sandbox stop-bookie 2 --kill", "crash bookie 2 (SIGKILL), for a fault drill")],
+    # top
+    "top": [
+        ("bkctl top", "every bookie live, slow ones flagged; a, r, l... sort, q quits"),
+        ("bkctl top --once -o json", "one sample (two scrapes 2 s apart), for a script"),
+        ("bkctl top --metrics-port 8000", "Java bookies' Prometheus port (prometheusStatsHttpPort)"),
+    ],
 }
 
 

@@ -11,14 +11,23 @@ import contextlib
 import itertools
 import json
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from bookie.progress import Progress
 
 NONE = "<none>"
 GAP = "   "
 WIDTH_SAMPLE = 200  # rows looked at to size the columns of a streamed table
+
+
+def stderr_is_terminal() -> bool:
+    """Whether progress is shown: only on a terminal, never into a pipe or a file (tests replace this)."""
+    return sys.stderr.isatty()
 
 
 def format_bytes(n: int) -> str:
@@ -162,18 +171,29 @@ class Terminal:
         return count
 
     def stream(
-        self, items: Iterable[Any], headers: list[str], row: Callable[[Any], list], doc: Callable, empty: str
+        self,
+        items: Iterable[Any],
+        headers: list[str],
+        row: Callable[[Any], list],
+        doc: Callable,
+        empty: str,
+        widths: list[int] | None = None,
     ) -> int:
-        """Print a possibly huge list as it is produced; return how many items were printed."""
+        """Print a possibly huge list as it is produced; return how many items were printed. The columns are as
+        wide as the first ``WIDTH_SAMPLE`` rows need; with ``widths`` known up front, each row is printed as it
+        comes (items that come slowly: a rate-limited update)."""
         if self.output in ("json", "yaml"):
             return self.documents(items, doc)
         count = 0
         iterator = iter(items)
-        sample = [row(item) for item in itertools.islice(iterator, WIDTH_SAMPLE)]
+        sample = [row(item) for item in itertools.islice(iterator, 1 if widths else WIDTH_SAMPLE)]
         if not sample:
             click.echo(empty, err=True)
             return 0
-        widths = [max([len(h), *(len(_cell(r[i])) for r in sample)]) for i, h in enumerate(headers)]
+        if widths is None:
+            widths = [max([len(h), *(len(_cell(r[i])) for r in sample)]) for i, h in enumerate(headers)]
+        else:
+            widths = [max(len(h), w) for h, w in zip(headers, widths, strict=True)]
         rows = itertools.chain(sample, (row(item) for item in iterator))
         lines = format_rows(headers, rows, widths)
         click.echo(next(lines))  # the header
@@ -200,39 +220,43 @@ class Terminal:
         """A live progress bar on stderr when it is a terminal; otherwise nothing. Yields ``advance(n, size=0)``;
         with ``total_bytes``, the bar also counts bytes (``size`` bytes per call), shows their rate, and the time
         left is that of the bytes left at that rate."""
-        if not sys.stderr.isatty():
-            yield lambda n=1, size=0: None
+        with self.phases() as bar:
+            bar.phase(description, None if total is None else int(total), unit, total_bytes)
+            yield bar.advance
+
+    @contextlib.contextmanager
+    def phases(self) -> Iterator[Progress]:
+        """A :class:`bookie.progress.Progress` for work in phases (each with its own total), shown as
+        :meth:`progress` shows one: on stderr, only when it is a terminal."""
+        from bookie.progress import NO_PROGRESS
+
+        if not stderr_is_terminal():
+            yield NO_PROGRESS
             return
-        import time
-
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit)]
-        if total_bytes is not None:
-            columns.append(TextColumn(f"{{task.fields[size]}}/{format_bytes(total_bytes)}"))
-            columns.append(TextColumn("{task.fields[rate]} {task.fields[left]}"))
-        else:
-            columns.append(TimeRemainingColumn())
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(description, total=total, size=format_bytes(0), rate="", left="")
-            done = [0]
-            started = time.monotonic()
-
-            def advance(n=1, size=0):
-                done[0] += size
-                fields = {"size": format_bytes(done[0])}
-                elapsed = time.monotonic() - started
-                if total_bytes is not None and done[0] and elapsed > 0:
-                    rate = done[0] / elapsed
-                    left = max(0, total_bytes - done[0]) / rate
-                    fields |= {
-                        "rate": f"{format_bytes(int(rate))}/s",
-                        "left": f"ETA {int(left) // 60}:{int(left) % 60:02d}",
-                    }
-                bar.update(task, advance=n, **fields)
-
-            yield advance
+        columns = [
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[unit]}"),
+            TextColumn("{task.fields[sizes]}"),  # bytes done of the total, for a phase that counts them
+            _time_left_column(),
+        ]
+        # Lines printed to stdout while the bar is up go above it when both are the same terminal; redirected
+        # (a pipe, a file, -o json into jq) they stay on stdout, untouched.
+        with Progress(
+            *columns,
+            console=Console(stderr=True, force_terminal=True),
+            transient=True,
+            redirect_stdout=sys.stdout.isatty(),
+        ) as bar:
+            shown = _Bar(bar)
+            try:
+                yield shown
+            finally:
+                shown.flush()  # the last counts drawn before the bar goes
 
     # ---- questions (stderr) ----
     def confirm(self, question: str, action: str, yes: bool) -> None:
@@ -262,3 +286,71 @@ class Terminal:
 
     def error(self, message: str) -> None:
         click.echo(f"error: {message}", err=True)
+
+
+class _Bar:
+    """A :class:`bookie.progress.Progress` drawn by rich: one bar, the current phase's. Advances are added up and
+    handed to rich at most every ``REDRAW`` seconds (it redraws 10 times a second): a check counts hundreds of
+    thousands of answers, and rich's update costs microseconds each."""
+
+    REDRAW = 0.1
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.task: Any = None
+        self.total_bytes: int | None = None
+        self.bytes = 0
+        self.started = 0.0
+        self.pending = 0  # items advanced since the last update
+        self.shown = float("-inf")  # when rich was last updated
+
+    def phase(self, name: str, total: int | None, unit: str = "items", total_bytes: int | None = None) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+        self.total_bytes, self.bytes, self.pending, self.started = total_bytes, 0, 0, time.monotonic()
+        self.shown = float("-inf")
+        sizes = "" if total_bytes is None else f"{format_bytes(0)}/{format_bytes(total_bytes)}"
+        self.task = self.bar.add_task(
+            name, total=total, unit=unit, total_bytes=total_bytes, sizes=sizes, rate="", left=""
+        )
+
+    def advance(self, n: int = 1, size: int = 0) -> None:
+        self.pending += n
+        self.bytes += size
+        now = time.monotonic()
+        if now - self.shown >= self.REDRAW:
+            self.flush(now)
+
+    def flush(self, now: float | None = None) -> None:
+        """Hand rich what was advanced since its last update."""
+        if self.task is None:
+            return
+        self.shown = time.monotonic() if now is None else now
+        fields = {}
+        if self.total_bytes is not None:
+            fields["sizes"] = f"{format_bytes(self.bytes)}/{format_bytes(self.total_bytes)}"
+            elapsed = self.shown - self.started
+            if self.bytes and elapsed > 0:
+                rate = self.bytes / elapsed
+                left = max(0, self.total_bytes - self.bytes) / rate
+                fields["rate"] = f"{format_bytes(int(rate))}/s"
+                fields["left"] = f"ETA {int(left) // 60}:{int(left) % 60:02d}"
+        self.bar.update(self.task, advance=self.pending, **fields)
+        self.pending = 0
+
+
+def _time_left_column() -> Any:
+    from rich.progress import ProgressColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    class TimeLeft(ProgressColumn):
+        """The bytes' rate and the time they leave at it; without a byte total, the time the items leave."""
+
+        items = TimeRemainingColumn()
+
+        def render(self, task: Any) -> Any:
+            if task.fields["total_bytes"] is None:
+                return self.items.render(task)
+            return Text(f"{task.fields['rate']} {task.fields['left']}")
+
+    return TimeLeft()

@@ -8,6 +8,8 @@ LESS_THAN_AQ = "NUM_LEDGERS_HAVING_LESS_THAN_AQ_REPLICAS_OF_AN_ENTRY"
 LESS_THAN_WQ = "NUM_LEDGERS_HAVING_LESS_THAN_WQ_REPLICAS_OF_AN_ENTRY"
 # ours: registered, yet did not answer on the recheck either; or missing: a ledger names it, and it is not registered
 UNAVAILABLE_BOOKIES = "NUM_BOOKIES_UNAVAILABLE"
+# ours: add or read p99 several times the other bookies' median (admin.top.flag_slow), from their /metrics
+SLOW_BOOKIES = "NUM_BOOKIES_SLOW"
 
 ALL = (
     PLACEMENT_FAIL,
@@ -17,8 +19,10 @@ ALL = (
     LESS_THAN_AQ,
     LESS_THAN_WQ,
     UNAVAILABLE_BOOKIES,
+    SLOW_BOOKIES,
 )
-WARNINGS = frozenset({PLACEMENT_SOFT})  # counted and listed, but not problems: they do not make a check fail
+# counted and listed, but not problems: they do not make a check fail (a slow bookie loses no data)
+WARNINGS = frozenset({PLACEMENT_SOFT, SLOW_BOOKIES})
 
 
 def replica_category(write_quorum: int, ack_quorum: int, most_missing: int) -> str | None:

@@ -7,7 +7,8 @@ marker is older than the grace period. A registered bookie that does not answer 
 reported only if it still fails and is still registered. A bookie that some ledger read names and that is not
 registered is missing (bookie.meta.membership): reported as unavailable too, and the ledgers' entries it held count as
 missing. Before a ledger is reported, its metadata is read again: changed means analyse again, marked
-under-replicated meanwhile means skip — no false alarms.
+under-replicated meanwhile means skip — no false alarms. When asked, a registered bookie whose add or read p99 (its
+/metrics) stands out from the others' is reported slow, a warning.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from admin.check import categories as cat
@@ -33,6 +34,7 @@ from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.membership import EnsembleNames, MissingBookie, missing_bookies
 from bookie.meta.registration import DEFAULT_RACK
 from bookie.meta.underreplication import UnderReplicationManager
+from bookie.progress import NO_PROGRESS, Progress
 
 log = logging.getLogger(__name__)
 EMPTY = AvailabilityOfEntries([])
@@ -44,6 +46,9 @@ REANALYSE = 3  # times a ledger whose metadata keeps changing is analysed again 
 class CheckOptions:
     placement: bool = True
     replicas: bool = True
+    # compare the bookies' p99s from their /metrics (admin.top). Off by default: a p99 over the few requests of a
+    # quiet window says little, and an audit's "no violations" must not come and go with it
+    latency: bool = False
     # seconds a ledger may stay marked under-replicated before it fails the check; None: listed, never failing
     under_replicated_grace: float | None = 0.0
     ledger_ids: list[int] | None = None
@@ -66,6 +71,7 @@ class Violation:
     missing_entries: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # runs (replicas.missing_runs)
     missing_counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None  # why a bookie counts as unavailable: what it answered, or why it could not
+    reason: str | None = None  # why a bookie counts as slow: its p99 against the others'
 
     def doc(self) -> dict:
         doc = {
@@ -78,6 +84,8 @@ class Violation:
         }
         if self.error is not None:
             doc["error"] = self.error
+        if self.reason is not None:
+            doc["reason"] = self.reason
         return doc
 
 
@@ -92,16 +100,20 @@ REPORT_FIELDS = {
     "underReplicatedLedgers": "their ids, ascending; those that fail the check are in violations as "
     "NUM_UNDERREPLICATED_LEDGERS_ELAPSED_RECOVERY_GRACE_PERIOD",
     "durationSeconds": "how long the check took",
-    "counts": "per category (BookKeeper's auditor gauge names): ledgers, or bookies for NUM_BOOKIES_UNAVAILABLE",
+    "counts": "per category (BookKeeper's auditor gauge names, and two of ours): ledgers, or bookies for "
+    "NUM_BOOKIES_UNAVAILABLE and NUM_BOOKIES_SLOW",
     "violations": "one per ledger and category (and per unavailable bookie), as below",
     "violations[].ledgerId": "the ledger (for an unavailable bookie: the ledger it failed on, or null)",
     "violations[].category": "one of the counts' names",
     "violations[].segment": "first entry id of the worst segment (null: not about one segment)",
-    "violations[].bookies": "bookies missing entries; the ensemble of a placement violation; the unavailable bookie",
+    "violations[].bookies": "bookies missing entries; the ensemble of a placement violation; the unavailable or "
+    "slow bookie",
     "violations[].missingEntries": "bookie -> [[first, last], ...]: inclusive runs of the entries the write-set rule "
     "gives that bookie (with E = WQ every id; with E 3 WQ 2 a bookie holds two ids of every three), ascending",
     "violations[].missingEntryCounts": "bookie -> how many entries it lacks",
     "violations[].error": "only for an unavailable bookie: what it answered, or why it could not be asked",
+    "violations[].reason": "only for a slow bookie (--latency; a warning: it does not fail the check): its add or "
+    "read p99 against the median of the other bookies'",
     "unavailableBookies": "registered bookies that did not answer, twice; and missing ones (not registered) that a "
     "checked ledger names",
     "nextSteps": "the commands to run about the unavailable bookies (check-impact; recover or decommission a missing "
@@ -127,6 +139,7 @@ class CheckReport:
             ledgers[violation.category].add(violation.ledger_id)
         counts = {name: len(ledgers[name]) for name in cat.ALL}
         counts[cat.UNAVAILABLE_BOOKIES] = len(self.unavailable_bookies)
+        counts[cat.SLOW_BOOKIES] = sum(v.category == cat.SLOW_BOOKIES for v in self.violations)
         return counts
 
     @property
@@ -164,12 +177,18 @@ class CheckReport:
 
 
 class Checker:
-    def __init__(self, core, options: CheckOptions, progress: Callable[[int], None] = lambda n: None):
+    """``progress``, in phases: the ledgers listed (unless given), their metadata read, the bookies' answers about
+    each (bookie, ledger) (asked while the metadata is read: those already in are counted when the phase starts),
+    the entries read with ``verify_entries``, the ledgers analysed."""
+
+    def __init__(self, core, options: CheckOptions, progress: Progress = NO_PROGRESS):
         self.core = core
         self.options = options
         self.progress = progress
         self.registered: dict = {}
         self.failures: dict[str, tuple[int | None, str]] = {}  # bookie -> (ledger it failed on, the error)
+        self.answers = 0  # (bookie, ledger) pairs of the first asking answered, or given up on
+        self.counting_answers = False
 
     async def run(self) -> CheckReport:
         started = time.monotonic()
@@ -182,7 +201,15 @@ class Checker:
         held: dict[tuple[str, int], AvailabilityOfEntries] = {}
         fetches = []  # bookies are asked about each chunk of ledgers while the next chunk's metadata arrives
         names = EnsembleNames()
-        async for chunk in self._ledger_chunks():
+        ids = options.ledger_ids
+        if ids is None:
+            self.progress.phase("listing ledgers", None, "ledgers")
+            ids = await asyncio.to_thread(self._ledger_ids)
+        self.progress.phase("reading ledger metadata", len(ids), "ledgers")
+        read = 0
+        async for chunk in self._ledger_chunks(ids):
+            read += len(chunk)
+            self.progress.advance(len(chunk))
             batch = {}
             for ledger_id, md in chunk:
                 names.add(md)
@@ -194,20 +221,32 @@ class Checker:
                 else:
                     closed[ledger_id] = batch[ledger_id] = md
             if options.replicas and batch:
-                fetches.append(asyncio.ensure_future(self._fetch(self._wanted(batch), held)))
+                fetches.append(asyncio.ensure_future(self._fetch(self._wanted(batch), held, counted=True)))
+        self.progress.advance(len(ids) - read)  # deleted while the check ran
         report.checked = len(closed)
         report.under_replicated.sort()
         if options.placement:
             for ledger_id, md in closed.items():
                 report.violations.extend(self._placement(ledger_id, md))
         if options.replicas:
+            pairs = sum(len(ledgers) for ledgers in self._wanted(closed).values())
+            self.progress.phase("asking bookies", pairs, "replicas")
+            self.progress.advance(self.answers)
+            self.counting_answers = True
             failed = set().union(*await asyncio.gather(*fetches))
+            self.counting_answers = False
+            if failed:
+                self.progress.phase(f"asking again in {options.recheck_delay:g} s", len(failed), "bookies")
             unknown = await self._recheck(failed, self._wanted(closed), held)
+            if failed:
+                self.progress.advance(len(failed))
             if options.verify_entries > 0:
-                await self._verify_entries(closed, held, unknown)
+                await self._verify_entries(closed, held, unknown, self.progress)
             missing = await asyncio.to_thread(missing_bookies, self.core.store, names)
             report.missing_bookies = [m for m in missing if m.ledgers]
             await self._replicas(report, closed, held, unknown, under_replication)
+        if options.latency:
+            report.violations.extend(await asyncio.to_thread(self._slow_bookies))
         now_ms = int(time.time() * 1000)
         for kind, done in (("placement", options.placement), ("replicas", options.replicas)):
             if done and options.record:
@@ -215,15 +254,15 @@ class Checker:
         report.seconds = time.monotonic() - started
         return report
 
-    async def _ledger_chunks(self, size: int = LEDGERS_PER_REQUEST):
-        """The ledgers' metadata, read on a thread and handed over ``size`` at a time."""
+    async def _ledger_chunks(self, ids: list[int], size: int = LEDGERS_PER_REQUEST):
+        """The metadata of the ledgers ``ids``, read on a thread and handed over ``size`` at a time."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
 
         def read() -> None:
             try:
                 chunk = []
-                for item in self._ledgers():
+                for item in self._ledgers(ids):
                     chunk.append(item)
                     if len(chunk) >= size:
                         loop.call_soon_threadsafe(queue.put_nowait, chunk)
@@ -240,10 +279,13 @@ class Checker:
             yield chunk
         await reader
 
-    def _ledgers(self):
+    def _ledger_ids(self) -> list[int]:
+        return list(self.core.ledgers.iter_ledger_ids())
+
+    def _ledgers(self, ids: Iterable[int]):
         wanted = self.options.ledger_ids
         seen = set()
-        for ledger_id, md in self.core.ledgers.iter_ledgers(wanted, on_corrupt=lambda exc: log.error("%s", exc)):
+        for ledger_id, md in self.core.ledgers.iter_ledgers(ids, on_corrupt=lambda exc: log.error("%s", exc)):
             seen.add(ledger_id)
             yield ledger_id, md
         if wanted is not None and len(seen) < len(set(wanted)):
@@ -275,6 +317,20 @@ class Checker:
         category = cat.PLACEMENT_FAIL if worst[0] == FAIL else cat.PLACEMENT_SOFT
         return [Violation(ledger_id, category, worst[1].first_entry_id, list(worst[1].bookies))]
 
+    # ---- latency ----
+    def _slow_bookies(self) -> list[Violation]:
+        """The registered bookies whose p99 stands out (admin.top.flag_slow), from one scrape of each /metrics; a
+        bookie whose metrics cannot be read is not judged (an unavailable one is reported by the replicas check)."""
+        from admin.top import Sampler
+
+        rows = Sampler(lambda: list(self.registered.values())).sample()
+        for row in rows:
+            if row.error:
+                log.info("latency of bookie %s not compared: %s", row.bookie_id, row.error)
+        return [
+            Violation(None, cat.SLOW_BOOKIES, None, [r.bookie_id], reason="; ".join(r.slow)) for r in rows if r.slow
+        ]
+
     # ---- replicas ----
     async def _replicas(self, report: CheckReport, ledgers: dict[int, LedgerMetadata], held, unknown, marks):
         report.unavailable_bookies = sorted(unknown | {m.bookie_id for m in report.missing_bookies})
@@ -284,9 +340,10 @@ class Checker:
             if bookie_id in missing:
                 error = f"not registered: missing, {missing[bookie_id].ledgers} ledgers name it"
             report.violations.append(Violation(ledger_id, cat.UNAVAILABLE_BOOKIES, None, [bookie_id], error=error))
+        self.progress.phase("checking ledgers", len(ledgers), "ledgers")
         for ledger_id, md in ledgers.items():
             finding = self._analyse(ledger_id, md, held, unknown)
-            self.progress(1)
+            self.progress.advance()
             if finding is not None:
                 finding = await self._confirm(ledger_id, md, finding, marks, report)
             if finding is not None:
@@ -357,9 +414,9 @@ class Checker:
         return still
 
     async def holdings(self, ledgers: dict[int, LedgerMetadata]):
-        """What each registered bookie holds of ``ledgers`` (``(bookie, ledger) -> entries``; asked as the check
-        asks, entries read with ``verify_entries``), and the registered bookies that failed twice: for callers
-        that judge the ledgers themselves (`pulsar missing`)."""
+        """The entry-level read of :meth:`run` for other tools: what each registered bookie holds of ``ledgers``
+        (``(bookie, ledger) -> availability``; an unregistered bookie is not asked) and the registered bookies that
+        failed twice."""
         self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
         return await self._ask_bookies(ledgers)
 
@@ -372,17 +429,28 @@ class Checker:
             await self._verify_entries(ledgers, held, unknown)
         return held, unknown
 
-    async def _fetch(self, wanted: dict[str, set[int]], held: dict) -> set[str]:
+    async def _fetch(self, wanted: dict[str, set[int]], held: dict, counted: bool = False) -> set[str]:
+        """Ask each bookie what it holds of the ledgers ``wanted`` of it; return those that failed. ``counted``:
+        the first asking, whose answers the progress counts."""
         window = asyncio.Semaphore(self.options.concurrency)
         failed: set[str] = set()
+
+        def answered(n: int) -> None:
+            if counted:
+                self.answers += n
+                if self.counting_answers:
+                    self.progress.advance(n)
 
         async def ask(bookie_id: str, chunk: list[int]) -> None:
             async with window:
                 ledger_id = None
+                answers = 0
                 try:
                     async for ledger_id, status, data in self.core.bookie(bookie_id).list_entries(
                         chunk, self.options.timeout
                     ):
+                        answers += 1
+                        answered(1)
                         if status == EOK:
                             held[(bookie_id, ledger_id)] = AvailabilityOfEntries.decode(data)
                         elif status == ENOLEDGER:
@@ -396,6 +464,8 @@ class Checker:
                     # kept so the report names the error and the ledger, not only "unavailable"; the recheck
                     # overwrites it with what the bookie says the second time
                     self.failures[bookie_id] = (ledger_id, str(exc))
+                finally:
+                    answered(len(chunk) - answers)  # the ledgers a failed request leaves: given up on
 
         jobs = []
         for bookie_id, ids in wanted.items():
@@ -405,9 +475,9 @@ class Checker:
         await asyncio.gather(*jobs)
         return failed
 
-    async def _verify_entries(self, ledgers, held, failed) -> None:
+    async def _verify_entries(self, ledgers, held, failed, progress: Progress = NO_PROGRESS) -> None:
         """BookKeeper's costly "ledger check": read a share of all entries from every replica and count an
-        unreadable or corrupt copy as missing."""
+        unreadable or corrupt copy as missing. ``progress``: the entries read, of those sampled first."""
         share = self.options.verify_entries / 100.0
         window = asyncio.Semaphore(self.options.concurrency * 16)
         sample = random.Random(0)
@@ -423,21 +493,25 @@ class Checker:
                     parse_entry(digester, answer.body, ledger_id, entry_id)
                 except (BKError, CorruptEntry):
                     lacking.append(entry_id)
+                progress.advance()
 
+        replicas = []  # (ledger, its metadata, a bookie, the entries of it to read), all sampled before reading
         for ledger_id, md in ledgers.items():
-            digester = Digester(md.digest_type, md.password or b"")
             for first, last, bookies in segment_ranges(md):
                 for index, bookie_id in enumerate(bookies):
                     if bookie_id in failed or bookie_id not in self.registered:
                         continue
-                    available = held.get((bookie_id, ledger_id), EMPTY)
                     expected = [
                         e
                         for e in entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
                         if sample.random() < share
                     ]
-                    lacking: list[int] = []
-                    await asyncio.gather(*(read(md, ledger_id, bookie_id, e, digester, lacking) for e in expected))
-                    if lacking:
-                        keep = set(available) - set(lacking)
-                        held[(bookie_id, ledger_id)] = AvailabilityOfEntries.from_entries(keep)
+                    replicas.append((ledger_id, md, bookie_id, expected))
+        progress.phase("reading entries", sum(len(expected) for *_, expected in replicas), "entries")
+        for ledger_id, md, bookie_id, expected in replicas:
+            digester = Digester(md.digest_type, md.password or b"")
+            lacking: list[int] = []
+            await asyncio.gather(*(read(md, ledger_id, bookie_id, e, digester, lacking) for e in expected))
+            if lacking:
+                keep = set(held.get((bookie_id, ledger_id), EMPTY)) - set(lacking)
+                held[(bookie_id, ledger_id)] = AvailabilityOfEntries.from_entries(keep)

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie.codec.records import MIN_STORED
+from bookie.progress import NO_PROGRESS, Progress
 from bookie.storage.config import StorageConfig
-from bookie.storage.db.indexes import EntryLocationIndex
-from bookie.storage.db.kv import LOCATIONS, has_database
+from bookie.storage.db.indexes import EntryLocationIndex, LedgerMetadataIndex
+from bookie.storage.db.kv import LEDGERS, LOCATIONS, has_database
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.entry_log import log_path, record_head, split_location
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, index_name
@@ -119,16 +119,20 @@ def is_db_storage(config: StorageConfig) -> bool:
     return any(has_database(d, LOCATIONS) for d in config.index_dirs)
 
 
-def check_local(config: StorageConfig, progress: Callable[[int], None] = lambda n: None) -> ConsistencyReport:
-    """Check every index slot of every ledger (every location, on a DbLedgerStorage bookie); ``progress(ledgers)``
-    after each ledger."""
+def check_local(config: StorageConfig, progress: Progress = NO_PROGRESS) -> ConsistencyReport:
+    """Check every index slot of every ledger (every location, on a DbLedgerStorage bookie); ``progress``: the
+    ledgers checked, of those listed first (a phase per directory on a DbLedgerStorage bookie, of the ledgers its
+    ledgers index has)."""
     if is_db_storage(config):
         return _check_db(config, progress)
     report = ConsistencyReport()
     logs = _Logs(config.ledger_dirs)
     index_dirs = LedgerDirs(list(dict.fromkeys(config.index_dirs)))
     try:
-        for ledger_id in LedgerCache(index_dirs).ledger_ids():
+        ids = LedgerCache(index_dirs).ledger_ids()
+        progress.phase("checking ledgers", len(ids), "ledgers")
+        for ledger_id in ids:
+            progress.advance()
             path = index_dirs.find(index_name(ledger_id))
             if path is None:  # deleted meanwhile
                 continue
@@ -148,18 +152,23 @@ def check_local(config: StorageConfig, progress: Callable[[int], None] = lambda 
             finally:
                 index.close()
             report.ledgers += 1
-            progress(1)
     finally:
         logs.close()
     return report
 
 
-def _check_db(config: StorageConfig, progress: Callable[[int], None]) -> ConsistencyReport:
+def _check_db(config: StorageConfig, progress: Progress) -> ConsistencyReport:
     report = ConsistencyReport(storage="db")
     for ledger_dir, index_dir in zip(config.ledger_dirs, config.index_dirs, strict=True):
         if not has_database(index_dir, LOCATIONS):
             continue
         logs = _Logs((ledger_dir,))
+        known = None  # the ledgers of its ledgers index, the total; the locations may have others (check-db-index)
+        if has_database(index_dir, LEDGERS):
+            ledgers_index = LedgerMetadataIndex(index_dir, read_only=True)
+            ledgers_index.close()
+            known = set(ledgers_index.ledgers)
+        progress.phase("checking ledgers", None if known is None else len(known), "ledgers")
         index = EntryLocationIndex(index_dir, read_only=True)
         try:
             # in key order: ledger by ledger
@@ -170,7 +179,8 @@ def _check_db(config: StorageConfig, progress: Callable[[int], None]) -> Consist
                     found = _check(logs, ledger_id, entry_id, location)
                     if found is not None:
                         report.inconsistencies.append(found)
-                progress(1)
+                if known is None or ledger_id in known:
+                    progress.advance()
         finally:
             index.close()
             logs.close()

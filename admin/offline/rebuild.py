@@ -10,10 +10,10 @@ set, as BookKeeper does; an existing file keeps its header and its other slots. 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bookie.progress import NO_PROGRESS, Progress
 from bookie.storage.config import StorageConfig
 from bookie.storage.dirs import LedgerDirs
 from bookie.storage.entry_log import iter_records, list_log_ids, location, log_path
@@ -48,15 +48,18 @@ def rebuild_index(
     ledger_ids: set[int],
     master_key: bytes,
     dry_run: bool = False,
-    progress: Callable[[int], None] = lambda n: None,
+    progress: Progress = NO_PROGRESS,
 ) -> list[RebuiltLedger]:
-    """Rebuild the index of ``ledger_ids``; ``progress(logs)`` after each entry log scanned."""
+    """Rebuild the index of ``ledger_ids``; ``progress``: entry logs and their bytes scanned."""
     rebuilt = {ledger_id: RebuiltLedger(ledger_id) for ledger_id in sorted(ledger_ids)}
-    for log_id, path in _logs(config.ledger_dirs):
+    logs = _logs(config.ledger_dirs)
+    sizes = [path.stat().st_size for _, path in logs]
+    progress.phase("scanning entry logs", len(logs), "entry logs", sum(sizes))
+    for (log_id, path), size in zip(logs, sizes, strict=True):
         for pos, ledger_id, entry_id, _ in iter_records(path):
             if ledger_id in rebuilt:
                 rebuilt[ledger_id].locations[entry_id] = location(log_id, pos)
-        progress(1)
+        progress.advance(1, size)
     cache = LedgerCache(LedgerDirs(list(dict.fromkeys(config.index_dirs))))
     for ledger in rebuilt.values():
         state = cache.get(ledger.ledger_id)

@@ -30,6 +30,7 @@ from bookie.meta import ledger_metadata
 from bookie.meta.layout import RESERVED
 from bookie.meta.paths import ledger_path, parse_ledger_path
 from bookie.meta.tree import ZooKeeperTree
+from bookie.progress import NO_PROGRESS, Progress
 
 DEFAULT_MIN_AGE = 3600.0  # seconds
 
@@ -104,12 +105,20 @@ def ledger_ids(tree: ZooKeeperTree, root: str) -> list[int]:
 
 
 def read_ledgers(
-    tree: ZooKeeperTree, root: str, manager: str, ids: Iterable[int], problems: list[str]
+    tree: ZooKeeperTree,
+    root: str,
+    manager: str,
+    ids: Iterable[int],
+    problems: list[str],
+    progress: Progress = NO_PROGRESS,
 ) -> Iterator[LedgerFacts]:
-    """The facts of each ledger of ``ids`` that exists, read pipelined; unreadable metadata goes to ``problems``."""
+    """The facts of each ledger of ``ids`` that exists, read pipelined; unreadable metadata goes to ``problems``.
+    ``progress``: ledgers read, of ``ids``."""
     ids = list(ids)
     paths = (ledger_path(root, i, manager) for i in ids)
+    progress.phase("reading ledger metadata", len(ids), "ledgers")
     for ledger_id, (path, data, stat) in zip(ids, tree.read_many(paths), strict=True):
+        progress.advance()
         if data is None or stat is None:
             continue
         try:

@@ -32,6 +32,7 @@ from admin.pulsar.ownership import (
 from bookie._proto.pulsar_ml_data_formats_pb2 import ManagedCursorInfo, PositionInfo
 from bookie.errors import BKError, CorruptData, NotFound
 from bookie.meta.tree import ZooKeeperTree
+from bookie.progress import NO_PROGRESS, Progress
 
 MANAGED_LEDGERS = "managed-ledgers"
 SCHEMAS = "schemas"
@@ -84,17 +85,20 @@ class PulsarMetadata:
 
 
 def read_pulsar_metadata(
-    tree: ZooKeeperTree, read_cursor_position: CursorPositionReader | None = None
+    tree: ZooKeeperTree, read_cursor_position: CursorPositionReader | None = None, progress: Progress = NO_PROGRESS
 ) -> PulsarMetadata:
     """Everything under ``tree``'s root that references a ledger. :class:`NotFound` when the root holds no
-    Pulsar metadata at all (no /managed-ledgers): a wrong root must not make every ledger look orphaned."""
+    Pulsar metadata at all (no /managed-ledgers): a wrong root must not make every ledger look orphaned.
+    ``progress``: the topics listed, then managed ledgers and cursors read (each total known from the listing)."""
     base = tree.path(MANAGED_LEDGERS)
     if not tree.exists(base):
         raise NotFound(f"no Pulsar metadata at {tree.root or '/'} ({base} does not exist)")
     found = PulsarMetadata(tree.root)
+    progress.phase("listing Pulsar's topics", None, "topics")
     names = list(managed_ledger_names(tree))
     found.topics = len(names)
-    read_managed_ledgers(tree, names, found, read_cursor_position)
+    read_managed_ledgers(tree, names, found, read_cursor_position, progress)
+    progress.phase("reading Pulsar's schemas", None, "schemas")
     read_schemas(tree, found)
     return found
 
@@ -119,12 +123,15 @@ def read_managed_ledgers(
     names: list[str],
     found: PulsarMetadata,
     read_cursor_position: CursorPositionReader | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> None:
     """The data and cursor ledgers of ``names`` (and compacted ledgers of their compaction cursors)."""
     base = tree.path(MANAGED_LEDGERS)
     paths = [f"{base}/{name}" for name in names]
     cursor_paths: list[tuple[str, str]] = []
+    progress.phase("reading managed ledgers", len(names), "topics")
     for name, (path, data, stat) in zip(names, tree.read_many(paths), strict=True):
+        progress.advance()
         if data is None or stat is None:
             continue  # deleted while we read
         found.managed_ledgers.add(name)
@@ -152,7 +159,9 @@ def read_managed_ledgers(
         name = path[len(base) + 1 :]
         cursor_paths += [(name, child) for child in sorted(children or ())]
     cursor_znodes = (f"{base}/{name}/{cursor}" for name, cursor in cursor_paths)
+    progress.phase("reading cursors", len(cursor_paths), "cursors")
     for (name, cursor), (path, data, stat) in zip(cursor_paths, tree.read_many(cursor_znodes), strict=True):
+        progress.advance()
         if data is None or stat is None:
             continue
         found.versions[path] = stat.version

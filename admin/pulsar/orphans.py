@@ -28,6 +28,7 @@ from admin.pulsar.ownership import Kind
 from bookie._proto.pulsar_ml_data_formats_pb2 import PositionInfo
 from bookie.errors import BKError, CorruptData
 from bookie.meta.tree import ZooKeeperTree
+from bookie.progress import NO_PROGRESS, Progress
 
 if TYPE_CHECKING:
     from bookie.client import BookKeeper
@@ -78,16 +79,25 @@ class PulsarAudit:
         self.read_cursor_position = read_cursor_position
         self.same_zookeeper = same_zookeeper
 
-    def run(self, ids: list[int] | None = None, now: float | None = None, referenced_too: bool = True) -> Report:
+    def run(
+        self,
+        ids: list[int] | None = None,
+        now: float | None = None,
+        referenced_too: bool = True,
+        progress: Progress = NO_PROGRESS,
+    ) -> Report:
         """Verdicts on ``ids`` (every ledger when None), ascending. Without ``referenced_too`` only the ledgers
-        nothing references get one (and only their metadata is read): all an orphan search needs."""
+        nothing references get one (and only their metadata is read): all an orphan search needs. ``progress``:
+        Pulsar's metadata read, the ledgers listed, their metadata read (a phase each)."""
         started = time.monotonic()
-        pulsar = metadata.read_pulsar_metadata(self.pulsar, self.read_cursor_position)
+        pulsar = metadata.read_pulsar_metadata(self.pulsar, self.read_cursor_position, progress)
         if ids is None:
+            progress.phase("listing ledgers", None, "ledgers")
             ids = audit.ledger_ids(self.ledgers, self.ledgers.root)
         wanted = ids if referenced_too else [i for i in ids if i not in pulsar.references]
         problems: list[str] = []
-        facts = list(audit.read_ledgers(self.ledgers, self.ledgers.root, self.manager, wanted, problems))
+        read = audit.read_ledgers(self.ledgers, self.ledgers.root, self.manager, wanted, problems, progress)
+        facts = list(read)
         judge = Judge(pulsar, self.min_age, time.time() if now is None else now)
         judge.note_compacted(facts)
         verdicts = [judge.verdict(f) for f in facts]

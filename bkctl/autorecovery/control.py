@@ -1,6 +1,7 @@
 import click
 
 from bkctl.options import dry_run_option, output_option
+from bkctl.terminal import format_bytes, with_iso_times
 
 
 @click.command()
@@ -9,13 +10,17 @@ from bkctl.options import dry_run_option, output_option
 def status(app):
     """Show whether autorecovery is enabled, its delay, the auditor, the workers and the under-replicated count
 
-    Workers: the autorecovery processes standing in the auditor election, each a replication worker. Exit 3 when
-    autorecovery is enabled but no auditor or no worker runs: nothing would re-replicate a lost bookie's ledgers.
+    Workers: the autorecovery processes standing in the auditor election, each a replication worker. Then each
+    ledger a bkctl worker is re-replicating, and how far: entries and bytes copied, of the bytes its lost replicas
+    hold (a BookKeeper worker does not say). Exit 3 when autorecovery is enabled but no auditor or no worker runs:
+    nothing would re-replicate a lost bookie's ledgers.
     """
     from bkctl.errors import CheckFailed
+    from bookie.meta.replication_progress import ReplicationProgress
     from bookie.meta.underreplication import UnderReplicationManager
 
     ur = UnderReplicationManager(app.metadata)
+    replicating = [with_iso_times(p.doc(), "startedAt", "updatedAt") for p in ReplicationProgress(app.metadata).list()]
     auditor = ur.auditor()
     doc = {
         "enabled": ur.is_enabled(),
@@ -23,10 +28,11 @@ def status(app):
         "auditor": auditor[1] if auditor else None,
         "workers": ur.workers(),
         "underReplicatedLedgers": ur.count(),
+        "replicating": replicating,
     }
-    app.terminal.document(
-        doc,
-        lambda: app.terminal.fields(
+
+    def text():
+        app.terminal.fields(
             [
                 ("Autorecovery", "enabled" if doc["enabled"] else "disabled"),
                 ("Lost bookie recovery delay", f"{doc['lostBookieRecoveryDelay']} s"),
@@ -34,8 +40,14 @@ def status(app):
                 ("Replication workers", doc["workers"]),
                 ("Under-replicated ledgers", doc["underReplicatedLedgers"]),
             ]
-        ),
-    )
+        )
+        for p in replicating:
+            app.terminal.line(
+                f"ledger/{p['ledgerId']} being re-replicated by {p['worker']}: {p['entries']} entries, "
+                f"{format_bytes(p['bytes'])} of about {format_bytes(p['totalBytes'])} copied"
+            )
+
+    app.terminal.document(doc, text)
     if doc["enabled"] and (doc["auditor"] is None or not doc["workers"]):
         raise CheckFailed(
             "autorecovery is enabled but no auditor or replication worker runs: nothing will re-replicate the "

@@ -35,8 +35,9 @@ def check_db_index(
     config = bookie_config(app, journal_dirs, ledger_dirs, index_dirs)
     pairs = dir_pairs(config)
     docs: list[dict[str, Any]] = []
-    for ledger, index in pairs:
-        found = check_index(ledger, index, verify_entries)
+    with app.terminal.phases() as progress:
+        found_in = [check_index(ledger, index, verify_entries, progress) for ledger, index in pairs]
+    for (ledger, index), found in zip(pairs, found_in, strict=True):
         docs.append(
             {
                 "ledgerDir": str(ledger),

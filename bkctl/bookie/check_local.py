@@ -24,8 +24,8 @@ def check_local(app, journal_dirs, ledger_dirs, index_dirs):
 
     config = bookie_config(app, journal_dirs, ledger_dirs, index_dirs)
     require_ledger_dirs(config)
-    with stopped(config, "check its files"), app.terminal.progress("checking", unit="ledgers") as advance:
-        report = check(config.storage(), advance)
+    with stopped(config, "check its files"), app.terminal.phases() as progress:
+        report = check(config.storage(), progress)
     rows = [[i.ledger_id, i.entry_id, i.problem, i.detail] for i in report.inconsistencies]
 
     def table():

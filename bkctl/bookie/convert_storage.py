@@ -48,8 +48,8 @@ def convert_storage(
         app.terminal.confirm(f"Convert the index of {indexes} to {target} storage?", "convert", yes)
     convert = convert_to_db if target == "db" else convert_to_interleaved
     docs: list[dict[str, Any]] = []
-    with stopped(config, f"convert its index to {target}"):
-        for (_, index), done in zip(pairs, convert(pairs, dry_run), strict=True):
+    with stopped(config, f"convert its index to {target}"), app.terminal.phases() as progress:
+        for (_, index), done in zip(pairs, convert(pairs, dry_run, progress), strict=True):
             docs.append(
                 {
                     "indexDir": str(index),

@@ -38,12 +38,13 @@ def rebuild_db_index(
     config = bookie_config(app, journal_dirs, ledger_dirs, index_dirs)
     pairs = dir_pairs(config)
     docs: list[dict[str, Any]] = []
-    with stopped(config, f"rebuild its {which} index"):
+    with stopped(config, f"rebuild its {which} index"), app.terminal.phases() as progress:
         for rank, (ledger, index) in enumerate(pairs):
             if which == "locations":
-                done = rebuild_locations(ledger, index, dry_run)
+                done = rebuild_locations(ledger, index, dry_run, progress)
             else:
-                done = rebuild_ledgers(list(config.journal_dirs), ledger, index, dry_run, rank, len(pairs))
+                journals = list(config.journal_dirs)
+                done = rebuild_ledgers(journals, ledger, index, dry_run, rank, len(pairs), progress)
             docs.append(
                 {
                     "indexDir": str(index),

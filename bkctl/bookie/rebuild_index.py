@@ -50,8 +50,8 @@ def rebuild_index(
         raise InvalidArgument(
             "a DbLedgerStorage bookie has no index files to rebuild: use bkctl bookie rebuild-db-index locations"
         )
-    with stopped(config, "rebuild its index"), app.terminal.progress("scanning", unit="entry logs") as advance:
-        rebuilt = rebuild(config.storage(), set(ledger_ids), master_key(secret), dry_run, advance)
+    with stopped(config, "rebuild its index"), app.terminal.phases() as progress:
+        rebuilt = rebuild(config.storage(), set(ledger_ids), master_key(secret), dry_run, progress)
     docs = [{**r.doc(), "dryRun": dry_run} for r in rebuilt]
     rows = [
         [d["ledgerId"], d["entries"], d["firstEntry"], d["lastEntry"], "new" if d["newIndexFile"] else "existing"]

@@ -6,16 +6,19 @@ from bkctl.terminal import format_bytes
 
 
 def run_recovery(app, lost: set[str], ledger_ids, skip_open: bool, rate: float | None):
-    """Find the ledgers, re-replicate them with a progress display."""
+    """Find the ledgers, re-replicate them with a progress display: ledgers and bytes, the total of each known
+    before the first copy (the bytes from the metadata), the rate and the time left."""
+    from bkctl.move_progress import move_progress
     from bookie.client.rereplication import BookieRecovery
     from bookie.daemon import interruption
 
     recovery = BookieRecovery(app.client.core, lost, skip_open, rate)
     ledgers = recovery.affected(list(ledger_ids) or None)
+    total_bytes = recovery.bytes_to_copy(ledgers)
     try:
-        with app.terminal.progress("re-replicating", total=len(ledgers), unit="ledgers") as advance:
-            recovery.progress = lambda kind, n: advance(n) if kind == "ledgers" else None
-            return ledgers, app.client.run(recovery.run(ledgers))
+        with move_progress(app, "re-replicating", len(ledgers), total_bytes, "ledgers", "ledgers") as (progress, _):
+            recovery.progress = progress
+            return total_bytes, app.client.run(recovery.run(ledgers))
     except KeyboardInterrupt as exc:
         recovery.settled.wait(10)  # the fragments being copied keep what the target acknowledged
         raise type(exc)(f"{interruption(exc)} ({interrupted(recovery.report)})") from None
@@ -31,8 +34,8 @@ def interrupted(report) -> str:
     )
 
 
-def show(app, report) -> None:
-    app.terminal.document(report.doc(), lambda: show_report(app, report))
+def show(app, report, estimated_bytes: int) -> None:
+    app.terminal.document(report.doc() | {"estimatedBytes": estimated_bytes}, lambda: show_report(app, report))
 
 
 def show_report(app, report) -> None:
@@ -117,8 +120,8 @@ def recover(app, bookies, query, ledger_ids, skip_open, skip_unrecoverable, rate
         list_affected(app, lost, ledger_ids, "re-replicated" if dry_run else None)
         return
     app.terminal.confirm(f"Re-replicate everything on {', '.join(sorted(lost))}?", "recover", yes)
-    _, report = run_recovery(app, lost, ledger_ids, skip_open, rate)
-    show(app, report)
+    estimated_bytes, report = run_recovery(app, lost, ledger_ids, skip_open, rate)
+    show(app, report, estimated_bytes)
     if delete_cookie and report.complete:
         for bookie_id in delete_cookies(app.metadata, lost):
             app.terminal.info(f"cookie of {bookie_id} deleted")

@@ -41,17 +41,23 @@ def replace_in_ledgers(app, old_id, new_id, limit, rate, yes, dry_run):
 
 def run_replacement(app, old_id, new_id, limit, rate, yes, dry_run) -> None:
     from admin.replace_bookie import replace_bookie_in_ledgers
+    from bookie.meta.ledger_manager import LedgerManager
 
     if not dry_run:
         app.terminal.confirm(f"Replace {old_id} by {new_id} in the ledgers naming it?", "rewrite ledger metadata", yes)
-    replaced = replace_bookie_in_ledgers(app.metadata, old_id, new_id, limit, rate, dry_run)
+    ids = list(LedgerManager(app.metadata).iter_ledger_ids())
     done = "would be updated (dry run)" if dry_run else "updated"
-    count = app.terminal.stream(
-        replaced,
-        ["LEDGER", "SEGMENTS", "VERSION"],
-        lambda r: [f"ledger/{r.ledger_id}", r.segments, r.version],
-        lambda r: {**r.doc(), "from": old_id, "to": new_id, "dryRun": dry_run},
-        empty=f"no ledger names {old_id}",
-    )
+    with app.terminal.phases() as progress:
+        replaced = replace_bookie_in_ledgers(app.metadata, old_id, new_id, limit, rate, dry_run, progress, ids)
+        # widths known up front (the longest ledger id; segments and znode versions are short): under --rate a
+        # row comes every 1/rate seconds, and each is printed as it comes
+        count = app.terminal.stream(
+            replaced,
+            ["LEDGER", "SEGMENTS", "VERSION"],
+            lambda r: [f"ledger/{r.ledger_id}", r.segments, r.version],
+            lambda r: {**r.doc(), "from": old_id, "to": new_id, "dryRun": dry_run},
+            empty=f"no ledger names {old_id}",
+            widths=[len(f"ledger/{max(ids, default=0)}"), 0, 0],
+        )
     if count:
         app.terminal.info(f"{count} ledgers {done}: {old_id} -> {new_id}")

@@ -7,6 +7,11 @@ from bkctl.options import ledgers_option, output_option
 @click.option("--placement", is_flag=True, help="Check placement (rack spread of every write quorum).")
 @click.option("--replicas", is_flag=True, help="Check that bookies hold what the write-set rule says they must.")
 @click.option(
+    "--latency",
+    is_flag=True,
+    help="Also compare the bookies' p99 add and read latency (their /metrics) and list the slow ones.",
+)
+@click.option(
     "--under-replicated-grace",
     type=click.FloatRange(0),
     metavar="SECONDS",
@@ -57,6 +62,7 @@ def check(
     app,
     placement,
     replicas,
+    latency,
     under_replicated_grace,
     allow_under_replicated,
     ledger_ids,
@@ -75,7 +81,9 @@ def check(
     no false alarm. Writes nothing to ZooKeeper unless --record is given: then the check times
     (underreplication/replicascheckctime, placementpolicycheckctime) are written as BookKeeper's auditor writes
     them, which postpones the auditor's own checks. A bookie a ledger names that is not registered is missing: it
-    is reported unavailable, and the output ends with the commands to run next (JSON: nextSteps).
+    is reported unavailable, and the output ends with the commands to run next (JSON: nextSteps). With --latency, a
+    bookie whose add or read p99 (from its /metrics, as bkctl top reads it) is at least 3 times the median of the
+    other bookies' and at least 10 ms is listed as NUM_BOOKIES_SLOW: a warning, it does not fail the check.
     """
     from admin.check.categories import ALL
     from admin.check.checker import Checker, CheckOptions
@@ -90,6 +98,7 @@ def check(
     options = CheckOptions(
         placement=placement or both,
         replicas=replicas or both,
+        latency=latency,
         under_replicated_grace=None if allow_under_replicated else (under_replicated_grace or 0.0),
         ledger_ids=list(ledger_ids) or None,
         concurrency=concurrency,
@@ -98,8 +107,8 @@ def check(
         record=record,
     )
     try:
-        with app.terminal.progress("checking ledgers") as advance:
-            report = app.client.run(Checker(app.client.core, options, advance).run())
+        with app.terminal.phases() as progress:
+            report = app.client.run(Checker(app.client.core, options, progress).run())
     except BaseException:
         if prometheus_file:
             write_failure(prometheus_file)  # then the error leaves with its own exit code
@@ -135,9 +144,10 @@ def check(
                 for v in report.violations
             ]
             headers = ["LEDGER", "CATEGORY", "SEGMENT", "BOOKIES", "MISSING"]
-            if any(v.error for v in report.violations):  # why a bookie is unavailable: refused, or an I/O error
-                headers.append("ERROR")
-                rows = [[*row, v.error] for row, v in zip(rows, report.violations, strict=True)]
+            # why a bookie is unavailable (refused, an I/O error) or slow (its p99 against the others')
+            if any(v.error or v.reason for v in report.violations):
+                headers.append("DETAIL")
+                rows = [[*row, v.error or v.reason] for row, v in zip(rows, report.violations, strict=True)]
             app.terminal.table(headers, rows)
         if spared:
             why = "allowed" if allow_under_replicated else "within the grace"

@@ -165,7 +165,8 @@ def _pulsar_orphans(app, pulsar: bool | None, pulsar_zk: str | None, min_age: fl
         parent = app.metadata.root.rsplit("/", 1)[0]
         if not app.metadata.exists(f"{parent}/managed-ledgers"):
             return None
-    report = open_audit(app, pulsar_zk, min_age).run(referenced_too=False)
+    with app.terminal.phases() as progress:
+        report = open_audit(app, pulsar_zk, min_age).run(referenced_too=False, progress=progress)
     for problem in report.problems:
         app.terminal.warn(problem)
     return {verdict.ledger.ledger_id for verdict in report.orphans}

@@ -35,7 +35,8 @@ def orphans(app: Application, pulsar_zk: str | None, min_age: float, delete: boo
     from bkctl.terminal import format_bytes
 
     audit = open_audit(app, pulsar_zk, min_age)
-    report = audit.run(referenced_too=False)
+    with app.terminal.phases() as progress:
+        report = audit.run(referenced_too=False, progress=progress)
     for problem in report.problems:
         app.terminal.warn(problem)
     found = report.orphans
@@ -59,11 +60,13 @@ def orphans(app: Application, pulsar_zk: str | None, min_age: float, delete: boo
                 app.terminal.info(f"ledger/{v.ledger.ledger_id} would be deleted (dry run)")
         else:
             app.terminal.confirm(f"Delete {len(found)} orphaned ledger(s) ({format_bytes(size)})?", "delete", yes)
-            for deletion in audit.delete(found):
-                deletions.append(deletion)
-                if app.terminal.output not in ("json", "yaml"):
-                    note = f" ({deletion.reason})" if deletion.reason else ""
-                    app.terminal.line(f"ledger/{deletion.ledger_id} {deletion.outcome}{note}")
+            with app.terminal.progress("deleting", total=len(found), unit="ledgers") as advance:
+                for deletion in audit.delete(found):
+                    deletions.append(deletion)
+                    advance()
+                    if app.terminal.output not in ("json", "yaml"):
+                        note = f" ({deletion.reason})" if deletion.reason else ""
+                        app.terminal.line(f"ledger/{deletion.ledger_id} {deletion.outcome}{note}")
             doc["deletions"] = [d.doc() for d in deletions]
 
     def table() -> None:

@@ -37,7 +37,8 @@ def show(app: Application, ledger_ids: tuple[str, ...], pulsar_zk: str | None, m
     from bookie.meta.paths import parse_ledger_id
 
     ids = sorted({parse_ledger_id(i) for i in ledger_ids}) or None
-    report = open_audit(app, pulsar_zk, min_age).run(ids)
+    with app.terminal.phases() as progress:
+        report = open_audit(app, pulsar_zk, min_age).run(ids, progress=progress)
     for problem in report.problems:
         app.terminal.warn(problem)
     missing = sorted(set(ids or ()) - {v.ledger.ledger_id for v in report.verdicts})

@@ -39,7 +39,8 @@ def usage(app: Application, by: str, pulsar_zk: str | None, min_age: float) -> N
     from bkctl.pulsar.common import open_audit
     from bkctl.terminal import format_bytes
 
-    report = open_audit(app, pulsar_zk, min_age).run()
+    with app.terminal.phases() as progress:
+        report = open_audit(app, pulsar_zk, min_age).run(progress=progress)
     for problem in report.problems:
         app.terminal.warn(problem)
     totals = Usage()

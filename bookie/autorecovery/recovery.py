@@ -9,22 +9,44 @@ and every ``audit_interval``.
 
 Worker: takes a marker's lock (ephemeral: it dies with the worker), re-replicates what the ledger has on lost
 bookies — an open ledger only after ``open_grace`` from the marking, then fenced and closed first — and removes the
-marker. A ledger that fails keeps its lock for ``failed_lock_grace`` before others may try again.
+marker. A ledger that fails keeps its lock for ``failed_lock_grace`` before others may try again. While it copies,
+it says how far it is (entries and bytes, of the bytes estimated) in a record beside the lock
+(bookie/meta/replication_progress.py), which `bkctl autorecovery status` shows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import random
 import time
 
 from bookie.client.rereplication import BookieRecovery
 from bookie.errors import BKError, NoSuchLedger
+from bookie.meta.replication_progress import Progress, ReplicationProgress
 from bookie.meta.underreplication import UnderReplicationManager
 
 log = logging.getLogger(__name__)
+PROGRESS_EVERY = 1.0  # seconds between writes of a worker's progress to ZooKeeper
 _UNSEEN = object()  # the delay znode's version before the first audit: its existence is no trigger
+
+
+class _LockedRecovery(BookieRecovery):
+    """A worker's re-replication of one ledger, whose metadata swap happens only while the worker still holds the
+    ledger's lock: lost with an expired session, or released as stale (`list-under-replicated --fix`) while this
+    worker was cut off, it may be another's now, a bookie's GC among them, which frees the target's copy of a ledger
+    whose metadata does not name it yet."""
+
+    def __init__(self, core, lost: set[str], ur: UnderReplicationManager):
+        super().__init__(core, lost)
+        self.ur = ur
+
+    def _swap(self, ledger_id: int, first: int, last: int, lost: str, position: int, target: str):
+        if not self.ur.holds_lock(ledger_id):
+            raise BKError(f"ledger {ledger_id}: its re-replication lock is no longer this worker's; not swapped")
+        return super()._swap(ledger_id, first, last, lost, position, target)
 
 
 class AutoRecovery:
@@ -42,6 +64,7 @@ class AutoRecovery:
         self.poll, self.open_grace, self.failed_lock_grace = poll, open_grace, failed_lock_grace
         self.audit_interval = audit_interval
         self.ur = UnderReplicationManager(core.store)
+        self.progress = ReplicationProgress(core.store)
         self._vote: str | None = None
         self._registered: frozenset[str] | None = None
         self._trigger_version = _UNSEEN
@@ -145,7 +168,17 @@ class AutoRecovery:
             marked_at = (marker.ctime or 0) / 1000 if marker else 0
             if time.time() - marked_at < self.open_grace:
                 return False  # its writer may still change the ensemble itself
-        report = await BookieRecovery(self.core, lost).run([(ledger_id, md)])
+        recovery = _LockedRecovery(self.core, lost, self.ur)
+        total = recovery.bytes_to_copy([(ledger_id, md)])
+        progress = await asyncio.to_thread(self.progress.start, ledger_id, self.name, total)
+        reporter = _Reporter(self.progress, progress)
+        recovery.progress = reporter.counted
+        try:
+            report = await recovery.run([(ledger_id, md)])
+        finally:
+            reporter.cancel()
+            with contextlib.suppress(BKError):
+                await asyncio.to_thread(self.progress.finish, ledger_id)
         if report.failed:
             raise BKError(report.failed[ledger_id])
         return True
@@ -156,3 +189,50 @@ class AutoRecovery:
             if now >= when:
                 await asyncio.to_thread(self.ur.release_lock, ledger_id)
                 del self._held_failed[ledger_id]
+
+
+class _Reporter:
+    """Counts the entries and bytes a worker's copy reports and writes them (bookie/meta/replication_progress.py)
+    off the event loop, one write at a time, at most every ``PROGRESS_EVERY`` seconds: what is counted meanwhile
+    is written at the end of that second, so a copy that waits shows what it had copied."""
+
+    def __init__(self, records: ReplicationProgress, progress: Progress) -> None:
+        self.records, self.progress = records, progress
+        self.written = time.monotonic()
+        self.due: asyncio.Handle | asyncio.Future[None] | None = None  # the write planned, or under way
+        self.over = False
+
+    def counted(self, kind: str, n: int) -> None:
+        if kind != "bytes":
+            return
+        self.progress.entries += 1
+        self.progress.copied += n
+        if self.due is None:
+            self._plan()
+
+    def _plan(self) -> None:
+        wait = max(0.0, self.written + PROGRESS_EVERY - time.monotonic())
+        self.due = asyncio.get_running_loop().call_later(wait, self._write)
+
+    def _write(self) -> None:
+        self.written = time.monotonic()
+        sent = dataclasses.replace(self.progress)
+        self.due = asyncio.ensure_future(asyncio.to_thread(self._update, sent))
+        self.due.add_done_callback(lambda _: self._written(sent))
+
+    def _written(self, sent: Progress) -> None:
+        self.due = None
+        if self.progress.entries != sent.entries and not self.over:  # counted while it was written
+            self._plan()
+
+    def cancel(self) -> None:
+        """The copy is over: no write after the record is removed."""
+        self.over = True
+        if isinstance(self.due, asyncio.Handle):
+            self.due.cancel()
+
+    def _update(self, progress: Progress) -> None:
+        try:
+            self.records.update(progress)
+        except BKError as exc:  # finished meanwhile, or ZooKeeper away: the next write says it
+            log.debug("progress of ledger %d not written: %s", progress.ledger_id, exc)

@@ -39,6 +39,7 @@ from bookie.client.rereplication import (
     BookieRecovery,
     RecoverReport,
     TargetRefused,
+    replica_bytes,
     segment_at,
 )
 from bookie.errors import BKError, CorruptData, NoSuchLedger, NotEnoughBookies
@@ -99,20 +100,6 @@ class MoveReport(RecoverReport):
 def movable(md: LedgerMetadata, index: int) -> bool:
     """The segment is closed: no writer adds to it again (the ledger is closed, or a later segment exists)."""
     return md.is_closed or index < len(md.segments) - 1
-
-
-def replica_bytes(md: LedgerMetadata, index: int, position: int) -> int:
-    """The bytes the replica at ``position`` of segment ``index`` holds, estimated from the ledger's length (its
-    entries' average size): 0 when unknown (an open ledger has no length yet)."""
-    if not md.is_closed or md.last_entry_id < 0 or md.length <= 0:
-        return 0
-    first, end = md.segments[index].first_entry_id, md.segment_end(index, md.last_entry_id)
-    if end < first:
-        return 0
-    held = end - first + 1
-    if md.write_quorum_size < md.ensemble_size:
-        held = round(held * md.write_quorum_size / md.ensemble_size)
-    return round(held * md.length / (md.last_entry_id + 1))
 
 
 class ReplicaMover(BookieRecovery):

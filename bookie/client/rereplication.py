@@ -24,8 +24,8 @@ from typing import Any
 from bookie.client.bookie_client import EOK, BookieClient, EntryToken, RangeStopped, Stripe, status_name
 from bookie.client.core import ClientCore
 from bookie.client.placement import replacement
-from bookie.codec.digest import Digester, master_key
-from bookie.codec.entry import parse_entry
+from bookie.codec.digest import DIGEST_SIZES, Digester, master_key
+from bookie.codec.entry import HEADER, parse_entry
 from bookie.codec.records import pack_record
 from bookie.codec.write_set import entries_of_bookie, write_set
 from bookie.errors import (
@@ -132,6 +132,10 @@ class RateLimit:
 
 
 class BookieRecovery:
+    """Re-replicates what ``lost`` bookies held. ``progress(kind, n)`` is called as it goes: "bytes" for each
+    entry copied (its size), "fragments" for each segment's replica swapped in, "ledgers" for each ledger handled
+    and "recovered" for each ledger that no longer names a lost bookie."""
+
     def __init__(
         self,
         core: ClientCore,
@@ -158,6 +162,19 @@ class BookieRecovery:
             self._writable = (now, await self.core.writable_bookies())
         return self._writable[1]
 
+    def bytes_to_copy(self, ledgers: Iterable[tuple[int, LedgerMetadata]]) -> int:
+        """The bytes a copy of the lost bookies' replicas of ``ledgers`` sends, framed entries (header and digest)
+        as ``RecoverReport.bytes`` counts them, estimated from their metadata (an open ledger's count 0: its length
+        is not known until it is closed): the total a progress display starts with."""
+        total = 0
+        for _, md in ledgers:
+            framing = HEADER.size + DIGEST_SIZES[md.digest_type or self.core.config.digest_type]
+            for index, segment in enumerate(md.segments):
+                for position, bookie_id in enumerate(segment.bookies):
+                    if bookie_id in self.lost:
+                        total += replica_bytes(md, index, position) + framing * replica_entries(md, index, position)
+        return total
+
     def affected(
         self, ledger_ids: list[int] | None = None, on_corrupt: Callable[[CorruptData], None] | None = None
     ) -> list[tuple[int, LedgerMetadata]]:
@@ -177,6 +194,7 @@ class BookieRecovery:
                 try:
                     if await self._ledger(ledger_id, md, report):
                         report.recovered.append(ledger_id)
+                        self.progress("recovered", 1)
                     else:
                         report.skipped_open.append(ledger_id)
                 except (TimeoutError, BKError) as exc:
@@ -423,6 +441,29 @@ class BookieRecovery:
                 continue
             except NoSuchLedger:
                 raise BKError(f"ledger {ledger_id} was deleted during recovery") from None
+
+
+def replica_entries(md: LedgerMetadata, index: int, position: int) -> int:
+    """How many entries the replica at ``position`` of segment ``index`` holds (rounded when E > WQ: its share of
+    the write sets); 0 when unknown (an open ledger's last entry is not known yet)."""
+    if not md.is_closed or md.last_entry_id < 0:
+        return 0
+    first, end = md.segments[index].first_entry_id, md.segment_end(index, md.last_entry_id)
+    if end < first:
+        return 0
+    held = end - first + 1
+    if md.write_quorum_size < md.ensemble_size:
+        held = round(held * md.write_quorum_size / md.ensemble_size)
+    return held
+
+
+def replica_bytes(md: LedgerMetadata, index: int, position: int) -> int:
+    """The bytes the replica at ``position`` of segment ``index`` holds, estimated from the ledger's length (its
+    entries' average size): 0 when unknown (an open ledger has no length yet)."""
+    held = replica_entries(md, index, position)
+    if not held or md.length <= 0:
+        return 0
+    return round(held * md.length / (md.last_entry_id + 1))
 
 
 def segment_at(md: LedgerMetadata, first_entry_id: int) -> int | None:

@@ -66,7 +66,7 @@ class MovementLock:
                 return self
             except NodeExistsError:
                 held = self.holder() or {}
-            if not self._dead(held) or time.monotonic() >= deadline:
+            if not self.dead(held) or time.monotonic() >= deadline:
                 break
             if not self.waited:
                 self.on_wait(
@@ -83,7 +83,7 @@ class MovementLock:
         )
 
     @staticmethod
-    def _dead(held: dict[str, object]) -> bool:
+    def dead(held: dict[str, object]) -> bool:
         """The holder is a process of this host that no longer runs (a bkctl killed with -9): its session, and the
         lock with it, goes when ZooKeeper expires it."""
         pid = held.get("pid")

@@ -62,6 +62,16 @@ class UnderReplicatedLedger:
         return cls(ledger_id, tuple(msg.replica), msg.ctime if msg.HasField("ctime") else None)
 
 
+@dataclass(frozen=True)
+class Lock:
+    """A ledger's re-replication lock: who wrote it, the ZooKeeper session holding it, since when (ms)."""
+
+    ledger_id: int
+    owner: str  # LockDataFormat.bookieId: the worker's id, as it wrote it
+    session: int  # the znode's ephemeralOwner
+    ctime: int
+
+
 class UnderReplicationManager:
     def __init__(self, store: MetadataStore):
         self.store = store
@@ -105,12 +115,19 @@ class UnderReplicationManager:
                 continue
 
     def get(self, ledger_id: int) -> UnderReplicatedLedger | None:
+        found = self.get_marked(ledger_id)
+        return found[0] if found is not None else None
+
+    def get_marked(self, ledger_id: int) -> tuple[UnderReplicatedLedger, int] | None:
+        """The marker and when it was marked, in ms: its ``ctime`` field, else (a marker written without one) its
+        znode's creation time."""
         path = marker_path(self.root, ledger_id)
         try:
-            data, _ = self.store.get(path)
+            data, stat = self.store.get(path)
         except NotFound:
             return None
-        return UnderReplicatedLedger.decode(ledger_id, data, path)
+        marker = UnderReplicatedLedger.decode(ledger_id, data, path)
+        return marker, marker.ctime if marker.ctime is not None else stat.ctime
 
     def unmark(self, ledger_id: int) -> None:
         """Remove the marker (versioned, so a concurrent re-mark is not lost), then the folders left empty."""
@@ -272,6 +289,61 @@ class UnderReplicationManager:
     def holds_lock(self, ledger_id: int) -> bool:
         """Whether this session holds the ledger's re-replication lock."""
         return self.store.owns(self.lock_path(ledger_id))
+
+    def locks(self) -> dict[int, Lock]:
+        """The re-replication locks held now, by ledger id."""
+        found = {}
+        for name in self.store.children(f"{self.root}/locks"):
+            if name.startswith("urL") and name[3:].isdigit():
+                lock = self.lock(int(name[3:]))
+                if lock is not None:
+                    found[lock.ledger_id] = lock
+        return found
+
+    def lock(self, ledger_id: int) -> Lock | None:
+        """Who holds the ledger's re-replication lock, or None."""
+        try:
+            data, stat = self.store.get(self.lock_path(ledger_id))
+        except NotFound:
+            return None
+        owner = LockDataFormat()
+        try:
+            text_format.Parse(data.decode("utf-8"), owner)
+        except (text_format.ParseError, UnicodeDecodeError):
+            owner.bookieId = ""  # a lock's data is informative only: who holds it is its session
+        return Lock(ledger_id, owner.bookieId, stat.ephemeralOwner, stat.ctime)
+
+    def release_lock_of(self, ledger_id: int, session: int) -> bool:
+        """Delete the ledger's lock if ``session`` holds it (a dead holder's, released for it); False when someone
+        else holds it now, or nobody. ZooKeeper deletes by data version only: a lock taken by another session
+        between the check and the delete would go too; that needs ``session`` to expire within that round trip."""
+        path = self.lock_path(ledger_id)
+        stat = self.store.exists(path)
+        if stat is None or stat.ephemeralOwner != session:
+            return False
+        try:
+            with zk_errors(f"release the lock of ledger {ledger_id}"):
+                self.store.zk.delete(path, version=stat.version)
+        except (NotFound, MetadataVersionConflict):
+            return False
+        return True
+
+    def voters(self) -> dict[int, str]:
+        """The autorecovery processes standing in the auditor election: their ZooKeeper session -> their id."""
+        folder = f"{self.root}/auditorelection"
+        found = {}
+        for name in self.store.children(folder):
+            try:
+                data, stat = self.store.get(f"{folder}/{name}")
+            except NotFound:
+                continue
+            vote = AuditorVoteFormat()
+            try:
+                text_format.Parse(data.decode("utf-8"), vote)
+            except (text_format.ParseError, UnicodeDecodeError):
+                vote.bookieId = name
+            found[stat.ephemeralOwner] = vote.bookieId
+        return found
 
     def release_lock(self, ledger_id: int) -> None:
         """Let the ledger's lock go, if this session holds it (one taken by another after ours expired stays)."""

@@ -249,6 +249,17 @@ def test_every_bookkeeper_metric_of_an_event_we_have_is_ours_with_its_type_and_l
     assert not missing, f"BookKeeper metrics missing on ours: {missing}"
 
 
+def test_every_metric_bkctl_top_reads_is_a_java_bookies_and_ours_of_the_same_type(java, ours):
+    """`bkctl top` and `cluster check`'s slow bookies read these names only: what ties them to Java bookies, whose
+    Prometheus provider is not at hand here."""
+    from admin.top import FAMILIES
+
+    families = ours_by_family(ours)
+    for family in FAMILIES:
+        assert family in java and family in families, family
+        assert java[family][0] == families[family][0], family
+
+
 def test_the_same_workload_counts_the_same_on_both(java, ours):
     """Counted per request and per entry as BookKeeper counts them, whatever batching ours does: successes and
     failures (a fence read past the end), entries and bytes."""

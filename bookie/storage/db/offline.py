@@ -20,6 +20,7 @@ from bookie.codec.entry import entry_ids
 from bookie.codec.records import PREFIX, SIZE
 from bookie.errors import CorruptData
 from bookie.files import fsync_dir, write_private
+from bookie.progress import NO_PROGRESS, Progress
 from bookie.storage import journal as jf
 from bookie.storage.db.indexes import LOCATION_KEY, LONG, EntryLocationIndex, LedgerMetadataIndex
 from bookie.storage.db.kv import LEDGERS, LOCATIONS, KeyValueStorage
@@ -31,13 +32,28 @@ from bookie.storage.entry_log import (
     location,
     log_path,
     record_head,
-    scan_log,
     split_location,
 )
 from bookie.storage.index import ENTRIES_PER_PAGE, LOCATION, IndexFile, IndexHeader
 from bookie.storage.ledger_cache import LedgerCache
 
 BATCH = 10_000  # records per RocksDB batch (BookKeeper's BATCH_COMMIT_SIZE)
+
+
+def _sizes(paths: list[Path]) -> int:
+    return sum(path.stat().st_size for path in paths)
+
+
+def _scanned(path: Path, progress: Progress) -> Iterator[tuple[int, int, int, memoryview]]:
+    """:func:`iter_records` of one entry log, advancing ``progress`` by its bytes every ``BATCH`` records and by
+    one log at its end (a log of a gigabyte is seconds of scanning)."""
+    reported = 0
+    for count, record in enumerate(iter_records(path), 1):
+        if count % BATCH == 0:
+            progress.advance(0, record[0] - reported)
+            reported = record[0]
+        yield record
+    progress.advance(1, path.stat().st_size - reported)
 
 
 def _timestamp() -> str:
@@ -78,13 +94,17 @@ class IndexCheck:
     problems: list[str] = field(default_factory=list)
 
 
-def check_index(ledger_dir: Path, index_dir: Path, verify_entries: bool = False) -> IndexCheck:
+def check_index(
+    ledger_dir: Path, index_dir: Path, verify_entries: bool = False, progress: Progress = NO_PROGRESS
+) -> IndexCheck:
     """BookKeeper's check-db-ledgers-index (every record of the ledgers index parses), and more: every location
     belongs to a ledger of the ledgers index and points into an entry log that exists; with ``verify_entries``,
-    at an entry with the ledger and entry ids of its key."""
+    at an entry with the ledger and entry ids of its key. ``progress``: the ledgers index is read (no total: RocksDB
+    only estimates it), then the locations are checked ledger by ledger (of those the ledgers index has)."""
     result = IndexCheck()
     db = KeyValueStorage(index_dir, LEDGERS, read_only=True)
     known: set[int] = set()
+    progress.phase("reading the ledgers index", None, "ledgers")
     try:
         for key, value in db.items():
             (ledger_id,) = LONG.unpack_from(key) if len(key) >= 8 else (None,)
@@ -99,9 +119,12 @@ def check_index(ledger_dir: Path, index_dir: Path, verify_entries: bool = False)
                 result.problems.append(f"{db.path}: ledger {ledger_id}: unreadable LedgerData ({exc})")
                 continue
             known.add(ledger_id)
+            progress.advance()
     finally:
         db.close()
     result.ledgers = len(known)
+    progress.phase("checking locations", len(known), "ledgers")
+    current = None
     logs = set(list_log_ids(ledger_dir))
     orphans: dict[int, int] = {}
     missing: dict[int, int] = {}
@@ -109,6 +132,10 @@ def check_index(ledger_dir: Path, index_dir: Path, verify_entries: bool = False)
     try:
         for ledger_id, entry_id, log_id, pos in locations(index_dir):
             result.locations += 1
+            if ledger_id != current:  # locations come in key order: a ledger's together
+                current = ledger_id
+                if ledger_id in known:
+                    progress.advance()
             if ledger_id not in known:
                 orphans[ledger_id] = orphans.get(ledger_id, 0) + 1
             if log_id not in logs:
@@ -148,10 +175,12 @@ class Rebuilt:
     backup: Path | None = None  # where the index it replaced went
 
 
-def rebuild_locations(ledger_dir: Path, index_dir: Path, dry_run: bool = False) -> Rebuilt:
+def rebuild_locations(
+    ledger_dir: Path, index_dir: Path, dry_run: bool = False, progress: Progress = NO_PROGRESS
+) -> Rebuilt:
     """BookKeeper's rebuild-db-ledger-locations-index: the locations of the ledgers of the ledgers index, from a
     scan of every entry log (a later copy of an entry, from compaction, wins); the old index is kept as
-    ``locations.BACKUP-<time>``."""
+    ``locations.BACKUP-<time>``. ``progress``: entry logs and their bytes scanned."""
     active = set(ledgers(index_dir))
     result = Rebuilt(ledgers=len(active))
     current = Path(index_dir) / "current"
@@ -163,9 +192,11 @@ def rebuild_locations(ledger_dir: Path, index_dir: Path, dry_run: bool = False) 
         index = KeyValueStorage(index_dir, LOCATIONS)
     try:
         batch: list[tuple[bytes, bytes]] = []
-        for log_id in list_log_ids(ledger_dir):
+        logs = [(log_id, log_path(ledger_dir, log_id)) for log_id in list_log_ids(ledger_dir)]
+        progress.phase("scanning entry logs", len(logs), "entry logs", _sizes([path for _, path in logs]))
+        for log_id, path in logs:
             result.sources += 1
-            for pos, ledger_id, entry_id, _ in iter_records(log_path(ledger_dir, log_id)):
+            for pos, ledger_id, entry_id, _ in _scanned(path, progress):
                 if ledger_id in active:
                     result.entries += 1
                     batch.append((LOCATION_KEY.pack(ledger_id, entry_id), LONG.pack((log_id << 32) | pos)))
@@ -181,7 +212,13 @@ def rebuild_locations(ledger_dir: Path, index_dir: Path, dry_run: bool = False) 
 
 
 def rebuild_ledgers(
-    journal_dirs: list[Path], ledger_dir: Path, index_dir: Path, dry_run: bool = False, rank: int = 0, dirs: int = 1
+    journal_dirs: list[Path],
+    ledger_dir: Path,
+    index_dir: Path,
+    dry_run: bool = False,
+    rank: int = 0,
+    dirs: int = 1,
+    progress: Progress = NO_PROGRESS,
 ) -> Rebuilt:
     """BookKeeper's rebuild-db-ledgers-index: every ledger of the journals and entry logs, fenced, with no master
     key (the next writer's key is taken, as for a ledger first seen by a fence); the old index is kept as
@@ -189,18 +226,20 @@ def rebuild_ledgers(
 
     The directory is the ``rank``-th of ``dirs``: only ledgers with ``ledgerId mod dirs == rank`` belong in it (those
     DbLedgerStorage looks for there). BookKeeper's rebuild puts every ledger of the journals into every directory:
-    the others' would then be listed, and kept from garbage collection, by directories that never read them."""
+    the others' would then be listed, and kept from garbage collection, by directories that never read them.
+    ``progress``: journals and entry logs, and their bytes, scanned."""
     found: set[int] = set()
     result = Rebuilt()
-    for journal_dir in journal_dirs:
-        for journal_id in jf.list_journal_ids(journal_dir):
-            result.sources += 1
-            found.update(
-                r.ledger_id for r in jf.JournalScan(jf.journal_path(journal_dir, journal_id), skip_corruption=True)
-            )
-    for log_id in list_log_ids(ledger_dir):
+    journals = [jf.journal_path(d, journal_id) for d in journal_dirs for journal_id in jf.list_journal_ids(d)]
+    logs = [log_path(ledger_dir, log_id) for log_id in list_log_ids(ledger_dir)]
+    progress.phase("scanning journals and entry logs", len(journals) + len(logs), "files", _sizes(journals + logs))
+    for path in journals:
         result.sources += 1
-        found.update(ledger_id for _, _, ledger_id, _ in scan_log(log_path(ledger_dir, log_id)))
+        found.update(r.ledger_id for r in jf.JournalScan(path, skip_corruption=True))
+        progress.advance(1, path.stat().st_size)
+    for path in logs:
+        result.sources += 1
+        found.update(ledger_id for _, ledger_id, _, _ in _scanned(path, progress))
     found = {ledger_id for ledger_id in found if ledger_id % dirs == rank}
     result.ledgers = len(found)
     if dry_run:
@@ -222,7 +261,9 @@ def rebuild_ledgers(
     return result
 
 
-def convert_to_db(pairs: list[tuple[Path, Path]], dry_run: bool = False) -> list[Rebuilt]:
+def convert_to_db(
+    pairs: list[tuple[Path, Path]], dry_run: bool = False, progress: Progress = NO_PROGRESS
+) -> list[Rebuilt]:
     """BookKeeper's convert-to-db-storage: each ledger's index file (master key, fence, explicit LAC, locations)
     into the two databases of the directory pair ``ledgerId mod N`` of ``pairs`` (where DbLedgerStorage looks for
     it: storage.py's ``storage_of``, BookKeeper's ``getLedgerStorage``), whichever index directory held its file;
@@ -233,7 +274,7 @@ def convert_to_db(pairs: list[tuple[Path, Path]], dry_run: bool = False) -> list
     directory is copied into a new entry log of the ledger's (``copied``). The logs it came from keep it until
     garbage collection, which finds its ledger in no ledgers index of theirs. (BookKeeper's command routes the
     index the same way but copies nothing: with several directories its locations can point into a log the
-    ledger's directory does not have.)"""
+    ledger's directory does not have.) ``progress``: ledgers converted."""
     results = [Rebuilt() for _ in pairs]
     log_dirs = {log_id: ledger_dir for ledger_dir, _ in reversed(pairs) for log_id in list_log_ids(ledger_dir)}
     files: dict[int, IndexFile] = {}
@@ -242,8 +283,10 @@ def convert_to_db(pairs: list[tuple[Path, Path]], dry_run: bool = False) -> list
             files.setdefault(ledger_id, IndexFile(index_dir, ledger_id))
     copier: dict[int, _Copier] = {}
     db: dict[int, tuple[LedgerMetadataIndex, EntryLocationIndex]] = {}  # by rank, opened when first written
+    progress.phase("converting index files", len(files), "ledgers")
     try:
         for ledger_id, file in sorted(files.items()):
+            progress.advance()
             rank = ledger_id % len(pairs)
             result, (ledger_dir, index_dir) = results[rank], pairs[rank]
             header = file.read_header()
@@ -323,14 +366,17 @@ def _page_locations(page: bytes | bytearray) -> list[int]:
     return [LOCATION.unpack_from(page, slot * 8)[0] for slot in range(ENTRIES_PER_PAGE)]
 
 
-def convert_to_interleaved(pairs: list[tuple[Path, Path]], dry_run: bool = False) -> list[Rebuilt]:
+def convert_to_interleaved(
+    pairs: list[tuple[Path, Path]], dry_run: bool = False, progress: Progress = NO_PROGRESS
+) -> list[Rebuilt]:
     """BookKeeper's convert-to-interleaved-storage: an index file per ledger of each pair's ledgers index (master
     key, fence, explicit LAC, locations), in that pair's index directory; the databases are then kept as
     ``ledgers.backup`` and ``locations.backup``. One :class:`Rebuilt` per pair.
 
     Each directory of a DbLedgerStorage numbers its entry logs from its own ``lastId``, so two directories may
     both hold a ``0.log``; InterleavedLedgerStorage reads a log from whichever directory has its id, so a log whose
-    id an earlier directory already has is renamed past every id in use, and the locations into it say so."""
+    id an earlier directory already has is renamed past every id in use, and the locations into it say so.
+    ``progress``: a phase per pair, its ledgers converted."""
     renamed: dict[Path, dict[int, int]] = {}
     used: set[int] = set()
     next_id = max(last_log_id(ledger_dir) for ledger_dir, _ in pairs) + 1
@@ -340,7 +386,10 @@ def convert_to_interleaved(pairs: list[tuple[Path, Path]], dry_run: bool = False
             if log_id in used:
                 renamed[ledger_dir][log_id], next_id = next_id, next_id + 1
             used.add(renamed[ledger_dir].get(log_id, log_id))
-    results = [_to_index_files(ledger_dir, index_dir, renamed[ledger_dir], dry_run) for ledger_dir, index_dir in pairs]
+    results = [
+        _to_index_files(ledger_dir, index_dir, renamed[ledger_dir], dry_run, progress)
+        for ledger_dir, index_dir in pairs
+    ]
     if dry_run:
         return results
     # after the index files are written, before the databases move away: until then the bookie is still a
@@ -362,13 +411,17 @@ def convert_to_interleaved(pairs: list[tuple[Path, Path]], dry_run: bool = False
     return results
 
 
-def _to_index_files(ledger_dir: Path, index_dir: Path, renamed: dict[int, int], dry_run: bool) -> Rebuilt:
+def _to_index_files(
+    ledger_dir: Path, index_dir: Path, renamed: dict[int, int], dry_run: bool, progress: Progress
+) -> Rebuilt:
     result = Rebuilt()
     db_ledgers = LedgerMetadataIndex(index_dir, read_only=True)
     db_locations = EntryLocationIndex(index_dir, read_only=True)
     cache = LedgerCache(index_dir)
+    progress.phase("converting to index files", len(db_ledgers.ledgers), "ledgers")
     try:
         for ledger_id, data in sorted(db_ledgers.ledgers.items()):
+            progress.advance()
             entries = list(db_locations.entries(ledger_id))
             result.ledgers += 1
             result.entries += len(entries)

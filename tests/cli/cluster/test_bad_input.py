@@ -147,6 +147,9 @@ BAD_INPUTS = {
         (["bookie", "compaction", "run", "nope:1", "--log", "zz"], USAGE),
         (["bookie", "compaction", "run", "nope:1", "--log", "1f"], NOT_FOUND),
         (["bookie", "decommission", "127.0.0.1:9999", "--yes"], NOT_FOUND),
+        (["bookie", "decommission", "127.0.0.1:9999", "--stall-after", "0"], USAGE),
+        (["bookie", "decommission", "127.0.0.1:9999", "--stall-after", "nan"], USAGE),
+        (["bookie", "decommission", "127.0.0.1:9999", "--timeout", "nan"], USAGE),
         (["bookie", "drain"], USAGE),
         (["bookie", "drain", "127.0.0.1:9999", "--yes"], NOT_FOUND),
         (["bookie", "drain", "127.0.0.1:9999", "--rate", "0"], USAGE),
@@ -188,6 +191,8 @@ BAD_INPUTS = {
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "-5"], USAGE),
         (["autorecovery", "lost-bookie-recovery-delay", "--set", "2147483648"], USAGE),  # a Java int in BookKeeper
         (["autorecovery", "run", "--poll", "x"], USAGE),
+        (["autorecovery", "list-under-replicated", "--dry-run"], USAGE),  # what --fix would do: --fix is needed
+        (["autorecovery", "list-under-replicated", "--count", "--explain"], USAGE),
         (["autorecovery", "status", "--bogus"], USAGE),
     ],
     "bench": [

@@ -44,7 +44,7 @@ OK = (0,)
 RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("autorecovery", "disable"): (["--dry-run"], OK),
     ("autorecovery", "enable"): ([], OK),
-    ("autorecovery", "list-under-replicated"): ([], OK),
+    ("autorecovery", "list-under-replicated"): (["--fix", "--dry-run"], (3,)),  # its rows with --explain's reasons
     ("autorecovery", "lost-bookie-recovery-delay"): (["--set", "0"], OK),
     ("autorecovery", "status"): ([], OK),
     ("autorecovery", "trigger-audit"): ([], OK),
@@ -107,7 +107,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("bookies", "racks", "delete"): (["127.0.0.1:1", "--dry-run"], OK),
     ("bookies", "racks", "get"): ([], OK),
     ("bookies", "racks", "set"): (["{B}", "--rack", "/rack-a", "--dry-run"], OK),
-    ("cluster", "check"): (["--recheck-delay", "0"], (0, 3)),
+    ("cluster", "check"): (["--recheck-delay", "0", "--latency"], (0, 3)),
     ("cluster", "check-impact"): (["--bookie", "{B}"], (0, 3)),
     ("cluster", "info"): ([], OK),
     ("cluster", "usage"): (["--logs", "1"], OK),
@@ -131,6 +131,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("pulsar", "orphans"): (["--min-age", "0s"], (0, 3)),
     ("pulsar", "owners"): ([], OK),
     ("pulsar", "usage"): ([], OK),
+    ("top",): (["--once", "--interval", "0.1"], OK),
 }
 # The sandbox's commands start and stop processes of their own: one scenario runs them all (below).
 SANDBOX = {("sandbox", verb) for verb in ("start", "status", "stop", "stop-bookie", "start-bookie")}

@@ -13,6 +13,7 @@ from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 from bookie.meta.registration import BookieRegistry, BookieServiceInfo
 
 from support.checks import write_ledgers
+from support.progress import RecordingProgress, show_bars
 
 OLD, OTHER = "127.0.0.1:3181", "127.0.0.1:3182"
 
@@ -48,6 +49,26 @@ def test_replace_rewrites_every_segment_of_the_ledgers_naming_the_bookie(bkctl, 
     assert ensembles(cluster, 2) == [(OTHER, "127.0.0.1:3183")] and LedgerManager(cluster).read(2)[1] == 0
     none = bkctl("-u", service_uri, "bookie", "replace-in-ledgers", OLD, new, "--yes")
     assert (none.exit_code, none.stdout, none.stderr) == (0, "", f"no ledger names {OLD}\n")
+
+
+def test_replace_counts_every_ledger_it_reads_against_the_total_listed_first(bkctl, cluster, service_uri, monkeypatch):
+    from admin.replace_bookie import replace_bookie_in_ledgers
+
+    manager = LedgerManager(cluster)
+    for ledger_id, bookies in ((1, (OLD, OTHER)), (2, (OTHER, "127.0.0.1:3183")), (3, (OTHER, OLD))):
+        manager.create(ledger_id, ledger(bookies))
+    progress = RecordingProgress()
+    found = list(replace_bookie_in_ledgers(cluster, OLD, "b:3181", dry_run=True, progress=progress))
+    assert [r.ledger_id for r in found] == [1, 3]
+    assert [(p.name, p.total, p.unit) for p in progress.phases] == [("reading ledgers", 3, "ledgers")]
+    progress.assert_complete()
+
+    show_bars(monkeypatch)
+    done = bkctl(
+        "-u", service_uri, "bookie", "replace-in-ledgers", OLD, "b:3181", "--yes", "--rate", "100", "-o", "json"
+    )
+    assert [d["ledgerId"] for d in json.loads(done.stdout)] == [1, 3]  # the rows stay on stdout under the bar
+    assert "reading ledgers" in done.stderr and "3/3 ledgers" in done.stderr
 
 
 def test_replace_refuses_a_running_bookie_the_same_id_and_a_bad_one(bkctl, cluster, service_uri):

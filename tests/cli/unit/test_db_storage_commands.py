@@ -14,6 +14,7 @@ from bookie.storage.db.storage import DbLedgerStorage
 from bookie.storage.entry_log import list_log_ids, log_path
 from bookie.storage.interleaved import InterleavedLedgerStorage
 
+from support.progress import show_bars
 from support.storage import KEY, add, payload
 from support.storage import stored_entry as entry
 
@@ -76,6 +77,18 @@ def test_check_finds_a_missing_entry_log_and_a_moved_entry(bkctl, bookie_dir):
     log_path(bookie_dir / "ledgers", first).unlink()
     gone = bkctl("bookie", "check-db-index", *dirs(bookie_dir))
     assert gone.exit_code == ExitCode.PROBLEMS and f"{first:x}.log, which is missing" in gone.output
+
+
+def test_the_offline_tools_bars_go_to_stderr_and_leave_the_json_alone(bkctl, bookie_dir, monkeypatch):
+    show_bars(monkeypatch)
+    checked = bkctl("bookie", "check-db-index", *dirs(bookie_dir), "-o", "json")
+    assert json.loads(checked.stdout)[0]["ledgers"] == 2
+    assert "checking locations" in checked.stderr and "2/2 ledgers" in checked.stderr
+    rebuilt = bkctl("bookie", "rebuild-db-index", "locations", *dirs(bookie_dir), "--dry-run", "-o", "json")
+    assert json.loads(rebuilt.stdout)[0]["entries"] == 400
+    assert "scanning entry logs" in rebuilt.stderr and "2/2 entry logs" in rebuilt.stderr
+    converted = bkctl("bookie", "convert-storage", "--to", "interleaved", *dirs(bookie_dir), "--dry-run", "-o", "json")
+    assert json.loads(converted.stdout)[0]["ledgers"] == 2 and "2/2 ledgers" in converted.stderr
 
 
 def test_rebuilt_indexes_serve_the_same_entries(bkctl, bookie_dir):

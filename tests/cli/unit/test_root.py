@@ -25,6 +25,7 @@ def test_help_lists_the_command_groups(bkctl):
         "ledger",
         "pulsar",
         "sandbox",
+        "top",
     ]
 
 

@@ -42,6 +42,19 @@ def test_no_progress_when_stderr_is_not_a_terminal(monkeypatch, capsys):
     assert capsys.readouterr() == ("", "")
 
 
+def test_a_stream_with_widths_known_up_front_prints_each_row_as_it_comes(capsys):
+    printed = []
+
+    def rows():
+        for ledger_id in (1, 22):
+            printed.append(capsys.readouterr().out)  # what was on stdout when this row was made
+            yield ledger_id
+
+    Terminal().stream(rows(), ["LEDGER", "N"], lambda i: [f"ledger/{i}", i], dict, "none", widths=[9, 0])
+    assert printed[1] == "LEDGER      N\nledger/1    1\n"
+    assert capsys.readouterr().out == "ledger/22   22\n"
+
+
 def test_times_in_milliseconds_get_an_iso_8601_twin():
     assert iso_time(1_795_608_000_123) == "2026-11-25T12:00:00.123Z"
     assert iso_time(0) is None and iso_time(None) is None  # 0: BookKeeper's "never"

@@ -4,6 +4,8 @@ import json
 import re
 import sys
 
+import pytest
+
 from bookie.autorecovery.main import auditor_id
 from bookie.local.process import spawn, stop_process_group
 from bookie.meta.underreplication import UnderReplicationManager
@@ -111,3 +113,27 @@ def test_the_delay_holds_marking_back_until_an_audit_is_triggered(harness, bkctl
         assert named
     finally:
         stop_process_group(pid)
+
+
+def test_a_worker_swaps_the_metadata_only_while_it_holds_the_lock(harness, cluster, service_uri):
+    """A worker cut off while its lock was released as stale (`list-under-replicated --fix`) copies, but leaves the
+    metadata to whoever holds the lock now."""
+    from bookie.autorecovery.recovery import AutoRecovery
+    from bookie.client import BookKeeper
+    from bookie.errors import BKError
+
+    bookies = harness.start(3)
+    (ledger_id,) = write_ledgers(service_uri, 1, quorum=(2, 2, 2), entries=5)
+    with BookKeeper(service_uri) as bk:
+        named = bk.ledger_metadata(ledger_id).segments[0].bookies
+        victim = next(b for b in bookies if b.bookie_id in named)
+        victim.stop()
+        wait_for(lambda: len(bk.core.registry.list()) == 2, "the victim to go")
+        registered = {b.bookie_id for b in bk.core.registry.list()}
+        worker = AutoRecovery(bk.core, "worker-1")
+        with pytest.raises(BKError, match="no longer this worker's"):
+            bk.run(worker._replicate_ledger(ledger_id, registered))
+        assert victim.bookie_id in bk.ledger_metadata(ledger_id).segments[0].bookies
+        assert worker.ur.try_lock(ledger_id, "worker-1")
+        assert bk.run(worker._replicate_ledger(ledger_id, registered)) is True
+        assert victim.bookie_id not in bk.ledger_metadata(ledger_id).segments[0].bookies

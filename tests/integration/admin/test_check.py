@@ -18,6 +18,7 @@ from bookie.meta.underreplication import UnderReplicationManager
 
 from support.checks import check, flip_byte, wipe, write_ledgers
 from support.cli import dead_uri
+from support.progress import RecordingProgress, show_bars
 from support.waiting import wait_for
 
 
@@ -130,6 +131,15 @@ def test_a_dead_but_registered_bookie_is_reported_only_after_the_recheck(harness
     assert code == 3 and doc["unavailableBookies"] == [bookies[0].bookie_id]
     assert doc["counts"][cat.UNAVAILABLE_BOOKIES] == 1 and doc["counts"][cat.LESS_THAN_WQ] == 0
 
+    from admin.check.checker import Checker, CheckOptions
+
+    progress = RecordingProgress()
+    with BookKeeper(harness.service_uri) as bk:
+        bk.run(Checker(bk.core, CheckOptions(recheck_delay=1), progress).run())
+    assert progress.named("asking bookies").total == 6  # the dead one's 2 count too, as given up on
+    assert progress.named("asking again in 1 s").total == 1
+    progress.assert_complete()
+
 
 def test_a_bookie_that_answers_on_the_recheck_is_not_reported(harness, bkctl):
     bookies = harness.start(3, zkTimeout=30000)
@@ -139,6 +149,30 @@ def test_a_bookie_that_answers_on_the_recheck_is_not_reported(harness, bkctl):
     result = bkctl("-u", harness.service_uri, "cluster", "check", "--recheck-delay", "4", "-o", "json")
     doc = json.loads(result.stdout)
     assert result.exit_code == 0 and doc["unavailableBookies"] == [] and doc["violations"] == []
+
+
+def test_a_check_announces_each_phase_with_its_total_and_reaches_it(harness, bkctl, monkeypatch):
+    from admin.check.checker import Checker, CheckOptions
+
+    harness.start(3)
+    write_ledgers(harness.service_uri, 3, entries=10)  # E 3, WQ 3: each bookie holds every entry
+    progress = RecordingProgress()
+    with BookKeeper(harness.service_uri) as bk:
+        report = bk.run(Checker(bk.core, CheckOptions(verify_entries=100), progress).run())
+    assert report.checked == 3 and report.violations == []
+    assert [(p.name, p.total) for p in progress.phases] == [
+        ("listing ledgers", None),
+        ("reading ledger metadata", 3),
+        ("asking bookies", 9),  # 3 ledgers x 3 bookies
+        ("reading entries", 90),
+        ("checking ledgers", 3),
+    ]
+    progress.assert_complete()
+
+    show_bars(monkeypatch)
+    result = bkctl("-u", harness.service_uri, "cluster", "check", "-o", "json")
+    assert json.loads(result.stdout)["checkedLedgers"] == 3
+    assert "3/3 ledgers" in result.stderr
 
 
 def test_an_ensemble_change_during_the_check_raises_no_false_alarm(harness, cluster):

@@ -18,6 +18,7 @@ from bookie.meta.tree import ZooKeeperTree
 from bookie.meta.uri import parse_service_uri
 
 from support.cluster import shared_cluster
+from support.progress import RecordingProgress, show_bars
 
 TOPIC = "public/default/persistent/orders"
 OLD = 7200  # seconds: older than the default --min-age
@@ -163,6 +164,32 @@ def audit_of(world, cluster, min_age=3600.0):
         min_age,
         same_zookeeper=True,
     )
+
+
+def test_an_audit_announces_each_phase_with_its_total_and_reaches_it(bkctl, cluster, world, monkeypatch):
+    progress = RecordingProgress()
+    report = audit_of(world, cluster).run(progress=progress)
+    ledgers = len(list(LedgerManager(world["store"]).iter_ledger_ids()))
+    assert [(p.name, p.total) for p in progress.phases] == [
+        ("listing Pulsar's topics", None),
+        ("reading managed ledgers", 1),
+        ("reading cursors", 3),  # sub, closed-sub, __compaction
+        ("reading Pulsar's schemas", None),
+        ("listing ledgers", None),
+        ("reading ledger metadata", ledgers),
+    ]
+    assert len(report.verdicts) == ledgers
+    progress.assert_complete()
+
+    show_bars(monkeypatch)
+    for verb in ("orphans", "usage", "owners"):
+        result = bkctl("-u", cluster.service_uri, "pulsar", verb, "-o", "json")
+        assert json.loads(result.stdout), verb
+        assert "reading ledger metadata" in result.stderr, verb
+    deleted = bkctl("-u", cluster.service_uri, "pulsar", "orphans", "--delete", "--yes", "-o", "json")
+    assert len(json.loads(deleted.stdout)["deletions"]) == len(world["orphans"])
+    count = len(world["orphans"])
+    assert "deleting" in deleted.stderr and f"{count}/{count} ledgers" in deleted.stderr
 
 
 def test_a_ledger_referenced_again_before_the_recheck_is_not_deleted(cluster, world):
