@@ -47,6 +47,7 @@ from bookie.errors import CorruptData
 from bookie.meta import ledger_metadata
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.meta.paths import ledger_path
+from bookie.progress import NO_PROGRESS, Progress
 
 NO_METADATA, NO_DATA, CLOSED_HEAD, IN_RECOVERY = "no-metadata", "no-data", "closed-head", "in-recovery"
 REASONS = (NO_METADATA, NO_DATA, CLOSED_HEAD, IN_RECOVERY)
@@ -175,11 +176,12 @@ class MissingLedgers:
     def __init__(self, audit: PulsarAudit, holdings: Holdings, min_age: float):
         self.audit, self.holdings, self.min_age = audit, holdings, min_age
 
-    def run(self, now: float | None = None) -> Report:
+    def run(self, now: float | None = None, progress: Progress = NO_PROGRESS) -> Report:
+        """``progress``: Pulsar's metadata read (as orphans reads it), then the referenced ledgers' metadata."""
         started = time.monotonic()
         audit = self.audit
-        pulsar = metadata.read_pulsar_metadata(audit.pulsar, audit.read_cursor_position)
-        judged = self._judge(pulsar, sorted(pulsar.references), now)
+        pulsar = metadata.read_pulsar_metadata(audit.pulsar, audit.read_cursor_position, progress)
+        judged = self._judge(pulsar, sorted(pulsar.references), now, progress)
         if judged.missing:
             again = metadata.reread(
                 audit.pulsar, (r for m in judged.missing for r in m.references), audit.read_cursor_position
@@ -197,13 +199,16 @@ class MissingLedgers:
             time.monotonic() - started,
         )
 
-    def _judge(self, pulsar: PulsarMetadata, ids: list[int], now: float | None) -> _Judged:
+    def _judge(
+        self, pulsar: PulsarMetadata, ids: list[int], now: float | None, progress: Progress = NO_PROGRESS
+    ) -> _Judged:
         out = _Judged()
         now = time.time() if now is None else now
         references = {i: tuple(pulsar.references[i]) for i in ids}
         ids = [i for i in ids if not all(r.offloaded for r in references[i])]
         out.offloaded = len(references) - len(ids)
         out.ledgers = len(ids)
+        progress.phase("reading ledger metadata", len(ids), "ledgers")
         found: dict[int, tuple[LedgerMetadata, int, int]] = {}  # ledger -> metadata, znode version, mtime (ms)
         tree, root, manager = self.audit.ledgers, self.audit.ledgers.root, self.audit.manager
         paths = (ledger_path(root, i, manager) for i in ids)
@@ -212,6 +217,7 @@ class MissingLedgers:
         batch: dict[int, LedgerMetadata] = {}
         with ThreadPoolExecutor(ASKS_IN_FLIGHT) as pool:
             for lid, (path, data, stat) in zip(ids, tree.read_many(paths), strict=True):
+                progress.advance()
                 if data is None or stat is None:
                     out.missing.append(Missing(lid, NO_METADATA, "no ledger metadata", references[lid]))
                     continue

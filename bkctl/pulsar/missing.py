@@ -76,7 +76,8 @@ def missing(
     def holdings(ledgers: dict[int, Any]) -> Any:
         return app.client.run(Checker(app.client.core, options).holdings(ledgers))
 
-    report = MissingLedgers(audit, holdings, min_age).run()
+    with app.terminal.phases() as progress:
+        report = MissingLedgers(audit, holdings, min_age).run(progress=progress)
     for problem in report.problems:
         app.terminal.warn(problem)
     topics = report.topics()

@@ -155,6 +155,24 @@ def test_in_recovery_ledgers_are_reported_once_older_than_min_age(bkctl, world):
         world["store"].zk.delete(path, recursive=True)
 
 
+def test_an_offloaded_ledger_is_read_from_tiered_storage_not_checked(bkctl, world):
+    name = "public/default/persistent/offloaded"
+    info = ManagedLedgerInfo()
+    offloaded = info.ledgerInfo.add(ledgerId=999_999, entries=3, size=60)
+    offloaded.offloadContext.complete, offloaded.offloadContext.bookkeeperDeleted = True, True
+    info.ledgerInfo.add(ledgerId=999_998)  # its current ledger, never created: missing
+    path = world["broker"].managed_ledger(name, [], info.SerializeToString())
+    try:
+        code, doc = missing(bkctl, world)
+        found = {m["ledgerId"] for t in doc["topics"] if t["topic"] == topic(name) for m in t["missing"]}
+        assert code == 3 and found == {999_998} and doc["offloaded"] == 1
+        assert next(t for t in doc["topics"] if t["topic"] == topic(name))["missing"][0]["impact"].startswith(
+            "a broker loading the topic drops ledger 999998"
+        )
+    finally:
+        world["store"].zk.delete(path, recursive=True)
+
+
 def test_a_ledger_trimmed_by_its_broker_during_the_check_is_not_reported(world):
     """A broker removes a ledger from its list and deletes it between our reads: the first look finds it gone from
     the bookies, the confirmation re-reads the managed ledger and drops it."""
