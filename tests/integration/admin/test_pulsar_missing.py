@@ -116,6 +116,15 @@ def test_every_kind_is_reported_per_topic_and_healthy_topics_are_not(bkctl, worl
     assert doc["ledgers"] == 15  # every referenced ledger: 10 data, 2 cursor, 3 schema
 
 
+def test_reading_the_entries_too_finds_the_same(bkctl, world):
+    def reasons(doc):
+        return {m["ledgerId"]: m["reason"] for t in doc["topics"] for m in t["missing"]}
+
+    code, doc = missing(bkctl, world, "--verify-entries", "100")
+    assert code == 3 and doc["verifyEntriesPercent"] == 100
+    assert reasons(doc) == reasons(missing(bkctl, world)[1]) and len(reasons(doc)) == 5
+
+
 def test_the_text_groups_findings_by_topic(bkctl, world):
     result = bkctl("-u", world["harness"].service_uri, "pulsar", "missing", "--recheck-delay", "0")
     assert result.exit_code == 3
