@@ -216,7 +216,7 @@ class MissingLedgers:
         asks: list[Future[tuple[Held, set[str]]]] = []
         batch: dict[int, LedgerMetadata] = {}
         with ThreadPoolExecutor(ASKS_IN_FLIGHT) as pool:
-            for lid, (path, data, stat) in zip(ids, tree.read_many(paths), strict=True):
+            for lid, (path, data, stat) in zip(ids, tree.read_batched(paths), strict=True):
                 progress.advance()
                 if data is None or stat is None:
                     out.missing.append(Missing(lid, NO_METADATA, "no ledger metadata", references[lid]))
