@@ -464,6 +464,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("bkctl ledger simpletest -e 3 -w 3 -a 3 -o json", "every bookie of the ensemble acks"),
     ],
     # pulsar
+    "pulsar missing": [
+        ("bkctl pulsar missing", "per topic, the ledgers Pulsar references that BookKeeper lost; exit 3 if any"),
+        (
+            "bkctl pulsar missing --pulsar-zk zk1:2181/pulsar -o json",
+            "from cron: Pulsar's metadata in another chroot",
+        ),
+        ("bkctl pulsar missing --verify-entries 1", "also read 1% of the entries from every replica"),
+    ],
     "pulsar orphans": [
         ("bkctl pulsar orphans", "Pulsar's ledgers that nothing references, an hour old or more; exit 3 if any"),
         (

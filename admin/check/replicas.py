@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from admin.check.categories import replica_category
 from bookie.codec.availability import AvailabilityOfEntries
-from bookie.codec.write_set import entries_of_bookie
+from bookie.codec.write_set import entries_of_bookie, write_set
 from bookie.meta.ledger_metadata import LedgerMetadata
 
 
@@ -80,3 +80,33 @@ def analyse(md: LedgerMetadata, held: dict[str, AvailabilityOfEntries]) -> Repli
         if worst is None or most > worst[0]:
             worst = (most, ReplicaFinding(category, first, sorted(missing_by_bookie), missing_by_bookie, counts))
     return worst[1] if worst else None
+
+
+def _holds_range(available: AvailabilityOfEntries, first: int, last: int) -> bool:
+    """Whether one run of ``available`` covers ``[first, last]``: every entry, without looking at each."""
+    return any(g.period == 0 and g.first <= first and last < g.first + g.size for g in available.groups)
+
+
+def lost_entries(md: LedgerMetadata, held: dict[str, AvailabilityOfEntries]) -> list[tuple[int, int]]:
+    """``(first, last)`` runs of the entries no bookie of their write set holds: lost, ascending. ``held`` as for
+    :func:`analyse`. Only segments where at least WQ bookies lack something are looked at entry by entry (with
+    fewer, every entry keeps a copy), and a bookie holding one run over the whole segment is not."""
+    runs: list[tuple[int, int]] = []
+    for first, last, bookies in segment_ranges(md):
+        lacking: dict[int, set[int]] = {}
+        for index, bookie_id in enumerate(bookies):
+            available = held[bookie_id]
+            if _holds_range(available, first, last):
+                continue
+            share = entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
+            if missing := available.unavailable(share):
+                lacking[index] = set(missing)
+        if len(lacking) < md.write_quorum_size:
+            continue
+        lost = [
+            entry
+            for entry in range(first, last + 1)
+            if all(entry in lacking.get(i, ()) for i in write_set(entry, md.ensemble_size, md.write_quorum_size))
+        ]
+        runs += missing_runs(range(first, last + 1), lost)
+    return runs

@@ -52,6 +52,10 @@ class Reference:
     version: int
     cursor: str | None = None
     schema_id: str | None = None
+    current: bool = False  # a data ledger that is the last of its managed ledger's list: the one written now
+    entries: int | None = None  # a data ledger's entries as its LedgerInfo records them (unset while it is current)
+    schema_version: int | None = None
+    offloaded: bool = False  # a data ledger whose offload to tiered storage completed: read from there, not bookies
 
     def describe(self) -> str:
         if self.kind == "cursor":
@@ -138,8 +142,19 @@ def read_managed_ledgers(
         except CorruptData as exc:
             found.unreadable[name] = str(exc)
             continue
-        for ledger in info.ledgerInfo if info is not None else ():
-            found.add(ledger.ledgerId, Reference("ledger", topic, path, stat.version))
+        listed = list(info.ledgerInfo) if info is not None else []
+        for at, ledger in enumerate(listed):
+            entries = ledger.entries if ledger.HasField("entries") else None
+            reference = Reference(
+                "ledger",
+                topic,
+                path,
+                stat.version,
+                current=at == len(listed) - 1,
+                entries=entries,
+                offloaded=ledger.offloadContext.complete,
+            )
+            found.add(ledger.ledgerId, reference)
     for path, children in tree.children_many(paths):
         name = path[len(base) + 1 :]
         cursor_paths += [(name, child) for child in sorted(children or ())]
@@ -215,7 +230,9 @@ def _schema(found: PulsarMetadata, schema_id: str, path: str, data: bytes, versi
     found.versions[path] = version
     topic = topic_of_schema(schema_id)
     for entry in (locator.info, *locator.index):
-        found.add(entry.position.ledgerId, Reference("schema", topic, path, version, schema_id=schema_id))
+        reference = Reference("schema", topic, path, version, schema_id=schema_id, schema_version=entry.version)
+        if reference not in found.references.get(entry.position.ledgerId, ()):  # info repeats the latest index entry
+            found.add(entry.position.ledgerId, reference)
 
 
 def recheck(
@@ -243,3 +260,25 @@ def managed_ledger_of(topic: str) -> str:
     rest = topic.split("://", 1)[-1]
     namespace, _, local = rest.rpartition("/")
     return f"{namespace}/persistent/{quote_plus(local)}"
+
+
+def reread(
+    tree: ZooKeeperTree, references: Iterable[Reference], read_cursor_position: CursorPositionReader | None = None
+) -> PulsarMetadata:
+    """Pulsar's metadata again, for the owners of ``references`` only (their managed ledgers with their cursors,
+    their schema locators), read pipelined: what a finding is confirmed against before it is reported."""
+    base, schemas = tree.path(MANAGED_LEDGERS), tree.path(SCHEMAS)
+    names: set[str] = set()
+    locators: set[str] = set()
+    for reference in references:
+        if reference.kind == "schema":
+            locators.add(reference.path)
+        else:  # a managed ledger's znode, or one of its cursors'
+            name = reference.path[len(base) + 1 :]
+            names.add(name if reference.kind == "ledger" else name.rsplit("/", 1)[0])
+    found = PulsarMetadata(tree.root)
+    read_managed_ledgers(tree, sorted(names), found, read_cursor_position)
+    for path, data, stat in tree.read_many(sorted(locators)):
+        if data and stat is not None:
+            _schema(found, path[len(schemas) + 1 :], path, data, stat.version)
+    return found

@@ -49,6 +49,8 @@ class ZnodeStat(Protocol):
     @property
     def ctime(self) -> int: ...  # ms
     @property
+    def mtime(self) -> int: ...  # ms: the last change of its data
+    @property
     def ephemeralOwner(self) -> int: ...  # the owning session's id; 0 for a persistent znode
 
 

@@ -3,6 +3,9 @@ requests in flight, and a delete that happens only while other znodes are unchan
 
 ZooKeeper answers one session's requests in order, so a pipeline drained in order is as fast as one drained by
 callbacks: :meth:`ZooKeeperTree.read_many` keeps ``PIPELINE`` reads in flight and yields the answers as they come.
+Each request costs kazoo a wake-up of its connection thread, which shares the interpreter with the caller: for
+100,000 reads :meth:`ZooKeeperTree.read_batched` puts ``READS_PER_REQUEST`` of them in one request instead, a
+multiRead (ZooKeeper 3.6+; on an older server it reads as read_many does).
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import EXCEPTIONS, KazooException, NoNodeError
+from kazoo.protocol.paths import _prefix_root
+from kazoo.protocol.serialization import GetData, MultiHeader, int_struct, multiheader_struct, read_buffer, stat_struct
 from kazoo.protocol.states import ZnodeStat
 
 from bookie.errors import InvalidArgument, NotFound
@@ -21,6 +27,39 @@ from bookie.meta.uri import ServiceUri, _host
 
 PIPELINE = 1024  # requests in flight; ZooKeeper's default limit per connection is far above (globalOutstandingLimit)
 EXPECTED = "expected HOST:PORT[,HOST:PORT...][/CHROOT]"
+READS_PER_REQUEST = 200  # of a multiRead: ledger metadata of ~300 bytes each, well under jute.maxbuffer (1 MiB)
+BATCHES_IN_FLIGHT = 8
+
+
+class _MultiRead:
+    """ZooKeeper's multiRead of getData operations (ZooDefs.OpCode.multiRead, MultiOperationRecord), as a request
+    kazoo's connection sends and answers like its own: each operation a MultiHeader and a GetDataRequest, a done
+    header last; the answer, per operation, ``(data, stat)`` or the error code of an ErrorResult."""
+
+    type = 22
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+
+    def serialize(self) -> bytes:
+        out = bytearray()
+        for path in self.paths:
+            out += MultiHeader(GetData.type, False, -1).serialize() + GetData(path, None).serialize()
+        return bytes(out + multiheader_struct.pack(-1, True, -1))
+
+    def deserialize(self, data: bytes, offset: int) -> list[tuple[bytes, ZnodeStat] | int]:
+        results: list[tuple[bytes, ZnodeStat] | int] = []
+        header, offset = MultiHeader.deserialize(data, offset)
+        while not header.done:
+            if header.type == GetData.type:
+                value, offset = read_buffer(data, offset)
+                results.append((value or b"", ZnodeStat._make(stat_struct.unpack_from(data, offset))))
+                offset += stat_struct.size
+            else:  # -1: an ErrorResult
+                results.append(int_struct.unpack_from(data, offset)[0])
+                offset += int_struct.size
+            header, offset = MultiHeader.deserialize(data, offset)
+        return results
 
 
 @dataclass(frozen=True)
@@ -96,6 +135,42 @@ class ZooKeeperTree:
         zk = self._zk()
         return self._pipeline(paths, zk.get_async)
 
+    def read_batched(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:
+        """What :meth:`read_many` yields, read ``READS_PER_REQUEST`` znodes per multiRead request. A server that
+        refuses the first one (older than ZooKeeper 3.6) is read as read_many reads."""
+        zk = self._zk()
+        pending: deque[tuple[list[str], Any]] = deque()
+        batches = _chunks(paths, READS_PER_REQUEST)
+
+        def send(batch: list[str]) -> None:
+            answer = zk.handler.async_result()
+            zk._call(_MultiRead([_prefix_root(zk.chroot, p) for p in batch]), answer)
+            pending.append((batch, answer))
+
+        def drain_one() -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:
+            batch, answer = pending.popleft()
+            with zk_errors(f"read {batch[0]} and {len(batch) - 1} more"):
+                results = answer.get()
+            yield from _answers(batch, results)
+
+        first = next(batches, None)
+        if first is None:
+            return
+        send(first)
+        _, answer = pending.popleft()
+        try:
+            results = answer.get()
+        except KazooException:  # refused (a server older than 3.6, or the connection lost): one read each
+            yield from self.read_many(chain(first, chain.from_iterable(batches)))
+            return
+        yield from _answers(first, results)
+        for batch in batches:
+            send(batch)
+            if len(pending) >= BATCHES_IN_FLIGHT:
+                yield from drain_one()
+        while pending:
+            yield from drain_one()
+
     def children_many(self, paths: Iterable[str]) -> Iterator[tuple[str, list[str] | None]]:
         """``(path, children)`` for each path, in order; children None for a path that does not exist."""
         zk = self._zk()
@@ -143,3 +218,26 @@ class ZooKeeperTree:
         with zk_errors(f"delete {path}"):
             results = transaction.commit()
         return not any(isinstance(r, Exception) for r in results)  # a failed transaction answers with exceptions
+
+
+def _answers(batch: list[str], results: list[Any]) -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:
+    """A multiRead's answers as read_many yields them: an error other than "no such znode" raises."""
+    for path, result in zip(batch, results, strict=True):
+        if isinstance(result, int):
+            if result != NoNodeError.code:
+                with zk_errors(f"read {path}"):
+                    raise EXCEPTIONS[result]()
+            yield path, None, None
+        else:
+            yield path, result[0], result[1]
+
+
+def _chunks(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -95,3 +95,33 @@ def test_orphans_among_the_java_clients_pulsar_ledgers(classes, zookeeper, tmp_p
             left = set(LedgerManager(store).iter_ledger_ids())
             assert left == {*referenced, newest, young}
             assert audit.run(now=now).orphans == []  # a second run finds nothing
+
+
+def test_missing_tells_a_java_writers_close_from_a_recoverys(classes, zookeeper, tmp_path):
+    """`pulsar missing` on the Java client's ledgers: an empty current ledger its writer closed (a broker unloading
+    the topic) is not reported; one left open and then closed by a recovery is (closed-head); a data ledger whose
+    metadata is deleted is (no-metadata)."""
+    from admin.check.checker import Checker, CheckOptions
+    from admin.pulsar.missing import MissingLedgers
+
+    idle, fenced = "public/default/persistent/idle", "public/default/persistent/fenced"
+    with shared_cluster(zookeeper, tmp_path, 3) as cluster:
+        uri = parse_service_uri(cluster.service_uri)
+        root = uri.root.rsplit("/", 1)[0]
+        specs = [(managed_ledger_metadata(idle), 3, True), (managed_ledger_metadata(idle), 0, True)]
+        specs += [(managed_ledger_metadata(fenced), 3, True), (managed_ledger_metadata(fenced), 0, False)]
+        idle_data, idle_head, gone, fenced_head = java_ledgers(classes, cluster.service_uri, specs)
+        with MetadataStore(uri) as store, BookKeeper(cluster.service_uri) as bk:
+            broker = Broker(store, root, bk)
+            broker.managed_ledger(idle, [idle_data, idle_head])
+            broker.managed_ledger(fenced, [gone, fenced_head])
+            LedgerManager(store).delete(gone)
+            bk.open_ledger(fenced_head, b"", recovery=True)  # as autorecovery fences an open ledger
+
+            audit = PulsarAudit(ZooKeeperTree(store, store.root), "hierarchical", ZooKeeperTree(store, root), 3600)
+            options = CheckOptions(recheck_delay=0)
+            report = MissingLedgers(
+                audit, lambda ledgers: bk.run(Checker(bk.core, options).holdings(ledgers)), 3600
+            ).run()
+            assert {m.ledger_id: m.reason for m in report.missing} == {gone: "no-metadata", fenced_head: "closed-head"}
+            assert LedgerManager(store).read(idle_head)[1] == 1  # the Java writer closed it in one update

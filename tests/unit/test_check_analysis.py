@@ -2,7 +2,7 @@
 
 from admin.check import categories as c
 from admin.check.placement import FAIL, MEETS_SOFT, MEETS_STRICT, segment_verdict
-from admin.check.replicas import analyse, missing_runs
+from admin.check.replicas import analyse, lost_entries, missing_runs
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
@@ -90,6 +90,28 @@ def test_missing_entries_are_runs_of_what_the_bookie_must_hold():
     held = {"x": full(md, 0), "y": A([4, 6]), "z": full(md, 2)}
     finding = analyse(md, held)
     assert finding.missing_entries == {"y": [(0, 3), (7, 10)]} and finding.missing_counts == {"y": 6}
+
+
+def test_lost_entries_are_those_no_bookie_of_their_write_set_holds():
+    md = closed(["x", "y", "z"], 11, e=3, wq=2, aq=1)
+    held = {b: full(md, i) for i, b in enumerate("xyz")}
+    assert lost_entries(md, held) == []
+    held["y"] = A([])  # one wiped bookie: every entry keeps a copy
+    assert lost_entries(md, held) == []
+    held["z"] = A([e for e in entries_of_bookie(2, 0, 11, 3, 2) if e not in (1, 2, 4)])
+    assert lost_entries(md, held) == [(1, 1), (4, 4)]  # 1 and 4 are on y and z; 2 is on z and x
+    held = {b: A([]) for b in "xyz"}
+    assert lost_entries(md, held) == [(0, 11)]
+
+
+def test_lost_entries_follow_each_segment_and_skip_an_open_ledgers_last():
+    segments = (Segment(0, ("x", "y")), Segment(5, ("q", "r")))
+    md = closed(None, 9, e=2, wq=2, aq=2, segments=segments)
+    held = {"x": A(range(5)), "y": A([]), "q": A([]), "r": A([5, 6])}
+    assert lost_entries(md, held) == [(7, 9)]
+    still_open = LedgerMetadata(2, 2, 2, segments, state=LedgerState.OPEN, last_entry_id=-1)
+    held["x"] = A([])
+    assert lost_entries(still_open, {**held, "y": A([0, 1])}) == [(2, 4)]  # the last segment is not final
 
 
 def test_every_field_of_the_check_report_is_documented_in_the_man_page_and_monitoring_md():

@@ -82,6 +82,8 @@ BAD_INPUTS = {
         (["ledger", "update", "--bookie-id", "ip"], USAGE),  # no -c naming the bookie
     ],
     "pulsar": [  # the live cluster has no Pulsar metadata: a command that needs it is refused (exit 5)
+        (["pulsar", "missing"], NOT_FOUND),
+        (["pulsar", "missing", "--verify-entries", "101"], USAGE),
         (["pulsar", "orphans"], NOT_FOUND),
         (["pulsar", "orphans", "--min-age", "soon"], USAGE),
         (["pulsar", "orphans", "--min-age", "-1h"], USAGE),

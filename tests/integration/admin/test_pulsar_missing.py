@@ -1,0 +1,226 @@
+"""`pulsar missing` against a real ZooKeeper and real bookies: Pulsar's metadata written as a broker writes it
+(tests/pulsar_broker.py), then BookKeeper loses what it references — ledger metadata deleted, a bookie's disks
+wiped, an empty current ledger fenced and closed under its writer — and topics that must not be reported."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pulsar_broker import Broker, managed_ledger_metadata
+
+from admin.pulsar.missing import MissingLedgers
+from admin.pulsar.orphans import PulsarAudit
+from bookie._proto.pulsar_ml_data_formats_pb2 import ManagedLedgerInfo
+from bookie.client import BookKeeper
+from bookie.meta.ledger_manager import LedgerManager
+from bookie.meta.ledger_metadata import LedgerState
+from bookie.meta.store import MetadataStore
+from bookie.meta.tree import ZooKeeperTree
+from bookie.meta.uri import parse_service_uri
+
+from support.checks import wipe
+from support.cluster import shared_cluster
+
+HEALTHY = "public/default/persistent/healthy"
+IDLE = "public/default/persistent/idle"  # unloaded by its broker: an empty current ledger its writer closed
+LOST = "public/default/persistent/lost"
+FENCED = "public/default/persistent/fenced"
+
+
+def topic(name: str) -> str:
+    return "persistent://" + name.replace("/persistent/", "/")
+
+
+@pytest.fixture(scope="module")
+def world(zookeeper, tmp_path_factory):
+    """Built once (a bookie is wiped): the tests below only read it."""
+    with shared_cluster(zookeeper, tmp_path_factory.mktemp("missing"), 3) as harness:
+        uri = parse_service_uri(harness.service_uri)
+        with MetadataStore(uri) as store, BookKeeper(harness.service_uri) as bk:
+            root = uri.root.rsplit("/", 1)[0]
+            broker, ledgers = Broker(store, root, bk), LedgerManager(store)
+            w = {"store": store, "root": root, "broker": broker, "harness": harness, "bk": bk}
+
+            # healthy: closed data ledgers, an open current one, a cursor, a schema
+            done = [broker.data_ledger(HEALTHY) for _ in range(2)]
+            broker.managed_ledger(HEALTHY, [*done, broker.data_ledger(HEALTHY, close=False)])
+            broker.cursor(HEALTHY, "sub", broker.cursor_ledger(HEALTHY, "sub"))
+            broker.schema("public/default/healthy", [broker.schema_ledger("public/default/healthy")])
+            # idle: its broker closed the empty current ledger when it unloaded the topic
+            broker.managed_ledger(IDLE, [broker.data_ledger(IDLE), broker.data_ledger(IDLE, entries=0)])
+
+            # lost: a data ledger whose metadata was deleted, one on a single bookie whose disks are wiped, a
+            # cursor's ledger and a schema version's ledger deleted
+            gone = broker.data_ledger(LOST)
+            single = bk.create_ledger(
+                1, 1, 1, digest_type="crc32c", password=b"", custom_metadata=(managed_ledger_metadata(LOST))
+            )
+            single.add_entries(b"only-here-%d" % i for i in range(3))
+            single.close()
+            broker.managed_ledger(LOST, [gone, single.ledger_id, broker.data_ledger(LOST, close=False)])
+            cursor = broker.cursor_ledger(LOST, "sub")
+            broker.cursor(LOST, "sub", cursor)
+            v0, v1 = (broker.schema_ledger("public/default/lost") for _ in range(2))
+            broker.schema("public/default/lost", [v0, v1])
+            for lid in (gone, cursor, v1):
+                ledgers.delete(lid)
+            holder = bk.ledger_metadata(single.ledger_id).segments[0].bookies[0]
+            victim = next(b for b in harness.bookies if b.bookie_id == holder)
+            wipe(victim)
+            harness.restart(victim)
+
+            # fenced: the current ledger is empty and open in its broker; a recovery fences and closes it
+            head = broker.data_ledger(FENCED, entries=0, close=False)
+            broker.managed_ledger(FENCED, [broker.data_ledger(FENCED), head])
+            bk.open_ledger(head, b"", recovery=True)
+
+            w.update(gone=gone, single=single.ledger_id, cursor=cursor, v1=v1, head=head)
+            yield w
+
+
+def missing(bkctl, world, *args):
+    uri = world["harness"].service_uri
+    result = bkctl("-u", uri, "pulsar", "missing", "--recheck-delay", "0", "-o", "json", *args)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_every_kind_is_reported_per_topic_and_healthy_topics_are_not(bkctl, world):
+    code, doc = missing(bkctl, world)
+    assert code == 3
+    topics = {t["topic"]: {m["ledgerId"]: m for m in t["missing"]} for t in doc["topics"]}
+    assert set(topics) == {topic(LOST), topic(FENCED)}  # not healthy, not idle
+    lost, fenced = topics[topic(LOST)], topics[topic(FENCED)]
+    assert set(lost) == {world["gone"], world["single"], world["cursor"], world["v1"]}
+
+    gone = lost[world["gone"]]
+    assert (gone["reason"], gone["role"], gone["state"]) == ("no-metadata", "ledger", None)
+    assert gone["impact"].startswith("its 3 entries are lost: reading ledger")
+    single = lost[world["single"]]
+    assert (single["reason"], single["state"], single["lostEntries"]) == ("no-data", "CLOSED", [[0, 2]])
+    assert single["impact"].startswith("all 3 entries are lost")
+    cursor = lost[world["cursor"]]
+    assert (cursor["reason"], cursor["role"], cursor["cursor"]) == ("no-metadata", "cursor", "sub")
+    assert "cursor sub loses its position" in cursor["impact"]
+    schema = lost[world["v1"]]
+    assert (schema["role"], schema["schemaVersion"]) == ("schema", 1)
+    assert schema["impact"].startswith("schema version 1 is unreadable")
+
+    head = fenced[world["head"]]
+    assert (head["reason"], head["role"], head["state"]) == ("closed-head", "current-ledger", "CLOSED")
+    assert "apache/pulsar#26074" in head["impact"]
+
+    assert doc["count"] == 5 and doc["managedLedgers"] == 4
+    assert doc["byReason"] == {"no-metadata": 3, "no-data": 1, "closed-head": 1, "in-recovery": 0}
+    assert doc["problems"] == [] and doc["unavailableBookies"] == []
+    assert doc["ledgers"] == 15  # every referenced ledger: 10 data, 2 cursor, 3 schema
+
+
+def test_reading_the_entries_too_finds_the_same(bkctl, world):
+    def reasons(doc):
+        return {m["ledgerId"]: m["reason"] for t in doc["topics"] for m in t["missing"]}
+
+    code, doc = missing(bkctl, world, "--verify-entries", "100")
+    assert code == 3 and doc["verifyEntriesPercent"] == 100
+    assert reasons(doc) == reasons(missing(bkctl, world)[1]) and len(reasons(doc)) == 5
+
+
+def test_the_text_groups_findings_by_topic(bkctl, world):
+    result = bkctl("-u", world["harness"].service_uri, "pulsar", "missing", "--recheck-delay", "0")
+    assert result.exit_code == 3
+    lines = result.stdout.splitlines()
+    assert lines[0] == topic(FENCED)
+    assert lines[1] == f"  ledger {world['head']} (current ledger): closed-head: the current ledger, empty and " + (
+        "CLOSED by a recovery (version 2)"
+    )
+    at = lines.index(topic(LOST))
+    assert lines[at + 1].startswith(f"  ledger {world['gone']} (ledger): no-metadata: no ledger metadata")
+    assert f"  ledger {world['single']} (ledger): no-data: no bookie holds some of its entries, all 3 entries lost" in (
+        lines
+    )
+    assert lines[-1] == "5 ledger(s) missing in 2 topic(s): 3 no-metadata, 1 no-data, 1 closed-head"
+
+
+def test_in_recovery_ledgers_are_reported_once_older_than_min_age(bkctl, world):
+    """A ledger left IN_RECOVERY (a recovery that stopped): an empty current one is a closed head, another one
+    in-recovery; younger than --min-age (since it entered IN_RECOVERY) neither, a broker may be recovering it."""
+    broker, ledgers = world["broker"], LedgerManager(world["store"])
+    name = "public/default/persistent/recovering"
+    stuck, head = broker.data_ledger(name, close=False), broker.data_ledger(name, entries=0, close=False)
+    path = broker.managed_ledger(name, [stuck, head])
+    for lid in (stuck, head):
+        md, version = ledgers.read(lid)
+        ledgers.write(lid, md.with_changes(state=LedgerState.IN_RECOVERY), version)
+    try:
+        code, doc = missing(bkctl, world)
+        assert code == 3 and topic(name) not in {t["topic"] for t in doc["topics"]}
+        code, doc = missing(bkctl, world, "--min-age", "0s")
+        found = {m["ledgerId"]: m for t in doc["topics"] if t["topic"] == topic(name) for m in t["missing"]}
+        assert (found[stuck]["reason"], found[stuck]["state"]) == ("in-recovery", "IN_RECOVERY")
+        assert (found[head]["reason"], found[head]["state"]) == ("closed-head", "IN_RECOVERY")
+        assert "cannot open the topic" not in found[head]["impact"]
+        assert found[stuck]["impact"].startswith(f"ledger {stuck} was never closed")
+    finally:
+        world["store"].zk.delete(path, recursive=True)
+
+
+def test_an_offloaded_ledger_is_read_from_tiered_storage_not_checked(bkctl, world):
+    name = "public/default/persistent/offloaded"
+    info = ManagedLedgerInfo()
+    offloaded = info.ledgerInfo.add(ledgerId=999_999, entries=3, size=60)
+    offloaded.offloadContext.complete, offloaded.offloadContext.bookkeeperDeleted = True, True
+    info.ledgerInfo.add(ledgerId=999_998)  # its current ledger, never created: missing
+    path = world["broker"].managed_ledger(name, [], info.SerializeToString())
+    try:
+        code, doc = missing(bkctl, world)
+        found = {m["ledgerId"] for t in doc["topics"] if t["topic"] == topic(name) for m in t["missing"]}
+        assert code == 3 and found == {999_998} and doc["offloaded"] == 1
+        assert next(t for t in doc["topics"] if t["topic"] == topic(name))["missing"][0]["impact"].startswith(
+            "a broker loading the topic drops ledger 999998"
+        )
+    finally:
+        world["store"].zk.delete(path, recursive=True)
+
+
+def test_a_ledger_trimmed_by_its_broker_during_the_check_is_not_reported(world):
+    """A broker removes a ledger from its list and deletes it between our reads: the first look finds it gone from
+    the bookies, the confirmation re-reads the managed ledger and drops it."""
+    store, broker, bk = world["store"], world["broker"], world["bk"]
+    name = "public/default/persistent/trimmed"
+    trimmed, kept = broker.data_ledger(name), broker.data_ledger(name, close=False)
+    path = broker.managed_ledger(name, [trimmed, kept])
+    audit = PulsarAudit(ZooKeeperTree(store, store.root), "hierarchical", ZooKeeperTree(store, world["root"]), 0)
+    from admin.check.checker import Checker, CheckOptions
+
+    calls: list[set[int]] = []
+
+    def holdings(ledgers):
+        first = not calls
+        calls.append(set(ledgers))
+        if first:  # the broker trims now: the ledger's metadata was read, its bookies are asked next
+            info = ManagedLedgerInfo.FromString(store.zk.get(path)[0])
+            broker.managed_ledger(name, [i.ledgerId for i in info.ledgerInfo if i.ledgerId != trimmed])
+            bk.delete_ledger(trimmed)
+        held, unknown = bk.run(Checker(bk.core, CheckOptions(recheck_delay=0)).holdings(ledgers))
+        if first:  # and the bookies have already collected it
+            held = {key: entries for key, entries in held.items() if key[1] != trimmed}
+        return held, unknown
+
+    try:
+        report = MissingLedgers(audit, holdings, 3600).run()
+        assert trimmed in calls[0] and trimmed not in calls[1]  # no-data at first; unreferenced on the re-read
+        assert trimmed not in {m.ledger_id for m in report.missing}
+        assert {m.ledger_id for m in report.missing} == {
+            world["gone"],
+            world["single"],
+            world["cursor"],
+            world["v1"],
+            world["head"],
+        }
+    finally:
+        store.zk.delete(path, recursive=True)
+
+
+def test_no_pulsar_metadata_is_refused(bkctl, world, zookeeper):
+    result = bkctl("-u", world["harness"].service_uri, "pulsar", "missing", "--pulsar-zk", f"{zookeeper.address}/no")
+    assert result.exit_code == 5 and "no Pulsar metadata at /no" in result.stderr
