@@ -129,7 +129,7 @@ class BookieStats:
         # (a connection at maxReadsInProgress stops being read instead): the counter is there at 0, as BookKeeper
         # registers it.
         self.add_rejected = server.counter("ADD_ENTRY_REJECTED")
-        self.read_rejected = server.counter("READ_ENTRY_REJECTED")
+        server.counter("READ_ENTRY_REJECTED")
         self._server = server
 
         # ---- BookieStats (BookieImpl: the storage side of adds and reads) ----
