@@ -29,6 +29,9 @@ READS = "bookkeeper_server_READ_ENTRY_REQUEST"
 JOURNAL_SYNC = "bookie_journal_JOURNAL_SYNC"  # summary per journalIndex: the fsync of a journal group
 ADDS_IN_PROGRESS = "bookkeeper_server_ADD_ENTRY_IN_PROGRESS"  # gauges
 READS_IN_PROGRESS = "bookkeeper_server_READ_ENTRY_IN_PROGRESS"
+# counters: requests answered ETOOMANYREQUESTS (a full DbLedgerStorage write cache; a Java bookie's full read pool)
+ADDS_REJECTED = "bookkeeper_server_ADD_ENTRY_REJECTED"
+READS_REJECTED = "bookkeeper_server_READ_ENTRY_REJECTED"
 SERVER_STATUS = "bookie_SERVER_STATUS"
 LEDGER_DIR_USAGE = "bookie_ledger_dir_<path>_usage"  # LedgerDirsManager: one gauge per directory, named after it
 # GarbageCollectorStats: an interleaved (or sorted) storage's under bookie_gc_, a DbLedgerStorage's under bookie_ with
@@ -42,6 +45,8 @@ FAMILIES = (
     JOURNAL_SYNC,
     ADDS_IN_PROGRESS,
     READS_IN_PROGRESS,
+    ADDS_REJECTED,
+    READS_REJECTED,
     SERVER_STATUS,
     LEDGER_DIR_USAGE,
     *(GC_SCOPES[0] + name for name in (GC_RUNS, MAJOR, MINOR)),
@@ -68,6 +73,7 @@ class BookieRow:
     fsync_p99_ms: float | None = None
     in_flight: int | None = None
     errors_per_sec: float | None = None
+    rejected_per_sec: float | None = None  # adds and reads answered ETOOMANYREQUESTS, a part of errors_per_sec
     disk_used_percent: float | None = None
     disk_free_bytes: int | None = None
     gc: str | None = None  # "major", "minor", "gc" (a pass without compaction) or "idle", within the interval
@@ -93,6 +99,7 @@ class BookieRow:
             "journalFsyncP99Ms": self.fsync_p99_ms,
             "requestsInFlight": self.in_flight,
             "failedRequestsPerSec": self.errors_per_sec,
+            "rejectedPerSec": self.rejected_per_sec,
             "diskUsedPercent": self.disk_used_percent,
             "diskFreeBytes": self.disk_free_bytes,
             "gc": self.gc,
@@ -150,6 +157,8 @@ def measure(row: BookieRow, first: Metrics | None, second: Metrics, seconds: flo
         row.reads_per_sec = _rate(f"{READS}_count", first, second, seconds)
         failed = [_rate(f"{name}_count", first, second, seconds, success="false") for name in (ADDS, READS)]
         row.errors_per_sec = None if None in failed else round(sum(f for f in failed if f is not None), 1)
+        rejected = [_rate(name, first, second, seconds) for name in (ADDS_REJECTED, READS_REJECTED)]
+        row.rejected_per_sec = None if None in rejected else round(sum(r for r in rejected if r is not None), 1)
         row.gc = _gc(first, second)
     return row
 

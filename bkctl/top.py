@@ -32,10 +32,12 @@ def top(app, once, interval, metrics_port):
     of successful requests, from arrival to answer, over the bookie's last rollover window
     (prometheusStatsLatencyRolloverSeconds, a minute by default; none until one closes); FSYNC P99: of the journal's
     fsyncs (the slowest journal); INFLIGHT: add and read requests in progress; ERR/S: requests answered with an
-    error per second (a Java bookie's rejected ones among them); DISK USED: the fullest ledger directory; DISK FREE:
-    free space, from GET_BOOKIE_INFO; GC: what garbage collection finished between two samples (major, minor, gc,
-    or idle). FLAG: SLOW when the bookie's add or read p99 is at least 3 times the median of the other bookies'
-    and at least 10 ms; unreachable when its metrics cannot be read.
+    error per second, the rejected ones among them; REJ/S: adds and reads rejected per second (ETOOMANYREQUESTS:
+    a DbLedgerStorage write cache still full after dbStorage_maxThrottleTimeMs, or a Java bookie's full read
+    pool); DISK USED: the fullest ledger directory; DISK FREE: free space, from GET_BOOKIE_INFO; GC: what garbage
+    collection finished between two samples (major, minor, gc, or idle). FLAG: SLOW when the bookie's add or read
+    p99 is at least 3 times the median of the other bookies' and at least 10 ms; unreachable when its metrics
+    cannot be read.
 
     On a terminal the view refreshes in place: keys n, a, r, l, L, f, i, d sort (again: reverse), q or Ctrl-C
     quits. Without a terminal, or with -o json|yaml, pass --once. Exit 6 when a bookie's metrics cannot be

@@ -124,6 +124,12 @@ class BookieStats:
         self.add_request, self.add_entry = ops["ADD_ENTRY_REQUEST"], ops["ADD_ENTRY"]
         self.read_request, self.read_entry = ops["READ_ENTRY_REQUEST"], ops["READ_ENTRY"]
         self.read_last_entry_no_entry = server.counter("READ_LAST_ENTRY_NOENTRY_ERROR")
+        # Adds answered ETOOMANYREQUESTS: DbLedgerStorage's write cache stayed full past dbStorage_maxThrottleTimeMs
+        # (BookKeeper's WriteEntryProcessor counts the same OperationRejectedException). Ours never rejects a read
+        # (a connection at maxReadsInProgress stops being read instead): the counter is there at 0, as BookKeeper
+        # registers it.
+        self.add_rejected = server.counter("ADD_ENTRY_REJECTED")
+        server.counter("READ_ENTRY_REJECTED")
         self._server = server
 
         # ---- BookieStats (BookieImpl: the storage side of adds and reads) ----
@@ -163,9 +169,11 @@ class BookieStats:
         self.add_bytes.values(size, added)
         self.write_bytes.value += size
 
-    def adds_answered(self, ok: int, failed: int, processing: float, request: float) -> None:
+    def adds_answered(self, ok: int, failed: int, processing: float, request: float, rejected: int = 0) -> None:
         """Adds answered together: ``processing`` from their storage to their acknowledgement (ADD_ENTRY),
-        ``request`` from their arrival to the answer written (ADD_ENTRY_REQUEST)."""
+        ``request`` from their arrival to the answer written (ADD_ENTRY_REQUEST); ``rejected`` of the ``failed``
+        were answered ETOOMANYREQUESTS (ADD_ENTRY_REJECTED)."""
+        self.add_rejected.value += rejected
         if ok:
             self.add_entry.event(processing, True, ok)
             self.add_request.event(request, True, ok)

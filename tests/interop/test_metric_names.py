@@ -44,9 +44,6 @@ NOT_OURS = {
     r"bookkeeper_server_READ_ENTRY_SCHEDULING_DELAY": (
         "thread pools: ours answers requests on its event loop as it decodes them"
     ),
-    r"bookkeeper_server_(ADD|READ)_ENTRY_REJECTED": (
-        "rejections by a full DbLedgerStorage write cache or a full read pool: ours stops reading the connection"
-    ),
     r"bookkeeper_server_CHANNEL_WRITE": "Netty's write completion: an asyncio transport tells no such moment",
     r"bookie_STORAGE_GET_(OFFSET|ENTRY)": "ours times a read as a whole (BOOKIE_READ_ENTRY), not its two steps",
     r"bookie_STORAGE_SCRUB_PAGE(S_SCANNED|_RETRIES)": "no local scrubber (localScrubPeriod)",

@@ -97,6 +97,10 @@ class Adds:
         connection.added(batch.answers, statuses)
         connection.write([frames.add_responses(batch.answers, statuses)])
         self.stats.adds_answered(
-            len(statuses) - failed, failed, durable - batch.submitted, time.perf_counter() - batch.started
+            len(statuses) - failed,
+            failed,
+            durable - batch.submitted,
+            time.perf_counter() - batch.started,
+            statuses.count(pb.ETOOMANYREQUESTS) if failed else 0,
         )
         connection.pace()

@@ -101,6 +101,7 @@ def test_once_fills_every_column_of_every_bookie(bkctl, bookies):
         assert [k for k, v in row.items() if v is None] == ["error"], row
         assert row["addsPerSec"] > 0 and row["readsPerSec"] > 0, row
         assert (row["state"], row["readOnly"], row["failedRequestsPerSec"]) == ("writable", False, 0), row
+        assert row["rejectedPerSec"] == 0, row  # filled: both counters are there, unmoved
         assert 0 < row["addP50Ms"] <= row["addP99Ms"] and 0 < row["readP50Ms"] <= row["readP99Ms"], row
         assert row["journalFsyncP99Ms"] > 0 and row["requestsInFlight"] >= 0 and row["gc"] == "gc", row
         assert 0 < row["diskUsedPercent"] < 100 and row["diskFreeBytes"] > 0, row

@@ -24,7 +24,8 @@ def sample() -> list[BookieRow]:
             read_p99_ms=2.0,
             fsync_p99_ms=3.25,
             in_flight=4,
-            errors_per_sec=0.0,
+            errors_per_sec=2.5,
+            rejected_per_sec=0.5,
             disk_used_percent=41.5,
             disk_free_bytes=3 * 2**30,
             gc="idle",
@@ -54,8 +55,8 @@ def test_the_view_has_every_column_the_slow_bookie_flagged_and_the_keys():
     assert positions == sorted(positions)  # every column, in order
     assert [line.split()[0] for line in lines[1:5]] == ["b2:3181", "b1:3181", "b3:3181", "b4:3181"]  # adds/s first
     assert lines[1].split() == [
-        "b2:3181", "rw", "1500", "12", "1.5ms", "5.0ms", "0.4ms", "2.0ms", "3.2ms", "4", "0.0", "42%", "3.0", "GiB",
-        "idle", "<none>",
+        "b2:3181", "rw", "1500", "12", "1.5ms", "5.0ms", "0.4ms", "2.0ms", "3.2ms", "4", "2.5", "0.5", "42%", "3.0",
+        "GiB", "idle", "<none>",
     ]  # fmt: skip
     assert lines[3].split()[-1] == "SLOW" and lines[4].split()[1:3] == ["ro", "<none>"]
     assert lines[4].split()[-1] == "unreachable"

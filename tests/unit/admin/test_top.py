@@ -7,7 +7,7 @@ from admin.top import BookieRow, flag_slow, measure
 from bookie.client.metrics_client import parse
 
 
-def scrape(adds: int, reads: int, failed: int, gc_runs: int, minor: int = 0) -> str:
+def scrape(adds: int, reads: int, failed: int, gc_runs: int, minor: int = 0, rejected: int = 0) -> str:
     """A bookie's /metrics as BookKeeper 4.17.4's PrometheusTextFormat writes it (its spacing quirks included)."""
     return f"""# TYPE bookie_SERVER_STATUS gauge
 bookie_SERVER_STATUS 0
@@ -15,6 +15,10 @@ bookie_SERVER_STATUS 0
 bookkeeper_server_ADD_ENTRY_IN_PROGRESS 3
 # TYPE bookkeeper_server_READ_ENTRY_IN_PROGRESS gauge
 bookkeeper_server_READ_ENTRY_IN_PROGRESS 2
+# TYPE bookkeeper_server_ADD_ENTRY_REJECTED counter
+bookkeeper_server_ADD_ENTRY_REJECTED {rejected}
+# TYPE bookkeeper_server_READ_ENTRY_REJECTED counter
+bookkeeper_server_READ_ENTRY_REJECTED 1
 # TYPE bookie_ledger_dir__data_a_current_usage gauge
 bookie_ledger_dir__data_a_current_usage 41.5
 # TYPE bookie_ledger_dir__data_b_current_usage gauge
@@ -43,7 +47,7 @@ bookie_gc_THREAD_RUNTIME_count{{success="true",}} {gc_runs}
 
 
 def test_two_scrapes_give_rates_percentiles_and_gauges():
-    first, second = parse(scrape(100, 10, 0, 5)), parse(scrape(300, 50, 4, 6))
+    first, second = parse(scrape(100, 10, 0, 5)), parse(scrape(300, 50, 4, 6, rejected=3))
     row = measure(BookieRow("b:1", "writable"), first, second, 2.0)
     assert (row.state, row.read_only, row.adds_per_sec, row.reads_per_sec, row.errors_per_sec) == (
         "readonly",
@@ -54,6 +58,8 @@ def test_two_scrapes_give_rates_percentiles_and_gauges():
     )
     assert (row.add_p50_ms, row.add_p99_ms, row.read_p50_ms, row.read_p99_ms) == (1.25, 7.5, None, None)
     assert (row.fsync_p99_ms, row.in_flight, row.disk_used_percent, row.gc) == (9.0, 5, 63.2, "gc")
+    assert row.rejected_per_sec == 1.5  # 3 adds rejected in 2 s, reads' unchanged
+    assert measure(BookieRow("b:1", None), parse(""), parse(""), 1.0).rejected_per_sec is None  # no such counters
 
 
 def test_gc_says_the_biggest_thing_the_collectors_finished():
@@ -65,7 +71,7 @@ def test_gc_says_the_biggest_thing_the_collectors_finished():
 
 def test_a_first_scrape_alone_gives_all_but_rates():
     row = measure(BookieRow("b:1", "writable"), None, parse(scrape(100, 10, 0, 5)), 0.0)
-    assert (row.adds_per_sec, row.reads_per_sec, row.errors_per_sec, row.gc) == (None, None, None, None)
+    assert (row.adds_per_sec, row.reads_per_sec, row.errors_per_sec, row.rejected_per_sec, row.gc) == (None,) * 5
     assert (row.state, row.add_p99_ms, row.in_flight, row.disk_used_percent) == ("readonly", 7.5, 5, 63.2)
 
 
