@@ -13,10 +13,12 @@ ZooKeeper 3.5+ writes them (QuorumPeer.QuorumServer.toString)::
 
 with the client address after ``;`` only when it is set on that line; ``clientPort=`` in the same answer is the port
 otherwise (every member is then asked on that port, and must say it is that member: ``serverId=``). A wildcard
-client host (``0.0.0.0``, ``::``) means the member's own host. A standalone server lists no members: it is the
-ensemble. So does a quorum's server in read-only mode (ReadOnlyZooKeeperServer) or before ZooKeeper 3.5, which says
-``peerType=``: its members are then not known. A member that does not answer (down, restarting, ``cons`` or ``conf``
-not in ``4lw.commands.whitelist``) leaves the connected sessions unknown.
+client host (``0.0.0.0``, ``::``) means the member's own host; a member listed by a wildcard only (its own line,
+``server.1=0.0.0.0:2888:3888;2181`` as the official Docker image writes it) is asked where another member lists it,
+else where it was asked and answered as itself (``serverId=``), else not at all. A standalone server lists no
+members: it is the ensemble. So does a quorum's server in read-only mode (ReadOnlyZooKeeperServer) or before
+ZooKeeper 3.5, which says ``peerType=``: its members are then not known. A member that does not answer (down,
+restarting, ``cons`` or ``conf`` not in ``4lw.commands.whitelist``) leaves the connected sessions unknown.
 """
 
 from __future__ import annotations
@@ -106,7 +108,9 @@ class Ensemble:
 def members(hosts: Iterable[tuple[str, int]], ask: Ask = four_letters) -> Ensemble | str:
     """Every member of the ensemble behind the connect string's ``hosts``, from ``conf`` on each; a sentence saying
     why they are not known otherwise."""
-    found: dict[object, Member] = {}
+    found: dict[object, Member | int] = {}  # a quorum member by its sid until its address is chosen
+    listed: dict[int, tuple[str, int]] = {}  # a member's address as some server lists it
+    reached: dict[int, tuple[str, int]] = {}  # where a server that lists itself by a wildcard address was asked
     tick = 0
     for host, port in hosts:
         conf = ask(host, port, b"conf").decode(errors="replace")
@@ -119,14 +123,27 @@ def members(hosts: Iterable[tuple[str, int]], ask: Ask = four_letters) -> Ensemb
                 return f"{host}:{port} serves a quorum but lists no members (read-only mode, or ZooKeeper < 3.5)"
             found[(host, port)] = Member(host, port)
             continue
-        listed = _MEMBER.findall(conf.split("membership:", 1)[1])
-        if not listed:
+        lines = _MEMBER.findall(conf.split("membership:", 1)[1])
+        if not lines:
             return f"{host}:{port} lists no member in its answer to `conf`"
-        for sid, quorum, client in listed:
+        for sid, quorum, client in lines:
             member_host = _host(quorum)
             address = _client_address(member_host, client) if client else (member_host, int(client_port))
-            found.setdefault(int(sid), Member(*address, int(sid)))
-    return Ensemble(tuple(found.values()), tick)
+            found.setdefault(int(sid), int(sid))
+            if address[0] not in _WILDCARD:
+                listed.setdefault(int(sid), address)
+            elif sid == _setting(conf, "serverId"):
+                reached.setdefault(int(sid), (host, port))
+    chosen: list[Member] = []
+    for entry in found.values():
+        if isinstance(entry, Member):
+            chosen.append(entry)
+            continue
+        where = listed.get(entry) or reached.get(entry)
+        if where is None:
+            return f"server.{entry} is listed by a wildcard address only, and was not asked as itself"
+        chosen.append(Member(*where, entry))
+    return Ensemble(tuple(chosen), tick)
 
 
 def sample(ensemble: Ensemble, ask: Ask = four_letters) -> set[int] | str:

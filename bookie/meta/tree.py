@@ -10,18 +10,20 @@ multiRead (ZooKeeper 3.6+; on an older server it reads as read_many does).
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from kazoo.exceptions import EXCEPTIONS, KazooException, NoNodeError
+from kazoo.exceptions import EXCEPTIONS, NoNodeError, UnimplementedError
 from kazoo.protocol.paths import _prefix_root
 from kazoo.protocol.serialization import GetData, MultiHeader, int_struct, multiheader_struct, read_buffer, stat_struct
 from kazoo.protocol.states import ZnodeStat
+from kazoo.retry import KazooRetry, RetryFailedError
 
-from bookie.errors import InvalidArgument, NotFound
+from bookie.errors import CorruptData, InvalidArgument, NotFound, ServiceUnavailable
 from bookie.meta.store import CONNECT_TIMEOUT, SESSION_TIMEOUT, MetadataStore, zk_errors
 from bookie.meta.uri import ServiceUri, _host
 
@@ -47,19 +49,35 @@ class _MultiRead:
             out += MultiHeader(GetData.type, False, -1).serialize() + GetData(path, None).serialize()
         return bytes(out + multiheader_struct.pack(-1, True, -1))
 
-    def deserialize(self, data: bytes, offset: int) -> list[tuple[bytes, ZnodeStat] | int]:
+    def deserialize(self, data: bytes, offset: int) -> list[tuple[bytes, ZnodeStat] | int] | _Malformed:
+        """The answers, or what is wrong with a reply that cannot be parsed: returned, not raised, since kazoo logs
+        an exception raised here with its traceback."""
         results: list[tuple[bytes, ZnodeStat] | int] = []
-        header, offset = MultiHeader.deserialize(data, offset)
-        while not header.done:
-            if header.type == GetData.type:
-                value, offset = read_buffer(data, offset)
-                results.append((value or b"", ZnodeStat._make(stat_struct.unpack_from(data, offset))))
-                offset += stat_struct.size
-            else:  # -1: an ErrorResult
-                results.append(int_struct.unpack_from(data, offset)[0])
-                offset += int_struct.size
+        try:
             header, offset = MultiHeader.deserialize(data, offset)
+            while not header.done:
+                if header.type == GetData.type:
+                    value, offset = read_buffer(data, offset)
+                    results.append((value or b"", ZnodeStat._make(stat_struct.unpack_from(data, offset))))
+                    offset += stat_struct.size
+                elif header.type == -1:  # an ErrorResult
+                    results.append(int_struct.unpack_from(data, offset)[0])
+                    offset += int_struct.size
+                else:
+                    return _Malformed(f"an operation of type {header.type} in the answer")
+                header, offset = MultiHeader.deserialize(data, offset)
+        except (struct.error, IndexError, ValueError) as exc:
+            return _Malformed(f"{len(results)} answers, then {exc}")
+        if len(results) != len(self.paths):
+            return _Malformed(f"{len(results)} answers to {len(self.paths)} reads")
         return results
+
+
+@dataclass(frozen=True)
+class _Malformed:
+    """A multiRead reply that cannot be parsed, and why."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -137,7 +155,8 @@ class ZooKeeperTree:
 
     def read_batched(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:
         """What :meth:`read_many` yields, read ``READS_PER_REQUEST`` znodes per multiRead request. A server that
-        refuses the first one (older than ZooKeeper 3.6) is read as read_many reads."""
+        refuses the first one as unimplemented (older than ZooKeeper 3.6) is read as read_many reads, once the
+        session has its connection back: such a server closes the connection after that answer."""
         zk = self._zk()
         pending: deque[tuple[list[str], Any]] = deque()
         batches = _chunks(paths, READS_PER_REQUEST)
@@ -149,7 +168,7 @@ class ZooKeeperTree:
 
         def drain_one() -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:
             batch, answer = pending.popleft()
-            with zk_errors(f"read {batch[0]} and {len(batch) - 1} more"):
+            with zk_errors(_what(batch)):
                 results = answer.get()
             yield from _answers(batch, results)
 
@@ -158,9 +177,13 @@ class ZooKeeperTree:
             return
         send(first)
         _, answer = pending.popleft()
-        try:
-            results = answer.get()
-        except KazooException:  # refused (a server older than 3.6, or the connection lost): one read each
+        with zk_errors(_what(first)):
+            try:
+                results = answer.get()
+            except UnimplementedError:  # a server older than 3.6
+                results = None
+        if results is None:  # one read each, on the connection that replaces the one the server closes
+            self._reconnected(zk)
             yield from self.read_many(chain(first, chain.from_iterable(batches)))
             return
         yield from _answers(first, results)
@@ -170,6 +193,19 @@ class ZooKeeperTree:
                 yield from drain_one()
         while pending:
             yield from drain_one()
+
+    def _reconnected(self, zk: Any) -> None:
+        """Return once ``zk`` answers a request on a new connection. A server answers an unknown request with
+        UNIMPLEMENTED and then closes the connection: ZooKeeper sends nothing after that close, so an answer
+        proves kazoo has reconnected, and a request on the closing connection fails with ConnectionLoss (retried)."""
+        retry = KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=False, deadline=CONNECT_TIMEOUT)
+        with zk_errors(f"read {self.root or '/'}"):
+            try:
+                retry(zk.exists, "/")
+            except RetryFailedError:
+                raise ServiceUnavailable(
+                    f"read {self.root or '/'}: no ZooKeeper connection within {CONNECT_TIMEOUT:g} s"
+                ) from None
 
     def children_many(self, paths: Iterable[str]) -> Iterator[tuple[str, list[str] | None]]:
         """``(path, children)`` for each path, in order; children None for a path that does not exist."""
@@ -222,6 +258,8 @@ class ZooKeeperTree:
 
 def _answers(batch: list[str], results: list[Any]) -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:
     """A multiRead's answers as read_many yields them: an error other than "no such znode" raises."""
+    if isinstance(results, _Malformed):
+        raise CorruptData(f"{_what(batch)}: malformed multiRead answer from ZooKeeper ({results.reason})")
     for path, result in zip(batch, results, strict=True):
         if isinstance(result, int):
             if result != NoNodeError.code:
@@ -230,6 +268,10 @@ def _answers(batch: list[str], results: list[Any]) -> Iterator[tuple[str, bytes 
             yield path, None, None
         else:
             yield path, result[0], result[1]
+
+
+def _what(batch: list[str]) -> str:
+    return f"read {batch[0]}" + (f" and {len(batch) - 1} more" if len(batch) > 1 else "")
 
 
 def _chunks(items: Iterable[str], size: int) -> Iterator[list[str]]:

@@ -102,3 +102,45 @@ def test_a_standalone_server_is_the_ensemble_and_a_read_only_one_is_not():
     assert live_sessions([("127.0.0.1", 2181)], {5}, ask=servers) == (
         "127.0.0.1:2181 serves a quorum but lists no members (read-only mode, or ZooKeeper < 3.5)"
     )
+
+
+def docker(sessions: dict[int, tuple[int, ...]]) -> Servers:
+    """The official Docker image's ZOO_SERVERS: each server lists itself as `0.0.0.0`, the others by name."""
+
+    def lines(own: int) -> str:
+        return "".join(
+            f"server.{i}={'0.0.0.0' if i == own else f'zoo{i}'}:2888:3888:participant;0.0.0.0:2181\n" for i in (1, 2, 3)
+        )
+
+    return Servers(
+        **{f"zoo{i}:2181": {"conf": quorum_member(i, lines(i)), "cons": cons(*sessions[i])} for i in (1, 2, 3)}
+    )
+
+
+def test_a_member_listing_itself_by_a_wildcard_is_asked_where_it_answered_as_itself():
+    servers = docker({1: (0xA1,), 2: (0xA2,), 3: (0xA3,)})
+    ensemble = members([("zoo1", 2181)], ask=servers)
+    assert not isinstance(ensemble, str)
+    assert [str(m) for m in ensemble.members] == [
+        "server.1 (zoo1:2181)",
+        "server.2 (zoo2:2181)",
+        "server.3 (zoo3:2181)",
+    ]
+    assert live_sessions([("zoo1", 2181)], ask=servers) == {0xA1, 0xA2, 0xA3}
+    assert not [h for h, _, _ in servers.asked if h == "0.0.0.0"]
+    # another member's line names it: that address wins over where it was asked
+    servers.answers[("zoo2", 2181)]["conf"] = servers.answers[("zoo2", 2181)]["conf"].replace(
+        "server.1=zoo1", "server.1=zk-a"
+    )
+    servers.answers[("zk-a", 2181)] = servers.answers[("zoo1", 2181)]
+    ensemble = members([("zoo1", 2181), ("zoo2", 2181)], ask=servers)
+    assert not isinstance(ensemble, str) and str(ensemble.members[0]) == "server.1 (zk-a:2181)"
+
+
+def test_a_member_listed_by_a_wildcard_only_and_not_asked_leaves_the_sessions_unknown():
+    servers = docker({1: (0xA1,), 2: (0xA2,), 3: (0xA3,)})
+    conf = servers.answers[("zoo2", 2181)]["conf"]
+    servers.answers[("zoo2", 2181)]["conf"] = conf.replace("server.1=zoo1", "server.1=0.0.0.0")
+    assert live_sessions([("zoo2", 2181)], ask=servers) == (
+        "server.1 is listed by a wildcard address only, and was not asked as itself"
+    )
