@@ -9,18 +9,22 @@ import json
 import pytest
 from pulsar_broker import Broker, managed_ledger_metadata
 
+from admin.check.checker import EMPTY
 from admin.pulsar.missing import MissingLedgers
 from admin.pulsar.orphans import PulsarAudit
 from bookie._proto.pulsar_ml_data_formats_pb2 import ManagedLedgerInfo
 from bookie.client import BookKeeper
+from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerState
+from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
 from bookie.meta.tree import ZooKeeperTree
 from bookie.meta.uri import parse_service_uri
 
 from support.checks import wipe
 from support.cluster import shared_cluster
+from support.waiting import wait_for
 
 HEALTHY = "public/default/persistent/healthy"
 IDLE = "public/default/persistent/idle"  # unloaded by its broker: an empty current ledger its writer closed
@@ -109,6 +113,8 @@ def test_every_kind_is_reported_per_topic_and_healthy_topics_are_not(bkctl, worl
     head = fenced[world["head"]]
     assert (head["reason"], head["role"], head["state"]) == ("closed-head", "current-ledger", "CLOSED")
     assert "apache/pulsar#26074" in head["impact"]
+    assert head["impact"].startswith("harmless if no broker serves the topic")
+    assert f"stats-internal` shows currentLedgerId {world['head']}" in head["impact"]
 
     assert doc["count"] == 5 and doc["managedLedgers"] == 4
     assert doc["byReason"] == {"no-metadata": 3, "no-data": 1, "closed-head": 1, "in-recovery": 0}
@@ -131,7 +137,7 @@ def test_the_text_groups_findings_by_topic(bkctl, world):
     lines = result.stdout.splitlines()
     assert lines[0] == topic(FENCED)
     assert lines[1] == f"  ledger {world['head']} (current ledger): closed-head: the current ledger, empty and " + (
-        "CLOSED by a recovery (version 2)"
+        "CLOSED by a recovery or an ensemble change (version 2)"
     )
     at = lines.index(topic(LOST))
     assert lines[at + 1].startswith(f"  ledger {world['gone']} (ledger): no-metadata: no ledger metadata")
@@ -176,7 +182,8 @@ def test_an_offloaded_ledger_is_read_from_tiered_storage_not_checked(bkctl, worl
         found = {m["ledgerId"] for t in doc["topics"] if t["topic"] == topic(name) for m in t["missing"]}
         assert code == 3 and found == {999_998} and doc["offloaded"] == 1
         assert next(t for t in doc["topics"] if t["topic"] == topic(name))["missing"][0]["impact"].startswith(
-            "a broker loading the topic drops ledger 999998"
+            'a broker loading the topic drops ledger 999998 ("Ledger not found"): its messages are lost if it held '
+            "entries (Pulsar deletes an empty head before updating its list)"
         )
     finally:
         world["store"].zk.delete(path, recursive=True)
@@ -203,7 +210,7 @@ def test_a_ledger_trimmed_by_its_broker_during_the_check_is_not_reported(world):
             bk.delete_ledger(trimmed)
         held, unknown = bk.run(Checker(bk.core, CheckOptions(recheck_delay=0)).holdings(ledgers))
         if first:  # and the bookies have already collected it
-            held = {key: entries for key, entries in held.items() if key[1] != trimmed}
+            held = {key: EMPTY if key[1] == trimmed else entries for key, entries in held.items()}
         return held, unknown
 
     try:
@@ -219,6 +226,69 @@ def test_a_ledger_trimmed_by_its_broker_during_the_check_is_not_reported(world):
         }
     finally:
         store.zk.delete(path, recursive=True)
+
+
+def test_a_stopped_bookie_leaves_its_ledgers_unchecked_and_a_decommissioned_one_lost(bkctl, world):
+    """The only bookie of a ledger (E1W1A1) stops: it still has its cookie, so its copies are unknown, not lost (a
+    restart, maintenance); without its cookie (decommissioned) it holds nothing and the entries are lost."""
+    harness, bk, broker, store = world["harness"], world["bk"], world["broker"], world["store"]
+    name = "public/default/persistent/stopped"
+    ledger = bk.create_ledger(
+        1, 1, 1, digest_type="crc32c", password=b"", custom_metadata=managed_ledger_metadata(name)
+    )
+    ledger.add_entries(b"on-one-bookie-%d" % i for i in range(2))
+    ledger.close()
+    path = broker.managed_ledger(name, [ledger.ledger_id])
+    holder = bk.ledger_metadata(ledger.ledger_id).segments[0].bookies[0]
+    bookie = next(b for b in harness.bookies if b.bookie_id == holder)
+    registry, cookies = BookieRegistry(store), CookieStore(store)
+    bookie.stop()
+    try:
+        wait_for(
+            lambda: holder not in {b.bookie_id for b in registry.list(writable=True, readonly=True)},
+            f"bookie {holder} to leave the registry",
+        )
+        code, doc = missing(bkctl, world)
+        found = {m["ledgerId"]: m for t in doc["topics"] for m in t["missing"]}
+        assert code == 3 and ledger.ledger_id not in found  # 3: the module's other findings
+        assert f"ledger {ledger.ledger_id}: not checked, bookie {holder} is not registered" in doc["problems"]
+        assert holder in doc["unavailableBookies"]
+
+        cookie, _ = cookies.read(holder)
+        cookies.delete(holder)
+        try:
+            code, doc = missing(bkctl, world)
+        finally:
+            cookies.write(cookie)
+        found = {m["ledgerId"]: m for t in doc["topics"] for m in t["missing"]}
+        assert (found[ledger.ledger_id]["reason"], found[ledger.ledger_id]["lostEntries"]) == ("no-data", [[0, 1]])
+    finally:
+        harness.restart(bookie)
+        store.zk.delete(path, recursive=True)
+
+
+def test_a_ledger_the_confirmation_cannot_check_is_a_problem(world):
+    """The first look finds the single-copy ledger's entries gone; when it is judged again its bookie does not
+    answer: it is neither reported missing nor dropped, but a problem (exit 1 rather than "nothing missing")."""
+    store, bk = world["store"], world["bk"]
+    audit = PulsarAudit(ZooKeeperTree(store, store.root), "hierarchical", ZooKeeperTree(store, world["root"]), 0)
+    from admin.check.checker import Checker, CheckOptions
+
+    holder = bk.ledger_metadata(world["single"]).segments[0].bookies[0]
+    calls: list[set[int]] = []
+
+    def holdings(ledgers):
+        calls.append(set(ledgers))
+        held, unknown = bk.run(Checker(bk.core, CheckOptions(recheck_delay=0)).holdings(ledgers))
+        if len(calls) > 1:  # the confirmation: the bookie fails twice
+            held = {key: entries for key, entries in held.items() if key[0] != holder}
+            unknown = unknown | {holder}
+        return held, unknown
+
+    report = MissingLedgers(audit, holdings, 3600).run()
+    assert world["single"] in calls[1] and world["single"] not in {m.ledger_id for m in report.missing}
+    assert f"ledger {world['single']}: not checked, bookie {holder} did not answer" in report.problems
+    assert holder in report.unavailable
 
 
 def test_no_pulsar_metadata_is_refused(bkctl, world, zookeeper):
