@@ -24,9 +24,11 @@ The bookies are asked what they hold as `cluster check` asks them (admin.check.c
 up to 1000 ledgers per request, answered from their indexes; a bookie that fails is asked again), so every entry
 of every final segment is checked for the cost of a request per bookie per 1000 ledgers: sampling entries would
 save nothing. ``verify_entries`` also reads that share of the entries from every replica (BookKeeper's ledger
-check), counting an unreadable copy as missing. A bookie that is not registered is not asked: with a cookie it is
-down and its ledgers are not checked; without one it was decommissioned and holds nothing. The last segment of a
-ledger that is not closed is not final (its writer may be adding to it): only its earlier segments are checked.
+check), counting an unreadable copy as missing. A bookie that does not answer the listing (a Java bookie with
+DbLedgerStorage never does) is read instead: the ends of its share of each final segment. A bookie that is not
+registered is not asked: with a cookie it is down and its ledgers are not checked; without one it was decommissioned
+and holds nothing. The last segment of a ledger that is not closed is not final (its writer may be adding to it):
+only its earlier segments are checked.
 
 A finding is judged again before it is reported: its owners' metadata re-read (a broker that trimmed the ledger
 from its list meanwhile and deleted it leaves no finding), the ledger's metadata re-read and the bookies asked again.

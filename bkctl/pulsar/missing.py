@@ -65,8 +65,9 @@ def missing(
     changed). Each finding says what a broker will fail on. A finding
     is checked twice, Pulsar's metadata re-read in between. Offloaded ledgers are not checked. Exit 3 when anything
     is missing; 1 when nothing is but some ledger could not be checked: a bookie did not answer, or is not registered
-    but keeps its cookie (stopped, restarting: its copies are unknown, not lost). Java bookies with DbLedgerStorage
-    (Pulsar's default) do not answer the listing: their ledgers are not checked, and --verify-entries does not help.
+    but keeps its cookie (stopped, restarting: its copies are unknown, not lost). A bookie that does not answer the
+    listing (Java bookies with DbLedgerStorage, Pulsar's default, never do) is read instead: the first and last
+    entry of its share of each final segment, as BookKeeper's ledger checker reads them.
     """
     from admin.check.checker import Checker, CheckOptions
     from admin.pulsar.missing import MissingLedgers, role
@@ -77,7 +78,7 @@ def missing(
     options = CheckOptions(concurrency=concurrency, verify_entries=verify_entries, recheck_delay=recheck_delay)
 
     def holdings(ledgers: dict[int, Any]) -> Any:
-        return app.client.run(Checker(app.client.core, options).holdings(ledgers))
+        return app.client.run(Checker(app.client.core, options).holdings(ledgers, probe_ends=True))
 
     with app.terminal.phases() as progress:
         report = MissingLedgers(audit, holdings, min_age).run(progress=progress)

@@ -147,27 +147,48 @@ def test_the_text_groups_findings_by_topic(bkctl, world):
     assert lines[-1] == "5 ledger(s) missing in 2 topic(s): 3 no-metadata, 1 no-data, 1 closed-head"
 
 
-def test_in_recovery_ledgers_are_reported_once_older_than_min_age(bkctl, world):
+async def unanswered(self, ledger_ids, timeout):
+    """GET_LIST_OF_ENTRIES_OF_LEDGER as a Java bookie with DbLedgerStorage answers it for a ledger it holds."""
+    from bookie.errors import BKError
+
+    raise BKError(f"bookie {self.bookie_id}: GET_LIST_OF_ENTRIES_OF_LEDGER timed out")
+    yield
+
+
+@pytest.mark.parametrize("listing", [True, False], ids=["listed", "read"])
+def test_in_recovery_ledgers_are_reported_once_older_than_min_age(bkctl, world, monkeypatch, listing):
     """A ledger left IN_RECOVERY (a recovery that stopped): an empty current one is a closed head, another one
-    in-recovery; younger than --min-age (since it entered IN_RECOVERY) neither, a broker may be recovering it."""
+    in-recovery; younger than --min-age (since it entered IN_RECOVERY) neither, a broker may be recovering it. Read:
+    the bookies do not answer the listing, and the last entry each stores of these ledgers is read instead."""
+    from bookie.client.wire_client import WireBookieClient
+
+    if not listing:
+        monkeypatch.setattr(WireBookieClient, "list_entries", unanswered)
     broker, ledgers = world["broker"], LedgerManager(world["store"])
     name = "public/default/persistent/recovering"
     stuck, head = broker.data_ledger(name, close=False), broker.data_ledger(name, entries=0, close=False)
     path = broker.managed_ledger(name, [stuck, head])
-    for lid in (stuck, head):
+    busy = "public/default/persistent/recovering-busy"  # its current ledger has entries: not a closed head
+    written = broker.data_ledger(busy, close=False)
+    busy_path = broker.managed_ledger(busy, [written])
+    for lid in (stuck, head, written):
         md, version = ledgers.read(lid)
         ledgers.write(lid, md.with_changes(state=LedgerState.IN_RECOVERY), version)
     try:
         code, doc = missing(bkctl, world)
-        assert code == 3 and topic(name) not in {t["topic"] for t in doc["topics"]}
+        assert code == 3 and not {topic(name), topic(busy)} & {t["topic"] for t in doc["topics"]}
         code, doc = missing(bkctl, world, "--min-age", "0s")
-        found = {m["ledgerId"]: m for t in doc["topics"] if t["topic"] == topic(name) for m in t["missing"]}
+        found = {
+            m["ledgerId"]: m for t in doc["topics"] if t["topic"] in (topic(name), topic(busy)) for m in t["missing"]
+        }
         assert (found[stuck]["reason"], found[stuck]["state"]) == ("in-recovery", "IN_RECOVERY")
         assert (found[head]["reason"], found[head]["state"]) == ("closed-head", "IN_RECOVERY")
         assert "cannot open the topic" not in found[head]["impact"]
         assert found[stuck]["impact"].startswith(f"ledger {stuck} was never closed")
+        assert found[written]["reason"] == "in-recovery" and "cannot open the topic" in found[written]["impact"]
     finally:
         world["store"].zk.delete(path, recursive=True)
+        world["store"].zk.delete(busy_path, recursive=True)
 
 
 def test_an_offloaded_ledger_is_read_from_tiered_storage_not_checked(bkctl, world):
@@ -289,6 +310,20 @@ def test_a_ledger_the_confirmation_cannot_check_is_a_problem(world):
     assert world["single"] in calls[1] and world["single"] not in {m.ledger_id for m in report.missing}
     assert f"ledger {world['single']}: not checked, bookie {holder} did not answer" in report.problems
     assert holder in report.unavailable
+
+
+def test_bookies_that_do_not_answer_the_listing_are_read_instead(bkctl, world, monkeypatch):
+    """Java bookies with DbLedgerStorage never answer GET_LIST_OF_ENTRIES_OF_LEDGER for a ledger they hold: the
+    ends of each bookie's share are read instead, and the same ledgers are found missing, nothing left unchecked."""
+    from bookie.client.wire_client import WireBookieClient
+
+    expected = {m["ledgerId"]: m["reason"] for t in missing(bkctl, world)[1]["topics"] for m in t["missing"]}
+    monkeypatch.setattr(WireBookieClient, "list_entries", unanswered)
+    code, doc = missing(bkctl, world)
+    assert code == 3 and (doc["problems"], doc["unavailableBookies"]) == ([], [])
+    assert {m["ledgerId"]: m["reason"] for t in doc["topics"] for m in t["missing"]} == expected
+    single = next(m for t in doc["topics"] for m in t["missing"] if m["ledgerId"] == world["single"])
+    assert single["lostEntries"] == [[0, 2]]  # its bookie answers the reads of entries 0 and 2: no such ledger
 
 
 def test_no_pulsar_metadata_is_refused(bkctl, world, zookeeper):
