@@ -62,12 +62,12 @@ def missing(
     topic's current ledger, empty, CLOSED by a recovery or an ensemble change, or IN_RECOVERY longer than --min-age:
     a broker still writing to it loses what it acknowledges, apache/pulsar#26074; harmless if no broker serves the
     topic, docs/pulsar.md says how to tell), in-recovery (IN_RECOVERY longer than --min-age, since its metadata last
-    changed). Each finding says what a broker will fail on. A finding
-    is checked twice, Pulsar's metadata re-read in between. Offloaded ledgers are not checked. Exit 3 when anything
-    is missing; 1 when nothing is but some ledger could not be checked: a bookie did not answer, or is not registered
-    but keeps its cookie (stopped, restarting: its copies are unknown, not lost). A bookie that does not answer the
-    listing (Java bookies with DbLedgerStorage, Pulsar's default, never do) is read instead: the first and last
-    entry of its share of each final segment, as BookKeeper's ledger checker reads them.
+    changed). Each finding says what a broker will fail on. A finding is checked twice, Pulsar's metadata re-read in
+    between. Offloaded ledgers are not checked. A bookie that does not answer the listing (Java bookies with
+    DbLedgerStorage, Pulsar's default, never do) is read instead: the first and last entry of its share of each final
+    segment, as BookKeeper's ledger checker reads them. Exit 3 when anything is missing; 1 when nothing is but some
+    ledger could not be checked: a bookie did not answer, or is not registered but keeps its cookie (stopped,
+    restarting: its copies are unknown, not lost).
     """
     from admin.check.checker import Checker, CheckOptions
     from admin.pulsar.missing import MissingLedgers, role
