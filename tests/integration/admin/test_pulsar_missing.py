@@ -326,6 +326,29 @@ def test_bookies_that_do_not_answer_the_listing_are_read_instead(bkctl, world, m
     assert single["lostEntries"] == [[0, 2]]  # its bookie answers the reads of entries 0 and 2: no such ledger
 
 
+def test_a_bookie_whose_reads_fail_too_is_read_once_and_unavailable(bkctl, world, monkeypatch):
+    """A bookie that answers neither the listing nor a read (hung): one failed read ends its probing (a read per
+    ledger would cost a timeout each), and its ledgers are not checked."""
+    from collections import Counter
+
+    from bookie.client.wire_client import WireBookieClient
+    from bookie.errors import BKError
+
+    reads: Counter[str] = Counter()
+
+    async def hung(self, ledger_id, entry_id, timeout, what, fence_key=None):
+        reads[self.bookie_id] += 1
+        raise BKError(f"bookie {self.bookie_id}: read of entry {entry_id} timed out")
+
+    monkeypatch.setattr(WireBookieClient, "list_entries", unanswered)
+    monkeypatch.setattr(WireBookieClient, "read_entry", hung)
+    code, doc = missing(bkctl, world)
+    bookies = {b.bookie_id for b in world["harness"].bookies}
+    assert code == 3 and set(doc["unavailableBookies"]) == bookies == set(reads)  # 3: the no-metadata findings
+    assert max(reads.values()) <= 2  # once per pass: the first look and the confirmation
+    assert f"ledger {world['single']}: not checked, bookie" in "\n".join(doc["problems"])
+
+
 def test_no_pulsar_metadata_is_refused(bkctl, world, zookeeper):
     result = bkctl("-u", world["harness"].service_uri, "pulsar", "missing", "--pulsar-zk", f"{zookeeper.address}/no")
     assert result.exit_code == 5 and "no Pulsar metadata at /no" in result.stderr
