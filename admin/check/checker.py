@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from admin.check import categories as cat
 from admin.check.placement import FAIL, MEETS_SOFT, segment_verdict
 from admin.check.replicas import analyse, segment_ranges
-from bookie.client.bookie_client import ENOLEDGER, EOK, status_name
+from bookie.client.bookie_client import ENOENTRY, ENOLEDGER, EOK, status_name
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.digest import Digester
 from bookie.codec.entry import parse_entry
@@ -414,12 +414,71 @@ class Checker:
         log.info("recheck: %d bookies gone from the registry, %d still failing", len(gone), len(still))
         return still
 
-    async def holdings(self, ledgers: dict[int, LedgerMetadata]):
+    async def holdings(self, ledgers: dict[int, LedgerMetadata], probe_ends: bool = False):
         """The entry-level read of :meth:`run` for other tools: what each registered bookie holds of ``ledgers``
         (``(bookie, ledger) -> availability``; an unregistered bookie is not asked) and the registered bookies that
-        failed twice."""
+        failed twice. ``probe_ends``: a bookie that failed the listing is read instead (:meth:`_probe_ends`)."""
         self.registered = {b.bookie_id: b for b in await asyncio.to_thread(self.core.registry.list, True, True)}
-        return await self._ask_bookies(ledgers)
+        held, unknown = await self._ask_bookies(ledgers)
+        if probe_ends and unknown:
+            unknown = await self._probe_ends(ledgers, held, unknown)
+        return held, unknown
+
+    async def _probe_ends(self, ledgers: dict[int, LedgerMetadata], held: dict, failed: set[str]) -> set[str]:
+        """Read, without fencing, the first and last entry of each final segment's share on each bookie of
+        ``failed``, as BookKeeper's LedgerChecker does (Java bookies with DbLedgerStorage never answer the listing),
+        and of a ledger with no final share there the last entry the bookie stores (entry -1). A bookie that answers
+        every read is taken to hold its whole share but the ends it lacks (ENOENTRY), or nothing of a ledger it does
+        not know (ENOLEDGER); one that a read fails on is returned."""
+        window = asyncio.Semaphore(self.options.concurrency * 16)
+        shares: dict[tuple[str, int], list[list[int]]] = defaultdict(list)  # the share of each final segment
+        for ledger_id, md in ledgers.items():
+            for bookie_id in {b for s in md.segments for b in s.bookies} & failed:
+                shares[(bookie_id, ledger_id)] = []
+            for first, last, bookies in segment_ranges(md):
+                for index, bookie_id in enumerate(bookies):
+                    if bookie_id in failed:
+                        share = list(entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size))
+                        shares[(bookie_id, ledger_id)] += [share] if share else []
+        found: dict[tuple[str, int], set[int]] = defaultdict(set)  # entries read; -1 probes: the entry answered
+        lacking: dict[tuple[str, int], set[int]] = defaultdict(set)
+        none: set[tuple[str, int]] = set()  # ENOLEDGER: the bookie holds nothing of the ledger
+        still: set[str] = set()
+
+        async def read(bookie_id: str, ledger_id: int, entry_id: int) -> None:
+            async with window:
+                if bookie_id in still:  # a bookie that hangs costs one timeout, not one per read
+                    return
+                try:
+                    answer = await self.core.bookie(bookie_id).read_entry(
+                        ledger_id, entry_id, self.options.timeout, "probe entry"
+                    )
+                except BKError as exc:
+                    log.warning("%s", exc)
+                    still.add(bookie_id)
+                    return
+                if answer.status == ENOLEDGER:
+                    none.add((bookie_id, ledger_id))
+                elif answer.status == ENOENTRY:
+                    lacking[(bookie_id, ledger_id)].add(entry_id)
+                elif answer.status == EOK and len(answer.body) >= 16:
+                    found[(bookie_id, ledger_id)].add(int.from_bytes(answer.body[8:16], "big", signed=True))
+                else:
+                    still.add(bookie_id)
+
+        ends = {key: {e for share in parts for e in (share[0], share[-1])} or {-1} for key, parts in shares.items()}
+        reads = [(b, lid, e) for (b, lid), entries in ends.items() for e in entries]
+        await asyncio.gather(*(read(*r) for r in reads))
+        for (bookie_id, ledger_id), parts in shares.items():
+            if (bookie_id, ledger_id) in none:
+                held[(bookie_id, ledger_id)] = EMPTY
+            elif bookie_id not in still:
+                gone = lacking.get((bookie_id, ledger_id), set())
+                entries = (
+                    [e for p in parts for e in p if e not in gone] if parts else found.get((bookie_id, ledger_id), ())
+                )
+                held[(bookie_id, ledger_id)] = AvailabilityOfEntries.from_entries(entries)
+        return still
 
     async def _ask_bookies(self, ledgers: dict[int, LedgerMetadata]):
         """What each bookie holds of these ledgers, and the registered bookies that failed twice."""

@@ -6,10 +6,12 @@ gets at most one reason:
 
 | reason       | what is wrong                                                                              |
 |--------------|--------------------------------------------------------------------------------------------|
-| no-metadata  | no ledger metadata: the ledger was deleted (or never created) while Pulsar still names it   |
+| no-metadata  | no ledger metadata: the ledger was deleted (or never created) while Pulsar still names it;  |
+|              | a current ledger may be an empty one its broker deleted before updating its list            |
 | no-data      | metadata, but some entries have no copy on any bookie (``lost``: which ones)               |
 | closed-head  | a managed ledger's current ledger, empty, and fenced under its writer: CLOSED by a recovery |
-|              | (metadata version >= 2: OPEN, IN_RECOVERY, CLOSED; its writer closes it in one update), or |
+|              | (metadata version >= 2: OPEN, IN_RECOVERY, CLOSED; its writer closes it in one update; an   |
+|              | ensemble change raises it too: harmless then unless a broker writes to it), or             |
 |              | IN_RECOVERY for longer than ``min_age`` (apache/pulsar#26074)                              |
 | in-recovery  | any other ledger IN_RECOVERY for longer than ``min_age``: a recovery that stopped          |
 |              | (apache/pulsar#4599). Time from the znode's last change, when it entered IN_RECOVERY       |
@@ -22,8 +24,11 @@ The bookies are asked what they hold as `cluster check` asks them (admin.check.c
 up to 1000 ledgers per request, answered from their indexes; a bookie that fails is asked again), so every entry
 of every final segment is checked for the cost of a request per bookie per 1000 ledgers: sampling entries would
 save nothing. ``verify_entries`` also reads that share of the entries from every replica (BookKeeper's ledger
-check), counting an unreadable copy as missing. The last segment of a ledger that is not closed is not final (its
-writer may be adding to it): only its earlier segments are checked.
+check), counting an unreadable copy as missing. A bookie that does not answer the listing (a Java bookie with
+DbLedgerStorage never does) is read instead: the ends of its share of each final segment. A bookie that is not
+registered is not asked: with a cookie it is down and its ledgers are not checked; without one it was decommissioned
+and holds nothing. The last segment of a ledger that is not closed is not final (its writer may be adding to it):
+only its earlier segments are checked.
 
 A finding is judged again before it is reported: its owners' metadata re-read (a broker that trimmed the ledger
 from its list meanwhile and deleted it leaves no finding), the ledger's metadata re-read and the bookies asked again.
@@ -45,6 +50,7 @@ from admin.pulsar.orphans import PulsarAudit
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.errors import CorruptData
 from bookie.meta import ledger_metadata
+from bookie.meta.cookies import CookieStore
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.meta.paths import ledger_path
 from bookie.progress import NO_PROGRESS, Progress
@@ -96,7 +102,10 @@ class Missing:
         lid, reason = self.ledger_id, self.reason
         if ref.kind == "ledger":
             if reason == NO_METADATA and ref.current:
-                return f'a broker loading the topic drops ledger {lid} ("Ledger not found"): its messages are lost'
+                return (
+                    f'a broker loading the topic drops ledger {lid} ("Ledger not found"): its messages are lost if it '
+                    "held entries (Pulsar deletes an empty head before updating its list)"
+                )
             if reason == NO_METADATA:
                 what = f"its {ref.entries} entries" if ref.entries is not None else "its entries"
                 return f"{what} are lost: reading ledger {lid} fails (NoSuchLedger); {SKIP_NON_RECOVERABLE}"
@@ -104,8 +113,10 @@ class Missing:
                 return f"{self.lost_text()} are lost: reading them fails; {SKIP_NON_RECOVERABLE}"
             if reason == CLOSED_HEAD:
                 return (
-                    "a broker still writing to it acknowledges messages that no reader will see (apache/pulsar#26074):"
-                    " unload the topic so that it rolls over to a new ledger"
+                    "harmless if no broker serves the topic (idle or unloaded: the broker that loads it drops the empty"
+                    f" head); if `pulsar-admin topics stats-internal` shows currentLedgerId {lid}, the broker writing"
+                    " to it acknowledges messages that no reader will see (apache/pulsar#26074): unload the topic so"
+                    " that it rolls over to a new ledger"
                 )
             if ref.current:
                 return f'the broker cannot open the topic until ledger {lid} is recovered ("Error while recovering")'
@@ -145,7 +156,7 @@ class Report:
     pulsar: PulsarMetadata
     ledgers: int  # referenced ledgers checked
     offloaded: int  # referenced ledgers in tiered storage, not checked
-    unavailable: list[str]  # registered bookies that did not answer, twice
+    unavailable: list[str]  # registered bookies that did not answer, twice; unregistered ones with a cookie
     problems: list[str]
     seconds: float
 
@@ -165,6 +176,7 @@ class Report:
 class _Judged:
     missing: list[Missing] = field(default_factory=list)
     unavailable: set[str] = field(default_factory=set)
+    unregistered: set[str] = field(default_factory=set)  # not asked (not registered), but with a cookie
     problems: list[str] = field(default_factory=list)
     ledgers: int = 0
     offloaded: int = 0
@@ -188,13 +200,14 @@ class MissingLedgers:
             )
             confirmed = self._judge(again, sorted({m.ledger_id for m in judged.missing} & set(again.references)), now)
             judged.missing = confirmed.missing
-            judged.unavailable |= confirmed.unavailable
+            judged.unavailable |= confirmed.unavailable | confirmed.unregistered
+            judged.problems += confirmed.problems
         return Report(
             judged.missing,
             pulsar,
             judged.ledgers,
             judged.offloaded,
-            sorted(judged.unavailable),
+            sorted(judged.unavailable | judged.unregistered),
             judged.problems,
             time.monotonic() - started,
         )
@@ -239,8 +252,16 @@ class MissingLedgers:
                 answer, silent = ask.result()
                 held.update(answer)
                 out.unavailable |= silent
+        # a bookie not asked is not registered: one with a cookie is down (stopped, restarting, cut off) and its
+        # copies are unknown; one without was decommissioned and holds nothing
+        asked = (lid for lid, (md, _, _) in found.items() if md.state == LedgerState.IN_RECOVERY or segment_ranges(md))
+        unasked = {b for lid in asked for s in found[lid][0].segments for b in s.bookies if (b, lid) not in held}
+        if unasked - out.unavailable:
+            out.unregistered = (unasked - out.unavailable) & set(CookieStore(self.audit.ledgers.store).list())
         for lid, (md, version, mtime) in found.items():
-            verdict = self._verdict(lid, md, version, now - mtime / 1000, references[lid], held, out.unavailable)
+            verdict = self._verdict(
+                lid, md, version, now - mtime / 1000, references[lid], held, out.unavailable, out.unregistered
+            )
             if isinstance(verdict, Missing):
                 out.missing.append(verdict)
             elif verdict:
@@ -257,6 +278,7 @@ class MissingLedgers:
         refs: tuple[Reference, ...],
         held: Held,
         unknown: set[str],
+        unregistered: set[str],
     ) -> Missing | str | None:
         """The finding about one ledger with metadata; a problem (why it could not be checked); or None."""
         state = md.state.name
@@ -267,11 +289,16 @@ class MissingLedgers:
 
         if md.is_closed and md.last_entry_id < 0:
             if current and version >= RECOVERED_CLOSE:
-                return made(CLOSED_HEAD, f"the current ledger, empty and CLOSED by a recovery (version {version})")
+                return made(
+                    CLOSED_HEAD,
+                    f"the current ledger, empty and CLOSED by a recovery or an ensemble change (version {version})",
+                )
             return None
         bookies = {b for s in md.segments for b in s.bookies}
         if silent := sorted(bookies & unknown):
             return f"ledger {lid}: not checked, bookie {', '.join(silent)} did not answer"
+        if down := sorted(bookies & unregistered):
+            return f"ledger {lid}: not checked, bookie {', '.join(down)} is not registered"
         holding = {b: held.get((b, lid), EMPTY) for b in bookies}
         if lost := lost_entries(md, holding):
             return made(NO_DATA, "no bookie holds some of its entries", lost)

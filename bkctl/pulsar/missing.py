@@ -54,16 +54,20 @@ def missing(
     concurrency: int,
     recheck_delay: float,
 ) -> None:
-    """List ledgers Pulsar's metadata references that BookKeeper lost, per topic; exit 3 when there are
+    """List the ledgers Pulsar's metadata references that BookKeeper lost, per topic.
 
     Every ledger a managed ledger lists, a cursor names, a schema locator indexes or a compaction cursor names is
     checked: no-metadata (its ledger metadata is gone), no-data (no bookie holds some of its entries: which ones,
     from the bookies' indexes as `cluster check` asks them, every entry of every final segment), closed-head (a
-    topic's current ledger, empty, CLOSED by a recovery rather than by its writer, or IN_RECOVERY longer than
-    --min-age: a broker still writing to it loses what it acknowledges, apache/pulsar#26074), in-recovery (IN_RECOVERY
-    longer than --min-age, since its metadata last changed). Each finding says what a broker will fail on. A finding
-    is checked twice, Pulsar's metadata re-read in between. Offloaded ledgers are not checked. Exit 3 when anything
-    is missing; 1 when nothing is but some ledger could not be checked (a bookie did not answer).
+    topic's current ledger, empty, CLOSED by a recovery or an ensemble change, or IN_RECOVERY longer than --min-age:
+    a broker still writing to it loses what it acknowledges, apache/pulsar#26074; harmless if no broker serves the
+    topic, docs/pulsar.md says how to tell), in-recovery (IN_RECOVERY longer than --min-age, since its metadata last
+    changed). Each finding says what a broker will fail on. A finding is checked twice, Pulsar's metadata re-read in
+    between. Offloaded ledgers are not checked. A bookie that does not answer the listing (Java bookies with
+    DbLedgerStorage, Pulsar's default, never do) is read instead: the first and last entry of its share of each final
+    segment, as BookKeeper's ledger checker reads them. Exit 3 when anything is missing; 1 when nothing is but some
+    ledger could not be checked: a bookie did not answer, or is not registered but keeps its cookie (stopped,
+    restarting: its copies are unknown, not lost).
     """
     from admin.check.checker import Checker, CheckOptions
     from admin.pulsar.missing import MissingLedgers, role
@@ -74,7 +78,7 @@ def missing(
     options = CheckOptions(concurrency=concurrency, verify_entries=verify_entries, recheck_delay=recheck_delay)
 
     def holdings(ledgers: dict[int, Any]) -> Any:
-        return app.client.run(Checker(app.client.core, options).holdings(ledgers))
+        return app.client.run(Checker(app.client.core, options).holdings(ledgers, probe_ends=True))
 
     with app.terminal.phases() as progress:
         report = MissingLedgers(audit, holdings, min_age).run(progress=progress)
