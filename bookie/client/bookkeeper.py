@@ -217,6 +217,8 @@ class BookKeeper:
             self.run(self._shutdown())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
+        if not self._loop.is_running() and not self._loop.is_closed():
+            self._loop.close()  # its selector and self-pipe: three descriptors per client otherwise
         if self._owns_store:
             self._store.close()
 

@@ -170,8 +170,11 @@ class Terminal:
         self.seen = b""
 
     def wait_for(self, text: str) -> None:
+        ready = select.poll()  # not select(): a test process may hold more than FD_SETSIZE (1024) descriptors
+        ready.register(self.master, select.POLLIN)
+
         def drawn():
-            while select.select([self.master], [], [], 0.05)[0]:
+            while ready.poll(50):
                 self.seen += os.read(self.master, 1 << 16)
             return text.encode() in self.seen
 
