@@ -22,6 +22,14 @@ class ReplicaFinding:
     missing_counts: dict[str, int] = field(default_factory=dict)  # bookie -> how many entries it lacks
 
 
+def format_runs(runs: Iterable[tuple[int, int]], limit: int | None = None) -> str:
+    """``0-4, 9, 12-20``; past ``limit`` runs, ``... and N more runs``."""
+    runs = list(runs)
+    shown = runs if limit is None else runs[:limit]
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in shown)
+    return text + (f" and {len(runs) - len(shown)} more runs" if len(shown) < len(runs) else "")
+
+
 def missing_runs(expected: Iterable[int], lacking: list[int]) -> list[tuple[int, int]]:
     """``lacking``, a subsequence of ``expected``, as ``(first, last)`` runs of consecutive items of ``expected``.
 

@@ -43,7 +43,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from admin.check.checker import EMPTY
-from admin.check.replicas import lost_entries, segment_ranges
+from admin.check.replicas import format_runs, lost_entries, segment_ranges
 from admin.pulsar import metadata
 from admin.pulsar.metadata import PulsarMetadata, Reference
 from admin.pulsar.orphans import PulsarAudit
@@ -94,7 +94,7 @@ class Missing:
         count = sum(last - first + 1 for first, last in self.lost)
         if self.lost == ((0, self.last_entry_id),):
             return f"all {count} entries" if count != 1 else "its only entry"
-        runs = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in self.lost)
+        runs = format_runs(self.lost)
         return f"entries {runs} ({count})" if count != 1 else f"entry {runs}"
 
     def impact(self, ref: Reference) -> str:

@@ -21,15 +21,13 @@ lock and delete the copy in progress, and the worker then names that bookie in m
 from __future__ import annotations
 
 import datetime
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from admin.check.replicas import missing_runs, segment_ranges
+from admin.check import replicas
 from bookie.client.move import replica_bytes
 from bookie.codec.availability import AvailabilityOfEntries
-from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_metadata import LedgerMetadata
 from bookie.meta.registration import WRITABLE, RegisteredBookie
 from bookie.meta.underreplication import Lock
@@ -128,21 +126,8 @@ def lost_entries(md: LedgerMetadata, held: Mapping[str, AvailabilityOfEntries]) 
     """``(first, last)`` runs of the entries that no bookie in ``held`` has of the write quorum that must hold them
     (the closed segments only: an open ledger's last one has no known end). A bookie not in ``held`` has nothing."""
     empty = AvailabilityOfEntries([])
-    runs: list[tuple[int, int]] = []
-    for first, last, bookies in segment_ranges(md):
-        lacking: Counter[int] = Counter()
-        for index, bookie_id in enumerate(bookies):
-            share = entries_of_bookie(index, first, last, md.ensemble_size, md.write_quorum_size)
-            lacking.update(held.get(bookie_id, empty).unavailable(share))
-        none_left = sorted(e for e, n in lacking.items() if n >= md.write_quorum_size)
-        runs += missing_runs(range(first, last + 1), none_left)
-    return runs
-
-
-def _entries(runs: Iterable[tuple[int, int]], limit: int = 4) -> str:
-    runs = list(runs)
-    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:limit])
-    return text + (f" and {len(runs) - limit} more runs" if len(runs) > limit else "")
+    named = {b for s in md.segments for b in s.bookies}
+    return replicas.lost_entries(md, {b: held.get(b, empty) for b in named})
 
 
 def quorum_racks_ok(
@@ -248,7 +233,7 @@ def classify(ledger: Ledger, cluster: Cluster) -> Stuck:
             which = (
                 f"entry {runs[0][0]} has no replica left: it was"
                 if one
-                else f"entries {_entries(runs)} have no replica left: they were"
+                else f"entries {replicas.format_runs(runs, 4)} have no replica left: they were"
             )
             return stuck(
                 "lost",
