@@ -229,8 +229,7 @@ def test_start_after_zookeeper_was_killed_adopts_the_bookies(shared_sandbox):
 def test_start_waits_for_a_bookie_whose_session_expired_while_zookeeper_was_down(shared_sandbox):
     """A restarted ZooKeeper restores every session with its registration; a bookie that cannot reconnect in time
     (here frozen) loses it when the session expires. `start` waits until the bookie registers on a live session,
-    not for the restored node: it used to return at once, and the bookie dropped out of `status` a few seconds
-    later (a CI run saw it "starting" three tests on)."""
+    not for the restored node, which would let a bookie drop out of `status` seconds after `start` said it runs."""
     before = assert_running_once(shared_sandbox, 2)
     frozen, frozen_id = before["bookies"][1]["pid"], before["bookies"][1]["bookieId"]
     os.kill(before["zookeeper"]["pid"], signal.SIGKILL)
