@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+from pulsar_orphans import CURSORS, ledger_data
+
 from bookie._proto.pulsar_ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
 from bookie.client import BookKeeper
 from bookie.client.bookie_client import EOK, EntryToken
@@ -27,7 +29,6 @@ from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry
 from bookie.codec.records import pack_record
 from bookie.meta.ledger_manager import LedgerManager
-from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment, serialize
 from bookie.meta.registration import BookieRegistry
 from bookie.meta.store import MetadataStore
 from bookie.meta.uri import parse_service_uri
@@ -36,28 +37,7 @@ from common import temporary_sandbox
 
 BKCTL = [sys.executable, "-m", "bkctl"]
 WINDOW = 2000  # creates, and adds, in flight
-CURSORS = ("sub-a", "sub-b")
 PAYLOAD = b"m" * 100
-
-
-def ledger_data(name: str, cursor: str | None, ensemble: tuple[str, ...], ctime_ms: int) -> bytes:
-    custom = {"application": b"pulsar", "component": b"managed-ledger", "pulsar/managed-ledger": name.encode()}
-    if cursor is not None:
-        custom["pulsar/cursor"] = cursor.encode()
-    md = LedgerMetadata(
-        3,
-        2,
-        2,
-        (Segment(0, ensemble),),
-        state=LedgerState.CLOSED if cursor is None else LedgerState.OPEN,
-        last_entry_id=0 if cursor is None else -1,
-        length=len(PAYLOAD) if cursor is None else 0,
-        digest_type=DigestType.CRC32C,
-        password=b"",
-        ctime=ctime_ms,
-        custom_metadata=custom,
-    )
-    return serialize(md)
 
 
 class Acks:
@@ -127,7 +107,7 @@ def populate(uri: str, topics: int, per_topic: int) -> tuple[float, int, int, in
                 if t % 100 == 0 and k == 0:
                     no_metadata += 1  # referenced, never created
                 else:
-                    create(ledgers.path(lid), ledger_data(name, None, ensemble, ctime))
+                    create(ledgers.path(lid), ledger_data(name, None, ctime, ensemble, 1, len(PAYLOAD)))
                     if t % 100 == 50 and k == 0:
                         no_data += 1  # its entry never reached a bookie
                     else:
@@ -136,7 +116,7 @@ def populate(uri: str, topics: int, per_topic: int) -> tuple[float, int, int, in
                 lid += 1
             create(f"{pulsar_root}/managed-ledgers/{name}", info.SerializeToString())
             for cursor in CURSORS:
-                create(ledgers.path(lid), ledger_data(name, cursor, ensembles[lid % 3], ctime))
+                create(ledgers.path(lid), ledger_data(name, cursor, ctime, ensembles[lid % 3]))
                 cursor_info = ManagedCursorInfo(cursorsLedgerId=lid, markDeleteLedgerId=lid - 1, markDeleteEntryId=0)
                 create(f"{pulsar_root}/managed-ledgers/{name}/{cursor}", cursor_info.SerializeToString())
                 lid += 1

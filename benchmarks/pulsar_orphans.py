@@ -29,9 +29,19 @@ from common import temporary_sandbox
 BKCTL = [sys.executable, "-m", "bkctl"]
 WINDOW = 2000  # creates in flight
 CURSORS = ("sub-a", "sub-b")
+ENSEMBLE = ("127.0.0.1:3181", "127.0.0.1:3182", "127.0.0.1:3183")
 
 
-def ledger_data(name: str, cursor: str | None, ctime_ms: int) -> bytes:
+def ledger_data(
+    name: str,
+    cursor: str | None,
+    ctime_ms: int,
+    ensemble: tuple[str, ...] = ENSEMBLE,
+    entries: int = 100,
+    entry_size: int = 1024,
+) -> bytes:
+    """A broker's ledger of topic ``name``: a CLOSED data ledger of ``entries`` entries, or ``cursor``'s ledger, left
+    OPEN (format 3, Pulsar's custom metadata, E 3 WQ 2 AQ 2)."""
     custom = {"application": b"pulsar", "component": b"managed-ledger", "pulsar/managed-ledger": name.encode()}
     if cursor is not None:
         custom["pulsar/cursor"] = cursor.encode()
@@ -39,10 +49,10 @@ def ledger_data(name: str, cursor: str | None, ctime_ms: int) -> bytes:
         3,
         2,
         2,
-        (Segment(0, ("127.0.0.1:3181", "127.0.0.1:3182", "127.0.0.1:3183")),),
+        (Segment(0, ensemble),),
         state=LedgerState.CLOSED if cursor is None else LedgerState.OPEN,
-        last_entry_id=99 if cursor is None else -1,
-        length=102400 if cursor is None else 0,
+        last_entry_id=entries - 1 if cursor is None else -1,
+        length=entries * entry_size if cursor is None else 0,
         digest_type=DigestType.CRC32C,
         password=b"",
         ctime=ctime_ms,
