@@ -33,9 +33,11 @@ def write_interleaved(uri, count: int, quorum=(3, 3, 2)) -> tuple[int, int]:
     """Ledgers A and B, their entries alternating, so every entry log holds half of each; A is then deleted."""
     with BookKeeper(uri) as bk:
         a, b = bk.create_ledger(*quorum), bk.create_ledger(*quorum)
-        for start in range(0, count, 100):  # 100 at a time: small batches, so logs roll near logSizeLimit
+        # 10 of each in flight at a time: a bookie stores what one read of its socket brings as one batch and rolls
+        # its log before a batch that does not fit, so batches of at most ~20 KiB fill every log past 92%
+        for start in range(0, count, 10):
             futures = []
-            for i in range(start, min(count, start + 100)):
+            for i in range(start, min(count, start + 10)):
                 futures += [a.add_entry_async(payload(b"A", i)), b.add_entry_async(payload(b"B", i))]
             for future in futures:
                 future.result(30)
