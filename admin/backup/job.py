@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyarrow.fs import FileSelector, FileType
+from pyarrow.fs import FileType
 
 from admin.backup.manifest import (
     DATA_DIR,
@@ -31,7 +31,10 @@ from admin.backup.manifest import (
     LedgerCounts,
     Manifest,
     file_sha256,
+    is_local,
     ledgers_schema,
+    list_files,
+    local_path,
 )
 from admin.backup.plan import BackupPlan
 from admin.export.job import ExportReport, run_export
@@ -46,15 +49,11 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def is_local(path: str) -> bool:
-    return "://" not in path or path.startswith("file://")
-
-
 @dataclass
 class BackupReport:
     path: str
     manifest: Manifest
-    seconds: float = 0.0  # the data job's, commit and verification included
+    seconds: float = 0.0  # the data's Spark job (as the export's: its write and commit)
     verified: bool | None = None  # None: no data
     problems: list[str] = field(default_factory=list)
 
@@ -177,7 +176,7 @@ def _write(path: str, name: str, write: Callable[[Any], None]) -> FileEntry:
 
 def _private(path: str) -> None:
     """Every directory of the local backup 0700, every file 0600 (the Spark tasks wrote theirs under their umask)."""
-    root = os.path.abspath(path.removeprefix("file://"))
+    root = local_path(path)
     os.chmod(root, 0o700)
     for directory, names, files in os.walk(root):
         for name in names:
@@ -207,7 +206,7 @@ def finish(
         secrets = {str(s.ledger_id): base64.b64encode(s.metadata.password or b"").decode() for s in plan.ledgers}
         text = json.dumps(secrets, sort_keys=True).encode()
         if is_local(path):  # private from its first byte, not only once chmod-ed
-            directory = os.path.join(os.path.abspath(path.removeprefix("file://")), "secrets")
+            directory = os.path.join(local_path(path), "secrets")
             os.makedirs(directory, mode=0o700, exist_ok=True)
             descriptor = os.open(
                 os.path.join(directory, "passwords.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600
@@ -241,19 +240,16 @@ def finish(
     )
     manifest.dump(path)
     if with_passwords and is_local(path):
-        os.chmod(os.path.join(os.path.abspath(path.removeprefix("file://")), MANIFEST), 0o600)
+        os.chmod(os.path.join(local_path(path), MANIFEST), 0o600)
     return manifest
 
 
 def _others(path: str, listed: set[str]) -> list[FileEntry]:
     """The files under PATH not listed yet (the export's empty _SUCCESS), hashed here: they are small."""
-    fs, root = filesystem(path)
     found = []
-    for info in fs.get_file_info(FileSelector(root, recursive=True)):
-        name = info.path[len(root) + 1 :] if info.path.startswith(root) else info.path
-        if info.type == FileType.File and name != MANIFEST and name not in listed:
-            size, digest = file_sha256(path, name)
-            found.append(FileEntry(name, size, digest))
+    for name in sorted(set(list_files(path)) - listed - {MANIFEST}):
+        size, digest = file_sha256(path, name)
+        found.append(FileEntry(name, size, digest))
     return found
 
 

@@ -91,7 +91,8 @@ def backup(
     from bkctl.extras import require
 
     require("export", "bkctl cluster backup")  # before anything imports pyspark or pyarrow
-    from admin.backup.job import is_local, run_backup
+    from admin.backup.job import run_backup
+    from admin.backup.manifest import is_local
     from admin.backup.plan import plan_backup
     from admin.export.part_files import is_empty_or_missing
     from admin.export.plan import parse_selection, parse_size
