@@ -164,3 +164,30 @@ def test_bad_input_is_one_line(bkctl, service_uri, source, tmp_path):
     result = bkctl("-u", service_uri, "cluster", "backup", "--include-open", "--to", str(tmp_path / "o"))
     assert result.exit_code == 2 and "--include-open backs up open ledgers' entries: it needs --data" in result.stderr
     assert not (tmp_path / "m").exists() and not (tmp_path / "o").exists()
+
+
+V1 = b"BookieMetadataFormatVersion\t1\n2\n2\n300\n0\t127.0.0.1:1\t127.0.0.1:2\n19\tCLOSED\n"
+V2 = (
+    b"BookieMetadataFormatVersion\t2\nquorumSize: 2\nensembleSize: 2\nlength: 30\nlastEntryId: 2\nstate: CLOSED\n"
+    b'segment {\n  ensembleMember: "127.0.0.1:1"\n  ensembleMember: "127.0.0.1:2"\n  firstEntryId: 0\n}\n'
+    b'digestType: HMAC\npassword: "v2-secret-9d1"\nackQuorumSize: 2\n'
+)
+
+
+def test_each_metadata_format_is_kept_as_stored(bkctl, service_uri, cluster, tmp_path):
+    """Format 1 and 2 znodes (written by older BookKeeper clients) stay in their format, byte for byte but the
+    password; no bookie is needed for a metadata backup."""
+    import pyarrow.parquet as pq
+
+    manager = LedgerManager(cluster)
+    for lid, data in ((1, V1), (2, V2)):
+        cluster.zk.create(manager.path(lid), data, makepath=True)
+    result, doc = backup(bkctl, service_uri, "--to", str(tmp_path / "b"))
+    assert result.exit_code == 0 and doc["ledgers"] == 2, result.stderr
+    rows = {r["ledgerId"]: r for r in pq.read_table(tmp_path / "b/metadata/ledgers.parquet").to_pylist()}
+    assert (rows[1]["formatVersion"], rows[1]["znode"], rows[1]["hasPassword"]) == (1, V1, False)
+    assert (rows[2]["formatVersion"], rows[2]["hasPassword"]) == (2, True)
+    assert rows[2]["znode"] == V2.replace(b'password: "v2-secret-9d1"\n', b"")
+    assert rows[1]["digestType"] is None and rows[2]["digestType"] == "HMAC"
+    for ledger in read_ledgers(str(tmp_path / "b")):
+        assert ledger.metadata == manager.read(ledger.ledger_id)[0].with_changes(password=None)
