@@ -83,6 +83,7 @@ def backup(
     --include-open; a ledger deleted while the backup runs is listed, not an error. Bad input exits 2; a missing
     named ledger 5; files that do not match their ledgers 3.
     """
+    import contextlib
     import os
     import shutil
     import tempfile
@@ -152,26 +153,23 @@ def backup(
         shown[:] = entries, size
 
     try:
-        with app.terminal.progress(
-            f"back up {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes
-        ) as advance:
-            if spark_context is None:
-                report = run_backup(
-                    plan, path, with_passwords=with_passwords, overwrite=overwrite, created_by=f"bkctl {__version__}"
-                )
-            else:
-                with spark_context as spark:
-                    report = run_backup(
-                        plan,
-                        path,
-                        spark=spark,
-                        service_uri=uri,
-                        with_passwords=with_passwords,
-                        overwrite=overwrite,
-                        created_by=f"bkctl {__version__}",
-                        progress=lambda done, _total: tasks_done(advance, done),
-                        exists=app.client.core.ledgers.exists,
-                    )
+        with (
+            spark_context or contextlib.nullcontext() as spark,
+            app.terminal.progress(
+                f"back up {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes
+            ) as advance,
+        ):
+            report = run_backup(
+                plan,
+                path,
+                spark=spark,
+                service_uri=uri,
+                with_passwords=with_passwords,
+                overwrite=overwrite,
+                created_by=f"bkctl {__version__}",
+                progress=lambda done, _total: tasks_done(advance, done),
+                exists=app.client.core.ledgers.exists,
+            )
     except BKError as exc:
         if type(exc) is BKError and work is not None and (work / "spark.log").exists():
             keep_log = True
@@ -204,7 +202,9 @@ def backup(
     for problem in report.problems:
         app.terminal.error(problem)
     if report.problems:
-        raise CheckFailed(f"the backup at {path} does not match its ledgers ({len(report.problems)} problems)")
+        raise CheckFailed(
+            f"the backup at {path} does not match its ledgers ({len(report.problems)} problems): no manifest written"
+        )
 
 
 def _warn_deleted(app, deleted: list[int]) -> None:
