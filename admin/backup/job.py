@@ -79,9 +79,7 @@ class BackupReport:
             "openLeftOut": ledgers.open_left_out,
             "deletedDuringBackup": ledgers.deleted_during_backup,
             "passwords": self.manifest.passwords,
-            "passwordsFile": f"{self.path.rstrip('/')}/{PASSWORDS_FILE}"
-            if self.manifest.passwords == "included"
-            else None,
+            "passwordsFile": self.passwords_file,
             "manifestSha256": self.manifest.doc()["manifestSha256"],
         }
 
