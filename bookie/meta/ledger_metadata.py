@@ -54,7 +54,7 @@ class LedgerMetadata:
     last_entry_id: int = -1  # meaningful only when CLOSED
     length: int = 0  # meaningful only when CLOSED
     digest_type: DigestType | None = None  # None in format v1
-    password: bytes | None = None  # None in format v1
+    password: bytes | None = field(default=None, repr=False)  # None in format v1; a secret: never in a repr
     ctime: int | None = None  # ms
     custom_metadata: dict[str, bytes] = field(default_factory=dict)
     c_token: int = 0
