@@ -39,6 +39,13 @@ def test_v3_reads_the_spec_example():
     assert parse(SPEC_V3) == spec_metadata()
 
 
+def test_the_password_is_not_in_the_repr_but_still_compared():
+    md = spec_metadata()
+    assert "foobar" not in repr(md) and "password" not in repr(md)
+    assert "ensemble_size=3" in repr(md)
+    assert md != md.with_changes(password=b"other")
+
+
 def test_v2_text_format():
     text = (
         b"BookieMetadataFormatVersion\t2\nquorumSize: 2\nensembleSize: 3\nlength: 0\nlastEntryId: -1\n"
