@@ -218,8 +218,8 @@ class Manifest:
         """Write ``PATH/manifest.json`` atomically: a temporary file, then a rename (on object stores, which have
         no rename, a single put is atomic already)."""
         text = json.dumps(self.doc(), sort_keys=True, indent=1, ensure_ascii=True) + "\n"
-        if _is_local(path):
-            root = _local(path)
+        if is_local(path):
+            root = local_path(path)
             temporary = os.path.join(root, f".{MANIFEST}.tmp")
             with open(temporary, "w", encoding="ascii") as f:
                 f.write(text)
@@ -278,7 +278,7 @@ class Manifest:
         """Every listed file exists with its size and SHA-256, and data/ holds no other file; else
         :class:`CorruptData` naming the first file that is wrong."""
         listed = {f.path for f in self.files}
-        for name in sorted(_list_files(path, DATA_DIR)):
+        for name in sorted(list_files(path, DATA_DIR)):
             if name not in listed:
                 raise CorruptData(f"{name}: in the backup's data/ but not in its manifest (added or left behind)")
         for entry in sorted(self.files, key=lambda f: f.path):
@@ -302,11 +302,11 @@ def canonical_sha256(doc: dict[str, Any]) -> str:
 # --- the backup's files, local or remote ----------------------------------------------------------------------------
 
 
-def _is_local(path: str) -> bool:
+def is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
 
 
-def _local(path: str) -> str:
+def local_path(path: str) -> str:
     return os.path.abspath(path.removeprefix("file://"))
 
 
@@ -317,22 +317,12 @@ def _remote(path: str) -> tuple[Any, str]:
 
 
 def _read_bytes(path: str, name: str) -> bytes:
-    if _is_local(path):
-        with open(os.path.join(_local(path), name), "rb") as f:
-            return f.read()
-    filesystem, root = _remote(path)
-    from pyarrow import fs
-
-    if filesystem.get_file_info(f"{root}/{name}").type == fs.FileType.NotFound:
-        raise FileNotFoundError(name)
-    with filesystem.open_input_stream(f"{root}/{name}") as f:
-        data: bytes = f.read()
-        return data
+    return b"".join(_chunks(path, name))
 
 
 def _chunks(path: str, name: str) -> Iterator[bytes]:
-    if _is_local(path):
-        with open(os.path.join(_local(path), name), "rb") as f:
+    if is_local(path):
+        with open(os.path.join(local_path(path), name), "rb") as f:
             while chunk := f.read(READ_CHUNK):
                 yield chunk
         return
@@ -355,10 +345,10 @@ def file_sha256(path: str, name: str) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def _list_files(path: str, under: str) -> list[str]:
-    """Every file below ``PATH/under``, as paths relative to PATH with ``/``."""
-    if _is_local(path):
-        root = _local(path)
+def list_files(path: str, under: str = "") -> list[str]:
+    """Every file below ``PATH/under`` (all of PATH by default), as paths relative to PATH with ``/``."""
+    if is_local(path):
+        root = local_path(path)
         found = []
         for directory, _, names in os.walk(os.path.join(root, under)):
             found += [os.path.relpath(os.path.join(directory, n), root).replace(os.sep, "/") for n in names]
@@ -366,9 +356,10 @@ def _list_files(path: str, under: str) -> list[str]:
     filesystem, root = _remote(path)
     from pyarrow import fs
 
-    if filesystem.get_file_info(f"{root}/{under}").type == fs.FileType.NotFound:
+    top = f"{root}/{under}".rstrip("/")
+    if filesystem.get_file_info(top).type == fs.FileType.NotFound:
         return []
-    infos = filesystem.get_file_info(fs.FileSelector(f"{root}/{under}", recursive=True))
+    infos = filesystem.get_file_info(fs.FileSelector(top, recursive=True))
     return [i.path[len(root) + 1 :] for i in infos if i.type == fs.FileType.File]
 
 
@@ -398,8 +389,8 @@ def read_ledgers(path: str) -> list[BackedUpLedger]:
     the backup includes them)."""
     import pyarrow.parquet as pq
 
-    if _is_local(path):
-        table = pq.read_table(os.path.join(_local(path), LEDGERS_FILE))
+    if is_local(path):
+        table = pq.read_table(os.path.join(local_path(path), LEDGERS_FILE))
     else:
         filesystem, root = _remote(path)
         table = pq.read_table(f"{root}/{LEDGERS_FILE}", filesystem=filesystem)
