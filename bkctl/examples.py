@@ -294,6 +294,18 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         (f"bkctl bookies racks delete {BOOKIE}", "back to its registration's rack, or the default")
     ],
     # cluster
+    "cluster backup": [
+        ("bkctl cluster backup --to /backups/bk-2026-11-29", "every ledger's metadata (passwords left out)"),
+        (
+            "bkctl cluster backup --all --data --to hdfs://nn/backups/bk --master yarn",
+            "the entries too, by a Spark job on a cluster, each file's SHA-256 in the manifest",
+        ),
+        (
+            "bkctl cluster backup --meta application=pulsar --data --include-open --with-passwords --to /backups/p",
+            "Pulsar's ledgers, open ones up to their LAC, passwords kept (the backup then private: 0700/0600)",
+        ),
+        ("bkctl cluster backup --data --to /backups/bk --dry-run", "the ledgers, entries and files it would write"),
+    ],
     "cluster repair-placement": [
         ("bkctl cluster repair-placement --dry-run", "the moves that would repair placement, and what cannot be"),
         ("bkctl cluster repair-placement --rate 50 --yes", "repair it, copying at most 50 MB/s, without asking"),

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from pyarrow.fs import FileSelector, FileType
 
-from admin.export.part_files import SUFFIX, LedgerStats, filesystem, read_file, write_file
+from admin.export.part_files import SUFFIX, HashingStream, LedgerStats, filesystem, read_file, write_file
 from admin.export.plan import ExportPlan, Partition
 from admin.export.session import TaskProgress
-from admin.export.source import read_partition, task_client
+from admin.export.source import ARROW_SCHEMA, BACKUP_ARROW_SCHEMA, read_partition, task_client
 from bookie import errors
 
 _CORE_ERROR = re.compile(r"bookie\.errors\.(\w+): (.+)")
@@ -43,6 +43,9 @@ class ExportReport:
     seconds: float
     verified: bool | None = None  # None: not asked
     problems: list[str] = field(default_factory=list)
+    # per file, as written: name, rows, fileBytes, sha256, ranges [(ledgerId, first, last)]
+    outputs: list[dict] = field(default_factory=list)
+    read: LedgerStats | None = None  # per ledger, of the entries as read from the bookies (with verify)
 
     def doc(self) -> dict:
         return {
@@ -94,8 +97,11 @@ def _spark_errors():
         raise spark_error(exc) from None
 
 
-def _write_task(service_uri: str, path: str, job: str, fmt: str, verify: bool, partition: Partition) -> dict:
-    """In a Spark task: read the partition from the bookies and write it as one file under ``_temporary``."""
+def _write_task(
+    service_uri: str, path: str, job: str, fmt: str, verify: bool, partition: Partition, ledger_length: bool = False
+) -> dict:
+    """In a Spark task: read the partition from the bookies and write it as one file under ``_temporary``; the
+    file's size and SHA-256 are taken as it is written."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -105,9 +111,21 @@ def _write_task(service_uri: str, path: str, job: str, fmt: str, verify: bool, p
     name = f"part-{partition.index:05d}.{SUFFIX[fmt]}"
     fs.create_dir(directory)
     stats = LedgerStats() if verify else None
+    batches = read_partition(task_client(service_uri), partition, ledger_length)
+    schema = BACKUP_ARROW_SCHEMA if ledger_length else ARROW_SCHEMA
     with fs.open_output_stream(f"{directory}/{name}") as stream:
-        rows, size = write_file(stream, fmt, read_partition(task_client(service_uri), partition), stats)
-    return {"file": f"{directory}/{name}", "name": name, "rows": rows, "bytes": size, "stats": stats}
+        hashing = HashingStream(stream)
+        rows, size = write_file(hashing, fmt, batches, stats, schema)
+    return {
+        "file": f"{directory}/{name}",
+        "name": name,
+        "rows": rows,
+        "bytes": size,
+        "fileBytes": hashing.size,
+        "sha256": hashing.sha256,
+        "ranges": [(r.ledger.ledger_id, r.first, r.last) for r in partition.ranges if r.last >= r.first],
+        "stats": stats,
+    }
 
 
 def _stats_task(path: str, fmt: str, name: str) -> LedgerStats:
@@ -141,9 +159,11 @@ def run_export(
     overwrite: bool = False,
     verify: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    ledger_length: bool = False,
 ) -> ExportReport:
     """Write the plan's ledgers to ``path``; ``progress(completed, total)`` gets the write's task counts.
-    ``seconds`` is the write job's time, commit included."""
+    ``seconds`` is the write job's time, commit included. ``ledger_length``: the backup's schema (a column
+    ``ledgerLength``, parquet only)."""
     sc = spark.sparkContext
     job = uuid.uuid4().hex[:12]
     group = f"bkctl-export-{job}"
@@ -157,7 +177,7 @@ def run_export(
             with TaskProgress(spark, group, progress) if progress else contextlib.nullcontext():
                 results = (
                     sc.parallelize(partitions, len(partitions))
-                    .map(lambda part: _write_task(service_uri, path, job, fmt, verify, part))
+                    .map(lambda part: _write_task(service_uri, path, job, fmt, verify, part, ledger_length))
                     .collect()
                 )
         except BaseException:
@@ -169,6 +189,7 @@ def run_export(
         _commit(path, results, overwrite)
         seconds = time.perf_counter() - started
         report = ExportReport(path, fmt, len(plan.ledgers), plan.entries, plan.bytes, len(results), seconds)
+        report.outputs = [{k: r[k] for k in ("name", "rows", "fileBytes", "sha256", "ranges")} for r in results]
         if verify:
             read = LedgerStats()
             for result in results:
@@ -177,6 +198,7 @@ def run_export(
             written = LedgerStats()
             for stats in sc.parallelize(names, len(names)).map(lambda name: _stats_task(path, fmt, name)).collect():
                 written.merge(stats)
+            report.read = read
             report.problems = verify_output(plan, read, written)
             report.verified = not report.problems
     return report

@@ -106,10 +106,52 @@ def _json_lines(batch: pa.RecordBatch) -> bytes:
     ).encode()
 
 
-def write_file(stream, fmt: str, batches: Iterable[pa.RecordBatch], stats: LedgerStats | None) -> tuple[int, int]:
+class HashingStream:
+    """An output stream that hashes (SHA-256) and counts what goes through it on its way to ``stream``: a file's
+    checksum as it is written, without reading it again."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._sha256 = hashlib.sha256()
+        self.size = 0
+        self.closed = False
+
+    def write(self, data) -> int:
+        self._sha256.update(data)
+        self.size += len(data)
+        self._stream.write(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:  # the caller closes the stream it opened
+        self.closed = True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    @property
+    def sha256(self) -> str:
+        return self._sha256.hexdigest()
+
+
+def write_file(
+    stream,
+    fmt: str,
+    batches: Iterable[pa.RecordBatch],
+    stats: LedgerStats | None,
+    schema: pa.Schema = ARROW_SCHEMA,
+) -> tuple[int, int]:
     """Write the batches to an open output stream; returns (rows, payload bytes)."""
     rows = size = 0
-    writer = pq.ParquetWriter(stream, ARROW_SCHEMA, use_dictionary=["ledgerId"]) if fmt == "parquet" else None
+    writer = pq.ParquetWriter(stream, schema, use_dictionary=["ledgerId"]) if fmt == "parquet" else None
     try:
         for batch in batches:
             if writer is not None:

@@ -248,10 +248,21 @@ def plan_export(
             raise NoSuchLedger(reason, ledger_id=lid)
         skipped[lid] = reason
     wanted = {
-        lid: _readable(md)
+        lid: md
         for lid, md in sorted(found.items())
         if all(md.custom_metadata.get(k) == v for k, v in (custom_metadata or {}).items())
     }
+    plan = plan_ledgers(bk, wanted, include_open, partition_bytes)
+    plan.skipped = skipped
+    return plan
+
+
+def plan_ledgers(
+    bk, wanted: dict[int, LedgerMetadata], include_open: bool = False, partition_bytes: int = DEFAULT_PARTITION_BYTES
+) -> ExportPlan:
+    """Plan an export of ledgers whose metadata is already read (``{ledgerId: metadata}``): open ones up to their
+    LAC (read now) with ``include_open``, else listed in ``left_open``."""
+    wanted = {lid: _readable(md) for lid, md in sorted(wanted.items())}
     left_open = [lid for lid, md in wanted.items() if not md.is_closed and not include_open]
     lacs = bk.run(_lacs(bk.core, [(lid, md) for lid, md in wanted.items() if not md.is_closed and include_open]))
     ledgers = []
@@ -261,4 +272,4 @@ def plan_export(
         elif lid in lacs:
             ledgers.append(PlannedLedger(lid, md, *lacs[lid]))
     ranges = [r for ledger in ledgers for r in split(ledger, partition_bytes)]
-    return ExportPlan(ledgers, pack(ranges, partition_bytes), skipped, left_open)
+    return ExportPlan(ledgers, pack(ranges, partition_bytes), {}, left_open)

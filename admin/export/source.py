@@ -61,6 +61,8 @@ ARROW_SCHEMA = pa.schema(
         ("lastAddConfirmed", pa.int64()),
     ]
 )
+# A backup's files (admin/backup) add the entry's stored ledger-length field: with lastAddConfirmed, all it stored.
+BACKUP_ARROW_SCHEMA = ARROW_SCHEMA.append(pa.field("ledgerLength", pa.int64()))
 BATCH_ROWS = 8192
 BATCH_BYTES = 8 << 20
 SMALL_RANGE_BYTES = 256 << 10  # below this, a range's round trips cost more than its bytes
@@ -102,19 +104,24 @@ def task_client(service_uri: str) -> BookKeeper:
 
 
 def _batch(
-    ledger_ids: list[int], entry_ids: list[int] | range, payloads: list[bytes], lacs: list[int]
+    ledger_ids: list[int],
+    entry_ids: list[int] | range,
+    payloads: list[bytes],
+    lacs: list[int],
+    lengths: list[int] | None = None,
 ) -> pa.RecordBatch:
+    """A batch of the export's schema; with ``lengths`` (the entries' ledger-length fields), of the backup's."""
     payload = pa.array(payloads, pa.binary())
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(ledger_ids, pa.int64()),
-            pa.array(entry_ids, pa.int64()),
-            payload,
-            pc.binary_length(payload).cast(pa.int64()),
-            pa.array(lacs, pa.int64()),
-        ],
-        schema=ARROW_SCHEMA,
-    )
+    columns = [
+        pa.array(ledger_ids, pa.int64()),
+        pa.array(entry_ids, pa.int64()),
+        payload,
+        pc.binary_length(payload).cast(pa.int64()),
+        pa.array(lacs, pa.int64()),
+    ]
+    if lengths is None:
+        return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+    return pa.RecordBatch.from_arrays([*columns, pa.array(lengths, pa.int64())], schema=BACKUP_ARROW_SCHEMA)
 
 
 def _reader(bk: BookKeeper, entry_range: EntryRange) -> LedgerReader:
@@ -127,23 +134,29 @@ def _warn(reader: LedgerReader) -> None:
         log.warning("%s (read from another replica)", message)
 
 
-def _stream(bk: BookKeeper, entry_range: EntryRange) -> Iterator[pa.RecordBatch]:
+def _stream(bk: BookKeeper, entry_range: EntryRange, ledger_length: bool) -> Iterator[pa.RecordBatch]:
     """A large range, streamed: the client reads ahead while batches are built and handed to Spark."""
     reader = _reader(bk, entry_range)
-    lid, first, payloads, lacs, size = entry_range.ledger.ledger_id, entry_range.first, [], [], 0
+    lid, first, size = entry_range.ledger.ledger_id, entry_range.first, 0
+    payloads: list[bytes] = []
+    lacs: list[int] = []
+    lengths: list[int] | None = [] if ledger_length else None
     for entry in ReadHandle(bk, reader).iter_entries(entry_range.first, entry_range.last):
         payloads.append(entry.payload)
         lacs.append(entry.last_add_confirmed)
+        if lengths is not None:
+            lengths.append(entry.length)
         size += len(entry.payload)
         if len(payloads) >= BATCH_ROWS or size >= BATCH_BYTES:
-            yield _batch([lid] * len(payloads), range(first, first + len(payloads)), payloads, lacs)
+            yield _batch([lid] * len(payloads), range(first, first + len(payloads)), payloads, lacs, lengths)
             first, payloads, lacs, size = first + len(payloads), [], [], 0
+            lengths = [] if ledger_length else None
     if payloads:
-        yield _batch([lid] * len(payloads), range(first, first + len(payloads)), payloads, lacs)
+        yield _batch([lid] * len(payloads), range(first, first + len(payloads)), payloads, lacs, lengths)
     _warn(reader)
 
 
-def _read_together(bk: BookKeeper, ranges: list[EntryRange]) -> pa.RecordBatch:
+def _read_together(bk: BookKeeper, ranges: list[EntryRange], ledger_length: bool) -> pa.RecordBatch:
     """Small ranges read at once (each costs round trips more than bytes), as one batch."""
     readers = [_reader(bk, r) for r in ranges]
 
@@ -155,23 +168,27 @@ def _read_together(bk: BookKeeper, ranges: list[EntryRange]) -> pa.RecordBatch:
     entry_ids: list[int] = []
     payloads: list[bytes] = []
     lacs: list[int] = []
+    lengths: list[int] = []
     for entry_range, entries in zip(ranges, results, strict=True):
         ledger_ids += [entry_range.ledger.ledger_id] * len(entries)
         entry_ids += range(entry_range.first, entry_range.last + 1)
         payloads += [e.payload for e in entries]
         lacs += [e.last_add_confirmed for e in entries]
+        if ledger_length:
+            lengths += [e.length for e in entries]
     for reader in readers:
         _warn(reader)
-    return _batch(ledger_ids, entry_ids, payloads, lacs)
+    return _batch(ledger_ids, entry_ids, payloads, lacs, lengths if ledger_length else None)
 
 
-def read_partition(bk: BookKeeper, partition: Partition) -> Iterator[pa.RecordBatch]:
+def read_partition(bk: BookKeeper, partition: Partition, ledger_length: bool = False) -> Iterator[pa.RecordBatch]:
     """The partition's entries in order, as record batches of up to ``BATCH_ROWS`` rows or about ``BATCH_BYTES``:
-    large ranges streamed one after the other, small ones read ``READ_TOGETHER`` at once."""
+    large ranges streamed one after the other, small ones read ``READ_TOGETHER`` at once. With ``ledger_length``,
+    in the backup's schema (``BACKUP_ARROW_SCHEMA``)."""
     ranges, start = partition.ranges, 0
     while start < len(ranges):
         if ranges[start].bytes >= SMALL_RANGE_BYTES:
-            yield from _stream(bk, ranges[start])
+            yield from _stream(bk, ranges[start], ledger_length)
             start += 1
             continue
         end, size = start, 0
@@ -185,7 +202,7 @@ def read_partition(bk: BookKeeper, partition: Partition) -> Iterator[pa.RecordBa
             end += 1
         end = max(end, start + 1)
         if any(r.last >= r.first for r in ranges[start:end]):
-            yield _read_together(bk, list(ranges[start:end]))
+            yield _read_together(bk, list(ranges[start:end]), ledger_length)
         start = end
 
 

@@ -1,5 +1,6 @@
 import click
 
+from bkctl.cluster.backup import backup
 from bkctl.cluster.check import check
 from bkctl.cluster.check_impact import check_impact
 from bkctl.cluster.format import format_cluster
@@ -23,6 +24,7 @@ cluster.add_command(check)
 cluster.add_command(check_impact)
 cluster.add_command(repair_placement)
 cluster.add_command(usage)
+cluster.add_command(backup)
 cluster.add_command(rebalance)
 cluster.add_command(format_cluster)
 cluster.add_command(nuke)

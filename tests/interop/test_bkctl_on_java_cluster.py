@@ -11,6 +11,8 @@ import re
 
 import pytest
 
+from bookie.client import BookKeeper
+from bookie.client.replay import LedgerReplay, ReplayEntry, payload_xor
 from bookie.codec.write_set import entries_of_bookie
 from bookie.meta.ledger_manager import LedgerManager
 
@@ -71,6 +73,33 @@ def test_the_java_client_reads_what_bkctl_wrote(java, cli):
     ledger_id = int(created.stdout.split()[-1].split("/")[-1])
     assert bk_read(java.zk, ledger_id) == [(i, e.encode()) for i, e in enumerate(entries(300, "ours"))]
     assert bk_read(java.zk, ledger_id, "--v2") == [(i, e.encode()) for i, e in enumerate(entries(300, "ours"))]
+
+
+def test_a_ledger_replayed_onto_java_bookies_is_read_back_by_the_java_client(java):
+    """What a restore does per ledger (bookie/client/replay.py), onto Java bookies: claim under a new id, write with
+    the stored LAC and length fields, read back from every replica, close; the Java client reads it."""
+    custom = {"application": b"pulsar", "component": b"managed-ledger"}
+    with BookKeeper(java.service_uri) as bk:
+        source = bk.create_ledger(3, 2, 2, digest_type="mac", password=PASSWORD, custom_metadata=custom)
+        source.add_entries((e.encode() for e in entries(300, "replayed")), max_outstanding=64)
+        source_md = source.close()
+        with bk.open_ledger(source.ledger_id, password=PASSWORD) as reader:
+            stored = reader.read(0, source_md.last_entry_id)
+        new_id = source.ledger_id + 1_000_000
+
+        async def replay():
+            replayed = await LedgerReplay.claim(bk.core, new_id, source_md, PASSWORD.encode(), ("bkctl.restore", b"1"))
+            await replayed.write(ReplayEntry(e.entry_id, e.last_add_confirmed, e.length, e.payload) for e in stored)
+            await replayed.verify(
+                payload_xor(source.ledger_id, ((e.entry_id, e.payload) for e in stored)), source.ledger_id
+            )
+            return await replayed.close(source_md.last_entry_id, source_md.length)
+
+        closed = bk.run(replay())
+    assert set(closed.segments[0].bookies) <= {java.bookie_id(n) for n in range(1, 5)}
+    assert closed.custom_metadata == custom and (closed.last_entry_id, closed.length) == (299, source_md.length)
+    expected = [(i, e.encode()) for i, e in enumerate(entries(300, "replayed"))]
+    assert bk_read(java.zk, new_id, "--digest", "MAC", "--password", PASSWORD) == expected
 
 
 def test_bkctl_recovers_a_ledger_the_java_writer_left_open(java, cli, store):

@@ -59,8 +59,7 @@ def write_backup(root: Path, bk: BookKeeper, ledger_ids: list[int], with_passwor
         pq.write_table(pa.table([pa.array(c, f.type) for c, f in zip(columns, DATA_SCHEMA, strict=True)],
                                 schema=DATA_SCHEMA), root / name)  # fmt: skip
         files.append(_listed(root, name, len(entries), [(ledger_id, 0, md.last_entry_id)] if entries else ()))
-        if md.password:
-            passwords[str(ledger_id)] = base64.b64encode(md.password).decode()
+        passwords[str(ledger_id)] = base64.b64encode(md.password or b"").decode()
         kept = md if with_passwords else md.with_changes(password=b"")
         rows.append(
             {
@@ -77,7 +76,7 @@ def write_backup(root: Path, bk: BookKeeper, ledger_ids: list[int], with_passwor
                 "ensembleSize": md.ensemble_size,
                 "writeQuorum": md.write_quorum_size,
                 "ackQuorum": md.ack_quorum_size,
-                "segments": str([(s.first_entry_id, list(s.bookies)) for s in md.segments]),
+                "segments": " ".join(f"{s.first_entry_id}:{','.join(s.bookies)}" for s in md.segments),
                 "backedUpLastEntryId": md.last_entry_id,
                 "backedUpLength": md.length,
                 "entries": len(entries),

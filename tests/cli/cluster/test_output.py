@@ -109,6 +109,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("bookies", "racks", "delete"): (["127.0.0.1:1", "--dry-run"], OK),
     ("bookies", "racks", "get"): ([], OK),
     ("bookies", "racks", "set"): (["{B}", "--rack", "/rack-a", "--dry-run"], OK),
+    ("cluster", "backup"): (["{L}", "--to", "{TMP}/backup"], OK),
     ("cluster", "check"): (["--recheck-delay", "0", "--latency"], (0, 3)),
     ("cluster", "check-impact"): (["--bookie", "{B}"], (0, 3)),
     ("cluster", "info"): ([], OK),

@@ -1,0 +1,212 @@
+import click
+
+from bkctl.completers import complete_ledger_ids
+from bkctl.options import dry_run_option, key_values, output_option
+
+
+@click.command()
+@click.argument("ledger_ids", metavar="[ID|FIRST-LAST]...", nargs=-1, shell_complete=complete_ledger_ids)
+@click.option("--all", "all_ledgers", is_flag=True, help="Back up every ledger (the default without IDs or --meta).")
+@click.option(
+    "--meta",
+    multiple=True,
+    callback=key_values(),
+    metavar="KEY=VALUE",
+    help="Only ledgers whose custom metadata has KEY=VALUE (repeatable: all must match).",
+)
+@click.option(
+    "--to",
+    "path",
+    required=True,
+    type=click.Path(),
+    metavar="PATH",
+    help="The backup's directory: a local path, or any path Spark writes (hdfs://, s3a://, ...).",
+)
+@click.option("--data", "with_data", is_flag=True, help="Back up the entries too (a Spark job); else metadata only.")
+@click.option(
+    "--include-open",
+    is_flag=True,
+    help="With --data: back up open ledgers' entries up to their LAC; writers are not fenced.",
+)
+@click.option(
+    "--with-passwords",
+    is_flag=True,
+    help="Keep the ledgers' passwords, in PATH/secrets/passwords.json (a local backup is then readable by its "
+    "owner only).",
+)
+@click.option(
+    "--master",
+    metavar="MASTER",
+    help="With --data: Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or "
+    "spark-submit's when run by it].",
+)
+@click.option(
+    "--conf",
+    "spark_conf",
+    multiple=True,
+    callback=key_values(prefix="spark."),
+    metavar="spark.KEY=VALUE",
+    help="With --data: a Spark setting (repeatable), as spark-submit --conf.",
+)
+@click.option(
+    "--partition-bytes",
+    default="64MB",
+    show_default=True,
+    metavar="SIZE",
+    help="With --data: about this much payload per Spark task and data file.",
+)
+@click.option("--overwrite", is_flag=True, help="Empty PATH first when it exists and is not empty.")
+@dry_run_option
+@output_option
+@click.pass_obj
+def backup(
+    app,
+    ledger_ids,
+    all_ledgers,
+    meta,
+    path,
+    with_data,
+    include_open,
+    with_passwords,
+    master,
+    spark_conf,
+    partition_bytes,
+    overwrite,
+    dry_run,
+):
+    """Back up ledgers' metadata, and with --data their entries, to files with a manifest of checksums
+
+    PATH gets metadata/ledgers.parquet (every selected ledger's metadata as stored, its password removed unless
+    --with-passwords), with --data data/part-NNNNN.parquet (the rows of `ledger export` plus ledgerLength, the
+    entry's stored length field; verified as export --verify does), and manifest.json, written last: the source
+    cluster, the ledgers, every file's size and SHA-256. Open ledgers are listed and left out unless --data
+    --include-open; a ledger deleted while the backup runs is listed, not an error. Bad input exits 2; a missing
+    named ledger 5; files that do not match their ledgers 3.
+    """
+    import contextlib
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from bkctl.extras import require
+
+    require("export", "bkctl cluster backup")  # before anything imports pyspark or pyarrow
+    from admin.backup.job import run_backup
+    from admin.backup.manifest import is_local
+    from admin.backup.plan import plan_backup
+    from admin.export.part_files import is_empty_or_missing
+    from admin.export.plan import parse_selection, parse_size
+    from bkctl import __version__
+    from bkctl.errors import CheckFailed
+    from bookie.errors import BKError, InvalidArgument
+
+    if ledger_ids and all_ledgers:
+        raise click.UsageError("name the ledgers (IDs or FIRST-LAST ranges) or give --all, not both")
+    if include_open and not with_data:
+        raise click.UsageError("--include-open backs up open ledgers' entries: it needs --data")
+    selection = parse_selection(ledger_ids) if ledger_ids else None
+    filters = {key: value.encode() for key, value in meta.items()}
+    size = parse_size(partition_bytes)
+    if not (dry_run or overwrite or is_empty_or_missing(path)):
+        raise InvalidArgument(f"{path} exists and is not empty: pass --overwrite to replace it")
+    uri = str(app.service_uri)
+    with app.terminal.phases() as bar:
+
+        def read(n: int) -> None:
+            if n < 0:
+                bar.phase("read ledger metadata", -n, "ledgers")
+            else:
+                bar.advance(n)
+
+        plan = plan_backup(app.client, uri, selection, filters, with_data, include_open, size, read)
+    if plan.open_left_out:
+        hint = "--include-open backs up their entries up to their LAC" if with_data else "metadata only"
+        app.terminal.warn(f"{len(plan.open_left_out)} open ledger(s): entries left out ({hint})")
+    if dry_run:
+        _warn_deleted(app, plan.deleted_during_backup)
+        app.terminal.document(
+            {**plan.doc(), "path": path},
+            lambda: app.terminal.line(
+                f"would back up {len(plan.ledgers)} ledgers' metadata"
+                + (f", {plan.entries} entries, {plan.bytes} bytes in {plan.data_files} files" if with_data else "")
+                + f" to {path} (dry run)"
+            ),
+        )
+        return
+    if with_passwords and not is_local(path):
+        app.terminal.warn(f"{path} is not local: who can read the passwords is up to its store's permissions")
+    spark_context, work, keep_log = None, None, False
+    if with_data:
+        from admin.export.session import spark_session
+
+        # Spark's Python workers build clients of their own: the same ZooKeeper login and TLS, by the files' paths
+        os.environ.update(app.worker_environment())
+        work = Path(tempfile.mkdtemp(prefix="bkctl-backup-"))  # Spark's log
+        spark_context = spark_session(master, spark_conf, work / "spark.log")
+    shown = [0, 0]  # entries, bytes
+
+    def tasks_done(advance, done: int) -> None:  # tasks run in partition order: count the first ``done``
+        partitions = plan.data.partitions[:done] if plan.data is not None else []
+        entries, size = sum(p.entries for p in partitions), sum(p.bytes for p in partitions)
+        advance(entries - shown[0], size - shown[1])
+        shown[:] = entries, size
+
+    try:
+        with (
+            spark_context or contextlib.nullcontext() as spark,
+            app.terminal.progress(
+                f"back up {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes
+            ) as advance,
+        ):
+            report = run_backup(
+                plan,
+                path,
+                spark=spark,
+                service_uri=uri,
+                with_passwords=with_passwords,
+                overwrite=overwrite,
+                created_by=f"bkctl {__version__}",
+                progress=lambda done, _total: tasks_done(advance, done),
+                exists=app.client.core.ledgers.exists,
+            )
+    except BKError as exc:
+        if type(exc) is BKError and work is not None and (work / "spark.log").exists():
+            keep_log = True
+            raise BKError(f"{exc} (Spark's log: {work / 'spark.log'})") from None
+        raise
+    finally:
+        if work is not None and not keep_log:
+            shutil.rmtree(work, ignore_errors=True)
+    doc = report.doc()
+    _warn_deleted(app, plan.deleted_during_backup)
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.fields(
+            [
+                ("Path", path),
+                ("Ledgers", doc["ledgers"]),
+                ("Entries", doc["entries"] if with_data else "not backed up (--data backs them up)"),
+                ("Bytes", doc["bytes"]),
+                ("Files", doc["files"]),
+                ("Seconds", doc["seconds"]),
+                ("MB/s", doc["mbPerSec"]),
+                ("Verified", {None: "no data", True: "yes", False: "NO"}[report.verified]),
+                ("Open, included", len(doc["openIncluded"])),
+                ("Open, left out", len(doc["openLeftOut"])),
+                ("Deleted meanwhile", len(doc["deletedDuringBackup"])),
+                ("Passwords", report.passwords_file or "not kept (--with-passwords keeps them)"),
+            ]
+        ),
+    )
+    for problem in report.problems:
+        app.terminal.error(problem)
+    if report.problems:
+        raise CheckFailed(
+            f"the backup at {path} does not match its ledgers ({len(report.problems)} problems): no manifest written"
+        )
+
+
+def _warn_deleted(app, deleted: list[int]) -> None:
+    if deleted:
+        app.terminal.warn(f"{len(deleted)} ledger(s) deleted while the backup ran: left out (deletedDuringBackup)")
