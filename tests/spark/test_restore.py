@@ -183,3 +183,38 @@ def test_a_kept_partial_restore_is_finished_by_a_rerun(bkctl, spark, source, tar
     for i in ids:
         now = ledgers.read(i + 200)[0]
         assert now.state == LedgerState.CLOSED and MARKER_KEY not in now.custom_metadata
+
+
+def test_taken_ids_get_new_ones_and_progress_has_totals(spark, source, target, tmp_path):
+    """--new-ids through the library: the ledger whose id another ledger holds is restored under a generated id
+    (every entry framed again under it, checked against the source's checksum); the phases announce their totals."""
+    from admin.backup.manifest import Manifest, read_ledgers
+    from admin.restore.job import run_restore
+    from admin.restore.plan import plan_restore
+
+    from support.progress import RecordingProgress
+
+    _, bk, closed, _ = source
+    taken, kept = with_entries(bk, closed, 2)
+    write_backup(tmp_path / "b", bk, [taken, kept])
+    path = str(tmp_path / "b")
+    with BookKeeper(target.service_uri) as restored:
+        ledgers = restored.core.ledgers
+        for ledger_id in (taken, kept):  # whatever an earlier test restored there
+            if ledgers.exists(ledger_id):
+                ledgers.delete(ledger_id)
+        other = bk.ledger_metadata(kept).with_changes(ctime=1)
+        ledgers.create(taken, other)
+        plan = plan_restore(path, Manifest.load(path), read_ledgers(path), restored.core, None, None, True)
+        progress = RecordingProgress()
+        report = run_restore(restored, spark, target.service_uri, plan, False, progress)
+        (new,) = report.id_map.values()
+        assert report.id_map == {taken: new} and new > kept and sorted(report.created) == sorted([new, kept])
+        assert ledgers.read(taken)[0] == other
+        was = bk.ledger_metadata(taken)
+        assert restored.ledger_metadata(new).with_changes(segments=was.segments, c_token=was.c_token) == was
+        fields = [e[1:] for e in entries(restored, new, was.last_entry_id)]  # all but the ledger id
+        assert fields == [e[1:] for e in entries(bk, taken, was.last_entry_id)]
+    progress.assert_complete()
+    assert progress.named("claiming ledgers").total == 2
+    assert (progress.named("restoring").total, progress.named("restoring").total_bytes) == (plan.entries, plan.bytes)
