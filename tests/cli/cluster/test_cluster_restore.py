@@ -141,3 +141,14 @@ def test_a_rerun_into_the_source_finds_everything_restored_already(bkctl, source
     assert done.exit_code == 0, done.stderr
     assert done.stdout.endswith(f"would restore 0 ledgers, 0 entries, 0 bytes from {backup} into "
                                 f"{harness.service_uri} (4 restored already) (dry run)\n")  # fmt: skip
+
+
+def test_without_yes_or_a_terminal_it_refuses_after_its_checks(bkctl, source, backup, tmp_path):
+    harness, bk, ids = source
+    (tmp_path / "ids.txt").write_text("".join(f"{i} {i + 1000}\n" for i in ids))
+    done = bkctl(
+        "-u", harness.service_uri, "cluster", "restore", "--from", str(backup), "--id-map", str(tmp_path / "ids.txt")
+    )
+    assert (done.exit_code, done.stdout) == (2, "")
+    assert done.stderr == "error: refusing to restore into the cluster without --yes: no terminal to confirm on\n"
+    assert not any(LedgerManager(bk.core.store).exists(i + 1000) for i in ids)
