@@ -71,9 +71,9 @@ class RestoreReport:
             "seconds": round(self.seconds, 3),
             "mbPerSec": round(self.bytes / self.seconds / 1e6, 1) if self.seconds else 0.0,
             "idMap": {str(k): v for k, v in sorted(self.id_map.items())},
-            "created": self.created,
-            "removed": self.removed,
-            "restoredAlready": self.restored_already,
+            "created": sorted(self.created),
+            "removed": sorted(self.removed),
+            "restoredAlready": sorted(self.restored_already),
             "problems": self.problems,
         }
 

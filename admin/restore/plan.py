@@ -99,7 +99,8 @@ class RestorePlan:
         return {lg.source_id: lg.target_id for lg in self.ledgers if lg.target_id != lg.source_id}
 
     def doc(self) -> dict[str, Any]:
-        counts = {action: sum(lg.action == action for lg in self.ledgers) for action in ("create", "redo", "skip")}
+        """``create``: how many ledgers are new; ``redo`` and ``restoredAlready``: the target ids of those an
+        earlier run left marked, or restored and closed."""
         return {
             "path": self.path,
             "source": self.manifest.source.service_uri,
@@ -107,9 +108,9 @@ class RestorePlan:
             "ledgers": len(self.to_write),
             "entries": self.entries,
             "bytes": self.bytes,
-            "create": counts["create"],
-            "redo": counts["redo"],
-            "restoredAlready": counts["skip"],
+            "create": sum(lg.action == "create" for lg in self.ledgers),
+            "redo": [lg.target_id for lg in self.ledgers if lg.action == "redo"],
+            "restoredAlready": [lg.target_id for lg in self.ledgers if lg.action == "skip"],
             "openLeftOut": self.open_left_out,
             "idMap": {str(k): v for k, v in self.id_map().items()},
             "tasks": len(self.tasks),
