@@ -8,7 +8,8 @@ failed.
 2. **Write** (Spark): each task reads its data files in order (pyarrow) and, per ledger, resumes the claimed ledger,
    writes its entries with their stored LAC and length fields, reads them back from every replica against the
    backup's payload checksum, and closes it (the commit: the marker goes). ``LEDGERS_IN_FLIGHT`` ledgers at once per
-   task. A retried task skips the ledgers an earlier attempt closed.
+   task; about two tasks per core of the job (:func:`~admin.restore.plan.task_bytes`). A retried task skips the
+   ledgers an earlier attempt closed.
 3. **Failure**: every ledger of the run is deleted — those still marked with its run id, and those it closed — found
    by reading their znodes, not from memory of what succeeded; with ``keep_partial`` they stay, and a rerun of the
    same restore skips the closed ones and writes the marked ones again.
@@ -20,13 +21,13 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from admin.export.job import _spark_errors
 from admin.export.session import TaskProgress
-from admin.restore.plan import MARKER_KEY, RestoreLedger, RestorePlan, TaskSpec, restored_as
+from admin.restore.plan import MARKER_KEY, RestoreLedger, RestorePlan, TaskSpec, restored_as, task_bytes, tasks
 from bookie.errors import BKError, NoSuchLedger
 from bookie.progress import Progress
 
@@ -281,31 +282,39 @@ def write(
     plan: RestorePlan,
     ledgers: list[RestoreLedger],
     report: RestoreReport,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress,
 ) -> None:
     """Run the Spark job that writes the claimed ledgers; ``report`` gets the counts and the job's seconds."""
-    by_source = {lg.source_id: lg for lg in ledgers}
-    items = []
-    for task in plan.tasks:
-        jobs = []
-        for source_id in task.ledgers:
-            lg = by_source[source_id]
-            src = lg.source
-            jobs.append(LedgerJob(source_id, lg.ledger_id, lg.password, src.last_entry_id, src.length, src.payload_xor))
-        items.append((task, jobs))
     written = [lg for lg in ledgers if lg.action != "skip"]
     report.ledgers = len(written)
     report.entries = sum(lg.entries for lg in written)
     report.bytes = sum(lg.bytes for lg in written)
+    progress.phase("restoring", report.entries, "entries", report.bytes)
+    sc = spark.sparkContext
+    specs = tasks(plan.manifest, ledgers, task_bytes(report.bytes, sc.defaultParallelism))
+    by_source = {lg.source_id: lg for lg in ledgers}
+    items = []
+    for spec in specs:
+        jobs = []
+        for source_id in spec.ledgers:
+            lg, src = by_source[source_id], by_source[source_id].source
+            jobs.append(LedgerJob(source_id, lg.ledger_id, lg.password, src.last_entry_id, src.length, src.payload_xor))
+        items.append((spec, jobs))
     if not items:
         return
-    sc = spark.sparkContext
+    shown = [0, 0]
+
+    def tasks_done(done: int, _total: int) -> None:  # counted as if tasks ended in order: the first ``done``
+        entries, size = sum(t.entries for t in specs[:done]), sum(t.bytes for t in specs[:done])
+        progress.advance(entries - shown[0], size - shown[1])
+        shown[:] = entries, size
+
     group = f"bkctl-restore-{report.run_id}"
     sc.setJobGroup(group, f"restore {len(written)} ledgers from {plan.path}")
     path, run_id = plan.path, report.run_id
     with _spark_errors():
         started = time.perf_counter()
-        with TaskProgress(spark, group, progress) if progress else contextlib.nullcontext():
+        with TaskProgress(spark, group, tasks_done):
             sc.parallelize(items, len(items)).map(lambda item: _task(service_uri, path, run_id, item)).collect()
         report.seconds = time.perf_counter() - started
 
@@ -347,16 +356,7 @@ def run_restore(
     report = RestoreReport(new_run_id())
     try:
         ledgers = claim(bk, plan, report, progress)
-        progress.phase("restoring", plan.entries, "entries", plan.bytes)
-        shown = [0, 0]
-
-        def tasks_done(done: int, _total: int) -> None:  # tasks run in order: count the first ``done``
-            entries = sum(t.entries for t in plan.tasks[:done])
-            size = sum(t.bytes for t in plan.tasks[:done])
-            progress.advance(entries - shown[0], size - shown[1])
-            shown[:] = entries, size
-
-        write(spark, service_uri, plan, ledgers, report, tasks_done)
+        write(spark, service_uri, plan, ledgers, report, progress)
     except BaseException as exc:
         if not keep_partial:
             report.removed = remove_run(bk, plan, report)
