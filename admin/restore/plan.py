@@ -11,7 +11,7 @@ still carrying a restore's marker (written again: "redo").
 
 Tasks: a data file holds ranges of entries of one or more ledgers, and a big ledger spans several files; the files
 that share a ledger go to the same task (one ledger is never split across writers), and small groups are packed
-together up to ``TASK_BYTES``.
+together up to a size the job picks (:func:`task_bytes`).
 """
 
 from __future__ import annotations
@@ -78,8 +78,6 @@ class RestorePlan:
     path: str
     manifest: Manifest
     ledgers: list[RestoreLedger]
-    manager: str
-    writable_bookies: int
     open_left_out: list[int] = field(default_factory=list)
 
     @property
@@ -357,4 +355,4 @@ def plan_restore(
     planned = assign_ids(ledgers, passwords, existing, id_map, new_ids)
     writable = len(core.registry.list())
     check_target(planned, core.ledgers.manager, writable)
-    return RestorePlan(path, manifest, planned, core.ledgers.manager, writable, sorted(left_out))
+    return RestorePlan(path, manifest, planned, sorted(left_out))
