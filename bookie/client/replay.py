@@ -15,7 +15,8 @@ One replay, on the client's loop:
    and the bookie; there is no ensemble change (the caller abandons and starts again).
 3. **verify**: every entry is read back from every replica (a striped range read per bookie), its digest and ids
    checked, and the payload checksum of every replica compared with the expected one (:func:`payload_xor`, the
-   export's, over ``checksum_ledger_id``: the source's id when the id changed).
+   export's, over ``checksum_ledger_id``: the source's id when the id changed). Or, asked, each entry from one
+   replica, and every bookie's list of the entries it holds.
 4. **close**: a compare-and-set to CLOSED at the source's last entry and length, with the marker removed: the
    commit point. A ledger that still carries its marker was not committed: :meth:`LedgerReplay.resume` takes it up
    again, :meth:`LedgerReplay.abandon` deletes it.
@@ -31,7 +32,16 @@ from collections.abc import AsyncIterable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bookie.client.bookie_client import CONNECTION_LOST, EOK, EUA, BookieClient, RangeStopped, Stripe, status_name
+from bookie.client.bookie_client import (
+    CONNECTION_LOST,
+    EOK,
+    EUA,
+    BookieClient,
+    RangeStopped,
+    Stripe,
+    refused_because,
+    status_name,
+)
 from bookie.client.core import ClientCore
 from bookie.client.placement import choose_ensemble
 from bookie.codec.availability import AvailabilityOfEntries
@@ -249,8 +259,11 @@ class LedgerReplay:
             if self._error is None:
                 if status == CONNECTION_LOST:
                     why = "connection lost"
-                elif status == EUA:
-                    why = "unauthorized (EUA): it holds the ledger under another password"
+                elif status == EUA:  # or it still holds a deleted ledger of this id, under another password
+                    why = (
+                        refused_because(self.core.tls is not None)
+                        + ", or a deleted ledger of this id not yet collected"
+                    )
                 else:
                     why = status_name(status)
                 self._error = BKError(

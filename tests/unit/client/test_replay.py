@@ -66,6 +66,8 @@ class StandIn:
 
 
 class Core:
+    tls = None
+
     def __init__(self, bookies, timeout=5.0):
         self.config = ClientConfig(add_entry_timeout=timeout)
         self.bookies = {b.bookie_id: b for b in bookies}
@@ -149,6 +151,16 @@ def test_a_refusing_bookie_fails_the_write_naming_ledger_entry_and_bookie_withou
     message, shown = asyncio.run(run())
     assert message == "ledger 7: bookie b1:3181 failed entry 0: EIO (501)"
     assert PASSWORD.decode() not in shown and "ledger_id=7" in shown
+
+
+def test_a_bookie_refusing_the_key_may_hold_a_deleted_ledger_of_the_id():
+    bookies = [StandIn(ENSEMBLE[0], status=StatusCode.EUA), StandIn(ENSEMBLE[1]), StandIn(ENSEMBLE[2])]
+
+    async def run():
+        await replay_of(Core(bookies)).write(entries(3))
+
+    with pytest.raises(BKError, match=r"bookie b0:3181 failed entry 0: unauthorized \(EUA\): wrong password.*, or a "):
+        asyncio.run(run())
 
 
 def test_a_bookie_that_never_answers_times_the_write_out_naming_it():
