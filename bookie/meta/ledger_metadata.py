@@ -11,6 +11,7 @@ Every form starts with the ASCII header ``BookieMetadataFormatVersion\\t<N>\\n``
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -191,3 +192,28 @@ def parse(data: bytes, where: str = "ledger metadata", znode_ctime: int | None =
     except (DecodeError, text_format.ParseError, ValueError, IndexError, UnicodeDecodeError) as exc:
         raise CorruptData(f"{where}: malformed format v{version} metadata ({exc})") from None
     raise CorruptData(f"{where}: unknown metadata format version {version} (this tool reads 1, 2 and 3)")
+
+
+_V2_PASSWORD = re.compile(rb'^[ \t]*password[ \t]*:[ \t]*"(?:[^"\\\n]|\\.)*"[ \t]*\r?\n?', re.MULTILINE)
+
+
+def without_password(data: bytes, where: str = "ledger metadata") -> bytes:
+    """The serialized metadata with its password taken out, in its own format: v3 re-serialized with an empty
+    password (every other field as it was), v2 without its ``password:`` line, v1 as it is (it has none)."""
+    version, offset = _header(data, where)
+    if version == 2:
+        return _V2_PASSWORD.sub(b"", data)
+    if version != 3:
+        return data
+    try:
+        size, start = _DecodeVarint32(data, offset)
+        msg = LedgerMetadataFormat()
+        msg.ParseFromString(data[start : start + size])
+    except (DecodeError, IndexError) as exc:
+        raise CorruptData(f"{where}: malformed format v3 metadata ({exc})") from None
+    if not msg.HasField("password"):
+        return data
+    msg.password = b""
+    body: bytes = msg.SerializeToString()
+    size_prefix: bytes = _VarintBytes(len(body))
+    return data[:offset] + size_prefix + body

@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from bookie.codec.digest import DigestType
 from bookie.errors import CorruptData
-from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment, parse, serialize
+from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment, parse, serialize, without_password
 
 ENSEMBLE = ("192.0.2.1:3181", "192.0.2.2:3181", "192.0.2.3:3181")
 # a v3 ledger metadata as a Java client writes it, field by field
@@ -127,3 +127,22 @@ metadata = st.builds(
 @given(metadata)
 def test_v3_round_trip(md):
     assert parse(serialize(md)) == md
+
+
+V2_WITH_PASSWORD = (
+    b"BookieMetadataFormatVersion\t2\nquorumSize: 2\nensembleSize: 3\nlength: 0\nlastEntryId: -1\n"
+    b'state: OPEN\nsegment {\n  ensembleMember: "192.0.2.1:1234"\n  firstEntryId: 0\n}\ndigestType: HMAC\n'
+    b'password: "pa\\"ss\\001wd"\nackQuorumSize: 2\n'
+)
+
+
+def test_without_password_keeps_every_other_field_in_the_ledgers_own_format():
+    v3 = without_password(SPEC_V3)
+    assert b"foobar" not in v3
+    assert parse(v3) == spec_metadata(password=b"")
+    assert without_password(v3) == v3 == serialize(spec_metadata(password=b""))
+    v2 = without_password(V2_WITH_PASSWORD)
+    assert v2 == V2_WITH_PASSWORD.replace(b'password: "pa\\"ss\\001wd"\n', b"")
+    assert parse(v2) == parse(V2_WITH_PASSWORD).with_changes(password=None)
+    v1 = b"BookieMetadataFormatVersion\t1\n2\n2\n300\n0\ta:1\tb:1\n19\tCLOSED\n"
+    assert without_password(v1) == v1

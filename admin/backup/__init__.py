@@ -1,0 +1,1 @@
+"""Backups of a cluster: its ledgers' metadata and, optionally, their entries, with a manifest of checksums."""
