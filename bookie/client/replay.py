@@ -28,9 +28,8 @@ import asyncio
 import hashlib
 import os
 import struct
-from collections.abc import AsyncIterable, Coroutine, Iterable, Iterator
+from collections.abc import AsyncIterable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from bookie.client.bookie_client import (
     CONNECTION_LOST,
@@ -44,6 +43,7 @@ from bookie.client.bookie_client import (
 )
 from bookie.client.core import ClientCore
 from bookie.client.placement import choose_ensemble
+from bookie.client.reader import _all  # run at once; one failing cancels the others
 from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import HEADER, parse_entry
@@ -86,17 +86,6 @@ def payload_xor(ledger_id: int, entries: Iterable[tuple[int, bytes]]) -> int:
     for entry_id, payload in entries:
         result ^= int.from_bytes(blake(pack(ledger_id, entry_id) + payload, digest_size=8).digest(), "big")
     return result
-
-
-async def _all(coroutines: list[Coroutine[Any, Any, None]]) -> None:
-    """Run ``coroutines`` at once; when one fails, the others are cancelled (one replica's failure ends a check)."""
-    tasks = [asyncio.ensure_future(c) for c in coroutines]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _Add:
