@@ -8,8 +8,10 @@ reads each one's entries into memory (the replay's source, not timed). Then, alt
 
 - raw read: the client in this process reads every ledger from its first to its last entry (as export.py's);
 - replay: each ledger claimed under a new id, written (every WQ replica acknowledged), read back from every replica
-  and checked against the payload checksum, and closed; ``--at-once`` ledgers at a time on the client's loop.
-  Write and verify seconds are also given apart.
+  and checked against the payload checksum, and closed; ``--at-once`` ledgers at a time on the client's loop. With
+  one at a time, the write and verify phases' rates are also given;
+- replayOneReplica: the same, verified from one replica per entry and the other bookies' lists of entries
+  (``verify(every_replica=False)``).
 
 MB/s count payload bytes. CPU seconds of each phase: the bookies, this process.
 """
@@ -63,7 +65,11 @@ def raw_read(bk: BookKeeper, ids: list[int]) -> int:
     return size
 
 
-async def replay_all(bk: BookKeeper, sources: dict[int, tuple], next_id: int, at_once: int) -> dict[str, float]:
+async def replay_all(
+    bk: BookKeeper, sources: dict[int, tuple], next_id: int, at_once: int, every_replica: bool
+) -> dict[str, float]:
+    """Replay every source ledger under ids from ``next_id``; the seconds spent writing and verifying, summed
+    over the ledgers (wall time of the phases only when one ledger is replayed at a time)."""
     phases = {"write": 0.0, "verify": 0.0}
     window = asyncio.Semaphore(at_once)
 
@@ -73,13 +79,21 @@ async def replay_all(bk: BookKeeper, sources: dict[int, tuple], next_id: int, at
             started = time.perf_counter()
             await replay.write(entries)
             wrote = time.perf_counter()
-            await replay.verify(xor, source_id)
+            await replay.verify(xor, source_id, every_replica=every_replica)
             phases["write"] += wrote - started
             phases["verify"] += time.perf_counter() - wrote
             await replay.close(md.last_entry_id, md.length)
 
     await asyncio.gather(*(one(next_id + i, *source, lid) for i, (lid, source) in enumerate(sources.items())))
     return phases
+
+
+def measured(payload: int, seconds: float, bookies: float, client: float) -> dict:
+    return {
+        "mbPerSec": round(payload / seconds / 1e6, 1),
+        "cpuBookies": round(bookies, 1),
+        "cpuClient": round(client, 1),
+    }
 
 
 def main() -> None:
@@ -107,26 +121,21 @@ def main() -> None:
         payload = sum(md.length for md, _, _ in sources.values())
         next_id = max(ids) + 1_000_000
         for _ in range(args.rounds):
-            cpu, mine, started = cpu_seconds(bookies), own_cpu(), time.perf_counter()
-            raw_read(bk, ids)
-            raw = (time.perf_counter() - started, cpu_seconds(bookies) - cpu, own_cpu() - mine)
-            cpu, mine, started = cpu_seconds(bookies), own_cpu(), time.perf_counter()
-            phases = bk.run(replay_all(bk, sources, next_id, args.at_once))
-            replayed = (time.perf_counter() - started, cpu_seconds(bookies) - cpu, own_cpu() - mine)
-            next_id += len(ids)
-            rounds.append(
-                {
-                    "rawReadMbPerSec": round(payload / raw[0] / 1e6, 1),
-                    "replayMbPerSec": round(payload / replayed[0] / 1e6, 1),
-                    "writeMbPerSec": round(payload / phases["write"] / 1e6, 1),
-                    "verifyMbPerSec": round(payload / phases["verify"] / 1e6, 1),
-                    "replaySeconds": round(replayed[0], 2),
-                    "cpuSeconds": {
-                        "rawRead": {"bookies": round(raw[1], 1), "client": round(raw[2], 1)},
-                        "replay": {"bookies": round(replayed[1], 1), "client": round(replayed[2], 1)},
-                    },
-                }
-            )
+            measures: dict[str, dict] = {}
+            for name in ("rawRead", "replay", "replayOneReplica"):
+                cpu, mine, started = cpu_seconds(bookies), own_cpu(), time.perf_counter()
+                if name == "rawRead":
+                    raw_read(bk, ids)
+                else:
+                    every = name == "replay"
+                    phases = bk.run(replay_all(bk, sources, next_id, args.at_once, every))
+                    next_id += len(ids)
+                seconds = time.perf_counter() - started
+                measures[name] = measured(payload, seconds, cpu_seconds(bookies) - cpu, own_cpu() - mine)
+                if name != "rawRead" and args.at_once == 1:
+                    measures[name]["writeMbPerSec"] = round(payload / phases["write"] / 1e6, 1)
+                    measures[name]["verifyMbPerSec"] = round(payload / phases["verify"] / 1e6, 1)
+            rounds.append(measures)
     result = {
         "ledgers": len(ids),
         "entries": args.entries,
@@ -143,13 +152,12 @@ def main() -> None:
         f"{args.at_once} at once"
     )
     for n, r in enumerate(rounds, 1):
-        cpu = r["cpuSeconds"]
-        print(
-            f"  round {n}: raw read {r['rawReadMbPerSec']:.1f} MB/s, replay {r['replayMbPerSec']:.1f} MB/s "
-            f"(write {r['writeMbPerSec']:.1f}, verify {r['verifyMbPerSec']:.1f}); CPU s bookies/client: "
-            f"read {cpu['rawRead']['bookies']}/{cpu['rawRead']['client']}, "
-            f"replay {cpu['replay']['bookies']}/{cpu['replay']['client']}"
-        )
+        for name, m in r.items():
+            phases = f" (write {m['writeMbPerSec']}, verify {m['verifyMbPerSec']})" if "writeMbPerSec" in m else ""
+            print(
+                f"  round {n} {name:<17} {m['mbPerSec']:>6.1f} MB/s{phases}; "
+                f"CPU s bookies {m['cpuBookies']}, client {m['cpuClient']}"
+            )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ One replay, on the client's loop:
    and the bookie; there is no ensemble change (the caller abandons and starts again).
 3. **verify**: every entry is read back from every replica (a striped range read per bookie), its digest and ids
    checked, and the payload checksum of every replica compared with the expected one (:func:`payload_xor`, the
-   export's, over ``checksum_ledger_id``: the source's id when the id changed).
+   export's, over ``checksum_ledger_id``: the source's id when the id changed). Or, asked, each entry from one
+   replica, and every bookie's list of the entries it holds.
 4. **close**: a compare-and-set to CLOSED at the source's last entry and length, with the marker removed: the
    commit point. A ledger that still carries its marker was not committed: :meth:`LedgerReplay.resume` takes it up
    again, :meth:`LedgerReplay.abandon` deletes it.
@@ -30,11 +31,23 @@ import struct
 from collections.abc import AsyncIterable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from bookie.client.bookie_client import CONNECTION_LOST, EOK, EUA, BookieClient, RangeStopped, Stripe, status_name
+from bookie.client.bookie_client import (
+    CONNECTION_LOST,
+    EOK,
+    EUA,
+    BookieClient,
+    RangeStopped,
+    Stripe,
+    refused_because,
+    status_name,
+)
 from bookie.client.core import ClientCore
 from bookie.client.placement import choose_ensemble
+from bookie.client.reader import _all  # run at once; one failing cancels the others
+from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import HEADER, parse_entry
+from bookie.codec.write_set import entries_of_bookie
 from bookie.errors import (
     BKError,
     CorruptData,
@@ -235,8 +248,11 @@ class LedgerReplay:
             if self._error is None:
                 if status == CONNECTION_LOST:
                     why = "connection lost"
-                elif status == EUA:
-                    why = "unauthorized (EUA): it holds the ledger under another password"
+                elif status == EUA:  # or it still holds a deleted ledger of this id, under another password
+                    why = (
+                        refused_because(self.core.tls is not None)
+                        + ", or a deleted ledger of this id not yet collected"
+                    )
                 else:
                     why = status_name(status)
                 self._error = BKError(
@@ -284,35 +300,37 @@ class LedgerReplay:
             raise self._error
 
     # ---- verify ----
-    async def verify(self, expected_xor: int | None, checksum_ledger_id: int | None = None) -> None:
+    async def verify(
+        self, expected_xor: int | None, checksum_ledger_id: int | None = None, *, every_replica: bool = True
+    ) -> None:
         """Read every entry written back from every replica: digests and ids checked, each replica complete, and
         the payload checksum of each replica's copy of the ledger equal to ``expected_xor`` (None: only to each
         other's), computed over ``checksum_ledger_id`` (the source's id; default this ledger's). CorruptData
-        naming the ledger, and the bookie and entry or the checksums that differ."""
+        naming the ledger, and the bookie and entry or the checksums that differ.
+
+        Not ``every_replica``: each entry is read from the first bookie of its write set only, and every bookie is
+        asked for the list of the entries it holds (GET_LIST_OF_ENTRIES_OF_LEDGER), which must be all of its
+        share: half the reads with WQ=2, the other replicas' bytes taken on their acknowledgement."""
         self._raise()
         last = self._next - 1
         checksum_id = self.ledger_id if checksum_ledger_id is None else checksum_ledger_id
-        layers = [0] * self._WQ  # per write-set position: the checksum of the replicas at that position
-        counts = [0] * self._WQ
+        positions = self._WQ if every_replica else 1
+        layers = [0] * positions  # per write-set position: the checksum of the replicas at that position
+        counts = [0] * positions
         if last >= 0:
-            reads = [
-                asyncio.ensure_future(self._read_back(index, last, checksum_id, layers, counts))
-                for index in range(self._E)
-            ]
-            try:
-                await asyncio.gather(*reads)
-            finally:  # one replica failed: the others' reads stop too
-                for read in reads:
-                    read.cancel()
-                await asyncio.gather(*reads, return_exceptions=True)
-        for w in range(self._WQ):
+            work = [self._read_back(index, last, checksum_id, positions, layers, counts) for index in range(self._E)]
+            if not every_replica:
+                work += [self._listed(index, last) for index in range(self._E)]
+            await _all(work)
+        for w in range(positions):
             if counts[w] != last + 1:
                 raise CorruptData(
                     f"ledger {self.ledger_id}: replicas at write-set position {w} returned {counts[w]} of "
-                    f"{last + 1} entries"
+                    f"{last + 1} entries",
+                    ledger_id=self.ledger_id,
                 )
         wanted = layers[0] if expected_xor is None else expected_xor & _MASK64
-        differ = [w for w in range(self._WQ) if layers[w] != wanted]
+        differ = [w for w in range(positions) if layers[w] != wanted]
         if differ:
             raise CorruptData(
                 f"ledger {self.ledger_id}: payload checksum {layers[differ[0]]:016x} of the entries read back "
@@ -320,13 +338,33 @@ class LedgerReplay:
                 ledger_id=self.ledger_id,
             )
 
-    async def _read_back(self, index: int, last: int, checksum_id: int, layers: list[int], counts: list[int]) -> None:
-        """Stream the stripe of the bookie at ``index``: check each entry, add it to its write-set position's
-        checksum and count."""
+    async def _listed(self, index: int, last: int) -> None:
+        """The bookie at ``index`` lists every entry of its share of ``0..last``: CorruptData naming it if not."""
         bookie = self._bookies[index]
-        digester, ledger_id, size = self._digester, self.ledger_id, self._E
-        pack, blake = _IDS.pack, hashlib.blake2b
-        stripe = Stripe(size, self._WQ, index)
+        async for ledger_id, status, data in bookie.list_entries([self.ledger_id], READ_BACK_TIMEOUT):
+            if status != EOK:
+                raise CorruptData(
+                    f"ledger {ledger_id}: bookie {bookie.bookie_id} does not list its entries ({status_name(status)})",
+                    ledger_id=ledger_id,
+                )
+            held = AvailabilityOfEntries.decode(data)
+            missing = held.unavailable(entries_of_bookie(index, 0, last, self._E, self._WQ))
+            if missing:
+                raise CorruptData(
+                    f"ledger {ledger_id}: bookie {bookie.bookie_id} lacks {len(missing)} of its entries, "
+                    f"from entry {missing[0]}",
+                    ledger_id=ledger_id,
+                )
+
+    async def _read_back(
+        self, index: int, last: int, checksum_id: int, positions: int, layers: list[int], counts: list[int]
+    ) -> None:
+        """Stream the entries the bookie at ``index`` holds at the first ``positions`` of their write sets: check
+        each one, add it to its write-set position's checksum and count."""
+        bookie = self._bookies[index]
+        digest, framing, ledger_id, size = self._digester.digest, self._framing, self.ledger_id, self._E
+        pack, ids, blake = _IDS.pack, _IDS.unpack_from, hashlib.blake2b
+        stripe = Stripe(size, positions, index)
         async for chunk in bookie.read_range(ledger_id, 0, last, READ_BACK_TIMEOUT, stripe):
             if isinstance(chunk, RangeStopped):
                 raise CorruptData(
@@ -335,15 +373,23 @@ class LedgerReplay:
                     ledger_id=ledger_id,
                 )
             for entry_id, body in chunk:
-                try:
-                    entry = parse_entry(digester, body, ledger_id, entry_id, bookie.bookie_id)
-                except CorruptEntry as exc:
-                    raise CorruptData(str(exc), ledger_id=ledger_id) from None
+                header, payload = body[:32], body[framing:]
+                whole = len(body) >= framing and ids(header) == (ledger_id, entry_id)
+                if not whole or digest(header, payload) != body[32:framing]:
+                    raise self._corrupt(body, entry_id, bookie.bookie_id)
                 w = (index - entry_id) % size
-                layers[w] ^= int.from_bytes(
-                    blake(pack(checksum_id, entry_id) + entry.payload, digest_size=8).digest(), "big"
-                )
+                layers[w] ^= int.from_bytes(blake(pack(checksum_id, entry_id) + payload, digest_size=8).digest(), "big")
                 counts[w] += 1
+
+    def _corrupt(self, body: bytes, entry_id: int, where: str) -> CorruptData:
+        """The error of an entry read back that does not check out, saying what is wrong with it."""
+        try:
+            parse_entry(self._digester, body, self.ledger_id, entry_id, where)
+        except CorruptEntry as exc:
+            return CorruptData(str(exc), ledger_id=self.ledger_id)
+        return CorruptData(
+            f"ledger {self.ledger_id} entry {entry_id} from {where} does not check", ledger_id=self.ledger_id
+        )
 
     # ---- close, abandon ----
     async def close(self, last_entry_id: int, length: int) -> LedgerMetadata:

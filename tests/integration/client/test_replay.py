@@ -158,6 +158,9 @@ def test_verify_names_a_wrong_checksum_and_the_ledger_stays_marked(bk):
         await replayed.verify(None)  # the replicas agree with each other
         right = payload_xor(source_id, ((e.entry_id, e.payload) for e in entries))
         await replayed.verify(right, source_id)
+        await replayed.verify(right, source_id, every_replica=False)  # one replica read, the others' entry lists
+        with pytest.raises(CorruptData, match=f"ledger {new_id}: payload checksum"):
+            await replayed.verify(right ^ 1, source_id, every_replica=False)
         with pytest.raises(CorruptData, match=f"ledger {new_id}: payload checksum [0-9a-f]{{16}} .* expected"):
             await replayed.verify(right ^ 1, source_id)
         with pytest.raises(CorruptData, match=f"ledger {new_id}: payload checksum"):

@@ -7,14 +7,15 @@ import hashlib
 
 import pytest
 
-from bookie.client.bookie_client import EOK, StatusCode
+from bookie.client.bookie_client import EOK, LedgerEntries, RangeStopped, StatusCode
 from bookie.client.config import ClientConfig
 from bookie.client.replay import IN_FLIGHT_BYTES, LedgerReplay, ReplayEntry, payload_xor
+from bookie.codec.availability import AvailabilityOfEntries
 from bookie.codec.digest import Digester, DigestType, master_key
 from bookie.codec.entry import frame_entry
 from bookie.codec.records import pack_record
-from bookie.codec.write_set import write_set
-from bookie.errors import BKError, InvalidArgument, OperationTimeout
+from bookie.codec.write_set import wanted_entries, write_set
+from bookie.errors import BKError, CorruptData, InvalidArgument, OperationTimeout
 from bookie.meta.ledger_metadata import LedgerMetadata, Segment
 
 PASSWORD = b"unit-secret"
@@ -42,8 +43,31 @@ class StandIn:
         self.unanswered -= size
         target.added(token, index, self.status, self)
 
+    def stored(self):
+        """What it holds: entry id -> framed entry (the last add of each)."""
+        return {add[4]: add[3][4:] for add in self.adds}
+
+    async def read_range(self, ledger_id, first, last, timeout, stripe=None, high_priority=False):
+        held = self.stored()
+        chunk = []
+        for entry_id in wanted_entries(
+            first, last, stripe.bookie_index, stripe.ensemble_size, stripe.write_quorum_size
+        ):
+            if entry_id not in held:
+                yield chunk
+                yield RangeStopped(entry_id, StatusCode.ENOENTRY)
+                return
+            chunk.append((entry_id, held[entry_id]))
+        yield chunk
+
+    async def list_entries(self, ledger_ids, timeout):
+        for ledger_id in ledger_ids:
+            yield LedgerEntries(ledger_id, EOK, AvailabilityOfEntries.from_entries(self.stored()).encode())
+
 
 class Core:
+    tls = None
+
     def __init__(self, bookies, timeout=5.0):
         self.config = ClientConfig(add_entry_timeout=timeout)
         self.bookies = {b.bookie_id: b for b in bookies}
@@ -129,6 +153,16 @@ def test_a_refusing_bookie_fails_the_write_naming_ledger_entry_and_bookie_withou
     assert PASSWORD.decode() not in shown and "ledger_id=7" in shown
 
 
+def test_a_bookie_refusing_the_key_may_hold_a_deleted_ledger_of_the_id():
+    bookies = [StandIn(ENSEMBLE[0], status=StatusCode.EUA), StandIn(ENSEMBLE[1]), StandIn(ENSEMBLE[2])]
+
+    async def run():
+        await replay_of(Core(bookies)).write(entries(3))
+
+    with pytest.raises(BKError, match=r"bookie b0:3181 failed entry 0: unauthorized \(EUA\): wrong password.*, or a "):
+        asyncio.run(run())
+
+
 def test_a_bookie_that_never_answers_times_the_write_out_naming_it():
     bookies = [StandIn(ENSEMBLE[0]), StandIn(ENSEMBLE[1], answers=False), StandIn(ENSEMBLE[2])]
 
@@ -151,3 +185,50 @@ def test_payload_xor_is_the_exports_checksum():
 
 def ledger_id_bytes(ledger_id):
     return ledger_id.to_bytes(8, "big")
+
+
+def damaged(bookie, entry_id, how):
+    """Drop (``how`` None) or replace the last byte of (``how`` bytes) what ``bookie`` holds of ``entry_id``."""
+    for i, add in enumerate(bookie.adds):
+        if add[4] == entry_id:
+            if how is None:
+                del bookie.adds[i]
+            else:
+                bookie.adds[i] = (*add[:3], add[3][:-1] + how, *add[4:])
+            return
+
+
+@pytest.mark.parametrize("every_replica", [True, False], ids=["every-replica", "one-replica"])
+def test_verify_finds_a_replica_that_lacks_an_entry_or_holds_another_payload(every_replica):
+    given = entries(30)
+    xor = payload_xor(7, ((e.entry_id, e.payload) for e in given))
+
+    async def check(damage=None):
+        bookies = [StandIn(b) for b in ENSEMBLE]
+        replay = replay_of(Core(bookies), DigestType.CRC32C)
+        await replay.write(given)
+        if damage is not None:
+            damage(bookies)
+        await replay.verify(xor, every_replica=every_replica)
+
+    asyncio.run(check())
+    with pytest.raises(CorruptData, match="payload checksum"):
+        asyncio.run(replay_checksum_differs(given, every_replica))  # the checksum of another ledger id
+    # entry 4 is on bookies 1 and 2 (write set [1, 2]): the second replica lacks it
+    lacks = "bookie b2:3181 does not return entry 4" if every_replica else "bookie b2:3181 lacks 1 of its entries"
+    with pytest.raises(CorruptData, match=lacks):
+        asyncio.run(check(lambda bookies: damaged(bookies[2], 4, None)))
+    # a second replica whose bytes changed: its digest fails when it is read back; unread, it goes unseen
+    if every_replica:
+        with pytest.raises(CorruptData, match="ledger 7 entry 4: digest mismatch from b2:3181"):
+            asyncio.run(check(lambda bookies: damaged(bookies[2], 4, b"!")))
+    else:
+        asyncio.run(check(lambda bookies: damaged(bookies[2], 4, b"!")))
+    with pytest.raises(CorruptData, match="ledger 7 entry 4: digest mismatch from b1:3181"):
+        asyncio.run(check(lambda bookies: damaged(bookies[1], 4, b"!")))
+
+
+async def replay_checksum_differs(given, every_replica):
+    replay = replay_of(Core([StandIn(b) for b in ENSEMBLE]))
+    await replay.write(given)
+    await replay.verify(payload_xor(8, ((e.entry_id, e.payload) for e in given)), every_replica=every_replica)
