@@ -267,13 +267,25 @@ def _replay_entries(columns: list[list[Any]], start: int, end: int) -> list[Any]
     return [ReplayEntry(entry_ids[i], lacs[i], lengths[i], payloads[i]) for i in range(start, end)]
 
 
-def _task(service_uri: str, path: str, run_id: str, item: tuple[TaskSpec, list[LedgerJob]]) -> list[dict]:
+def ledger_jobs(spec: TaskSpec, ledgers: list[RestoreLedger]) -> dict[int, LedgerJob]:
+    """The task's ledgers as its writers take them, by source id."""
+    by_source = {lg.source_id: lg for lg in ledgers}
+    jobs = {}
+    for source_id in spec.ledgers:
+        lg, src = by_source[source_id], by_source[source_id].source
+        jobs[source_id] = LedgerJob(
+            source_id, lg.ledger_id, lg.password, src.last_entry_id, src.length, src.payload_xor
+        )
+    return jobs
+
+
+def _task(service_uri: str, path: str, run_id: str, item: tuple[TaskSpec, dict[int, LedgerJob]]) -> list[dict]:
     """In a Spark task: the client of this worker (kept for its later tasks), the task's ledgers written."""
     from admin.export.source import task_client
 
     task, jobs = item
     bk = task_client(service_uri)
-    return bk.run(restore_files(bk.core, path, run_id, task, {job.source_id: job for job in jobs}))
+    return bk.run(restore_files(bk.core, path, run_id, task, jobs))
 
 
 def write(
@@ -292,14 +304,7 @@ def write(
     progress.phase("restoring", report.entries, "entries", report.bytes)
     sc = spark.sparkContext
     specs = tasks(plan.manifest, ledgers, task_bytes(report.bytes, sc.defaultParallelism))
-    by_source = {lg.source_id: lg for lg in ledgers}
-    items = []
-    for spec in specs:
-        jobs = []
-        for source_id in spec.ledgers:
-            lg, src = by_source[source_id], by_source[source_id].source
-            jobs.append(LedgerJob(source_id, lg.ledger_id, lg.password, src.last_entry_id, src.length, src.payload_xor))
-        items.append((spec, jobs))
+    items = [(spec, ledger_jobs(spec, ledgers)) for spec in specs]
     if not items:
         return
     shown = [0, 0]

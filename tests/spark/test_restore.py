@@ -218,3 +218,28 @@ def test_taken_ids_get_new_ones_and_progress_has_totals(spark, source, target, t
     progress.assert_complete()
     assert progress.named("claiming ledgers").total == 2
     assert (progress.named("restoring").total, progress.named("restoring").total_bytes) == (plan.entries, plan.bytes)
+
+
+def test_a_retried_task_skips_the_ledgers_an_earlier_attempt_closed(source, target, tmp_path):
+    """Spark runs a failed task again (on a cluster, up to spark.task.maxFailures): its ledgers closed by the first
+    attempt are left as they are. The task's coroutine run twice, without Spark."""
+    from admin.backup.manifest import Manifest, read_ledgers
+    from admin.restore.job import RestoreReport, claim, ledger_jobs, restore_files
+    from admin.restore.plan import plan_restore, tasks
+    from bookie.progress import NO_PROGRESS
+
+    _, bk, closed, _ = source
+    ids = with_entries(bk, closed, 2)
+    write_backup(tmp_path / "b", bk, ids)
+    path, id_map = str(tmp_path / "b"), {i: i + 300 for i in ids}
+    with BookKeeper(target.service_uri) as restored:
+        plan = plan_restore(path, Manifest.load(path), read_ledgers(path), restored.core, None, id_map, False)
+        ledgers = claim(restored, plan, RestoreReport("retried"), NO_PROGRESS)
+        (spec,) = tasks(plan.manifest, ledgers)
+        first = restored.run(restore_files(restored.core, path, "retried", spec, ledger_jobs(spec, ledgers)))
+        closed_first = [restored.ledger_metadata(i + 300) for i in ids]
+        again = restored.run(restore_files(restored.core, path, "retried", spec, ledger_jobs(spec, ledgers)))
+        assert [r["entries"] for r in first] == [bk.ledger_metadata(i).last_entry_id + 1 for i in ids]
+        assert [r["entries"] for r in again] == [0, 0]
+        assert [restored.ledger_metadata(i + 300) for i in ids] == closed_first
+        assert all(md.state == LedgerState.CLOSED for md in closed_first)
