@@ -67,10 +67,9 @@ def _marker(run_id: str) -> tuple[str, bytes]:
 
 
 # ---- the driver: claim, and undo ----
-async def _claim_all(core, plan: CopyPlan, run_id: str) -> tuple[list[int], list[BaseException]]:
-    """Delete the unfinished copies, claim every ledger to copy: ``(claimed ids, errors)``."""
+async def _claim_all(core, plan: CopyPlan, run_id: str) -> list[BaseException]:
+    """Delete the unfinished copies, claim every ledger to copy: the errors."""
     gate = asyncio.Semaphore(CLAIMS_AT_ONCE)
-    claimed: list[int] = []
 
     async def one(ledger: PlannedLedger) -> None:
         lid = ledger.ledger_id
@@ -79,10 +78,9 @@ async def _claim_all(core, plan: CopyPlan, run_id: str) -> tuple[list[int], list
                 earlier = await LedgerReplay.resume(core, lid, ledger.password, (MARKER_KEY, plan.unfinished[lid]))
                 await earlier.abandon()
             await LedgerReplay.claim(core, lid, ledger.metadata, ledger.password, _marker(run_id))
-            claimed.append(lid)
 
     results = await asyncio.gather(*(one(ledger) for ledger in plan.to_copy), return_exceptions=True)
-    return claimed, [r for r in results if isinstance(r, BaseException)]
+    return [r for r in results if isinstance(r, BaseException)]
 
 
 async def _abandon_run(core, passwords: dict[int, bytes], run_id: str) -> tuple[int, list[str]]:
@@ -107,12 +105,11 @@ async def _abandon_run(core, passwords: dict[int, bytes], run_id: str) -> tuple[
 
 
 def claim(target_bk, plan: CopyPlan, run_id: str) -> None:
-    """Claim the plan's ledgers in the target; on any failure undo every claim and raise (a taken id: Unsafe)."""
-    claimed, failures = target_bk.run(_claim_all(target_bk.core, plan, run_id))
+    """Claim the plan's ledgers in the target; the first failure is raised (a taken id: Unsafe) once every claim
+    has ended: :func:`abandon` then removes those made."""
+    failures = target_bk.run(_claim_all(target_bk.core, plan, run_id))
     if not failures:
         return
-    passwords = {ledger.ledger_id: ledger.password for ledger in plan.to_copy}
-    target_bk.run(_abandon_run(target_bk.core, {lid: passwords[lid] for lid in claimed}, run_id))
     first = failures[0]
     if isinstance(first, errors.LedgerExists):
         raise errors.Unsafe(f"{first} in the target (created since the copy was planned): nothing copied")
@@ -211,16 +208,18 @@ def run_copy(
     sc.setJobGroup(group, f"copy {len(plan.to_copy)} ledgers to {target_uri}")
     problems: list[str] = []
     started = time.perf_counter()
-    if plan.tasks:
-        tasks = plan.tasks
-        with _spark_errors(), TaskProgress(spark, group, progress) if progress else contextlib.nullcontext():
-            for result in (
-                sc.parallelize(tasks, len(tasks))
-                .map(lambda part: _copy_task(source_uri, target_uri, run_id, part))
-                .collect()
-            ):
-                problems += result["problems"]
-    seconds = time.perf_counter() - started
+    tasks = plan.tasks
+    with _spark_errors(), TaskProgress(spark, group, progress) if progress else contextlib.nullcontext():
+        for result in (
+            sc.parallelize(tasks, len(tasks))
+            .map(lambda part: _copy_task(source_uri, target_uri, run_id, part))
+            .collect()
+        ):
+            problems += result["problems"]
+    return report(plan, run_id, time.perf_counter() - started, problems)
+
+
+def report(plan: CopyPlan, run_id: str, seconds: float = 0.0, problems: list[str] | None = None) -> CopyReport:
     return CopyReport(
         run_id,
         len(plan.source.ledgers),
@@ -230,5 +229,5 @@ def run_copy(
         plan.entries,
         plan.bytes,
         seconds,
-        problems,
+        problems or [],
     )

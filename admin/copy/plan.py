@@ -30,7 +30,7 @@ def target_state(ledger: PlannedLedger, target: LedgerMetadata | None) -> tuple[
         return ABSENT, ""
     if MARKER_KEY in target.custom_metadata:
         if not target.is_closed:
-            return UNFINISHED, "an unfinished copy"
+            return UNFINISHED, ""
         return FOREIGN, f"closed, but marked {MARKER_KEY}"
     source = ledger.metadata
     if not target.is_closed:

@@ -67,10 +67,7 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
     out unless --include-open. Asks for confirmation unless --yes. Seconds and MB/s count the Spark job.
     """
     import os
-    import shutil
-    import tempfile
     import uuid
-    from pathlib import Path
 
     from bkctl.extras import require
 
@@ -80,7 +77,7 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
     from bkctl.errors import CheckFailed
     from bookie.client import BookKeeper
     from bookie.client.config import ClientConfig
-    from bookie.errors import BKError, InvalidArgument, ServiceUnavailable
+    from bookie.errors import InvalidArgument, ServiceUnavailable
     from bookie.meta.layout import read_instance_id, read_layout
     from bookie.meta.store import SESSION_TIMEOUT, MetadataStore
     from bookie.meta.uri import parse_service_uri
@@ -137,55 +134,13 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
             raise ServiceUnavailable(f"the target has {writable} writable bookie(s); the copy needs {needed}")
         app.terminal.confirm(f"Copy {summary}?", "copy ledgers", yes)
 
-    from admin.copy.job import abandon, claim, reworded, run_copy
-    from admin.export.session import spark_session
+    from admin.copy.job import report
 
     run_id = uuid.uuid4().hex[:12]
-    # Spark's Python workers build clients of their own: the same ZooKeeper login and TLS, by the files' paths
-    os.environ.update(app.worker_environment())
-    work = Path(tempfile.mkdtemp(prefix="bkctl-copy-"))  # Spark's log
-    log, keep_log = work / "spark.log", False
-    shown = [0, 0]  # entries, bytes
-
-    def tasks_done(advance, done: int) -> None:  # tasks run in order: count the first ``done``
-        entries = sum(p.entries for p in plan.tasks[:done])
-        size = sum(p.bytes for p in plan.tasks[:done])
-        advance(entries - shown[0], size - shown[1])
-        shown[:] = entries, size
-
-    claim(target_bk, plan, run_id)
-    try:
-        with (
-            spark_session(master, spark_conf, log, "bkctl copy") as spark,
-            app.terminal.progress(
-                f"copy {len(plan.to_copy)} ledgers", total=plan.entries, total_bytes=plan.bytes
-            ) as advance,
-        ):
-            report = run_copy(
-                spark,
-                str(app.service_uri),
-                target,
-                plan,
-                run_id,
-                lambda done, _total: tasks_done(advance, done),
-            )
-    except BaseException as exc:
-        removed, problems = abandon(target_bk, plan, run_id)
-        for problem in problems:
-            app.terminal.error(problem)
-        if not isinstance(exc, BKError):
-            raise
-        undone = f"removed the run's unfinished copies from the target ({removed})"
-        if str(exc).startswith("Spark ") and log.exists():  # Spark failed on its own: its log says why
-            keep_log = True
-            raise BKError(f"{exc} (Spark's log: {log}); {undone}") from None
-        raise reworded(exc, f"{exc}; {undone}") from None
-    finally:
-        if not keep_log:
-            shutil.rmtree(work, ignore_errors=True)
-    for problem in report.problems:
+    result = _copy(app, target_bk, plan, run_id, target, master, spark_conf) if plan.to_copy else report(plan, run_id)
+    for problem in result.problems:
         app.terminal.warn(problem)
-    doc = report.doc()
+    doc = result.doc()
     app.terminal.document(
         doc,
         lambda: app.terminal.fields(
@@ -203,3 +158,53 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
             ]
         ),
     )
+
+
+def _copy(app, target_bk, plan, run_id: str, target: str, master, spark_conf):
+    """Claim the plan's ledgers in the target and copy them with Spark; on any failure remove the unfinished ones."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from admin.copy.job import abandon, claim, reworded, run_copy
+    from admin.export.session import spark_session
+    from bookie.errors import BKError
+
+    # Spark's Python workers build clients of their own: the same ZooKeeper login and TLS, by the files' paths
+    os.environ.update(app.worker_environment())
+    work = Path(tempfile.mkdtemp(prefix="bkctl-copy-"))  # Spark's log
+    log, keep_log = work / "spark.log", False
+    shown = [0, 0]  # entries, bytes
+
+    def tasks_done(advance, done: int) -> None:  # tasks run in order: count the first ``done``
+        entries = sum(p.entries for p in plan.tasks[:done])
+        size = sum(p.bytes for p in plan.tasks[:done])
+        advance(entries - shown[0], size - shown[1])
+        shown[:] = entries, size
+
+    try:
+        claim(target_bk, plan, run_id)
+        with (
+            spark_session(master, spark_conf, log, "bkctl copy") as spark,
+            app.terminal.progress(
+                f"copy {len(plan.to_copy)} ledgers", total=plan.entries, total_bytes=plan.bytes
+            ) as advance,
+        ):
+            return run_copy(
+                spark, str(app.service_uri), target, plan, run_id, lambda done, _total: tasks_done(advance, done)
+            )
+    except BaseException as exc:
+        removed, problems = abandon(target_bk, plan, run_id)
+        for problem in problems:
+            app.terminal.error(problem)
+        if not isinstance(exc, BKError):
+            raise
+        undone = f"removed the run's unfinished copies from the target ({removed})"
+        if str(exc).startswith("Spark ") and log.exists():  # Spark failed on its own: its log says why
+            keep_log = True
+            raise BKError(f"{exc} (Spark's log: {log}); {undone}") from None
+        raise reworded(exc, f"{exc}; {undone}") from None
+    finally:
+        if not keep_log:
+            shutil.rmtree(work, ignore_errors=True)
