@@ -177,6 +177,11 @@ def test_dry_run_writes_nothing_and_a_run_redoes_an_unfinished_copy(bkctl, spark
         assert not any(dst.core.ledgers.exists(lid) for lid in ids[:3])
         assert dst.ledger_metadata(ids[3]).custom_metadata["bkctl.copy"] == b"earlier"
 
+        asked = bkctl("-u", source_uri, "ledger", "copy", *map(str, ids), "--to-cluster", target_uri)
+        assert asked.exit_code == 2
+        assert asked.stderr == "error: refusing to copy ledgers without --yes: no terminal to confirm on\n"
+        assert not any(dst.core.ledgers.exists(lid) for lid in ids[:3])
+
         result, doc = copy(bkctl, source_uri, target_uri, *map(str, ids), "--yes")
         assert result.exit_code == 0, result.stderr
         assert doc["copied"] == 4
