@@ -448,6 +448,21 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ),
         ("bkctl ledger export --all --to /data/out --dry-run", "what would be exported"),
     ],
+    "ledger copy": [
+        (
+            "bkctl ledger copy --all --to-cluster 'zk+hierarchical://zk9:2181/ledgers' --dry-run",
+            "what would be copied, what is there already, which open ledgers are left out",
+        ),
+        (
+            "bkctl ledger copy 40-49 --to-cluster 'zk+hierarchical://zk9:2181/ledgers' --yes",
+            "ten ledgers to another cluster under the same ids; run it again to finish an interrupted copy",
+        ),
+        (
+            "bkctl ledger copy --meta app=demo --include-open --to-cluster zk+hierarchical://zk9:2181/ledgers "
+            "--master yarn --yes -o json",
+            "an application's ledgers, open ones up to their LAC, on a Spark cluster; the result for a script",
+        ),
+    ],
     "ledger list": [
         ("bkctl ledger list", "every ledger id"),
         ("bkctl ledger list --meta -o json", "with state, quorums, last entry and length"),

@@ -1,5 +1,6 @@
 import click
 
+from bkctl.ledger.copy import copy
 from bkctl.ledger.create import create
 from bkctl.ledger.delete import delete
 from bkctl.ledger.export import export
@@ -13,8 +14,8 @@ from bkctl.ledger.update import update
 
 @click.group()
 def ledger():
-    """Create, read, recover, delete, inspect and export ledgers"""
+    """Create, read, recover, delete, inspect, export and copy ledgers"""
 
 
-for command in (create, read, recover, delete, list_ledgers, metadata, simpletest, export, update):
+for command in (create, read, recover, delete, list_ledgers, metadata, simpletest, export, copy, update):
     ledger.add_command(command)

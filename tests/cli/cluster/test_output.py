@@ -123,6 +123,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("config", "get-contexts"): ([], OK),
     ("config", "set-context"): (["other", "--timeout", "3"], OK),
     ("config", "use-context"): (["other"], OK),
+    ("ledger", "copy"): (["{L}", "--to-cluster", "{FRESH}", "--dry-run"], OK),
     ("ledger", "create"): (["-e", "1", "-w", "1", "-a", "1", "--meta", "purpose=test"], OK),
     ("ledger", "delete"): (["{T}", "--yes"], OK),
     ("ledger", "export"): (["{L}", "--to", "{TMP}/out", "--dry-run"], OK),
@@ -278,7 +279,7 @@ def test_every_command_prints_one_document_or_nothing(live, path, fmt, tmp_path,
     throwaway = bk.create_ledger(1, 1, 1).ledger_id if "{T}" in args else None
     fresh = f"zk+hierarchical://{zookeeper.address}/f{uuid.uuid4().hex[:8]}/ledgers"
     values = {**values, "{T}": str(throwaway), "{FRESH}": fresh, "{TMP}": str(tmp_path)}
-    if path in (("cluster", "format"), ("cluster", "nuke")):  # on a cluster of their own
+    if path in (("cluster", "format"), ("cluster", "nuke"), ("ledger", "copy")):  # a cluster of their own
         values["{FRESH_IID}"] = initialised(fresh)
     args = [re.sub(r"\{[A-Z_]+\}", lambda m: values[m.group(0)], arg) for arg in args]
     check_output(args, fmt, codes)
