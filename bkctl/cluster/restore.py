@@ -71,7 +71,7 @@ def restore(app, path, password_file, id_map_file, new_ids, keep_partial, master
 
     require("export", "bkctl cluster restore")  # before anything imports pyspark or pyarrow
     from admin.backup.manifest import Manifest, read_ledgers
-    from admin.restore.job import RestoreFailed, raise_failed, run_restore
+    from admin.restore.job import RestoreFailed, RestoreReport, new_run_id, raise_failed, run_restore
     from admin.restore.plan import parse_id_map, plan_restore
     from bkctl.errors import CheckFailed
     from bkctl.options import read_password
@@ -104,6 +104,10 @@ def restore(app, path, password_file, id_map_file, new_ids, keep_partial, master
     )
     if dry_run:
         app.terminal.document(plan.doc(), lambda: _show_plan(app, plan, f"would restore {summary} (dry run)"))
+        return
+    if not plan.to_write:  # every ledger restored already (a rerun): nothing to claim, no Spark to start
+        report = RestoreReport(new_run_id(), restored_already=[lg.ledger_id for lg in plan.ledgers])
+        app.terminal.document(report.doc(), lambda: app.terminal.line(f"restored already: {summary}"))
         return
     app.terminal.confirm(f"Restore {summary}?", "restore into the cluster", yes)
     from admin.export.session import spark_session

@@ -152,3 +152,15 @@ def test_without_yes_or_a_terminal_it_refuses_after_its_checks(bkctl, source, ba
     assert (done.exit_code, done.stdout) == (2, "")
     assert done.stderr == "error: refusing to restore into the cluster without --yes: no terminal to confirm on\n"
     assert not any(LedgerManager(bk.core.store).exists(i + 1000) for i in ids)
+
+
+def test_a_rerun_with_nothing_left_to_write_starts_no_spark(bkctl, source, backup, monkeypatch):
+    def no_spark(*_args, **_kwargs):
+        raise AssertionError("Spark started")
+
+    monkeypatch.setattr("admin.export.session.spark_session", no_spark)
+    harness, _, ids = source
+    done = bkctl("-u", harness.service_uri, "cluster", "restore", "--from", str(backup), "-o", "json")
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["ledgers"], report["created"], report["restoredAlready"]) == (0, [], sorted(ids))
