@@ -339,6 +339,15 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             "E3 W2 A1 ledgers: accept that their recovery waits for the bookie",
         ),
     ],
+    "cluster restore": [
+        ("bkctl cluster restore --from /backups/2026-11-29 --dry-run", "what would be restored, and every check"),
+        (
+            "bkctl cluster restore --from s3a://bk/backups/nightly --password-file ledger-pw --yes -o json",
+            "from a backup made without --with-passwords, in a script",
+        ),
+        ("bkctl cluster restore --from /backups/b1 --new-ids --yes", "into a live cluster: new ids for those it has"),
+        ("bkctl cluster restore --from /backups/b1 --id-map ids.txt", "chosen ids: lines OLD NEW"),
+    ],
     "cluster format": [
         ("bkctl cluster format --dry-run", "how many ledgers and cookies would go"),
         ("bkctl -u zk+hierarchical://zk1:2181/test cluster format --yes", "a test cluster, from scratch"),

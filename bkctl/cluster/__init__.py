@@ -9,6 +9,7 @@ from bkctl.cluster.init import init
 from bkctl.cluster.nuke import nuke
 from bkctl.cluster.rebalance import rebalance
 from bkctl.cluster.repair_placement import repair_placement
+from bkctl.cluster.restore import restore
 from bkctl.cluster.usage import usage
 
 
@@ -27,3 +28,4 @@ cluster.add_command(backup)
 cluster.add_command(rebalance)
 cluster.add_command(format_cluster)
 cluster.add_command(nuke)
+cluster.add_command(restore)

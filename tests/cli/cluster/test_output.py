@@ -28,6 +28,7 @@ from bookie.meta.uri import parse_service_uri
 from bookie.storage.config import StorageConfig
 from bookie.storage.db.storage import DbLedgerStorage
 
+from support.backups import write_backup
 from support.cli import WITHOUT_OUTPUT_OPTION, command_tree
 from support.cluster import shared_cluster
 from support.storage import add
@@ -40,6 +41,7 @@ from support.waiting import wait_for
 # empty directory; {GONE_CONF}, {GONE_JDIR}: the stopped bookie's bk_server.conf and journal directory; {GONE_COOKIE},
 # {COOKIE}: its cookie and a new bookie's, as `cookie generate` writes them; {IP_CONF}: a bk_server.conf whose bookie
 # id is its IP address; {DB_JDIR}, {DB_DIR}: a stopped DbLedgerStorage bookie's directories.
+# {BACKUP}: a backup of {L} made without Spark (support/backups.py).
 OK = (0,)
 RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("autorecovery", "disable"): (["--dry-run"], OK),
@@ -114,6 +116,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("cluster", "usage"): (["--logs", "1"], OK),
     ("cluster", "rebalance"): (["--dry-run"], (0, 3)),
     ("cluster", "repair-placement"): (["--dry-run"], (0, 3)),
+    ("cluster", "restore"): (["--from", "{BACKUP}", "--dry-run"], OK),  # {L}, restored already
     ("cluster", "init"): (["-u", "{FRESH}", "cluster", "init", "--dry-run"], OK),
     ("config", "current-context"): ([], OK),
     ("config", "delete-context"): (["other"], OK),
@@ -205,6 +208,7 @@ def live(zookeeper, tmp_path_factory):
             ur.vote("127.0.0.1:3181")  # an auditor standing, for as long as this session lives
             update_mapping(store, lambda m: m.updated("default", "127.0.0.1:1", "/rack-z"))  # for `racks delete`
             current = Path(gone.ledger_dir, "current")
+            write_backup(directory / "backup", bk, [ledger.ledger_id])
             values = {
                 "{L}": str(ledger.ledger_id),
                 "{B}": harness.bookies[0].bookie_id,
@@ -221,6 +225,7 @@ def live(zookeeper, tmp_path_factory):
                 "{GONE_COOKIE}": cookie_file(
                     harness.service_uri, gone.bookie_id, directory, [gone.journal_dir, gone.ledger_dir]
                 ),
+                "{BACKUP}": str(directory / "backup"),
                 **db_bookie(directory / "db"),
             }
             yield harness.service_uri, values, bk

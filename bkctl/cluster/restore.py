@@ -1,0 +1,155 @@
+import click
+
+from bkctl.options import dry_run_option, key_values, output_option, yes_option
+
+
+@click.command()
+@click.option(
+    "--from",
+    "path",
+    required=True,
+    metavar="PATH",
+    help="The backup (`bkctl cluster backup --data`): a local path, or any path Spark reads (hdfs://, s3a://, ...).",
+)
+@click.option(
+    "--password-file",
+    type=click.Path(dir_okay=False),
+    help="The password of the ledgers that have one and whose password the backup does not include (made without "
+    "--with-passwords): the first line of a file readable by its owner only (chmod 600).",
+)
+@click.option(
+    "--id-map",
+    "id_map_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Restore ledgers under other ids: lines OLD NEW (# starts a comment); the others keep theirs.",
+)
+@click.option("--new-ids", is_flag=True, help="Give each ledger whose id exists in the cluster a new id.")
+@click.option(
+    "--keep-partial",
+    is_flag=True,
+    help="On failure, keep the ledgers restored so far (a rerun finishes them) instead of removing them.",
+)
+@click.option(
+    "--master",
+    metavar="MASTER",
+    help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or spark-submit's "
+    "when run by it].",
+)
+@click.option(
+    "--conf",
+    "spark_conf",
+    multiple=True,
+    callback=key_values(prefix="spark."),
+    metavar="spark.KEY=VALUE",
+    help="A Spark setting (repeatable), as spark-submit --conf.",
+)
+@yes_option
+@dry_run_option
+@output_option
+@click.pass_obj
+def restore(app, path, password_file, id_map_file, new_ids, keep_partial, master, spark_conf, yes, dry_run):
+    """Restore a backup's ledgers into this cluster with Spark: same ids, metadata and entries
+
+    Each ledger is created under its id (OPEN, marked bkctl.restore=RUN), its entries written to every replica of a
+    new ensemble with their stored LAC and length fields, read back and checked against the backup's payload
+    checksum, and closed at its last entry and length: ensemble/write/ack sizes, digest type, password, ctime and
+    custom metadata as in the backup; a ledger that was open is closed at the LAC the backup holds. The id generator
+    moves past every restored id. The cluster may hold other ledgers; ids it already has are refused (exit 3)
+    unless --id-map or --new-ids. Nothing is written before every check passed: the manifest (a newer format: exit
+    2), every file's size and SHA-256 (exit 3, naming the file), the ids, the bookies, the passwords (exit 4).
+    Asks first unless --yes. On failure the ledgers of the run are removed (or kept with --keep-partial); running
+    the same restore again skips the ledgers restored already and redoes those still marked. Seconds and MB/s count
+    the Spark job: writes, read-back checks and closes.
+    """
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from bkctl.extras import require
+
+    require("export", "bkctl cluster restore")  # before anything imports pyspark or pyarrow
+    from admin.backup.manifest import Manifest, read_ledgers
+    from admin.restore.job import RestoreFailed, RestoreReport, new_run_id, raise_failed, run_restore
+    from admin.restore.plan import parse_id_map, plan_restore
+    from bkctl.errors import CheckFailed
+    from bkctl.options import read_password
+    from bookie.errors import BKError, CorruptData, InvalidArgument
+
+    if id_map_file and new_ids:
+        raise click.UsageError("give --id-map or --new-ids, not both")
+    id_map = None
+    if id_map_file:
+        try:
+            text = Path(id_map_file).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidArgument(f"cannot read the id map {id_map_file}: {exc}") from None
+        id_map = parse_id_map(text, id_map_file)
+    password = read_password(None, password_file) if password_file else None
+    try:  # phase 0: nothing is written
+        manifest = Manifest.load(path)
+        if not manifest.data:
+            raise InvalidArgument(f"the backup at {path} holds no entries (made without --data): nothing to restore")
+        manifest.check_files(path)
+        plan = plan_restore(path, manifest, read_ledgers(path), app.client.core, password, id_map, new_ids)
+    except CorruptData as exc:
+        raise CheckFailed(f"backup at {path}: {exc}") from None
+    if plan.open_left_out:
+        app.terminal.warn(f"{len(plan.open_left_out)} open ledger(s) were left out of the backup: not restored")
+    skipped = len(plan.ledgers) - len(plan.to_write)
+    summary = (
+        f"{len(plan.to_write)} ledgers, {plan.entries} entries, {plan.bytes} bytes from {path} into "
+        f"{app.service_uri}" + (f" ({skipped} restored already)" if skipped else "")
+    )
+    if dry_run:
+        app.terminal.document(plan.doc(), lambda: _show_plan(app, plan, f"would restore {summary} (dry run)"))
+        return
+    if not plan.to_write:  # every ledger restored already (a rerun): nothing to claim, no Spark to start
+        report = RestoreReport(new_run_id(), restored_already=[lg.ledger_id for lg in plan.ledgers])
+        app.terminal.document(report.doc(), lambda: app.terminal.line(f"restored already: {summary}"))
+        return
+    app.terminal.confirm(f"Restore {summary}?", "restore into the cluster", yes)
+    from admin.export.session import spark_session
+
+    os.environ.update(app.worker_environment())  # Spark's workers: this command's ZooKeeper login and TLS
+    work = Path(tempfile.mkdtemp(prefix="bkctl-restore-"))  # Spark's log
+    log, keep_log = work / "spark.log", False
+    try:
+        with spark_session(master, spark_conf, log, "bkctl restore") as spark, app.terminal.phases() as progress:
+            report = run_restore(app.client, spark, str(app.service_uri), plan, keep_partial, progress)
+    except RestoreFailed as failed:
+        if app.terminal.output in ("json", "yaml"):
+            app.terminal.document(failed.report.doc(), lambda: None)
+        cause = failed.cause
+        if type(cause) is BKError and log.exists():  # Spark failed on its own: its log says why
+            keep_log = True
+            raise BKError(f"{failed} (Spark's log: {log})") from None
+        if not isinstance(cause, BKError):
+            app.terminal.error(str(failed))
+        raise_failed(cause, str(failed))
+    finally:
+        if not keep_log:
+            shutil.rmtree(work, ignore_errors=True)
+    doc = report.doc()
+    app.terminal.document(
+        doc,
+        lambda: app.terminal.fields(
+            [
+                ("Run", doc["runId"]),
+                ("Ledgers", doc["ledgers"]),
+                ("Entries", doc["entries"]),
+                ("Bytes", doc["bytes"]),
+                ("Restored already", len(doc["restoredAlready"])),
+                ("New ids", len(doc["idMap"])),
+                ("Seconds", doc["seconds"]),
+                ("MB/s", doc["mbPerSec"]),
+            ]
+        ),
+    )
+
+
+def _show_plan(app, plan, summary: str) -> None:
+    for source_id, target_id in plan.id_map().items():
+        app.terminal.line(f"ledger/{source_id} -> {'a new id' if target_id is None else f'ledger/{target_id}'}")
+    app.terminal.line(summary)

@@ -1,0 +1,52 @@
+"""Moving the ledger id generator past ids written by a restore, on the real ZooKeeper."""
+
+from __future__ import annotations
+
+from bookie.meta.idgen import _bump, _take_sequence, advance_past, generate_ledger_id
+from bookie.meta.paths import SHORT_ID_LIMIT
+
+
+def test_a_create_and_delete_pair_advances_the_sequence_by_one(cluster):
+    """What advance_past's docstring says it measured: 100 pairs in a multi, then the next id is 101 further; and
+    rounds of multis in flight at once add up."""
+    parent = f"{cluster.root}/idgen"
+    before = _take_sequence(cluster, parent)
+    _bump(cluster, parent, [100])
+    assert _take_sequence(cluster, parent) == before + 101
+    _bump(cluster, parent, [500] * 9 + [7])
+    assert _take_sequence(cluster, parent) == before + 101 + 4507 + 1
+
+
+def test_advance_past_a_short_id(cluster):
+    first = generate_ledger_id(cluster)
+    assert advance_past(cluster, 5000) > 5000
+    following = generate_ledger_id(cluster)
+    assert first < 5000 < following <= 5002  # moved past, not far past
+    assert not cluster.zk.get_children(f"{cluster.root}/idgen")  # no throw-away child left
+    assert not cluster.zk.exists(f"{cluster.root}/idgen-long")  # still the short generator
+
+
+def test_advance_past_is_a_no_op_when_already_past(cluster):
+    advance_past(cluster, 1200)
+    before = generate_ledger_id(cluster)
+    advance_past(cluster, 1200)
+    advance_past(cluster, 7)
+    assert generate_ledger_id(cluster) - before <= 3  # only the probes took ids
+
+
+def test_advance_past_a_long_id(cluster):
+    target = (3 << 32) | 17
+    assert advance_past(cluster, target) == 4 << 32
+    ledger_id = generate_ledger_id(cluster)
+    assert ledger_id > target and ledger_id >> 32 == 4
+    assert cluster.zk.get_children(f"{cluster.root}/idgen-long") == ["HOB-0000000004"]
+    advance_past(cluster, target)  # already past: nothing created
+    advance_past(cluster, 12)
+    assert cluster.zk.get_children(f"{cluster.root}/idgen-long") == ["HOB-0000000004"]
+    assert generate_ledger_id(cluster) == ledger_id + 1
+
+
+def test_advance_past_the_short_limit_moves_to_the_long_generator(cluster):
+    generate_ledger_id(cluster)
+    advance_past(cluster, SHORT_ID_LIMIT)
+    assert generate_ledger_id(cluster) >> 32 == 1
