@@ -91,11 +91,12 @@ def claim(bk: Any, plan: RestorePlan, report: RestoreReport, progress: Progress)
     (``report.created`` grows as they are claimed, so a failure part-way knows them). Returns the plan's ledgers,
     each with its id."""
     from bookie.meta.idgen import advance_past, generate_ledger_id
+    from bookie.meta.ledger_manager import LedgerManager
 
     store = bk.core.store
     kept = [lg.target_id for lg in plan.ledgers if lg.target_id is not None]
     if kept:
-        advance_past(store, max(kept))
+        advance_past(store, max(kept), long_ids=LedgerManager(store).manager != "legacyhierarchical")
     ledgers = [
         lg if lg.target_id is not None else replace(lg, target_id=generate_ledger_id(store)) for lg in plan.ledgers
     ]

@@ -22,6 +22,9 @@ from bookie.meta.store import MetadataStore, ZkResult, zk_errors
 HOB_KEEP = 3
 BUMP_PAIRS = 500  # throw-away creates and deletes per multi: 1000 operations, one round trip
 BUMPS_IN_FLIGHT = 8  # a multi costs ~40 ms, most of it waiting: 8 at once moved ~20,000 ids/s instead of ~8,000
+# Ids a restore moves the short generator by at most (~100 s at that rate); further, it moves the cluster to the long
+# generator, as BookKeeper does once the short ids run out: every id it hands out is above 2^32
+SHORT_BUMP_LIMIT = 2_000_000
 BUMP_NAME = "ID-advance"  # ID-: format.py counts leftovers of the generator by that prefix (a multi leaves none)
 
 
@@ -70,7 +73,7 @@ def generate_ledger_id(store: MetadataStore) -> int:
         _trim_hobs(store, long_root, hob + 1)
 
 
-def advance_past(store: MetadataStore, ledger_id: int) -> int:
+def advance_past(store: MetadataStore, ledger_id: int, long_ids: bool = True) -> int:
     """Move the cluster's id generator so that it never hands out an id <= ``ledger_id``; idempotent (a generator
     already past it is left as it is, but for the one id a probe takes). Returns a lower bound of the ids it hands
     out next.
@@ -80,7 +83,10 @@ def advance_past(store: MetadataStore, ledger_id: int) -> int:
     znode. How far one pair moves it is measured by a probe (one id taken) after a first round, not assumed: on
     ZooKeeper 3.9 a pair moves it by 1 (tests/integration/meta/test_idgen.py), and an id of N costs N/500 multis,
     about N/20,000 seconds on one machine. Ids past the short form, or a cluster already on the long generator: a
-    ``HOB-`` folder above ``ledger_id``'s high half, one create.
+    ``HOB-`` folder above ``ledger_id``'s high half, one create. A short id more than ``SHORT_BUMP_LIMIT`` ahead
+    of the generator moves the cluster to the long generator instead, unless ``long_ids`` is False (a
+    legacyhierarchical layout stores short ids only): clients that already run keep drawing short ids until they
+    restart, and a draw that meets a restored ledger retries with the next id, as every create does.
     """
     long_root = store.path("idgen-long")
     if ledger_id >= SHORT_ID_LIMIT or store.exists(long_root):
@@ -90,6 +96,9 @@ def advance_past(store: MetadataStore, ledger_id: int) -> int:
         return max(_newest_hob(store, long_root), hob) << 32
     parent = store.path("idgen")
     position = _take_sequence(store, parent)
+    if long_ids and ledger_id - position > SHORT_BUMP_LIMIT:
+        _create_hob(store, long_root, 1)
+        return 1 << 32
     step: float | None = None  # what one pair advances the sequence by, measured
     while position < ledger_id:
         if step is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bookie.meta import idgen
 from bookie.meta.idgen import _bump, _take_sequence, advance_past, generate_ledger_id
 from bookie.meta.paths import SHORT_ID_LIMIT
 
@@ -49,4 +50,16 @@ def test_advance_past_a_long_id(cluster):
 def test_advance_past_the_short_limit_moves_to_the_long_generator(cluster):
     generate_ledger_id(cluster)
     advance_past(cluster, SHORT_ID_LIMIT)
+    assert generate_ledger_id(cluster) >> 32 == 1
+
+
+def test_a_short_id_far_ahead_moves_to_the_long_generator_unless_the_layout_holds_short_ids_only(cluster, monkeypatch):
+    """Millions of ids of bumping would take minutes: the long generator is past every short id at once. A layout
+    of short ids only (legacyhierarchical) is bumped however far."""
+    monkeypatch.setattr(idgen, "SHORT_BUMP_LIMIT", 1000)
+    far = generate_ledger_id(cluster) + 1500
+    assert advance_past(cluster, far, long_ids=False) > far
+    assert far < generate_ledger_id(cluster) < SHORT_ID_LIMIT
+    assert not cluster.exists(f"{cluster.root}/idgen-long")
+    assert advance_past(cluster, far + 1500) == 1 << 32
     assert generate_ledger_id(cluster) >> 32 == 1
