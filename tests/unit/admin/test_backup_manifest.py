@@ -59,6 +59,26 @@ def test_round_trip_and_sorted_keys(backup):
     assert not list(root.glob(".manifest*"))  # the temporary file is renamed into place
 
 
+def test_pulsar_is_null_without_it_absent_in_an_older_manifest_and_round_trips(backup):
+    root, manifest = backup
+    doc = json.loads((root / "manifest.json").read_text())
+    assert doc["pulsar"] is None
+    del doc["pulsar"]  # as written before the field existed: still format 1, still read
+    doc["manifestSha256"] = canonical_sha256(doc)
+    (root / "manifest.json").write_text(json.dumps(doc))
+    assert Manifest.load(str(root)).pulsar is None
+    pulsar = {"root": "/", "znodes": 9, "topics": 1, "referencedLedgers": [3, 5], "offloadedLedgers": []}
+    manifest.pulsar = pulsar
+    manifest.dump(str(root))
+    assert Manifest.load(str(root)).pulsar == pulsar
+    doc = json.loads((root / "manifest.json").read_text())
+    doc["pulsar"] = [1]
+    doc["manifestSha256"] = canonical_sha256(doc)
+    (root / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(CorruptData, match=r"manifest\.json: pulsar is not an object"):
+        Manifest.load(str(root))
+
+
 def test_files_of_a_ledger_in_entry_order(backup):
     _, manifest = backup
     assert [f.path for f in manifest.files_of(2)] == ["data/part-00000.parquet", "data/part-00001.parquet"]
