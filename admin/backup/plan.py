@@ -160,7 +160,8 @@ def plan_backup(
         lid for lid, md in metadata.items() if not md.is_closed and not (with_data and (include_open or lid in also))
     ]
     if with_data:
-        backed_up = {lid: md for lid, md in metadata.items() if lid not in set(left_open)}
+        left = set(left_open)
+        backed_up = {lid: md for lid, md in metadata.items() if lid not in left}
         entries = plan_ledgers(bk, backed_up, True, partition_bytes)
         entries.left_open = left_open
     else:

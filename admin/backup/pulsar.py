@@ -18,6 +18,7 @@ refused.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,8 +204,6 @@ def read_pulsar_snapshot(path: str) -> PulsarSnapshot | None:
     if (size, digest) != (listed.bytes, listed.sha256):
         raise CorruptData(f"{PULSAR_FILE}: size or SHA-256 does not match the manifest (corrupt or changed)")
     if is_local(path):
-        import os
-
         table = pq.read_table(os.path.join(local_path(path), PULSAR_FILE), schema=pulsar_schema())
     else:
         filesystem, root = _remote(path)

@@ -223,8 +223,7 @@ def backup(
         if later:
             app.terminal.warn(
                 f"{len(later)} ledger(s) Pulsar references now are not in the backup (first: {later[0]}): Pulsar "
-                "moved on after its metadata was read; the backup holds its metadata as of then, with every ledger "
-                "that references"
+                "moved on after its metadata was read; the backup holds that metadata and every ledger it references"
             )
     else:
         doc["pulsar"] = None
@@ -280,7 +279,10 @@ def _warn_unread(app, pulsar) -> None:
     if found.unreadable:
         name, problem = next(iter(sorted(found.unreadable.items())))
         count = len(found.unreadable)
-        app.terminal.warn(f"{count} Pulsar znode(s) unreadable, kept as stored (first: {name}: {problem})")
+        app.terminal.warn(
+            f"{count} of Pulsar's managed ledgers or schemas unreadable: kept as stored, their ledgers not known to "
+            f"be backed up (first: {name}: {problem})"
+        )
     if found.compaction_unknown:
         topic = sorted(found.compaction_unknown)[0]
         app.terminal.warn(

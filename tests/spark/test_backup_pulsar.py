@@ -262,3 +262,33 @@ def test_a_referenced_ledger_gone_before_the_ledgers_are_read_fails_the_backup(b
         )
     finally:
         world["store"].zk.delete(path, recursive=True)
+
+
+def test_a_referenced_ledger_deleted_while_its_entries_are_read_fails_the_backup(bkctl, world, tmp_path, monkeypatch):
+    from admin.backup import job
+
+    broker = Broker(world["store"], world["root"], world["bk"])
+    trimmed = broker.data_ledger(LATER)
+    path = broker.managed_ledger(LATER, [trimmed])
+    runs = []
+
+    def trimmed_meanwhile(*args, **kwargs):  # after planning: the ledger goes, and its bookies collect it
+        if not runs:
+            LedgerManager(world["store"]).delete(trimmed)
+            assert bkctl("-u", world["uri"], "bookie", "gc", "--all", "--wait", "--timeout", "30").exit_code == 0
+        runs.append(args)
+        return export(*args, **kwargs)
+
+    export = job.run_export
+    monkeypatch.setattr(job, "run_export", trimmed_meanwhile)
+    try:
+        out = tmp_path / "b"
+        result = bkctl("-u", world["uri"], "cluster", "backup", "--to", str(out), "--data", "--with-pulsar-metadata")
+        assert result.exit_code == 3 and len(runs) == 2
+        assert (
+            f"error: 1 ledger(s) Pulsar's metadata references are not backed up (first: {trimmed} "
+            f"(persistent://{LATER_TOPIC}), deleted while the backup ran): run the backup again"
+        ) in result.stderr
+        assert not (out / "manifest.json").exists()
+    finally:
+        world["store"].zk.delete(path, recursive=True)
