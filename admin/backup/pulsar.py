@@ -219,14 +219,15 @@ def read_pulsar_snapshot(path: str) -> PulsarSnapshot | None:
 # --- restore --------------------------------------------------------------------------------------------------------
 
 
-def restore_pulsar_snapshot(tree: ZooKeeperTree, snapshot: PulsarSnapshot, id_map: dict[int, int]) -> int:
-    """Create the snapshot's znodes under ``tree``'s root (its own Pulsar root: the same or another), data byte
-    for byte, missing parents created empty; the number created. Run it once every ledger is restored and closed.
+def check_pulsar_restore(tree: ZooKeeperTree, snapshot: PulsarSnapshot, id_map: dict[int, int]) -> None:
+    """What :func:`restore_pulsar_snapshot` refuses, checked without creating anything (before any ledger is
+    restored): :class:`Unsafe` when ``id_map`` gives a ledger Pulsar references another id, or when the target has
+    any of the snapshot's znodes with data or the snapshot has data for one the target has."""
+    _check_ids(snapshot, id_map)
+    _existing(tree, {tree.path(z.path): z.data for z in snapshot.znodes})
 
-    Refuses (:class:`Unsafe`, nothing created) when ``id_map`` gives a referenced ledger another id, or when the
-    target has any of the snapshot's znodes with data (no merge; shared empty parents are kept). Creates in multi
-    transactions of up to 500 znodes; when one fails (someone created a znode meanwhile), deletes what it created
-    and raises :class:`Unsafe`."""
+
+def _check_ids(snapshot: PulsarSnapshot, id_map: dict[int, int]) -> None:
     moved = [(lid, id_map[lid]) for lid in snapshot.referenced if id_map.get(lid, lid) != lid]
     if moved:
         lid, new = moved[0]
@@ -234,10 +235,10 @@ def restore_pulsar_snapshot(tree: ZooKeeperTree, snapshot: PulsarSnapshot, id_ma
             f"the id map moves {len(moved)} ledger(s) Pulsar's metadata references (first: {lid} -> {new}): their ids "
             "are also inside cursor and compacted ledgers' entries, which cannot be rewritten; keep their ids"
         )
-    wanted = {tree.path(z.path): z.data for z in snapshot.znodes}
-    ancestors = {tree.path(*z.path.split("/")[:i]) for z in snapshot.znodes for i in range(1, z.path.count("/") + 1)}
-    ancestors |= {"/".join(tree.root.split("/")[:i]) for i in range(2, tree.root.count("/") + 2)}
-    ancestors -= set(wanted)
+
+
+def _existing(tree: ZooKeeperTree, wanted: dict[str, bytes]) -> set[str]:
+    """The paths of ``wanted`` the target has (all shared parents without data); :class:`Unsafe` on a conflict."""
     existing = {path: data for path, data, _ in tree.read_batched(sorted(wanted)) if data is not None}
     conflicts = [p for p, data in existing.items() if data or wanted[p]]
     if conflicts:
@@ -246,7 +247,21 @@ def restore_pulsar_snapshot(tree: ZooKeeperTree, snapshot: PulsarSnapshot, id_ma
             f"{len(conflicts)} of the backup's Pulsar znodes exist in the target (first: {first}): Pulsar's metadata "
             "is restored into a tree without them, never merged"
         )
-    present = set(existing) | {p for p, data, _ in tree.read_batched(sorted(ancestors)) if data is not None}
+    return set(existing)
+
+
+def restore_pulsar_snapshot(tree: ZooKeeperTree, snapshot: PulsarSnapshot, id_map: dict[int, int]) -> int:
+    """Create the snapshot's znodes under ``tree``'s root (its own Pulsar root: the same or another), data byte
+    for byte, missing parents created empty; the number created. Run it once every ledger is restored and closed.
+
+    Refuses as :func:`check_pulsar_restore` does (nothing created). Creates in multi transactions of up to 500
+    znodes; when one fails (someone created a znode meanwhile), deletes what it created and raises :class:`Unsafe`."""
+    _check_ids(snapshot, id_map)
+    wanted = {tree.path(z.path): z.data for z in snapshot.znodes}
+    ancestors = {tree.path(*z.path.split("/")[:i]) for z in snapshot.znodes for i in range(1, z.path.count("/") + 1)}
+    ancestors |= {"/".join(tree.root.split("/")[:i]) for i in range(2, tree.root.count("/") + 2)}
+    ancestors -= set(wanted)
+    present = _existing(tree, wanted) | {p for p, data, _ in tree.read_batched(sorted(ancestors)) if data is not None}
     creates = [(p, b"") for p in sorted(ancestors - present, key=_depth)]
     creates += [(p, wanted[p]) for p in sorted(set(wanted) - present, key=_depth)]
     zk = tree.store.zk

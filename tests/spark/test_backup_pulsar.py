@@ -12,12 +12,18 @@ from pulsar_broker import Broker
 
 from admin.backup import pulsar as backup_pulsar
 from admin.backup.manifest import Manifest, read_ledgers
-from admin.backup.pulsar import PULSAR_FILE, read_pulsar_snapshot, restore_pulsar_snapshot, snapshot_pulsar
+from admin.backup.pulsar import (
+    PULSAR_FILE,
+    check_pulsar_restore,
+    read_pulsar_snapshot,
+    restore_pulsar_snapshot,
+    snapshot_pulsar,
+)
 from admin.pulsar.metadata import read_pulsar_metadata
 from admin.pulsar.orphans import cursor_position_reader
 from bookie._proto.pulsar_ml_data_formats_pb2 import PositionInfo
 from bookie.client import BookKeeper
-from bookie.errors import Unsafe
+from bookie.errors import CorruptData, Unsafe
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.store import MetadataStore
 from bookie.meta.tree import ZooKeeperTree
@@ -148,7 +154,12 @@ def test_a_snapshot_restored_into_another_root_reads_as_the_source(world, backed
 
     # into a tree that has any of its znodes: refused, nothing created
     before = _count(store, target.root)
-    with pytest.raises(Unsafe, match=r"of the backup's Pulsar znodes exist in the target \(first: "):
+    with_data = sum(1 for z in snapshot.znodes if z.data)  # the shared empty parents are no conflict
+    assert with_data == 4  # the managed ledger, its two cursors, the schema locator
+    conflict = rf"^{with_data} of the backup's Pulsar znodes exist in the target \(first: {target.root}/"
+    with pytest.raises(Unsafe, match=conflict):
+        check_pulsar_restore(target, snapshot, {})
+    with pytest.raises(Unsafe, match=conflict):
         restore_pulsar_snapshot(target, snapshot, {})
     assert _count(store, target.root) == before
     store.zk.delete(f"{world['root']}-restored", recursive=True)
@@ -160,9 +171,25 @@ def test_an_id_map_moving_a_referenced_ledger_is_refused(world, backed_up):
     assert snapshot is not None
     store, moved = world["store"], min(world["referenced"])
     target = ZooKeeperTree(store, f"{world['root']}-moved")
-    with pytest.raises(Unsafe, match=rf"moves 1 ledger\(s\) Pulsar's metadata references \(first: {moved} -> 7\)"):
+    refusal = rf"moves 1 ledger\(s\) Pulsar's metadata references \(first: {moved} -> 7\)"
+    with pytest.raises(Unsafe, match=refusal):
+        check_pulsar_restore(target, snapshot, {moved: 7, world["other"]: 8})
+    with pytest.raises(Unsafe, match=refusal):
         restore_pulsar_snapshot(target, snapshot, {moved: 7, world["other"]: 8})
     assert not store.zk.exists(target.root)
+
+
+def test_a_changed_pulsar_file_is_refused(backed_up, tmp_path):
+    import shutil
+
+    out, _ = backed_up
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    data = bytearray((copy / PULSAR_FILE).read_bytes())
+    data[len(data) // 2] ^= 1
+    (copy / PULSAR_FILE).write_bytes(bytes(data))
+    with pytest.raises(CorruptData, match=r"^metadata/pulsar\.parquet: size or SHA-256 does not match the manifest"):
+        read_pulsar_snapshot(str(copy))
 
 
 def test_a_failed_transaction_deletes_what_the_restore_created(world, monkeypatch):
@@ -292,3 +319,17 @@ def test_a_referenced_ledger_deleted_while_its_entries_are_read_fails_the_backup
         assert not (out / "manifest.json").exists()
     finally:
         world["store"].zk.delete(path, recursive=True)
+
+
+def test_empty_parents_in_the_target_are_shared(world, backed_up):
+    out, _ = backed_up
+    snapshot = read_pulsar_snapshot(str(out))
+    assert snapshot is not None
+    store, bk = world["store"], world["bk"]
+    target = ZooKeeperTree(store, f"{world['root']}-initialized")  # a Pulsar cluster with its namespace, no topics
+    store.zk.create(target.path("managed-ledgers/public/default"), b"", makepath=True)
+    try:
+        assert restore_pulsar_snapshot(target, snapshot, {}) == len(snapshot.znodes) - 3
+        assert normalized(target, bk) == normalized(ZooKeeperTree(store, world["root"]), bk)
+    finally:
+        store.zk.delete(target.root, recursive=True)

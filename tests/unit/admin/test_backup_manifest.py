@@ -17,6 +17,7 @@ from admin.backup.manifest import (
     canonical_sha256,
     read_passwords,
 )
+from admin.backup.pulsar import read_pulsar_snapshot
 from bookie.errors import CorruptData, InvalidArgument, NotFound
 
 
@@ -67,6 +68,7 @@ def test_pulsar_is_null_without_it_absent_in_an_older_manifest_and_round_trips(b
     doc["manifestSha256"] = canonical_sha256(doc)
     (root / "manifest.json").write_text(json.dumps(doc))
     assert Manifest.load(str(root)).pulsar is None
+    assert read_pulsar_snapshot(str(root)) is None
     pulsar = {"root": "/", "znodes": 9, "topics": 1, "referencedLedgers": [3, 5], "offloadedLedgers": []}
     manifest.pulsar = pulsar
     manifest.dump(str(root))
