@@ -91,7 +91,7 @@ class PulsarSnapshot:
         }
 
     def describe(self, ledger_id: int) -> str:
-        """Who references the ledger, when known: ``12 (public/default/persistent/orders cursor sub)``."""
+        """Who references the ledger, when known: ``12 (persistent://public/default/orders cursor sub)``."""
         references = self.metadata.references.get(ledger_id) if self.metadata is not None else None
         return f"{ledger_id} ({references[0].describe()})" if references else str(ledger_id)
 
