@@ -304,6 +304,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             "bkctl cluster backup --meta application=pulsar --data --include-open --with-passwords --to /backups/p",
             "Pulsar's ledgers, open ones up to their LAC, passwords kept (the backup then private: 0700/0600)",
         ),
+        (
+            "bkctl cluster backup --data --with-pulsar-metadata --to /backups/pulsar",
+            "and Pulsar's topics, cursors and schemas, with every ledger they reference",
+        ),
         ("bkctl cluster backup --data --to /backups/bk --dry-run", "the ledgers, entries and files it would write"),
     ],
     "cluster repair-placement": [

@@ -37,9 +37,10 @@ from admin.backup.manifest import (
     local_path,
 )
 from admin.backup.plan import BackupPlan
+from admin.backup.pulsar import PULSAR_FILE, PulsarSnapshot, missing_from_backup, pulsar_table
 from admin.export.job import ExportReport, run_export
 from admin.export.part_files import HashingStream, filesystem
-from bookie.errors import NoSuchEntry, NoSuchLedger
+from bookie.errors import NoSuchEntry, NoSuchLedger, Unsafe
 from bookie.meta.ledger_metadata import without_password
 
 RERUNS_FOR_DELETED = 3  # data jobs rerun without ledgers deleted under them
@@ -190,8 +191,10 @@ def finish(
     with_passwords: bool,
     created_at: str,
     created_by: str,
+    pulsar: PulsarSnapshot | None = None,
 ) -> Manifest:
-    """Write metadata/ledgers.parquet, the passwords when asked, and the manifest, last."""
+    """Write metadata/ledgers.parquet, metadata/pulsar.parquet with a Pulsar snapshot, the passwords when asked,
+    and the manifest, last."""
     files = []
     if report is not None:
         files += [
@@ -200,6 +203,9 @@ def finish(
         ]
     table = ledger_rows(plan, report, with_passwords)
     files.append(_write(path, LEDGERS_FILE, lambda stream: pq.write_table(table, stream)))
+    if pulsar is not None:
+        znodes = pulsar_table(pulsar)
+        files.append(_write(path, PULSAR_FILE, lambda stream: pq.write_table(znodes, stream)))
     if with_passwords:
         secrets = {str(s.ledger_id): base64.b64encode(s.metadata.password or b"").decode() for s in plan.ledgers}
         text = json.dumps(secrets, sort_keys=True).encode()
@@ -235,6 +241,7 @@ def finish(
         data=data is not None,
         finished_at=now_iso(),
         created_by=created_by,
+        pulsar=pulsar.doc() if pulsar is not None else None,
     )
     manifest.dump(path)
     if with_passwords and is_local(path):
@@ -262,9 +269,11 @@ def run_backup(
     created_by: str = "",
     progress: Callable[[int, int], None] | None = None,
     exists: Callable[[int], bool] = lambda _lid: True,
+    pulsar: PulsarSnapshot | None = None,
 ) -> BackupReport:
     """Write the backup. With problems found by the data's verification, no manifest is written (the backup is
-    not complete) and the report lists them."""
+    not complete) and the report lists them. With a Pulsar snapshot, every ledger it needs must be backed up with
+    its entries when the data is written (a referenced ledger deleted meanwhile: :class:`Unsafe`, no manifest)."""
     created_at = now_iso()
     prepare(path, overwrite, with_passwords)
     export = None
@@ -275,5 +284,21 @@ def run_backup(
         report.problems, report.verified = export.problems, export.verified
         if export.problems:
             return report
-    report.manifest = finish(plan, path, export, with_passwords, created_at, created_by)
+    if pulsar is not None:
+        check_pulsar_complete(plan, pulsar)
+    report.manifest = finish(plan, path, export, with_passwords, created_at, created_by, pulsar)
     return report
+
+
+def check_pulsar_complete(plan: BackupPlan, pulsar: PulsarSnapshot) -> None:
+    """Every ledger the Pulsar snapshot needs is in the plan's data (closed, or open up to its LAC); else
+    :class:`Unsafe` naming the first: a restore of the snapshot would point Pulsar at a ledger it does not have."""
+    backed_up = [ledger.ledger_id for ledger in plan.data.ledgers] if plan.data is not None else []
+    missing = missing_from_backup(pulsar, backed_up)
+    if missing:
+        gone = set(plan.deleted_during_backup)
+        why = "deleted while the backup ran" if missing[0] in gone else "not in the backup's data"
+        raise Unsafe(
+            f"{len(missing)} ledger(s) Pulsar's metadata references are not backed up (first: "
+            f"{pulsar.describe(missing[0])}, {why}): run the backup again"
+        )

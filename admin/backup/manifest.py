@@ -7,6 +7,7 @@ Layout of a backup at PATH (a local path or any path ``ledger export`` writes)::
     PATH/data/part-NNNNN.parquet   with --data: the export's rows plus ledgerLength (the entry's stored length field)
     PATH/data/_SUCCESS             the export's marker, empty
     PATH/secrets/passwords.json    with --with-passwords only: {"<ledgerId>": "<base64>"}
+    PATH/metadata/pulsar.parquet   with --with-pulsar-metadata only: Pulsar's znodes (admin/backup/pulsar.py)
 
 ``manifest.json`` is JSON with sorted keys::
 
@@ -16,10 +17,12 @@ Layout of a backup at PATH (a local path or any path ``ledger export`` writes)::
      "passwords": "included" | "absent",
      "ledgers": {"count", "entries", "bytes", "maxLedgerId", "openIncluded", "openLeftOut", "deletedDuringBackup"},
      "files": [{"path": "data/part-00000.parquet", "bytes", "sha256", "rows", "ranges": [[ledgerId, first, last]]}],
+     "pulsar": null | {"root", "znodes", "topics", "referencedLedgers", "offloadedLedgers"},
      "manifestSha256": "<hex>"}
 
 ``files`` lists every file under PATH but manifest.json, by its path relative to PATH with ``/``; ``rows`` and
-``ranges`` only for data files (the entries of each ledger a file holds, in entry order). ``manifestSha256`` is the
+``ranges`` only for data files (the entries of each ledger a file holds, in entry order). ``pulsar`` is null
+without --with-pulsar-metadata; a manifest without the key (an older bkctl's) reads as null. ``manifestSha256`` is the
 SHA-256 of the canonical JSON of the manifest without that key (sorted keys, no spaces, ASCII), so any edit of the
 manifest shows. Entry counts and bytes are payload: ``bytes`` is the sum of the backed-up ledgers' lengths.
 
@@ -187,6 +190,7 @@ class Manifest:
     finished_at: str = ""
     created_by: str = ""
     format_version: int = FORMAT_VERSION
+    pulsar: dict[str, Any] | None = None  # with --with-pulsar-metadata: PulsarSnapshot.doc()
 
     def doc(self) -> dict[str, Any]:
         """The manifest as written, ``manifestSha256`` included."""
@@ -201,6 +205,7 @@ class Manifest:
             "passwords": self.passwords,
             "ledgers": self.ledgers.doc(),
             "files": [f.doc() for f in sorted(self.files, key=lambda f: f.path)],
+            "pulsar": self.pulsar,
         }
         doc["manifestSha256"] = canonical_sha256(doc)
         return doc
@@ -253,9 +258,12 @@ class Manifest:
                 finished_at=doc.get("finishedAt", ""),
                 created_by=doc.get("createdBy", ""),
                 format_version=version,
+                pulsar=doc.get("pulsar"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptData(f"{where}: malformed manifest ({type(exc).__name__}: {exc})") from None
+        if manifest.pulsar is not None and not isinstance(manifest.pulsar, dict):
+            raise CorruptData(f"{where}: pulsar is not an object")
         if manifest.passwords not in ("included", "absent"):
             raise CorruptData(f"{where}: passwords is {manifest.passwords!r}, expected included or absent")
         return manifest

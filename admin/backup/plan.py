@@ -10,7 +10,7 @@ listed, not a failure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,10 +127,12 @@ def plan_backup(
     include_open: bool = False,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     progress: Callable[[int], None] | None = None,
+    open_also: Collection[int] = (),
 ) -> BackupPlan:
     """Read the selected ledgers' metadata (all when ``selection`` is None; those carrying every pair of
     ``custom_metadata``) and plan the backup. ``progress(n)`` counts znodes read, once their number is known
-    (returned first as a negative total: ``progress(-total)``)."""
+    (returned first as a negative total: ``progress(-total)``). With data, open ledgers among ``open_also`` are
+    backed up to their LAC as with ``include_open`` (the ledgers Pulsar's metadata references)."""
     manager: LedgerManager = bk.core.ledgers
     store = manager.store
     source = read_source(store, manager.manager, service_uri)
@@ -153,6 +155,15 @@ def plan_backup(
         if all(md.custom_metadata.get(k) == v for k, v in (custom_metadata or {}).items()):
             ledgers.append(LedgerSnapshot(lid, data, md))
     metadata = {ledger.ledger_id: ledger.metadata for ledger in ledgers}
-    left_open = [lid for lid, md in metadata.items() if not md.is_closed and not (with_data and include_open)]
-    entries = plan_ledgers(bk, metadata, include_open, partition_bytes) if with_data else None
+    also = set(open_also)
+    left_open = [
+        lid for lid, md in metadata.items() if not md.is_closed and not (with_data and (include_open or lid in also))
+    ]
+    if with_data:
+        left = set(left_open)
+        backed_up = {lid: md for lid, md in metadata.items() if lid not in left}
+        entries = plan_ledgers(bk, backed_up, True, partition_bytes)
+        entries.left_open = left_open
+    else:
+        entries = None
     return BackupPlan(source, ledgers, entries, left_open, deleted, partition_bytes)

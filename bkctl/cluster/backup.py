@@ -2,6 +2,7 @@ import click
 
 from bkctl.completers import complete_ledger_ids
 from bkctl.options import dry_run_option, key_values, output_option
+from bkctl.pulsar.common import pulsar_zk_option
 
 
 @click.command()
@@ -34,6 +35,14 @@ from bkctl.options import dry_run_option, key_values, output_option
     help="Keep the ledgers' passwords, in PATH/secrets/passwords.json (a local backup is then readable by its "
     "owner only).",
 )
+@click.option(
+    "--with-pulsar-metadata",
+    "with_pulsar",
+    is_flag=True,
+    help="With --data: also back up Pulsar's /managed-ledgers and /schemas (managed ledgers, cursors, schema "
+    "locators), and every ledger they reference, open ones up to their LAC.",
+)
+@pulsar_zk_option
 @click.option(
     "--master",
     metavar="MASTER",
@@ -68,6 +77,8 @@ def backup(
     with_data,
     include_open,
     with_passwords,
+    with_pulsar,
+    pulsar_zk,
     master,
     spark_conf,
     partition_bytes,
@@ -80,8 +91,11 @@ def backup(
     --with-passwords), with --data data/part-NNNNN.parquet (the rows of `ledger export` plus ledgerLength, the
     entry's stored length field; verified as export --verify does), and manifest.json, written last: the source
     cluster, the ledgers, every file's size and SHA-256. Open ledgers are listed and left out unless --data
-    --include-open; a ledger deleted while the backup runs is listed, not an error. Bad input exits 2; a missing
-    named ledger 5; files that do not match their ledgers 3.
+    --include-open; a ledger deleted while the backup runs is listed, not an error. --with-pulsar-metadata adds
+    metadata/pulsar.parquet, Pulsar's persistent znodes, read before the ledgers' metadata; every ledger they
+    reference is backed up (open ones up to their LAC, without --include-open) or the backup fails (exit 3); one
+    Pulsar references only once the backup is written is warned about. Bad input exits 2; a missing named ledger 5;
+    files that do not match their ledgers 3.
     """
     import contextlib
     import os
@@ -105,12 +119,26 @@ def backup(
         raise click.UsageError("name the ledgers (IDs or FIRST-LAST ranges) or give --all, not both")
     if include_open and not with_data:
         raise click.UsageError("--include-open backs up open ledgers' entries: it needs --data")
+    if with_pulsar and not with_data:
+        raise InvalidArgument("--with-pulsar-metadata needs --data: the ledgers Pulsar references are backed up whole")
+    if pulsar_zk is not None and not with_pulsar:
+        raise InvalidArgument("--pulsar-zk says where Pulsar's metadata is: it needs --with-pulsar-metadata")
     selection = parse_selection(ledger_ids) if ledger_ids else None
     filters = {key: value.encode() for key, value in meta.items()}
     size = parse_size(partition_bytes)
     if not (dry_run or overwrite or is_empty_or_missing(path)):
         raise InvalidArgument(f"{path} exists and is not empty: pass --overwrite to replace it")
     uri = str(app.service_uri)
+    pulsar, tree, reader = None, None, None
+    if with_pulsar:  # before the ledgers' metadata: every ledger it references exists when that is read
+        from admin.backup.pulsar import snapshot_pulsar
+        from admin.pulsar.orphans import cursor_position_reader
+        from bkctl.pulsar.common import pulsar_tree
+
+        tree, _ = pulsar_tree(app, pulsar_zk)
+        reader = cursor_position_reader(lambda: app.client)
+        pulsar = snapshot_pulsar(tree, reader)
+        _warn_unread(app, pulsar)
     with app.terminal.phases() as bar:
 
         def read(n: int) -> None:
@@ -119,17 +147,22 @@ def backup(
             else:
                 bar.advance(n)
 
-        plan = plan_backup(app.client, uri, selection, filters, with_data, include_open, size, read)
+        plan = plan_backup(
+            app.client, uri, selection, filters, with_data, include_open, size, read, pulsar.required if pulsar else ()
+        )
+    if pulsar is not None:
+        _check_pulsar_selected(app, pulsar, plan)
     if plan.open_left_out:
         hint = "--include-open backs up their entries up to their LAC" if with_data else "metadata only"
         app.terminal.warn(f"{len(plan.open_left_out)} open ledger(s): entries left out ({hint})")
     if dry_run:
         _warn_deleted(app, plan.deleted_during_backup)
         app.terminal.document(
-            {**plan.doc(), "path": path},
+            {**plan.doc(), "path": path, "pulsar": _pulsar_doc(pulsar)},
             lambda: app.terminal.line(
                 f"would back up {len(plan.ledgers)} ledgers' metadata"
                 + (f", {plan.entries} entries, {plan.bytes} bytes in {plan.data_files} files" if with_data else "")
+                + (f", {len(pulsar.znodes)} Pulsar znodes" if pulsar is not None else "")
                 + f" to {path} (dry run)"
             ),
         )
@@ -169,6 +202,7 @@ def backup(
                 created_by=f"bkctl {__version__}",
                 progress=lambda done, _total: tasks_done(advance, done),
                 exists=app.client.core.ledgers.exists,
+                pulsar=pulsar,
             )
     except BKError as exc:
         if type(exc) is BKError and work is not None and (work / "spark.log").exists():
@@ -180,6 +214,19 @@ def backup(
             shutil.rmtree(work, ignore_errors=True)
     doc = report.doc()
     _warn_deleted(app, plan.deleted_during_backup)
+    if pulsar is not None and tree is not None and not report.problems:
+        from admin.backup.pulsar import referenced_now
+
+        have = {ledger.ledger_id for ledger in plan.data.ledgers} if plan.data is not None else set()
+        later = sorted(referenced_now(tree, reader) - have - set(pulsar.referenced))
+        doc["pulsar"] = {**_pulsar_doc(pulsar), "referencedLater": later}
+        if later:
+            app.terminal.warn(
+                f"{len(later)} ledger(s) Pulsar references now are not in the backup (first: {later[0]}): Pulsar "
+                "moved on after its metadata was read; the backup holds that metadata and every ledger it references"
+            )
+    else:
+        doc["pulsar"] = None
     app.terminal.document(
         doc,
         lambda: app.terminal.fields(
@@ -196,6 +243,7 @@ def backup(
                 ("Open, left out", len(doc["openLeftOut"])),
                 ("Deleted meanwhile", len(doc["deletedDuringBackup"])),
                 ("Passwords", report.passwords_file or "not kept (--with-passwords keeps them)"),
+                *([("Pulsar znodes", doc["pulsar"]["znodes"])] if doc["pulsar"] else []),
             ]
         ),
     )
@@ -210,3 +258,54 @@ def backup(
 def _warn_deleted(app, deleted: list[int]) -> None:
     if deleted:
         app.terminal.warn(f"{len(deleted)} ledger(s) deleted while the backup ran: left out (deletedDuringBackup)")
+
+
+def _pulsar_doc(pulsar) -> dict | None:
+    if pulsar is None:
+        return None
+    return {
+        "root": pulsar.root or "/",
+        "znodes": len(pulsar.znodes),
+        "topics": pulsar.topics,
+        "referencedLedgers": len(pulsar.referenced),
+    }
+
+
+def _warn_unread(app, pulsar) -> None:
+    """What Pulsar's metadata did not say: its references there are unknown, so not backed up for sure."""
+    found = pulsar.metadata
+    if found is None:
+        return
+    if found.unreadable:
+        name, problem = next(iter(sorted(found.unreadable.items())))
+        count = len(found.unreadable)
+        app.terminal.warn(
+            f"{count} of Pulsar's managed ledgers or schemas unreadable: kept as stored, their ledgers not known to "
+            f"be backed up (first: {name}: {problem})"
+        )
+    if found.compaction_unknown:
+        topic = sorted(found.compaction_unknown)[0]
+        app.terminal.warn(
+            f"{len(found.compaction_unknown)} topic(s) whose compacted ledger is unknown (first: {topic}): its "
+            "compaction cursor's ledger could not be read"
+        )
+
+
+def _check_pulsar_selected(app, pulsar, plan) -> None:
+    """Every ledger Pulsar's metadata needs is among the ledgers planned: refused when one is not selected
+    (exit 2) or does not exist (exit 3)."""
+    from admin.backup.pulsar import missing_from_backup
+    from bookie.errors import InvalidArgument, Unsafe
+
+    missing = missing_from_backup(pulsar, [ledger.ledger_id for ledger in plan.ledgers])
+    absent = [lid for lid in missing if not app.client.core.ledgers.exists(lid)]
+    if absent:
+        raise Unsafe(
+            f"{len(absent)} ledger(s) Pulsar's metadata references do not exist (first: {pulsar.describe(absent[0])}): "
+            "deleted since it was read (run the backup again) or lost (bkctl pulsar missing)"
+        )
+    if missing:
+        raise InvalidArgument(
+            f"{len(missing)} ledger(s) Pulsar's metadata references are not selected (first: "
+            f"{pulsar.describe(missing[0])}): select them too, or back up --all"
+        )

@@ -46,10 +46,21 @@ def min_age_option(command: Any) -> Any:
 def open_audit(app: Any, pulsar_zk: str | None, min_age: float, read_cursors: bool = True) -> Any:
     """A PulsarAudit of the command's cluster; sessions it opens close when the command ends."""
     from admin.pulsar.orphans import PulsarAudit, cursor_position_reader
-    from bookie.meta.tree import ZooKeeperTree, parse_zk_address
+    from bookie.meta.tree import ZooKeeperTree
 
     store = app.metadata
     ledgers = ZooKeeperTree(store, store.root)
+    pulsar, same = pulsar_tree(app, pulsar_zk)
+    reader = cursor_position_reader(lambda: app.client) if read_cursors else None
+    return PulsarAudit(ledgers, app.ledgers.manager, pulsar, min_age, reader, same_zookeeper=same)
+
+
+def pulsar_tree(app: Any, pulsar_zk: str | None) -> tuple[Any, bool]:
+    """Pulsar's metadata tree as --pulsar-zk names it, and whether it is in the bookies' ZooKeeper (then read on
+    the command's session; else on a session of its own, closed when the command ends)."""
+    from bookie.meta.tree import ZooKeeperAddress, ZooKeeperTree, parse_zk_address
+
+    store = app.metadata
     if pulsar_zk is None:
         hosts, root = store.uri.hosts, store.root.rsplit("/", 1)[0]
     else:
@@ -59,13 +70,10 @@ def open_audit(app: Any, pulsar_zk: str | None, min_age: float, read_cursors: bo
     if same:
         pulsar = ZooKeeperTree(store, root)
     else:
-        from bookie.meta.tree import ZooKeeperAddress
-
         pulsar = ZooKeeperTree.connect(ZooKeeperAddress(hosts, root), app.timeout)
         app.ctx.call_on_close(pulsar.close)
     app.terminal.info(f"Pulsar's metadata: {','.join(f'{h}:{p}' for h, p in hosts)}{root or '/'}")
-    reader = cursor_position_reader(lambda: app.client) if read_cursors else None
-    return PulsarAudit(ledgers, app.ledgers.manager, pulsar, min_age, reader, same_zookeeper=same)
+    return pulsar, same
 
 
 def age(seconds: float) -> str:

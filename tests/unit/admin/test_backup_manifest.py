@@ -17,6 +17,7 @@ from admin.backup.manifest import (
     canonical_sha256,
     read_passwords,
 )
+from admin.backup.pulsar import read_pulsar_snapshot
 from bookie.errors import CorruptData, InvalidArgument, NotFound
 
 
@@ -57,6 +58,27 @@ def test_round_trip_and_sorted_keys(backup):
     assert json.loads(text)["formatVersion"] == FORMAT_VERSION
     assert list(json.loads(text)) == sorted(json.loads(text))
     assert not list(root.glob(".manifest*"))  # the temporary file is renamed into place
+
+
+def test_pulsar_is_null_without_it_absent_in_an_older_manifest_and_round_trips(backup):
+    root, manifest = backup
+    doc = json.loads((root / "manifest.json").read_text())
+    assert doc["pulsar"] is None
+    del doc["pulsar"]  # as written before the field existed: still format 1, still read
+    doc["manifestSha256"] = canonical_sha256(doc)
+    (root / "manifest.json").write_text(json.dumps(doc))
+    assert Manifest.load(str(root)).pulsar is None
+    assert read_pulsar_snapshot(str(root)) is None
+    pulsar = {"root": "/", "znodes": 9, "topics": 1, "referencedLedgers": [3, 5], "offloadedLedgers": []}
+    manifest.pulsar = pulsar
+    manifest.dump(str(root))
+    assert Manifest.load(str(root)).pulsar == pulsar
+    doc = json.loads((root / "manifest.json").read_text())
+    doc["pulsar"] = [1]
+    doc["manifestSha256"] = canonical_sha256(doc)
+    (root / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(CorruptData, match=r"manifest\.json: pulsar is not an object"):
+        Manifest.load(str(root))
 
 
 def test_files_of_a_ledger_in_entry_order(backup):
