@@ -62,6 +62,7 @@ class RestoreReport:
     removed: list[int] = field(default_factory=list)
     restored_already: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    pulsar_znodes: int | None = None  # Pulsar's znodes created (--with-pulsar-metadata), else None
 
     def doc(self) -> dict[str, Any]:
         return {
@@ -76,6 +77,7 @@ class RestoreReport:
             "removed": sorted(self.removed),
             "restoredAlready": sorted(self.restored_already),
             "problems": self.problems,
+            "pulsarZnodes": self.pulsar_znodes,
         }
 
 

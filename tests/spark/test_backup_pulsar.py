@@ -29,6 +29,8 @@ from bookie.meta.store import MetadataStore
 from bookie.meta.tree import ZooKeeperTree
 from bookie.meta.uri import parse_service_uri
 
+from support.cluster import shared_cluster
+
 TOPIC = "public/default/persistent/orders"
 SCHEMA = "public/default/orders"
 EPHEMERAL = "schemas/public/lock"
@@ -333,3 +335,40 @@ def test_empty_parents_in_the_target_are_shared(world, backed_up):
         assert normalized(target, bk) == normalized(ZooKeeperTree(store, world["root"]), bk)
     finally:
         store.zk.delete(target.root, recursive=True)
+
+
+def test_cluster_restore_with_pulsar_metadata_gives_pulsar_its_topics_back(
+    bkctl, world, backed_up, zookeeper, tmp_path_factory
+):
+    """Into a fresh cluster: every ledger restored under its id, then Pulsar's znodes under the target's Pulsar root
+    (the parent of its ledgers root), so that Pulsar's metadata there reads as the source's. A second run finds
+    Pulsar's znodes there and refuses before writing anything."""
+    out, _ = backed_up
+    snapshot = read_pulsar_snapshot(str(out))
+    with shared_cluster(zookeeper, tmp_path_factory.mktemp("pulsar-target"), 3) as target:
+        uri = target.service_uri
+        restore = ["-u", uri, "cluster", "restore", "--from", str(out), "--yes", "-o", "json"]
+        result = bkctl(*restore, "--with-pulsar-metadata")
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["pulsarZnodes"] == len(snapshot.znodes)  # its Pulsar root exists
+        parsed = parse_service_uri(uri)
+        with MetadataStore(parsed) as store, BookKeeper(uri) as bk:
+            restored = ZooKeeperTree(store, parsed.root.rsplit("/", 1)[0])
+            assert normalized(restored, bk) == normalized(ZooKeeperTree(world["store"], world["root"]), world["bk"])
+            before = _count(store, restored.root)
+            again = bkctl(*restore, "--with-pulsar-metadata")
+            assert again.exit_code == 3 and "of the backup's Pulsar znodes exist in the target" in again.stderr
+            assert _count(store, restored.root) == before
+            without = bkctl(*restore)  # every ledger restored already; Pulsar's metadata named, not restored
+            assert without.exit_code == 0 and "not restored without --with-pulsar-metadata" in without.stderr
+
+
+def test_restoring_pulsar_metadata_from_a_backup_without_it_is_refused(bkctl, world, tmp_path):
+    out = tmp_path / "b"
+    made = bkctl("-u", world["uri"], "cluster", "backup", str(world["other"]), "--data", "--to", str(out))
+    assert made.exit_code == 0, made.stderr
+    refused = bkctl("-u", world["uri"], "cluster", "restore", "--from", str(out), "--with-pulsar-metadata", "--yes")
+    assert refused.exit_code == 2
+    assert (
+        refused.stderr == f"error: the backup at {out} holds no Pulsar metadata (made without --with-pulsar-metadata)\n"
+    )
