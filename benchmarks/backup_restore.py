@@ -1,7 +1,7 @@
 """Backup, restore and copy through Spark, against `ledger export` of the same ledgers, in the same run.
 
     python benchmarks/backup_restore.py [--ledgers 8] [--entries 16384] [--entry-size 1024] [--master local[2]]
-                                        [--rounds 2] [-o json]
+                                        [--rounds 2] [--no-copy] [-o json]
 
 Starts two 3-bookie sandboxes on this machine and writes the ledgers into the first (E=3 WQ=2 AQ=2, CRC32C, distinct
 random payloads). Then, each round, as a user would: `ledger export` of them; `cluster backup --data` (the export
@@ -52,9 +52,11 @@ def main() -> None:
     parser.add_argument("--entry-size", type=int, default=1024)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-copy", action="store_true", help="export, backup and restore only")
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     args = parser.parse_args()
-    rates: dict[str, list[float]] = {step: [] for step in STEPS}
+    steps = STEPS[:3] if args.no_copy else STEPS
+    rates: dict[str, list[float]] = {step: [] for step in steps}
     with (
         temporary_sandbox(bookies=3) as (_, source, env),
         temporary_sandbox(bookies=3) as (_, target, _env),
@@ -73,10 +75,11 @@ def main() -> None:
                 "--password-file", password_file(out), *spark,
             )  # fmt: skip
             delete(target.service_uri, ids)
-            runs["copy"] = bkctl_json(
-                env, "ledger", "copy", selected, "--to-cluster", target.service_uri, "--yes", *spark
-            )
-            delete(target.service_uri, ids)
+            if not args.no_copy:
+                runs["copy"] = bkctl_json(
+                    env, "ledger", "copy", selected, "--to-cluster", target.service_uri, "--yes", *spark
+                )
+                delete(target.service_uri, ids)
             for step, run in runs.items():
                 rates[step].append(run["mbPerSec"])
     result = {
@@ -85,14 +88,14 @@ def main() -> None:
         "master": args.master,
         "mbPerSec": rates,
         "ratioToExport": {
-            step: round(statistics.median(rates[step]) / statistics.median(rates["export"]), 2) for step in STEPS[1:]
+            step: round(statistics.median(rates[step]) / statistics.median(rates["export"]), 2) for step in steps[1:]
         },
     }
     if args.output == "json":
         print(json.dumps(result, indent=2))
         return
     print(f"{len(ids)} ledgers of {args.entries} entries of {args.entry_size} bytes ({result['bytes'] / 1e6:.0f} MB)")
-    for step in STEPS:
+    for step in steps:
         ratio = f"  {result['ratioToExport'][step]}x export" if step != "export" else ""
         print(f"  {step:<8} " + " ".join(f"{rate:>6.1f}" for rate in rates[step]) + f" MB/s{ratio}")
 

@@ -28,6 +28,15 @@ class BKError(Exception):
     status: ClassVar[int | None] = None  # the BookKeeper status code, for errors a bookie reports
 
 
+def reworded(exc: BKError, message: str) -> BKError:
+    """An error of ``exc``'s class, so of its exit code, saying ``message`` (a plain BKError when the class takes
+    arguments of its own)."""
+    try:
+        return type(exc)(message)
+    except TypeError:
+        return BKError(message)
+
+
 @_status(404)
 class BadRequest(BKError):
     """A request the bookie does not accept."""

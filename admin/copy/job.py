@@ -123,17 +123,9 @@ def abandon(target_bk, plan: CopyPlan, run_id: str) -> tuple[int, list[str]]:
 
 
 # ---- the tasks ----
-def reworded(exc: errors.BKError, message: str) -> errors.BKError:
-    """An error of ``exc``'s class (so of its exit code) saying ``message``."""
-    try:
-        return type(exc)(message)
-    except TypeError:  # a class with arguments of its own
-        return errors.BKError(message)
-
-
 def _named(lid: int, exc: errors.BKError) -> errors.BKError:
     """``exc``, its message naming the ledger."""
-    return exc if str(exc).startswith(f"ledger {lid}") else reworded(exc, f"ledger {lid}: {exc}")
+    return exc if str(exc).startswith(f"ledger {lid}") else errors.reworded(exc, f"ledger {lid}: {exc}")
 
 
 def _copy_ledger(source, target, ledger: PlannedLedger, marker: tuple[str, bytes]) -> list[str]:

@@ -28,7 +28,7 @@ from typing import Any
 from admin.export.job import _spark_errors
 from admin.export.session import TaskProgress
 from admin.restore.plan import MARKER_KEY, RestoreLedger, RestorePlan, TaskSpec, restored_as, task_bytes, tasks
-from bookie.errors import BKError, NoSuchLedger
+from bookie.errors import BKError, NoSuchLedger, reworded
 from bookie.progress import Progress
 
 CLAIMS_IN_FLIGHT = 32  # znode creates at once in the driver
@@ -387,9 +387,5 @@ def failure_message(exc: BaseException, report: RestoreReport, keep_partial: boo
 def raise_failed(exc: BaseException, message: str) -> None:
     """``exc`` again, with ``message``: the same class, so the exit code is the cause's."""
     if isinstance(exc, BKError):
-        try:
-            again = type(exc)(message)
-        except TypeError:
-            again = BKError(message)
-        raise again from None
+        raise reworded(exc, message) from None
     raise exc

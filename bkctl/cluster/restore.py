@@ -97,7 +97,7 @@ def restore(
     from bkctl.errors import CheckFailed
     from bkctl.options import read_password
     from bkctl.pulsar.common import pulsar_tree
-    from bookie.errors import BKError, CorruptData, InvalidArgument
+    from bookie.errors import BKError, CorruptData, InvalidArgument, reworded
 
     if id_map_file and new_ids:
         raise click.UsageError("give --id-map or --new-ids, not both")
@@ -157,7 +157,7 @@ def restore(
         try:
             report.pulsar_znodes = restore_pulsar_snapshot(tree, pulsar, report.id_map)
         except BKError as exc:
-            raise type(exc)(f"the ledgers are restored, Pulsar's metadata is not: {exc}") from None
+            raise reworded(exc, f"the ledgers are restored, Pulsar's metadata is not: {exc}") from None
     doc = report.doc()
     app.terminal.document(
         doc,

@@ -167,9 +167,9 @@ def _copy(app, target_bk, plan, run_id: str, target: str, master, spark_conf):
     import tempfile
     from pathlib import Path
 
-    from admin.copy.job import abandon, claim, reworded, run_copy
+    from admin.copy.job import abandon, claim, run_copy
     from admin.export.session import spark_session
-    from bookie.errors import BKError
+    from bookie.errors import BKError, reworded
 
     # Spark's Python workers build clients of their own: the same ZooKeeper login and TLS, by the files' paths
     os.environ.update(app.worker_environment())
