@@ -169,10 +169,10 @@ def restore(
                 ("Bytes", doc["bytes"]),
                 ("Restored already", len(doc["restoredAlready"])),
                 ("New ids", len(doc["idMap"])),
-                ("Pulsar znodes", "not restored" if doc["pulsarZnodes"] is None else doc["pulsarZnodes"]),
                 ("Seconds", doc["seconds"]),
                 ("MB/s", doc["mbPerSec"]),
             ]
+            + ([("Pulsar znodes", doc["pulsarZnodes"])] if with_pulsar_metadata else [])
         ),
     )
 
