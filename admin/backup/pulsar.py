@@ -23,14 +23,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
-from kazoo.protocol.states import ZnodeStat
-
 from admin.backup.manifest import is_local, local_path
 from admin.pulsar.metadata import MANAGED_LEDGERS, SCHEMAS, CursorPositionReader, PulsarMetadata, read_pulsar_metadata
 from bookie.errors import CorruptData, Unsafe
-from bookie.meta.store import zk_errors
-from bookie.meta.tree import ZooKeeperTree
+from bookie.meta.store import ZnodeStat
+from bookie.meta.tree import ZooKeeperTree, stat
 
 PULSAR_FILE = "metadata/pulsar.parquet"
 SUBTREES = (MANAGED_LEDGERS, SCHEMAS)
@@ -105,7 +102,7 @@ class SnapshotTree(ZooKeeperTree):
         self._children: dict[str, list[str]] = {}
         for z in znodes:
             path = self.path(z.path)
-            self._data[path] = (z.data, ZnodeStat(0, 0, z.ctime, z.mtime, z.version, 0, 0, 0, len(z.data), 0, 0))
+            self._data[path] = (z.data, stat(z.ctime, z.mtime, z.version, len(z.data)))
             self._children.setdefault(path, [])
             parent, _, name = path.rpartition("/")
             self._children.setdefault(parent, []).append(name)
@@ -147,10 +144,10 @@ def snapshot_pulsar(tree: ZooKeeperTree, read_cursor_position: CursorPositionRea
     cursor's ledger for the compacted ledger it names (without it, those are not found)."""
     znodes = []
     prefix = len(tree.root) + 1
-    for path, data, stat in tree.read_batched(_list(tree)):
-        if data is None or stat is None or stat.ephemeralOwner:  # deleted meanwhile, or ephemeral: never kept
+    for path, data, got in tree.read_batched(_list(tree)):
+        if data is None or got is None or got.ephemeralOwner:  # deleted meanwhile, or ephemeral: never kept
             continue
-        znodes.append(PulsarZnode(path[prefix:], data, stat.ctime, stat.mtime, stat.version))
+        znodes.append(PulsarZnode(path[prefix:], data, got.ctime, got.mtime, got.version))
     found = read_pulsar_metadata(SnapshotTree(tree.root, znodes), read_cursor_position)
     return _snapshot(tree.root, znodes, found)
 
@@ -264,25 +261,19 @@ def restore_pulsar_snapshot(tree: ZooKeeperTree, snapshot: PulsarSnapshot, id_ma
     present = _existing(tree, wanted) | {p for p, data, _ in tree.read_batched(sorted(ancestors)) if data is not None}
     creates = [(p, b"") for p in sorted(ancestors - present, key=_depth)]
     creates += [(p, wanted[p]) for p in sorted(set(wanted) - present, key=_depth)]
-    zk = tree.store.zk
     created: list[str] = []
     try:
         for batch in _batches(creates):
-            transaction = zk.transaction()
-            for path, data in batch:
-                transaction.create(path, data)
-            with zk_errors(f"create {batch[0][0]}"):
-                results = transaction.commit()
-            failed = [r for r in results if isinstance(r, Exception)]
-            if failed:
-                cause = next((r for r in failed if isinstance(r, NodeExistsError | NoNodeError)), failed[0])
+            failed = tree.create_together(batch)
+            if failed is not None:
                 raise Unsafe(
-                    f"creating Pulsar's znodes from {batch[0][0]} failed ({type(cause).__name__}): the target "
-                    "changed meanwhile; what this restore created is deleted"
+                    f"creating Pulsar's znodes from {batch[0][0]} failed ({failed}): the target changed meanwhile; "
+                    "what this restore created is deleted"
                 )
             created += [path for path, _ in batch]
     except BaseException:
-        _undo(zk, created)
+        for path in sorted(created, key=_depth, reverse=True):  # children first; one someone gave children stays
+            tree.delete_childless(path)
         raise
     return len(created)
 
@@ -303,12 +294,3 @@ def _batches(creates: list[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes
         size += cost
     if batch:
         yield batch
-
-
-def _undo(zk: Any, created: list[str]) -> None:
-    """Delete what a failed restore created, children first; a znode someone else gave children stays."""
-    for path in sorted(created, key=_depth, reverse=True):
-        try:
-            zk.delete(path)
-        except (NoNodeError, NotEmptyError):
-            pass

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from kazoo.exceptions import EXCEPTIONS, NoNodeError, UnimplementedError
+from kazoo.exceptions import EXCEPTIONS, NodeExistsError, NoNodeError, NotEmptyError, UnimplementedError
 from kazoo.protocol.paths import _prefix_root
 from kazoo.protocol.serialization import GetData, MultiHeader, int_struct, multiheader_struct, read_buffer, stat_struct
 from kazoo.protocol.states import ZnodeStat
@@ -254,6 +254,34 @@ class ZooKeeperTree:
         with zk_errors(f"delete {path}"):
             results = transaction.commit()
         return not any(isinstance(r, Exception) for r in results)  # a failed transaction answers with exceptions
+
+    def create_together(self, creates: Sequence[tuple[str, bytes]]) -> str | None:
+        """Create every ``(path, data)`` in one transaction: None when it committed, else why not (all or nothing):
+        "exists" (one of them is there), "no parent", or ZooKeeper's error."""
+        transaction = self._zk().transaction()
+        for path, data in creates:
+            transaction.create(path, data)
+        with zk_errors(f"create {creates[0][0]}"):
+            results = transaction.commit()
+        failed = [r for r in results if isinstance(r, Exception)]
+        if not failed:
+            return None
+        cause = next((r for r in failed if isinstance(r, NodeExistsError | NoNodeError)), failed[0])
+        return {NodeExistsError: "exists", NoNodeError: "no parent"}.get(type(cause), type(cause).__name__)
+
+    def delete_childless(self, path: str) -> bool:
+        """Delete ``path`` unless it has children (or is gone already); whether it deleted it."""
+        try:
+            with zk_errors(f"delete {path}"):
+                self._zk().delete(path)
+        except (NoNodeError, NotEmptyError):
+            return False
+        return True
+
+
+def stat(ctime: int, mtime: int, version: int, data_length: int) -> ZnodeStat:
+    """A znode's stat with these fields, the others 0 (for a tree read from somewhere else than ZooKeeper)."""
+    return ZnodeStat(0, 0, ctime, mtime, version, 0, 0, 0, data_length, 0, 0)
 
 
 def _answers(batch: list[str], results: list[Any]) -> Iterator[tuple[str, bytes | None, ZnodeStat | None]]:

@@ -27,9 +27,10 @@ def test_progress_with_bytes_shows_their_rate_and_the_time_they_leave(monkeypatc
     monkeypatch.setattr(sys, "stderr", stderr)
     import rich.progress  # noqa: F401 - rich keeps its own clock (time.monotonic bound at its import)
 
-    clock = iter([100.0])  # started, then 2 s later for every look
-    monkeypatch.setattr("time.monotonic", lambda: next(clock, 102.0))
+    now = [100.0]  # whatever looks first (the bar's start, its refresh thread): 100, then 2 s later from the advance
+    monkeypatch.setattr("time.monotonic", lambda: now[0])
     with Terminal().progress("moving", total=4, unit="replicas", total_bytes=4 << 20) as advance:
+        now[0] = 102.0
         advance(1, 1 << 20)
     shown = stderr.getvalue()
     assert "1/4" in shown and "1.0 MiB/4.0 MiB" in shown
