@@ -105,8 +105,15 @@ async def _abandon_run(core, passwords: dict[int, bytes], run_id: str) -> tuple[
 
 
 def claim(target_bk, plan: CopyPlan, run_id: str) -> None:
-    """Claim the plan's ledgers in the target; the first failure is raised (a taken id: Unsafe) once every claim
-    has ended: :func:`abandon` then removes those made."""
+    """Move the target's id generator past the copied ids (else each later create there would walk through them,
+    one LedgerExists at a time), then claim the plan's ledgers in the target; the first failure is raised (a taken
+    id: Unsafe) once every claim has ended: :func:`abandon` then removes those made."""
+    from bookie.meta.idgen import advance_past
+    from bookie.meta.ledger_manager import LedgerManager
+
+    store = target_bk.core.store
+    highest = max(ledger.ledger_id for ledger in plan.source.ledgers)
+    advance_past(store, highest, long_ids=LedgerManager(store).manager != "legacyhierarchical")
     failures = target_bk.run(_claim_all(target_bk.core, plan, run_id))
     if not failures:
         return

@@ -205,3 +205,15 @@ def test_a_failed_copy_removes_its_unfinished_ledgers_and_names_the_ledger(bkctl
         assert not dst.core.ledgers.exists(broken)
         marked = [lid for lid, md in dst.core.ledgers.iter_ledgers() if "bkctl.copy" in md.custom_metadata]
         assert marked == []
+
+
+def test_the_targets_id_generator_is_moved_past_the_copied_ids(bkctl, spark, three_bookies, target):
+    """Else every ledger created in the target later would try the copied ids one by one (LedgerExists, retry)."""
+    from bookie.meta.idgen import generate_ledger_id
+
+    ids = sorted(write_ledgers(three_bookies.service_uri, 2, "idgen"))
+    result, doc = copy(bkctl, three_bookies.service_uri, target.service_uri, *map(str, ids), "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert doc["copied"] == 2
+    with BookKeeper(target.service_uri) as dst:
+        assert generate_ledger_id(dst.core.store) > max(ids)
