@@ -217,3 +217,24 @@ def test_the_targets_id_generator_is_moved_past_the_copied_ids(bkctl, spark, thr
     assert doc["copied"] == 2
     with BookKeeper(target.service_uri) as dst:
         assert generate_ledger_id(dst.core.store) > max(ids)
+
+
+def test_a_retried_task_skips_the_ledgers_an_earlier_attempt_closed(three_bookies, target, monkeypatch):
+    """Spark runs a failed task again: the ledgers its first attempt closed are left as they are, the others
+    copied. The task run twice, without Spark."""
+    from admin.copy import job
+    from admin.copy.plan import plan_copy
+    from admin.export.plan import parse_selection
+
+    source_uri, target_uri = three_bookies.service_uri, target.service_uri
+    ids = sorted(write_ledgers(source_uri, 3, "retried"))
+    with BookKeeper(source_uri) as src, BookKeeper(target_uri) as dst:
+        monkeypatch.setattr(job, "task_client", {source_uri: src, target_uri: dst}.__getitem__)
+        plan = plan_copy(src, dst, parse_selection([str(i) for i in ids]), {}, False, 64 << 20)
+        job.claim(dst, plan, "retried")
+        (task,) = plan.tasks
+        assert job._copy_task(source_uri, target_uri, "retried", task) == {"problems": []}
+        closed = [dst.ledger_metadata(lid) for lid in ids]
+        assert job._copy_task(source_uri, target_uri, "retried", task) == {"problems": []}
+        assert [dst.ledger_metadata(lid) for lid in ids] == closed
+        assert all(md.state == LedgerState.CLOSED and "bkctl.copy" not in md.custom_metadata for md in closed)
