@@ -163,6 +163,10 @@ def test_bad_input_is_one_line(bkctl, service_uri, source, tmp_path):
         f"error: {tmp_path}/full is not empty and not a backup (no manifest.json): --overwrite replaces a backup\n",
     )
     assert os.listdir(tmp_path / "full") == ["x"]
+    result = bkctl(
+        "-u", service_uri, "cluster", "backup", str(source["crc"]), "--to", str(tmp_path / "full" / "x" / "sub")
+    )
+    assert (result.exit_code, result.stderr) == (2, f"error: cannot write to {tmp_path}/full/x/sub: Not a directory\n")
     result = bkctl("-u", service_uri, "cluster", "backup", "999999", "--to", str(tmp_path / "m"))
     assert (result.exit_code, result.stderr) == (5, "error: ledger 999999 does not exist\n")
     result = bkctl("-u", service_uri, "cluster", "backup", "--include-open", "--to", str(tmp_path / "o"))
