@@ -2,6 +2,11 @@
 ``PATH/data`` (with the entries' ledger-length fields, each file's SHA-256 taken as its task writes it, and the
 export's verification), then ``metadata/ledgers.parquet``, the passwords when asked, and ``manifest.json`` last.
 
+Overwriting: the new backup is written into ``PATH/.bkctl-new-<id>/`` beside the earlier one, which stays whole
+until the new one is complete; then the earlier one's manifest goes, then its other files, and the new files move
+up into PATH, the manifest last (renames locally; a copy and a delete each on an object store). A failed overwrite
+removes its directory and leaves the earlier backup as it was.
+
 Privacy with passwords: locally the backup's root is made 0700 before anything is written into it (the Spark tasks
 write under it), and at the end every directory is 0700 and every file 0600. On hdfs://, s3://, ... the store's own
 permissions decide (the command warns).
@@ -10,9 +15,11 @@ permissions decide (the command warns).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyarrow.fs import FileType
+from pyarrow.fs import FileSelector, FileType
 
 from admin.backup.manifest import (
     DATA_DIR,
@@ -39,11 +46,12 @@ from admin.backup.manifest import (
 from admin.backup.plan import BackupPlan
 from admin.backup.pulsar import PULSAR_FILE, PulsarSnapshot, missing_from_backup, pulsar_table
 from admin.export.job import ExportReport, run_export
-from admin.export.part_files import HashingStream, filesystem
-from bookie.errors import NoSuchEntry, NoSuchLedger, Unsafe
+from admin.export.part_files import HashingStream, filesystem, is_empty_or_missing
+from bookie.errors import InvalidArgument, NoSuchEntry, NoSuchLedger, Unsafe
 from bookie.meta.ledger_metadata import without_password
 
 RERUNS_FOR_DELETED = 3  # data jobs rerun without ledgers deleted under them
+STAGING = ".bkctl-new-"  # the directory in PATH an overwrite writes the new backup into
 
 
 def now_iso() -> str:
@@ -85,20 +93,59 @@ class BackupReport:
         }
 
 
-def prepare(path: str, overwrite: bool, private: bool) -> None:
-    """Create the backup's root (0700 locally when ``private``); with ``overwrite``, empty it first, its manifest
-    before anything else so that what is left of an interrupted overwrite is never taken for a complete backup."""
+def _unwritable(path: str, exc: OSError) -> InvalidArgument:
+    return InvalidArgument(f"cannot write to {path}: {os.strerror(exc.errno) if exc.errno else exc}")
+
+
+def check_replaceable(path: str) -> None:
+    """InvalidArgument unless PATH is empty, missing or a backup (has a manifest.json): --overwrite replaces a
+    backup, never a directory of something else."""
+    if is_empty_or_missing(path):
+        return
     fs, root = filesystem(path)
-    info = fs.get_file_info(root)
-    if overwrite and info.type == FileType.File:
-        fs.delete_file(root)
-    elif overwrite and info.type == FileType.Directory:
-        if fs.get_file_info(f"{root}/{MANIFEST}").type == FileType.File:
-            fs.delete_file(f"{root}/{MANIFEST}")
-        fs.delete_dir_contents(root)
-    fs.create_dir(root)
+    try:
+        found = fs.get_file_info(f"{root}/{MANIFEST}").type
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    if found != FileType.File:
+        raise InvalidArgument(f"{path} is not empty and not a backup (no {MANIFEST}): --overwrite replaces a backup")
+
+
+def prepare(path: str, private: bool) -> None:
+    """Create the backup's root (0700 locally when ``private``)."""
+    fs, root = filesystem(path)
+    try:
+        fs.create_dir(root)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
     if private and is_local(path):
         os.chmod(root, 0o700)
+
+
+def replace_earlier(path: str, staging: str, private: bool) -> None:
+    """Put the complete backup in ``staging`` (a directory in PATH) in the place of PATH's earlier one: the earlier
+    manifest goes first (what is left of the earlier backup is never taken for a complete one), then its other
+    files; the new files move up, the manifest last."""
+    fs, root = filesystem(path)
+    new = filesystem(staging)[1]
+    if fs.get_file_info(f"{root}/{MANIFEST}").type == FileType.File:
+        fs.delete_file(f"{root}/{MANIFEST}")
+    for info in fs.get_file_info(FileSelector(root)):
+        if info.path == new:
+            continue
+        if info.type == FileType.Directory:
+            fs.delete_dir(info.path)
+        else:
+            fs.delete_file(info.path)
+    for info in fs.get_file_info(FileSelector(new, recursive=True)):
+        if info.type == FileType.File and info.path != f"{new}/{MANIFEST}":
+            moved = root + info.path[len(new) :]
+            fs.create_dir(moved.rsplit("/", 1)[0])
+            fs.move(info.path, moved)
+    fs.move(f"{new}/{MANIFEST}", f"{root}/{MANIFEST}")
+    fs.delete_dir(new)
+    if private and is_local(path):
+        _private(path)
 
 
 def write_data(
@@ -275,19 +322,40 @@ def run_backup(
     not complete) and the report lists them. With a Pulsar snapshot, every ledger it needs must be backed up with
     its entries when the data is written (a referenced ledger deleted meanwhile: :class:`Unsafe`, no manifest)."""
     created_at = now_iso()
-    prepare(path, overwrite, with_passwords)
-    export = None
+    staging = None
+    if overwrite and not is_empty_or_missing(path):
+        check_replaceable(path)
+        staging = f"{path.rstrip('/')}/{STAGING}{uuid.uuid4().hex[:12]}"
+    prepare(path, with_passwords)
+    into = staging or path
     report = BackupReport(path, Manifest(created_at, plan.source, "absent", LedgerCounts(), []))
-    if plan.data is not None:
-        export = write_data(spark, service_uri, plan, path, progress, exists)
-        report.seconds = export.seconds
-        report.problems, report.verified = export.problems, export.verified
-        if export.problems:
-            return report
-    if pulsar is not None:
-        check_pulsar_complete(plan, pulsar)
-    report.manifest = finish(plan, path, export, with_passwords, created_at, created_by, pulsar)
+    try:
+        export = None
+        if plan.data is not None:
+            export = write_data(spark, service_uri, plan, into, progress, exists)
+            report.seconds = export.seconds
+            report.problems, report.verified = export.problems, export.verified
+        if not report.problems:
+            if pulsar is not None:
+                check_pulsar_complete(plan, pulsar)
+            report.manifest = finish(plan, into, export, with_passwords, created_at, created_by, pulsar)
+    except BaseException:
+        if staging is not None:
+            _discard(staging)
+        raise
+    if staging is not None:
+        if report.problems:
+            _discard(staging)
+        else:
+            replace_earlier(path, staging, with_passwords)
     return report
+
+
+def _discard(staging: str) -> None:
+    """Remove an overwrite's unfinished backup; the earlier one stays as it was."""
+    fs, root = filesystem(staging)
+    with contextlib.suppress(OSError):
+        fs.delete_dir(root)
 
 
 def check_pulsar_complete(plan: BackupPlan, pulsar: PulsarSnapshot) -> None:

@@ -276,6 +276,10 @@ class Manifest:
             data = _read_bytes(path, MANIFEST)
         except FileNotFoundError:
             raise NotFound(f"{where} does not exist: not a backup, or one that did not finish") from None
+        except NotADirectoryError:
+            raise InvalidArgument(f"{path} is not a directory: not a backup") from None
+        except OSError as exc:
+            raise InvalidArgument(f"cannot read {where}: {os.strerror(exc.errno) if exc.errno else exc}") from None
         try:
             doc = json.loads(data)
         except ValueError as exc:
@@ -321,7 +325,7 @@ def local_path(path: str) -> str:
 def _remote(path: str) -> tuple[Any, str]:
     from admin.export.part_files import filesystem
 
-    return filesystem(path)
+    return filesystem(path, "read")
 
 
 def _read_bytes(path: str, name: str) -> bytes:

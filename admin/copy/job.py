@@ -1,14 +1,15 @@
 """The copy: ledgers claimed in the target by the driver, then replayed by Spark's Python tasks.
 
-1. The driver deletes the unfinished copies a run before left (marked, OPEN) and claims every ledger to copy in
-   the target (:meth:`LedgerReplay.claim`: OPEN, the source's sizes, digest type, password, ctime and custom
-   metadata, marked ``bkctl.copy=<runId>``). A claim that finds its id taken undoes the claims and stops the copy.
+1. The driver moves the target's id generator past the selected ids, deletes the unfinished copies a run before
+   left (marked, OPEN) and claims every ledger to copy in the target (:meth:`LedgerReplay.claim`: OPEN, the
+   source's sizes, digest type, password, ctime and custom metadata, marked ``bkctl.copy=<runId>``). A claim that
+   finds its id taken undoes the claims and stops the copy.
 2. Each task takes whole ledgers: it reads each one's entries from the source's bookies (striped range reads, as
    the export), with their stored LAC and length fields, writes them to every replica of the target ledger, reads
    them back against the payload checksum of what it read, and closes the ledger at the source's last entry (an
    open one at the LAC planned) and length: the commit.
 3. A failure (a task's, or an interruption) deletes the ledgers of this run still marked; ledgers whose task
-   committed them stay, finished, and a rerun skips them.
+   committed them stay, finished, and a rerun (or a retried task) skips them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from admin.copy.plan import MARKER_KEY, CopyPlan
+from admin.copy.plan import COPIED, MARKER_KEY, CopyPlan, target_state
 from admin.export.job import _spark_errors
 from admin.export.plan import Partition, PlannedLedger
 from admin.export.session import TaskProgress
@@ -105,8 +106,15 @@ async def _abandon_run(core, passwords: dict[int, bytes], run_id: str) -> tuple[
 
 
 def claim(target_bk, plan: CopyPlan, run_id: str) -> None:
-    """Claim the plan's ledgers in the target; the first failure is raised (a taken id: Unsafe) once every claim
-    has ended: :func:`abandon` then removes those made."""
+    """Move the target's id generator past the copied ids (else each later create there would walk through them,
+    one LedgerExists at a time), then claim the plan's ledgers in the target; the first failure is raised (a taken
+    id: Unsafe) once every claim has ended: :func:`abandon` then removes those made."""
+    from bookie.meta.idgen import advance_past
+    from bookie.meta.ledger_manager import LedgerManager
+
+    store = target_bk.core.store
+    highest = max(ledger.ledger_id for ledger in plan.source.ledgers)
+    advance_past(store, highest, long_ids=LedgerManager(store).manager != "legacyhierarchical")
     failures = target_bk.run(_claim_all(target_bk.core, plan, run_id))
     if not failures:
         return
@@ -132,6 +140,8 @@ def _copy_ledger(source, target, ledger: PlannedLedger, marker: tuple[str, bytes
     """Replay one ledger from ``source`` into ``target`` (both BookKeeper clients); the corrupt source replicas
     met (read from another replica)."""
     lid, last = ledger.ledger_id, ledger.last_entry_id
+    if target_state(ledger, target.core.ledgers.read(lid)[0])[0] == COPIED:  # closed by an earlier attempt
+        return []
     replay = target.run(LedgerReplay.resume(target.core, lid, ledger.password, marker))
     reader = LedgerReader(source.core, lid, ledger.metadata, ledger.password, last)
     checksum, size = 0, 0

@@ -37,8 +37,9 @@ SUFFIX = {"parquet": "parquet", "json": "json"}
 IDS = struct.Struct(">qq")
 
 
-def filesystem(path: str):
-    """``(pyarrow file system, path on it)`` for an output location."""
+def filesystem(path: str, verb: str = "write to"):
+    """``(pyarrow file system, path on it)`` for a location; ``verb`` says what was to be done there when the
+    location is not one pyarrow opens."""
     from pyarrow import fs
 
     if "://" not in path or path.startswith("file://"):
@@ -47,7 +48,7 @@ def filesystem(path: str):
     try:
         return fs.FileSystem.from_uri(uri)
     except (pa.ArrowException, ValueError, OSError) as exc:
-        raise InvalidArgument(f"cannot write to {path}: {exc}") from None
+        raise InvalidArgument(f"cannot {verb} {path}: {exc}") from None
 
 
 def is_empty_or_missing(path: str) -> bool:

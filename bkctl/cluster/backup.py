@@ -64,7 +64,12 @@ from bkctl.pulsar.common import pulsar_zk_option
     metavar="SIZE",
     help="With --data: about this much payload per Spark task and data file.",
 )
-@click.option("--overwrite", is_flag=True, help="Empty PATH first when it exists and is not empty.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace the backup at PATH; it stays whole until the new one is complete. A PATH that is not empty and "
+    "holds no backup is refused.",
+)
 @dry_run_option
 @output_option
 @click.pass_obj
@@ -106,7 +111,7 @@ def backup(
     from bkctl.extras import require
 
     require("export", "bkctl cluster backup")  # before anything imports pyspark or pyarrow
-    from admin.backup.job import run_backup
+    from admin.backup.job import check_replaceable, run_backup
     from admin.backup.manifest import is_local
     from admin.backup.plan import plan_backup
     from admin.export.part_files import is_empty_or_missing
@@ -128,6 +133,8 @@ def backup(
     size = parse_size(partition_bytes)
     if not (dry_run or overwrite or is_empty_or_missing(path)):
         raise InvalidArgument(f"{path} exists and is not empty: pass --overwrite to replace it")
+    if overwrite and not dry_run:
+        check_replaceable(path)
     uri = str(app.service_uri)
     pulsar, tree, reader = None, None, None
     if with_pulsar:  # before the ledgers' metadata: every ledger it references exists when that is read

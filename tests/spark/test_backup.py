@@ -106,3 +106,17 @@ def test_a_ledger_deleted_before_its_entries_are_read_is_listed(
     assert "1 ledger(s) deleted while the backup ran" in result.stderr
     Manifest.load(str(out)).check_files(str(out))
     assert sorted(ledger.ledger_id for ledger in read_ledgers(str(out))) == sorted(set(ledgers) - {victim})
+
+
+def test_an_overwrite_with_data_moves_the_new_backup_into_place(bkctl, spark, three_bookies, mixed_ledgers, tmp_path):
+    uri = three_bookies.service_uri
+    ledgers = sorted(mixed_ledgers(uri, 3, seed=9))
+    out = tmp_path / "b"
+    for selected in (ledgers, ledgers[:1]):
+        args = ["--to", str(out), "--data", "--overwrite", "--partition-bytes", "64k", *map(str, selected)]
+        result = bkctl("-u", uri, "cluster", "backup", *args, "-o", "json")
+        assert result.exit_code == 0, result.stderr
+    manifest = Manifest.load(str(out))
+    manifest.check_files(str(out))
+    assert [ledger.ledger_id for ledger in read_ledgers(str(out))] == ledgers[:1]
+    assert not [name for name in os.listdir(out) if name.startswith(".")]

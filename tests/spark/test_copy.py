@@ -205,3 +205,36 @@ def test_a_failed_copy_removes_its_unfinished_ledgers_and_names_the_ledger(bkctl
         assert not dst.core.ledgers.exists(broken)
         marked = [lid for lid, md in dst.core.ledgers.iter_ledgers() if "bkctl.copy" in md.custom_metadata]
         assert marked == []
+
+
+def test_the_targets_id_generator_is_moved_past_the_copied_ids(bkctl, spark, three_bookies, target):
+    """Else every ledger created in the target later would try the copied ids one by one (LedgerExists, retry)."""
+    from bookie.meta.idgen import generate_ledger_id
+
+    ids = sorted(write_ledgers(three_bookies.service_uri, 2, "idgen"))
+    result, doc = copy(bkctl, three_bookies.service_uri, target.service_uri, *map(str, ids), "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert doc["copied"] == 2
+    with BookKeeper(target.service_uri) as dst:
+        assert generate_ledger_id(dst.core.store) > max(ids)
+
+
+def test_a_retried_task_skips_the_ledgers_an_earlier_attempt_closed(three_bookies, target, monkeypatch):
+    """Spark runs a failed task again: the ledgers its first attempt closed are left as they are, the others
+    copied. The task run twice, without Spark."""
+    from admin.copy import job
+    from admin.copy.plan import plan_copy
+    from admin.export.plan import parse_selection
+
+    source_uri, target_uri = three_bookies.service_uri, target.service_uri
+    ids = sorted(write_ledgers(source_uri, 3, "retried"))
+    with BookKeeper(source_uri) as src, BookKeeper(target_uri) as dst:
+        monkeypatch.setattr(job, "task_client", {source_uri: src, target_uri: dst}.__getitem__)
+        plan = plan_copy(src, dst, parse_selection([str(i) for i in ids]), {}, False, 64 << 20)
+        job.claim(dst, plan, "retried")
+        (task,) = plan.tasks
+        assert job._copy_task(source_uri, target_uri, "retried", task) == {"problems": []}
+        closed = [dst.ledger_metadata(lid) for lid in ids]
+        assert job._copy_task(source_uri, target_uri, "retried", task) == {"problems": []}
+        assert [dst.ledger_metadata(lid) for lid in ids] == closed
+        assert all(md.state == LedgerState.CLOSED and "bkctl.copy" not in md.custom_metadata for md in closed)

@@ -5,6 +5,7 @@ import base64
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -157,8 +158,15 @@ def test_bad_input_is_one_line(bkctl, service_uri, source, tmp_path):
         f"error: {tmp_path}/full exists and is not empty: pass --overwrite to replace it\n",
     )
     result = bkctl("-u", service_uri, "cluster", "backup", "--to", str(tmp_path / "full"), "--overwrite")
-    assert result.exit_code == 0 and not (tmp_path / "full" / "x").exists()
-    assert Manifest.load(str(tmp_path / "full")).ledgers.count == 3
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {tmp_path}/full is not empty and not a backup (no manifest.json): --overwrite replaces a backup\n",
+    )
+    assert os.listdir(tmp_path / "full") == ["x"]
+    result = bkctl(
+        "-u", service_uri, "cluster", "backup", str(source["crc"]), "--to", str(tmp_path / "full" / "x" / "sub")
+    )
+    assert (result.exit_code, result.stderr) == (2, f"error: cannot write to {tmp_path}/full/x/sub: Not a directory\n")
     result = bkctl("-u", service_uri, "cluster", "backup", "999999", "--to", str(tmp_path / "m"))
     assert (result.exit_code, result.stderr) == (5, "error: ledger 999999 does not exist\n")
     result = bkctl("-u", service_uri, "cluster", "backup", "--include-open", "--to", str(tmp_path / "o"))
@@ -191,3 +199,32 @@ def test_each_metadata_format_is_kept_as_stored(bkctl, service_uri, cluster, tmp
     assert rows[1]["digestType"] is None and rows[2]["digestType"] == "HMAC"
     for ledger in read_ledgers(str(tmp_path / "b")):
         assert ledger.metadata == manager.read(ledger.ledger_id)[0].with_changes(password=None)
+
+
+def test_an_overwrite_keeps_the_earlier_backup_until_the_new_one_is_complete(
+    bkctl, service_uri, source, tmp_path, monkeypatch
+):
+    from bookie.errors import BKError
+
+    out = tmp_path / "nightly"
+    result, _ = backup(bkctl, service_uri, "--to", str(out), "--with-passwords")
+    assert result.exit_code == 0, result.stderr
+    earlier = {path: Path(path).read_bytes() for path in every_file(out)}
+
+    def disk_full(self, path):
+        raise BKError("disk full")
+
+    with monkeypatch.context() as patched:  # the new backup written but its manifest
+        patched.setattr(Manifest, "dump", disk_full)
+        result = bkctl("-u", service_uri, "cluster", "backup", "--to", str(out), "--overwrite", str(source["crc"]))
+    assert result.exit_code != 0 and result.stderr == "error: disk full\n"
+    assert {path: Path(path).read_bytes() for path in every_file(out)} == earlier
+    Manifest.load(str(out)).check_files(str(out))
+
+    result, doc = backup(bkctl, service_uri, "--to", str(out), "--overwrite", str(source["crc"]))
+    assert result.exit_code == 0, result.stderr
+    assert doc["ledgers"] == 1 and doc["passwords"] == "absent"
+    manifest = Manifest.load(str(out))
+    manifest.check_files(str(out))
+    assert manifest.ledgers.count == 1 and read_passwords(str(out)) == {}
+    assert sorted(os.listdir(out)) == ["manifest.json", "metadata"]

@@ -164,3 +164,22 @@ def test_a_rerun_with_nothing_left_to_write_starts_no_spark(bkctl, source, backu
     assert done.exit_code == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["ledgers"], report["created"], report["restoredAlready"]) == (0, [], sorted(ids))
+
+
+def test_a_path_that_is_not_a_backup_is_one_line(bkctl, cluster, service_uri, tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir" / "manifest.json").mkdir(parents=True)
+    for path, code, message in (
+        (tmp_path / "file", 2, f"{tmp_path}/file is not a directory: not a backup"),
+        (tmp_path / "dir", 2, f"cannot read {tmp_path}/dir/manifest.json: Is a directory"),
+        (
+            tmp_path / "none",
+            5,
+            f"{tmp_path}/none/manifest.json does not exist: not a backup, or one that did not finish",
+        ),
+        ("nosuch://x", 2, "cannot read nosuch://x: "),
+    ):
+        done = bkctl("-u", service_uri, "cluster", "restore", "--from", str(path), "--yes")
+        assert (done.exit_code, done.stdout) == (code, ""), done.stderr
+        assert done.stderr.startswith(f"error: {message}") and done.stderr.count("\n") == 1, done.stderr
+    assert target_untouched(cluster)
