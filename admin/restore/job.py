@@ -361,8 +361,20 @@ def write(
     with _spark_errors():
         started = time.perf_counter()
         with TaskProgress(spark, group, tasks_done):
-            sc.parallelize(items, len(items)).map(lambda item: _task(service_uri, path, run_id, item)).collect()
+            done = sc.parallelize(items, len(items)).map(lambda item: _task(service_uri, path, run_id, item)).collect()
         report.seconds = time.perf_counter() - started
+    check_written(ledgers, [ledger for task in done for ledger in task])
+
+
+def check_written(ledgers: list[RestoreLedger], done: list[dict]) -> None:
+    """Every ledger with entries to write is among those the tasks say they wrote (or found closed): a BKError
+    naming how many are not, which fails the restore."""
+    wanted = {lg.ledger_id for lg in ledgers if lg.action != "skip" and lg.entries > 0}
+    missing = sorted(wanted - {result["ledger"] for result in done})
+    if missing:
+        raise BKError(
+            f"the restore's tasks did not write {len(missing)} of its {len(wanted)} ledgers (ledger {missing[0]})"
+        )
 
 
 # ---- on failure ----

@@ -314,3 +314,26 @@ def test_an_interrupted_claim_removes_the_ledger_whose_create_was_under_way(sour
         assert str(failed.value) == "restore failed: KeyboardInterrupt; created 1 ledgers, removed them"
         assert failed.value.report.removed == [ledger_id]
         assert not restored.core.ledgers.exists(ledger_id)
+
+
+def test_a_ledger_the_tasks_did_not_write_fails_the_restore(spark, source, target, tmp_path, monkeypatch):
+    """The job checks what its tasks return: a ledger none of them wrote (here: left out of the tasks) fails the
+    restore, and its ledgers are removed."""
+    from admin.restore import job
+    from admin.restore.job import RestoreFailed, run_restore
+    from bookie.progress import NO_PROGRESS
+
+    _, bk, closed, _ = source
+    ids = with_entries(bk, closed, 2)
+    write_backup(tmp_path / "b", bk, ids)
+    jobs = job.ledger_jobs
+    monkeypatch.setattr(job, "ledger_jobs", lambda spec, ledgers: {ids[0]: jobs(spec, ledgers)[ids[0]]})
+    with BookKeeper(target.service_uri) as restored:
+        plan = restore_plan(restored, tmp_path / "b", {i: i + 600 for i in ids})
+        with pytest.raises(RestoreFailed) as failed:
+            run_restore(restored, spark, target.service_uri, plan, False, NO_PROGRESS)
+        assert str(failed.value) == (
+            f"restore failed: the restore's tasks did not write 1 of its 2 ledgers (ledger {ids[1] + 600}); "
+            "created 2 ledgers, removed them"
+        )
+        assert not any(restored.core.ledgers.exists(i + 600) for i in ids)
