@@ -115,8 +115,7 @@ def claim(bk: Any, plan: RestorePlan, report: RestoreReport, progress: Progress)
     try:
         bk.run(_claim_all(bk.core, writing, report, progress, creates))
     except BaseException:
-        if creates:  # interrupted: the znode creates under way in their threads end first
-            bk.run(asyncio.wait(creates))
+        bk.run(_ended(creates))  # interrupted: the znode creates under way in their threads end first
         raise
     return ledgers
 
@@ -159,6 +158,10 @@ async def _claim_all(
     failed = next((r for r in results if isinstance(r, BaseException)), None)
     if failed is not None:  # after every claim in flight ended: report.created is then complete
         raise failed
+
+
+async def _ended(futures: list[asyncio.Future]) -> None:
+    await asyncio.gather(*futures, return_exceptions=True)
 
 
 def _take_over(core: Any, ledger: RestoreLedger, marker: tuple[str, bytes], ensemble: list[str]) -> int:
