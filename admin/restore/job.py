@@ -3,22 +3,25 @@ failed.
 
 1. **Claim** (driver): the id generator is moved past every kept id, --new-ids' ids are generated, then every
    ledger's znode is created (:meth:`LedgerReplay.claim`, ``CLAIMS_IN_FLIGHT`` at once): OPEN, marked
-   ``bkctl.restore=<runId>``, on a fresh ensemble of the target. A ledger an earlier run left marked is taken over
-   (its marker and ensemble rewritten by compare-and-set). Ledgers without entries are closed at once.
+   ``bkctl.restore=<runId>``, on a fresh ensemble of the target, with a cToken of this run. A ledger an earlier run
+   of the same backup ledger left marked is taken over: its metadata rebuilt from the backup's, with this run's
+   marker, ensemble and cToken, by compare-and-set. Ledgers without entries are closed at once. An interrupted
+   claim waits for the znode creates under way, so that the clean-up sees them.
 2. **Write** (Spark): each task reads its data files in order (pyarrow) and, per ledger, resumes the claimed ledger,
    writes its entries with their stored LAC and length fields, reads them back from every replica against the
    backup's payload checksum, and closes it (the commit: the marker goes). ``LEDGERS_IN_FLIGHT`` ledgers at once per
    task; about two tasks per core of the job (:func:`~admin.restore.plan.task_bytes`). A retried task skips the
    ledgers an earlier attempt closed.
-3. **Failure**: every ledger of the run is deleted — those still marked with its run id, and those it closed — found
-   by reading their znodes, not from memory of what succeeded; with ``keep_partial`` they stay, and a rerun of the
-   same restore skips the closed ones and writes the marked ones again.
+3. **Failure**: every ledger of the run is deleted — those still marked with its run id, and those it closed (its
+   cToken) — found by reading their znodes, not from memory of what succeeded, and deleted at the version read, so
+   a ledger another run took over is left alone; with ``keep_partial`` they stay, and a rerun of the same restore
+   skips the closed ones and writes the marked ones again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,8 +30,9 @@ from typing import Any
 
 from admin.export.job import _spark_errors
 from admin.export.session import TaskProgress
-from admin.restore.plan import MARKER_KEY, RestoreLedger, RestorePlan, TaskSpec, restored_as, task_bytes, tasks
-from bookie.errors import BKError, NoSuchLedger, reworded
+from admin.restore.plan import MARKER_KEY, RestoreLedger, RestorePlan, TaskSpec, redo_of, task_bytes, tasks
+from bookie.errors import BKError, MetadataVersionConflict, NoSuchLedger, reworded
+from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.progress import Progress
 
 CLAIMS_IN_FLIGHT = 32  # znode creates at once in the driver
@@ -59,6 +63,7 @@ class RestoreReport:
     seconds: float = 0.0  # the Spark job's: writes, read-back checks and closes
     id_map: dict[int, int] = field(default_factory=dict)
     created: list[int] = field(default_factory=list)  # target ids this run claimed or took over
+    tokens: dict[int, int] = field(default_factory=dict)  # target id -> the cToken this run gave it
     removed: list[int] = field(default_factory=list)
     restored_already: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -106,11 +111,18 @@ def claim(bk: Any, plan: RestorePlan, report: RestoreReport, progress: Progress)
     report.restored_already = [lg.ledger_id for lg in ledgers if lg.action == "skip"]
     writing = [lg for lg in ledgers if lg.action != "skip"]
     progress.phase("claiming ledgers", len(writing), "ledgers")
-    bk.run(_claim_all(bk.core, writing, report, progress))
+    creates: list[asyncio.Future] = []
+    try:
+        bk.run(_claim_all(bk.core, writing, report, progress, creates))
+    except BaseException:
+        bk.run(_ended(creates))  # interrupted: the znode creates under way in their threads end first
+        raise
     return ledgers
 
 
-async def _claim_all(core: Any, ledgers: list[RestoreLedger], report: RestoreReport, progress: Progress) -> None:
+async def _claim_all(
+    core: Any, ledgers: list[RestoreLedger], report: RestoreReport, progress: Progress, creates: list[asyncio.Future]
+) -> None:
     from bookie.client.placement import choose_ensemble
     from bookie.client.replay import LedgerReplay
 
@@ -118,18 +130,26 @@ async def _claim_all(core: Any, ledgers: list[RestoreLedger], report: RestoreRep
     bookies = await core.writable_bookies()
     slots = asyncio.Semaphore(CLAIMS_IN_FLIGHT)
 
+    def create(work: Any) -> Any:
+        """``work`` run on even if the claim is cancelled: its znode write cannot be taken back."""
+        creates.append(future := asyncio.ensure_future(work))
+        return asyncio.shield(future)
+
     async def one(ledger: RestoreLedger) -> None:
         async with slots:
             ensemble = choose_ensemble(bookies, ledger.source.metadata.ensemble_size)
+            report.created.append(ledger.ledger_id)  # before its create: the clean-up reads what came of it
             if ledger.action == "redo":
-                await asyncio.to_thread(_take_over, core, ledger, marker, ensemble)
-                report.created.append(ledger.ledger_id)
+                token = await create(asyncio.to_thread(_take_over, core, ledger, marker, ensemble))
                 replay = await LedgerReplay.resume(core, ledger.ledger_id, ledger.password, marker)
             else:
-                replay = await LedgerReplay.claim(
-                    core, ledger.ledger_id, ledger.source.metadata, ledger.password, marker, ensemble
+                replay = await create(
+                    LedgerReplay.claim(
+                        core, ledger.ledger_id, ledger.source.metadata, ledger.password, marker, ensemble
+                    )
                 )
-                report.created.append(ledger.ledger_id)
+                token = replay.metadata.c_token
+            report.tokens[ledger.ledger_id] = token
             if ledger.entries == 0:
                 await replay.close(-1, 0)
             progress.advance(1)
@@ -140,16 +160,38 @@ async def _claim_all(core: Any, ledgers: list[RestoreLedger], report: RestoreRep
         raise failed
 
 
-def _take_over(core: Any, ledger: RestoreLedger, marker: tuple[str, bytes], ensemble: list[str]) -> None:
-    """A ledger an earlier run claimed and did not close: this run's marker, and a fresh ensemble (the earlier one
-    may hold a bookie that is gone); its entries are written again from the first."""
+async def _ended(futures: list[asyncio.Future]) -> None:
+    await asyncio.gather(*futures, return_exceptions=True)
+
+
+def _take_over(core: Any, ledger: RestoreLedger, marker: tuple[str, bytes], ensemble: list[str]) -> int:
+    """A ledger an earlier run claimed from the same backup ledger and did not close, claimed again: its metadata
+    rebuilt from the backup's as :meth:`LedgerReplay.claim` writes it, with this run's marker, a fresh ensemble (the
+    earlier one may hold a bookie that is gone) and a fresh cToken, by compare-and-set at the version checked; its
+    entries are written again from the first. Returns the cToken."""
+    from bookie.codec.digest import DigestType
     from bookie.meta.ledger_metadata import Segment
 
     md, version = core.ledgers.read(ledger.ledger_id)
-    custom = {**md.custom_metadata, marker[0]: marker[1]}
-    core.ledgers.write(
-        ledger.ledger_id, md.with_changes(custom_metadata=custom, segments=(Segment(0, tuple(ensemble)),)), version
+    if not redo_of(md, ledger.source, ledger.password):
+        raise MetadataVersionConflict(
+            f"ledger {ledger.ledger_id}: changed since the restore was planned (another run closed or rewrote it): "
+            "not taken over"
+        )
+    source = ledger.source.metadata
+    claimed = LedgerMetadata(
+        ensemble_size=source.ensemble_size,
+        write_quorum_size=source.write_quorum_size,
+        ack_quorum_size=source.ack_quorum_size,
+        segments=(Segment(0, tuple(ensemble)),),
+        digest_type=DigestType(source.digest_type or DigestType.CRC32),
+        password=ledger.password,
+        ctime=source.ctime,
+        custom_metadata={**source.custom_metadata, marker[0]: marker[1]},
+        c_token=int.from_bytes(os.urandom(7), "big"),
     )
+    core.ledgers.write(ledger.ledger_id, claimed, version)
+    return claimed.c_token
 
 
 # ---- phase 2: write (Spark tasks) ----
@@ -200,7 +242,6 @@ class _Feed:
 
 async def _replay(core: Any, job: LedgerJob, marker: tuple[str, bytes], feed: _Feed) -> dict[str, int]:
     from bookie.client.replay import LedgerReplay
-    from bookie.meta.ledger_metadata import LedgerState
 
     try:
         md, _ = await asyncio.to_thread(core.ledgers.read, job.target_id)
@@ -323,28 +364,52 @@ def write(
     with _spark_errors():
         started = time.perf_counter()
         with TaskProgress(spark, group, tasks_done):
-            sc.parallelize(items, len(items)).map(lambda item: _task(service_uri, path, run_id, item)).collect()
+            done = sc.parallelize(items, len(items)).map(lambda item: _task(service_uri, path, run_id, item)).collect()
         report.seconds = time.perf_counter() - started
+    check_written(ledgers, [ledger for task in done for ledger in task])
+
+
+def check_written(ledgers: list[RestoreLedger], done: list[dict]) -> None:
+    """Every ledger with entries to write is among those the tasks say they wrote (or found closed): a BKError
+    naming how many are not, which fails the restore."""
+    wanted = {lg.ledger_id for lg in ledgers if lg.action != "skip" and lg.entries > 0}
+    missing = sorted(wanted - {result["ledger"] for result in done})
+    if missing:
+        raise BKError(
+            f"the restore's tasks did not write {len(missing)} of its {len(wanted)} ledgers (ledger {missing[0]})"
+        )
 
 
 # ---- on failure ----
 
 
-def remove_run(bk: Any, plan: RestorePlan, report: RestoreReport) -> list[int]:
-    """Delete the run's ledgers: those of ``report.created`` still marked with its run id, or closed by it (equal to
-    the backup's). Read from the target, so a ledger another writer took meanwhile is left alone."""
-    by_target = {report.id_map.get(lg.source_id, lg.target_id): lg for lg in plan.ledgers}
-    marker = report.run_id.encode()
-    removed = []
-    for ledger_id, md in bk.core.ledgers.iter_ledgers(sorted(report.created)):
-        ledger = by_target.get(ledger_id)
-        ours = md.custom_metadata.get(MARKER_KEY) == marker or (
-            ledger is not None and restored_as(md, ledger.source, ledger.password)
-        )
-        if ours:
-            with contextlib.suppress(NoSuchLedger):
-                bk.core.ledgers.delete(ledger_id)
-            removed.append(ledger_id)
+def remove_run(bk: Any, report: RestoreReport) -> list[int]:
+    """Delete the run's ledgers: those of ``report.created`` still marked with its run id, or closed by it (CLOSED
+    with the cToken it gave them), each at the version just read, so that a ledger another run took over (its
+    cToken) or changes meanwhile is left alone. An id whose claim did not finish and that holds no ledger of the
+    run (its create never happened, or the id was taken) leaves ``report.created``."""
+    ledgers, marker = bk.core.ledgers, report.run_id.encode()
+    removed: list[int] = []
+    unmade: set[int] = set()
+    for ledger_id in sorted(report.created):
+        token = report.tokens.get(ledger_id)
+        while True:
+            try:
+                md, version = ledgers.read(ledger_id)
+                if md.custom_metadata.get(MARKER_KEY) == marker or (
+                    md.state == LedgerState.CLOSED and MARKER_KEY not in md.custom_metadata and md.c_token == token
+                ):
+                    ledgers.delete(ledger_id, version)
+                    removed.append(ledger_id)
+                elif token is None:
+                    unmade.add(ledger_id)
+            except NoSuchLedger:
+                if token is None:
+                    unmade.add(ledger_id)
+            except MetadataVersionConflict:  # changed between the read and the delete: judged again
+                continue
+            break
+    report.created = [ledger_id for ledger_id in report.created if ledger_id not in unmade]
     return removed
 
 
@@ -367,7 +432,7 @@ def run_restore(
         write(spark, service_uri, plan, ledgers, report, progress)
     except BaseException as exc:
         if not keep_partial:
-            report.removed = remove_run(bk, plan, report)
+            report.removed = remove_run(bk, report)
         report.problems.append(str(exc) or type(exc).__name__)
         raise RestoreFailed(failure_message(exc, report, keep_partial), report, exc) from exc
     return report

@@ -6,8 +6,9 @@ cannot succeed, each with the one line the user sees: :class:`CorruptData` for a
 Ids: kept, unless ``--id-map FILE`` (lines ``OLD NEW``; ``#`` starts a comment) maps them, or ``--new-ids`` gives
 every id that exists in the target a generated one (generated at the claim, after the id generator moved past the
 kept ids, so a new id never takes a kept one). A target ledger under a kept id is a collision, except one this
-restore wrote before: CLOSED, without a marker and equal to the backup's ledger (skipped: "restored already"), or
-still carrying a restore's marker (written again: "redo").
+restore wrote before from the same backup ledger (its sizes, digest type, password, ctime and custom metadata):
+CLOSED without a marker at its last entry (skipped: "restored already"), or OPEN and still carrying a restore's
+marker (written again: "redo").
 
 Tasks: a data file holds ranges of entries of one or more ledgers, and a big ledger spans several files; the files
 that share a ledger go to the same task (one ledger is never split across writers), and small groups are packed
@@ -245,19 +246,47 @@ def _task(index: int, files: list[str], ids: list[int], wanted: dict[int, Restor
 # ---- the target ----
 
 
+def ledger_differs(
+    target: LedgerMetadata, source: LedgerMetadata, password: bytes, marker_key: str = MARKER_KEY
+) -> str:
+    """What makes ``target`` another ledger than one written from ``source`` with ``password`` by
+    :meth:`~bookie.client.replay.LedgerReplay.claim`: its ensemble/write/ack sizes, digest type (any, for a source
+    whose format names none), password, ctime or custom metadata (``marker_key`` aside); "" when none does. Its
+    state, ensemble and last entry are the caller's to judge."""
+    if {k: v for k, v in target.custom_metadata.items() if k != marker_key} != source.custom_metadata:
+        return "its custom metadata differs"
+    sizes = ("ensemble_size", "write_quorum_size", "ack_quorum_size")
+    if any(getattr(target, name) != getattr(source, name) for name in sizes):
+        return "its ensemble, write or ack quorum size differs"
+    if target.digest_type != (source.digest_type or target.digest_type) or (target.password or b"") != password:
+        return "its digest type or password differs"
+    if target.ctime != source.ctime:
+        return "its creation time differs"
+    return ""
+
+
+def same_ledger(target: LedgerMetadata, source: LedgerMetadata, password: bytes, marker_key: str = MARKER_KEY) -> bool:
+    """Whether ``target`` was written from ``source`` with ``password`` (:func:`ledger_differs` finds nothing)."""
+    return not ledger_differs(target, source, password, marker_key)
+
+
 def restored_as(target: LedgerMetadata, ledger: BackedUpLedger, password: bytes) -> bool:
     """Whether the target's ledger is this backup's ledger, restored and closed: what a rerun skips."""
-    source = ledger.metadata
     return (
         target.state == LedgerState.CLOSED
         and MARKER_KEY not in target.custom_metadata
-        and target.custom_metadata == source.custom_metadata
-        and (target.ensemble_size, target.write_quorum_size, target.ack_quorum_size)
-        == (source.ensemble_size, source.write_quorum_size, source.ack_quorum_size)
-        and target.digest_type == (source.digest_type or target.digest_type)
-        and (target.password or b"") == password
-        and target.ctime == source.ctime
+        and same_ledger(target, ledger.metadata, password)
         and (target.last_entry_id, target.length) == (ledger.last_entry_id, ledger.length)
+    )
+
+
+def redo_of(target: LedgerMetadata, ledger: BackedUpLedger, password: bytes) -> bool:
+    """Whether the target's ledger is this backup's ledger claimed by a restore that did not close it: OPEN, marked
+    by a run, and written from it (another ledger's entries are never written under its metadata)."""
+    return (
+        target.state == LedgerState.OPEN
+        and MARKER_KEY in target.custom_metadata
+        and same_ledger(target, ledger.metadata, password)
     )
 
 
@@ -291,7 +320,7 @@ def assign_ids(
         action = "create"
         if target_id in existing:
             there = existing[target_id]
-            if there is not None and MARKER_KEY in there.custom_metadata and there.state == LedgerState.OPEN:
+            if there is not None and redo_of(there, ledger, password):
                 action = "redo"
             elif there is not None and restored_as(there, ledger, password):
                 action = "skip"

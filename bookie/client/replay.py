@@ -396,11 +396,9 @@ class LedgerReplay:
         """Compare-and-set the znode to CLOSED at ``last_entry_id`` and ``length``, the marker removed: the
         commit. MetadataVersionConflict, naming the ledger, when someone else changed the znode since the claim."""
         self._raise()
-        if self._next and last_entry_id != self._next - 1:
-            raise InvalidArgument(
-                f"ledger {self.ledger_id}: cannot close at entry {last_entry_id}: entries 0..{self._next - 1} "
-                "were written"
-            )
+        if last_entry_id != self._next - 1:  # a ledger without entries closes at -1
+            written = f"entries 0..{self._next - 1} were" if self._next else "no entry was"
+            raise InvalidArgument(f"ledger {self.ledger_id}: cannot close at entry {last_entry_id}: {written} written")
         custom = {k: v for k, v in self.metadata.custom_metadata.items() if k != self._marker[0]}
         closed = self.metadata.with_changes(
             state=LedgerState.CLOSED, last_entry_id=last_entry_id, length=length, custom_metadata=custom

@@ -243,3 +243,97 @@ def test_a_retried_task_skips_the_ledgers_an_earlier_attempt_closed(source, targ
         assert [r["entries"] for r in again] == [0, 0]
         assert [restored.ledger_metadata(i + 300) for i in ids] == closed_first
         assert all(md.state == LedgerState.CLOSED for md in closed_first)
+
+
+def restore_plan(restored: BookKeeper, path, id_map: dict[int, int]):
+    from admin.backup.manifest import Manifest, read_ledgers
+    from admin.restore.plan import plan_restore
+
+    return plan_restore(
+        str(path), Manifest.load(str(path)), read_ledgers(str(path)), restored.core, None, id_map, False
+    )
+
+
+def test_a_failed_run_leaves_alone_the_ledgers_another_run_took_over(source, target, tmp_path):
+    """Two runs of one backup: the second takes over the ledgers the first claimed (metadata rebuilt, a fresh
+    cToken) and closes them; the first then fails, and its clean-up deletes none of them. A third run planned while
+    they were open does not open them again. Without Spark: the claims, a task's coroutine, the clean-up."""
+    from admin.restore.job import RestoreReport, claim, ledger_jobs, remove_run, restore_files
+    from admin.restore.plan import tasks
+    from bookie.errors import MetadataVersionConflict
+    from bookie.progress import NO_PROGRESS
+
+    _, bk, closed, _ = source
+    ids = with_entries(bk, closed, 2)
+    write_backup(tmp_path / "b", bk, ids)
+    id_map = {i: i + 400 for i in ids}
+    with BookKeeper(target.service_uri) as restored:
+        first = RestoreReport("first")
+        claim(restored, restore_plan(restored, tmp_path / "b", id_map), first, NO_PROGRESS)
+        second_plan, third_plan = (restore_plan(restored, tmp_path / "b", id_map) for _ in range(2))
+        assert [lg.action for lg in second_plan.ledgers] == ["redo", "redo"]
+        second = RestoreReport("second")
+        ledgers = claim(restored, second_plan, second, NO_PROGRESS)
+        assert sorted(second.tokens) == sorted(first.tokens) == [i + 400 for i in ids]
+        assert all(second.tokens[i] != first.tokens[i] for i in first.tokens)
+        (spec,) = tasks(second_plan.manifest, ledgers)
+        restored.run(restore_files(restored.core, str(tmp_path / "b"), "second", spec, ledger_jobs(spec, ledgers)))
+        done = [restored.ledger_metadata(i + 400) for i in ids]
+        assert all(md.state == LedgerState.CLOSED for md in done)
+
+        assert remove_run(restored, first) == []
+        with pytest.raises(MetadataVersionConflict, match="changed since the restore was planned"):
+            claim(restored, third_plan, RestoreReport("third"), NO_PROGRESS)
+        assert [restored.ledger_metadata(i + 400) for i in ids] == done
+
+
+def test_an_interrupted_claim_removes_the_ledger_whose_create_was_under_way(source, target, tmp_path, monkeypatch):
+    """Ctrl-C while a znode create runs in its thread: the create ends, and the clean-up finds and deletes it."""
+    import signal
+
+    from admin.restore.job import RestoreFailed, run_restore
+    from bookie.progress import NO_PROGRESS
+
+    _, bk, closed, _ = source
+    (source_id,) = with_entries(bk, closed, 1)
+    write_backup(tmp_path / "b", bk, [source_id])
+    ledger_id = source_id + 500
+    create = LedgerManager.create
+
+    def interrupted(self, *args):
+        os.kill(os.getpid(), signal.SIGINT)
+        return create(self, *args)
+
+    with BookKeeper(target.service_uri) as restored:
+        plan = restore_plan(restored, tmp_path / "b", {source_id: ledger_id})
+        monkeypatch.setattr(LedgerManager, "create", interrupted)
+        with pytest.raises(RestoreFailed) as failed:
+            run_restore(restored, None, target.service_uri, plan, False, NO_PROGRESS)
+        monkeypatch.undo()
+        assert isinstance(failed.value.cause, KeyboardInterrupt)
+        assert str(failed.value) == "restore failed: KeyboardInterrupt; created 1 ledgers, removed them"
+        assert failed.value.report.removed == [ledger_id]
+        assert not restored.core.ledgers.exists(ledger_id)
+
+
+def test_a_ledger_the_tasks_did_not_write_fails_the_restore(spark, source, target, tmp_path, monkeypatch):
+    """The job checks what its tasks return: a ledger none of them wrote (here: left out of the tasks) fails the
+    restore, and its ledgers are removed."""
+    from admin.restore import job
+    from admin.restore.job import RestoreFailed, run_restore
+    from bookie.progress import NO_PROGRESS
+
+    _, bk, closed, _ = source
+    ids = with_entries(bk, closed, 2)
+    write_backup(tmp_path / "b", bk, ids)
+    jobs = job.ledger_jobs
+    monkeypatch.setattr(job, "ledger_jobs", lambda spec, ledgers: {ids[0]: jobs(spec, ledgers)[ids[0]]})
+    with BookKeeper(target.service_uri) as restored:
+        plan = restore_plan(restored, tmp_path / "b", {i: i + 600 for i in ids})
+        with pytest.raises(RestoreFailed) as failed:
+            run_restore(restored, spark, target.service_uri, plan, False, NO_PROGRESS)
+        assert str(failed.value) == (
+            f"restore failed: the restore's tasks did not write 1 of its 2 ledgers (ledger {ids[1] + 600}); "
+            "created 2 ledgers, removed them"
+        )
+        assert not any(restored.core.ledgers.exists(i + 600) for i in ids)

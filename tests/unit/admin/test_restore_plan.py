@@ -11,6 +11,7 @@ from admin.restore.plan import (
     assign_ids,
     check_ranges,
     check_target,
+    ledger_differs,
     parse_id_map,
     resolve_passwords,
     tasks,
@@ -129,6 +130,29 @@ def test_a_rerun_skips_restored_ledgers_and_redoes_marked_ones():
     assert [lg.action for lg in planned] == ["skip", "redo"]
     with pytest.raises(Unsafe):  # another password: another ledger
         assign_ids(ledgers[:1], {1: b"other"}, {1: restored}, None, False)
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"ensemble_size": 2}, "its ensemble, write or ack quorum size differs"),
+        ({"ack_quorum_size": 1}, "its ensemble, write or ack quorum size differs"),
+        ({"digest_type": DigestType.HMAC}, "its digest type or password differs"),
+        ({"password": b"other"}, "its digest type or password differs"),
+        ({"ctime": 5}, "its creation time differs"),
+        ({"custom_metadata": {"app": b"y", MARKER_KEY: b"run1"}}, "its custom metadata differs"),
+    ],
+)
+def test_a_marked_ledger_is_written_again_only_when_it_is_the_backups_ledger(change, why):
+    ledger = backed_up(1)
+    claimed = ledger.metadata.with_changes(state=LedgerState.OPEN, custom_metadata={"app": b"x", MARKER_KEY: b"run1"})
+    other = claimed.with_changes(**change)
+    assert (ledger_differs(claimed, ledger.metadata, b"pw"), ledger_differs(other, ledger.metadata, b"pw")) == ("", why)
+    with pytest.raises(Unsafe, match=r"\(ledger 1\): pass --id-map"):
+        assign_ids([ledger], {1: b"pw"}, {1: other}, None, False)
+    assert [lg.target_id for lg in assign_ids([ledger], {1: b"pw"}, {1: other}, None, True)] == [None]
+    with pytest.raises(Unsafe, match=r"\(ledger 50\): change them in --id-map"):
+        assign_ids([ledger], {1: b"pw"}, {50: other}, {1: 50}, False)
 
 
 def test_the_target_needs_bookies_for_the_widest_ensemble_and_room_for_the_ids():

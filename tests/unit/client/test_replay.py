@@ -153,6 +153,18 @@ def test_a_refusing_bookie_fails_the_write_naming_ledger_entry_and_bookie_withou
     assert PASSWORD.decode() not in shown and "ledger_id=7" in shown
 
 
+def test_a_replay_closes_at_the_last_entry_it_wrote_only():
+    async def run():
+        replay = replay_of(Core([StandIn(b) for b in ENSEMBLE]))
+        with pytest.raises(InvalidArgument, match=r"^ledger 7: cannot close at entry 9: no entry was written$"):
+            await replay.close(9, 1000)
+        await replay.write(entries(3))
+        with pytest.raises(InvalidArgument, match=r"^ledger 7: cannot close at entry 9: entries 0\.\.2 were written$"):
+            await replay.close(9, 1000)
+
+    asyncio.run(run())
+
+
 def test_a_bookie_refusing_the_key_may_hold_a_deleted_ledger_of_the_id():
     bookies = [StandIn(ENSEMBLE[0], status=StatusCode.EUA), StandIn(ENSEMBLE[1]), StandIn(ENSEMBLE[2])]
 
