@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from admin.export.plan import EntryRange, ExportPlan, Partition, PlannedLedger, Selection, pack, plan_export
+from bookie.client.replay import ledger_differs
 from bookie.errors import CorruptData
 from bookie.meta.ledger_metadata import LedgerMetadata
 
@@ -28,20 +29,17 @@ def target_state(ledger: PlannedLedger, target: LedgerMetadata | None) -> tuple[
     """``(state, why)`` of the id of ``ledger`` in the target, whose metadata there is ``target`` (None: absent)."""
     if target is None:
         return ABSENT, ""
+    source = ledger.metadata
+    # another ledger is never taken for a copy of this one, finished or not (another run's, from another cluster)
+    differs = ledger_differs(target, source, ledger.password, MARKER_KEY)
+    if differs:
+        return FOREIGN, differs
     if MARKER_KEY in target.custom_metadata:
         if not target.is_closed:
             return UNFINISHED, ""
         return FOREIGN, f"closed, but marked {MARKER_KEY}"
-    source = ledger.metadata
     if not target.is_closed:
         return FOREIGN, f"{target.state.name} in the target"
-    if target.custom_metadata != source.custom_metadata:
-        return FOREIGN, "its custom metadata differs"
-    sizes = ("ensemble_size", "write_quorum_size", "ack_quorum_size")
-    if any(getattr(target, name) != getattr(source, name) for name in sizes):
-        return FOREIGN, "its ensemble, write or ack quorum size differs"
-    if (target.digest_type, target.password or b"") != (source.digest_type, ledger.password):
-        return FOREIGN, "its digest type or password differs"
     if source.is_closed and (target.last_entry_id, target.length) != (ledger.last_entry_id, ledger.length):
         return FOREIGN, (
             f"closed at entry {target.last_entry_id} ({target.length} bytes), the source at entry "

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admin.backup.manifest import BackedUpLedger, FileEntry, Manifest
+from bookie.client.replay import ledger_differs
 from bookie.errors import CorruptData, InvalidArgument, Unauthorized, Unsafe
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.meta.paths import MAX_LEDGER_ID, SHORT_ID_LIMIT
@@ -246,36 +247,12 @@ def _task(index: int, files: list[str], ids: list[int], wanted: dict[int, Restor
 # ---- the target ----
 
 
-def ledger_differs(
-    target: LedgerMetadata, source: LedgerMetadata, password: bytes, marker_key: str = MARKER_KEY
-) -> str:
-    """What makes ``target`` another ledger than one written from ``source`` with ``password`` by
-    :meth:`~bookie.client.replay.LedgerReplay.claim`: its ensemble/write/ack sizes, digest type (any, for a source
-    whose format names none), password, ctime or custom metadata (``marker_key`` aside); "" when none does. Its
-    state, ensemble and last entry are the caller's to judge."""
-    if {k: v for k, v in target.custom_metadata.items() if k != marker_key} != source.custom_metadata:
-        return "its custom metadata differs"
-    sizes = ("ensemble_size", "write_quorum_size", "ack_quorum_size")
-    if any(getattr(target, name) != getattr(source, name) for name in sizes):
-        return "its ensemble, write or ack quorum size differs"
-    if target.digest_type != (source.digest_type or target.digest_type) or (target.password or b"") != password:
-        return "its digest type or password differs"
-    if target.ctime != source.ctime:
-        return "its creation time differs"
-    return ""
-
-
-def same_ledger(target: LedgerMetadata, source: LedgerMetadata, password: bytes, marker_key: str = MARKER_KEY) -> bool:
-    """Whether ``target`` was written from ``source`` with ``password`` (:func:`ledger_differs` finds nothing)."""
-    return not ledger_differs(target, source, password, marker_key)
-
-
 def restored_as(target: LedgerMetadata, ledger: BackedUpLedger, password: bytes) -> bool:
     """Whether the target's ledger is this backup's ledger, restored and closed: what a rerun skips."""
     return (
         target.state == LedgerState.CLOSED
         and MARKER_KEY not in target.custom_metadata
-        and same_ledger(target, ledger.metadata, password)
+        and not ledger_differs(target, ledger.metadata, password, MARKER_KEY)
         and (target.last_entry_id, target.length) == (ledger.last_entry_id, ledger.length)
     )
 
@@ -286,7 +263,7 @@ def redo_of(target: LedgerMetadata, ledger: BackedUpLedger, password: bytes) -> 
     return (
         target.state == LedgerState.OPEN
         and MARKER_KEY in target.custom_metadata
-        and same_ledger(target, ledger.metadata, password)
+        and not ledger_differs(target, ledger.metadata, password, MARKER_KEY)
     )
 
 

@@ -79,6 +79,23 @@ class ReplayEntry:
     payload: bytes = field(repr=False)
 
 
+def ledger_differs(target: LedgerMetadata, source: LedgerMetadata, password: bytes, marker_key: str) -> str:
+    """What makes ``target`` another ledger than one :meth:`LedgerReplay.claim` wrote from ``source`` with
+    ``password``: its ensemble/write/ack sizes, digest type (any, for a source whose format names none), password,
+    ctime or custom metadata (``marker_key`` aside); "" when none does. Its state, ensemble and last entry are the
+    caller's to judge."""
+    if {k: v for k, v in target.custom_metadata.items() if k != marker_key} != source.custom_metadata:
+        return "its custom metadata differs"
+    sizes = ("ensemble_size", "write_quorum_size", "ack_quorum_size")
+    if any(getattr(target, name) != getattr(source, name) for name in sizes):
+        return "its ensemble, write or ack quorum size differs"
+    if target.digest_type != (source.digest_type or target.digest_type) or (target.password or b"") != password:
+        return "its digest type or password differs"
+    if target.ctime != source.ctime:
+        return "its creation time differs"
+    return ""
+
+
 def payload_xor(ledger_id: int, entries: Iterable[tuple[int, bytes]]) -> int:
     """The export's payload checksum (admin/export/part_files.py: LedgerStats) of ``(entry id, payload)`` pairs:
     XOR over them of the 8-byte BLAKE2b of ``ledgerId | entryId | payload``, as an unsigned 64-bit int."""

@@ -11,11 +11,11 @@ from admin.restore.plan import (
     assign_ids,
     check_ranges,
     check_target,
-    ledger_differs,
     parse_id_map,
     resolve_passwords,
     tasks,
 )
+from bookie.client.replay import ledger_differs
 from bookie.codec.digest import DigestType
 from bookie.errors import CorruptData, InvalidArgument, Unauthorized, Unsafe
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
@@ -147,7 +147,8 @@ def test_a_marked_ledger_is_written_again_only_when_it_is_the_backups_ledger(cha
     ledger = backed_up(1)
     claimed = ledger.metadata.with_changes(state=LedgerState.OPEN, custom_metadata={"app": b"x", MARKER_KEY: b"run1"})
     other = claimed.with_changes(**change)
-    assert (ledger_differs(claimed, ledger.metadata, b"pw"), ledger_differs(other, ledger.metadata, b"pw")) == ("", why)
+    differs = [ledger_differs(md, ledger.metadata, b"pw", MARKER_KEY) for md in (claimed, other)]
+    assert differs == ["", why]
     with pytest.raises(Unsafe, match=r"\(ledger 1\): pass --id-map"):
         assign_ids([ledger], {1: b"pw"}, {1: other}, None, False)
     assert [lg.target_id for lg in assign_ids([ledger], {1: b"pw"}, {1: other}, None, True)] == [None]
