@@ -60,6 +60,29 @@ def dry_run_option(command):
     return click.option("--dry-run", is_flag=True, help="Show what would change, change nothing.")(command)
 
 
+def spark_options(when: str = ""):
+    """``--master`` and ``--conf`` of the commands that run a Spark job; ``when``: what the help says first (e.g.
+    "With --data: ")."""
+
+    def apply(command):
+        command = click.option(
+            "--conf",
+            "spark_conf",
+            multiple=True,
+            callback=key_values(prefix="spark."),
+            metavar="spark.KEY=VALUE",
+            help=f"{when}A Spark setting (repeatable), as spark-submit --conf.",
+        )(command)
+        return click.option(
+            "--master",
+            metavar="MASTER",
+            help=f"{when}Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or "
+            "spark-submit's when run by it].",
+        )(command)
+
+    return apply
+
+
 def sandbox_dir_option(command):
     return click.option(
         "--dir",

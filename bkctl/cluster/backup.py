@@ -1,7 +1,7 @@
 import click
 
 from bkctl.completers import complete_ledger_ids
-from bkctl.options import dry_run_option, key_values, output_option
+from bkctl.options import dry_run_option, key_values, output_option, spark_options
 from bkctl.pulsar.common import pulsar_zk_option
 
 
@@ -43,20 +43,7 @@ from bkctl.pulsar.common import pulsar_zk_option
     "locators), and every ledger they reference, open ones up to their LAC.",
 )
 @pulsar_zk_option
-@click.option(
-    "--master",
-    metavar="MASTER",
-    help="With --data: Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or "
-    "spark-submit's when run by it].",
-)
-@click.option(
-    "--conf",
-    "spark_conf",
-    multiple=True,
-    callback=key_values(prefix="spark."),
-    metavar="spark.KEY=VALUE",
-    help="With --data: a Spark setting (repeatable), as spark-submit --conf.",
-)
+@spark_options("With --data: ")
 @click.option(
     "--partition-bytes",
     default="64MB",

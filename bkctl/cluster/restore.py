@@ -1,6 +1,6 @@
 import click
 
-from bkctl.options import dry_run_option, key_values, output_option, yes_option
+from bkctl.options import dry_run_option, output_option, spark_options, yes_option
 from bkctl.pulsar.common import pulsar_zk_option
 
 
@@ -31,20 +31,7 @@ from bkctl.pulsar.common import pulsar_zk_option
     is_flag=True,
     help="On failure, keep the ledgers restored so far (a rerun finishes them) instead of removing them.",
 )
-@click.option(
-    "--master",
-    metavar="MASTER",
-    help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or spark-submit's "
-    "when run by it].",
-)
-@click.option(
-    "--conf",
-    "spark_conf",
-    multiple=True,
-    callback=key_values(prefix="spark."),
-    metavar="spark.KEY=VALUE",
-    help="A Spark setting (repeatable), as spark-submit --conf.",
-)
+@spark_options()
 @click.option(
     "--with-pulsar-metadata",
     is_flag=True,

@@ -1,7 +1,7 @@
 import click
 
 from bkctl.completers import complete_ledger_ids
-from bkctl.options import dry_run_option, key_values, output_option, yes_option
+from bkctl.options import dry_run_option, key_values, output_option, spark_options, yes_option
 
 FIRST_IDS = 10  # ledger ids named in a refusal
 
@@ -31,20 +31,7 @@ FIRST_IDS = 10  # ledger ids named in a refusal
     help="Copy open ledgers too, up to their LAC now (writers are not fenced), and close the copies there: a later "
     "copy does not extend them.",
 )
-@click.option(
-    "--master",
-    metavar="MASTER",
-    help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or spark-submit's "
-    "when run by it].",
-)
-@click.option(
-    "--conf",
-    "spark_conf",
-    multiple=True,
-    callback=key_values(prefix="spark."),
-    metavar="spark.KEY=VALUE",
-    help="A Spark setting (repeatable), as spark-submit --conf.",
-)
+@spark_options()
 @click.option(
     "--partition-bytes",
     default="64MB",

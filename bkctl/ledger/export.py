@@ -1,7 +1,7 @@
 import click
 
 from bkctl.completers import complete_ledger_ids
-from bkctl.options import dry_run_option, key_values, output_option
+from bkctl.options import dry_run_option, key_values, output_option, spark_options
 
 
 @click.command()
@@ -31,20 +31,7 @@ from bkctl.options import dry_run_option, key_values, output_option
     show_default=True,
     help="parquet, or json: JSON lines with base64 payloads.",
 )
-@click.option(
-    "--master",
-    metavar="MASTER",
-    help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*], or spark-submit's "
-    "when run by it].",
-)
-@click.option(
-    "--conf",
-    "spark_conf",
-    multiple=True,
-    callback=key_values(prefix="spark."),
-    metavar="spark.KEY=VALUE",
-    help="A Spark setting (repeatable), as spark-submit --conf.",
-)
+@spark_options()
 @click.option(
     "--partition-bytes",
     default="64MB",
