@@ -153,7 +153,7 @@ def _copy_ledger(source, target, ledger: PlannedLedger, marker: tuple[str, bytes
         checksum ^= payload_xor(lid, ((e.entry_id, e.payload) for e in batch))
         if writing is not None:
             writing.result()
-        return asyncio.run_coroutine_threadsafe(replay.write(batch), target.loop)
+        return asyncio.run_coroutine_threadsafe(replay.add(batch), target.loop)
 
     try:
         for entry in ReadHandle(source, reader).iter_entries(0, last):

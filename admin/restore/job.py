@@ -229,10 +229,9 @@ class _Feed:
         if not self.stopped:
             await self.queue.put(chunk)
 
-    async def entries(self) -> Any:
+    async def chunks(self) -> Any:
         while (chunk := await self.queue.get()) is not None:
-            for entry in chunk:
-                yield entry
+            yield chunk
 
     def stop(self) -> None:
         self.stopped = True
@@ -248,7 +247,8 @@ async def _replay(core: Any, job: LedgerJob, marker: tuple[str, bytes], feed: _F
         if md.state == LedgerState.CLOSED and MARKER_KEY not in md.custom_metadata:  # a retried task's ledger
             return {"ledger": job.target_id, "entries": 0, "bytes": 0}
         replay = await LedgerReplay.resume(core, job.target_id, job.password, marker)
-        await replay.write(feed.entries())
+        async for chunk in feed.chunks():
+            await replay.add(chunk)
         await replay.verify(job.payload_xor, checksum_ledger_id=job.source_id)
         await replay.close(job.last_entry_id, job.length)
         return {"ledger": job.target_id, "entries": job.last_entry_id + 1, "bytes": job.length}
@@ -279,7 +279,7 @@ async def restore_files(core: Any, path: str, run_id: str, task: TaskSpec, jobs:
     try:
         while (batch := await asyncio.to_thread(next, batches, None)) is not None:
             ledger_ids = batch.column(0).to_pylist()
-            columns = [batch.column(i).to_pylist() for i in range(1, 5)]
+            columns = [batch.column(i).to_pylist() for i in range(1, 5)]  # entryId, payload, LAC, length
             for ledger_id, start, end in _runs(ledger_ids):
                 if ledger_id != current:
                     if feed is not None:
@@ -305,10 +305,10 @@ async def restore_files(core: Any, path: str, run_id: str, task: TaskSpec, jobs:
 
 
 def _replay_entries(columns: list[list[Any]], start: int, end: int) -> list[Any]:
-    from bookie.client.replay import ReplayEntry
-
-    entry_ids, payloads, lacs, lengths = columns
-    return [ReplayEntry(entry_ids[i], lacs[i], lengths[i], payloads[i]) for i in range(start, end)]
+    """Rows ``start..end`` as :class:`~bookie.client.replay.ReplayEntry` tuples ``(entryId, LAC, length,
+    payload)``: made by ``zip``, not one object each."""
+    entry_ids, payloads, lacs, lengths = (column[start:end] for column in columns)
+    return list(zip(entry_ids, lacs, lengths, payloads, strict=True))
 
 
 def ledger_jobs(spec: TaskSpec, ledgers: list[RestoreLedger]) -> dict[int, LedgerJob]:

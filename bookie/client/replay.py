@@ -28,8 +28,8 @@ import asyncio
 import hashlib
 import os
 import struct
-from collections.abc import AsyncIterable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from bookie.client.bookie_client import (
     CONNECTION_LOST,
@@ -69,14 +69,14 @@ _HEAD = struct.Struct(">iqqqq")  # an add record's size, then the framed entry's
 _MASK64 = (1 << 64) - 1
 
 
-@dataclass(frozen=True, slots=True)
-class ReplayEntry:
-    """One entry as it was written: its id, its stored LAC and ledger-length fields, and its payload."""
+class ReplayEntry(NamedTuple):
+    """One entry as it was written: its id, its stored LAC and ledger-length fields, and its payload. A tuple, so
+    that a batch of them can be made by ``zip`` over columns."""
 
     entry_id: int
     lac: int
     length: int
-    payload: bytes = field(repr=False)
+    payload: bytes
 
 
 def ledger_differs(target: LedgerMetadata, source: LedgerMetadata, password: bytes, marker_key: str) -> str:
@@ -217,18 +217,20 @@ class LedgerReplay:
         return cls(core, ledger_id, md, version, password, marker)
 
     # ---- write ----
-    async def write(self, entries: Iterable[ReplayEntry] | AsyncIterable[ReplayEntry]) -> None:
-        """Add ``entries``, in entry order, continuing from the entries written before (0, 1, 2...), and wait until
-        every bookie of each one's write set acknowledged it."""
-        self._raise()
-        if isinstance(entries, AsyncIterable):
-            async for entry in entries:
-                if self._send(iter((entry,))):
-                    await self._wait(IN_FLIGHT_BYTES // 2)
-        else:
-            pending = iter(entries)
-            while self._send(pending):
-                await self._wait(IN_FLIGHT_BYTES // 2)
+    async def add(self, entries: Iterable[ReplayEntry]) -> None:
+        """Send ``entries``, in entry order, continuing from the entries sent before (0, 1, 2...); returns when the
+        last is sent and the bytes in flight are back under the bound, not when all are acknowledged."""
+        pending = iter(entries)
+        while self._send(pending):
+            await self._wait(IN_FLIGHT_BYTES // 2)
+
+    async def write(self, entries: Iterable[ReplayEntry]) -> None:
+        """:meth:`add` ``entries``, then wait until every bookie of each entry's write set acknowledged it."""
+        await self.add(entries)
+        await self.drain()
+
+    async def drain(self) -> None:
+        """Wait until every entry sent is acknowledged by every bookie of its write set."""
         await self._wait(0)
 
     def _send(self, entries: Iterator[ReplayEntry]) -> bool:
@@ -238,14 +240,13 @@ class LedgerReplay:
         ledger_id, key, digest, size, count = self.ledger_id, self._key, self._digester.digest, self._E, self._WQ
         bookies, outstanding, pending, framing = self._bookies, self._outstanding, self._pending, self._framing
         pack, join = _HEAD.pack, b"".join
-        for entry in entries:
-            entry_id, payload = entry.entry_id, entry.payload
+        for entry_id, lac, length, payload in entries:
             if entry_id != self._next:
                 raise InvalidArgument(
                     f"ledger {ledger_id}: entry {entry_id} given where entry {self._next} comes next "
                     "(entries are written in order from 0)"
                 )
-            head = pack(framing + len(payload), ledger_id, entry_id, entry.lac, entry.length)
+            head = pack(framing + len(payload), ledger_id, entry_id, lac, length)
             record = join((head, digest(head[4:], payload), payload))
             add = pending[entry_id] = _Add(entry_id, len(record), count)
             self._next = entry_id + 1
@@ -328,7 +329,7 @@ class LedgerReplay:
         Not ``every_replica``: each entry is read from the first bookie of its write set only, and every bookie is
         asked for the list of the entries it holds (GET_LIST_OF_ENTRIES_OF_LEDGER), which must be all of its
         share: half the reads with WQ=2, the other replicas' bytes taken on their acknowledgement."""
-        self._raise()
+        await self.drain()  # what was added and not yet acknowledged first
         last = self._next - 1
         checksum_id = self.ledger_id if checksum_ledger_id is None else checksum_ledger_id
         positions = self._WQ if every_replica else 1
@@ -412,7 +413,7 @@ class LedgerReplay:
     async def close(self, last_entry_id: int, length: int) -> LedgerMetadata:
         """Compare-and-set the znode to CLOSED at ``last_entry_id`` and ``length``, the marker removed: the
         commit. MetadataVersionConflict, naming the ledger, when someone else changed the znode since the claim."""
-        self._raise()
+        await self.drain()
         if last_entry_id != self._next - 1:  # a ledger without entries closes at -1
             written = f"entries 0..{self._next - 1} were" if self._next else "no entry was"
             raise InvalidArgument(f"ledger {self.ledger_id}: cannot close at entry {last_entry_id}: {written} written")

@@ -83,7 +83,7 @@ def replay(bk, ledger_id, source_md, entries, checksum_ledger_id=None, password=
 
     async def run():
         replayed = await LedgerReplay.claim(bk.core, ledger_id, source_md, password, MARKER, **claim)
-        await replayed.write(entries[: len(entries) // 2])
+        await replayed.add(entries[: len(entries) // 2])  # sent; verify waits for their acknowledgements
         await replayed.write(iter(entries[len(entries) // 2 :]))  # a second call continues where the first ended
         xor = payload_xor(checksum_ledger_id or ledger_id, ((e.entry_id, e.payload) for e in entries))
         await replayed.verify(xor, checksum_ledger_id)
