@@ -24,7 +24,7 @@ from pyarrow.fs import FileSelector, FileType
 
 from admin.export.part_files import SUFFIX, HashingStream, LedgerStats, filesystem, read_file, write_file
 from admin.export.plan import ExportPlan, Partition
-from admin.export.session import TaskProgress
+from admin.export.session import SparkFailed, TaskProgress
 from admin.export.source import ARROW_SCHEMA, BACKUP_ARROW_SCHEMA, read_partition, task_client
 from bookie import errors
 
@@ -72,7 +72,7 @@ def spark_error(exc: Exception) -> errors.BKError:
         cls = getattr(errors, match.group(1), None)
         if isinstance(cls, type) and issubclass(cls, errors.BKError):
             return cls(match.group(2).strip())
-    return errors.BKError(f"Spark failed: {_reason(text) or type(exc).__name__}")
+    return SparkFailed(f"Spark failed: {_reason(text) or type(exc).__name__}")
 
 
 def _reason(text: str) -> str | None:

@@ -13,12 +13,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Self
 
-from bookie.errors import BKError
+from bookie.errors import BKError, reworded
 from bookie.files import append_private
 
 DEFAULTS = {"spark.ui.showConsoleProgress": "false"}
@@ -28,6 +29,28 @@ LOCAL_DEFAULTS = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
 }
+
+
+class SparkFailed(BKError):
+    """Spark failed on its own (did not start, or a job failed without an error of ours): its log says why."""
+
+
+@contextlib.contextmanager
+def spark_log(prefix: str) -> Iterator[Path]:
+    """A ``spark.log`` path in a private temporary directory, removed when the block ends; unless Spark failed on
+    its own: then the log is kept and the error raised again naming it."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    log, keep = work / "spark.log", False
+    try:
+        yield log
+    except SparkFailed as exc:
+        if not log.exists():
+            raise
+        keep = True
+        raise reworded(exc, f"{exc} (Spark's log: {log})") from None
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -114,7 +137,7 @@ def spark_session(master: str | None, conf: dict[str, str], log_path: Path, app_
         except Exception as exc:  # noqa: BLE001 - PySpark and py4j errors of a JVM that did not come up
             # A launcher that died before it said anything is worth another try; a JVM that said why is not.
             if "JAVA_GATEWAY_EXITED" not in str(exc) or attempt + 1 == GATEWAY_ATTEMPTS or _jvm_reason(log_path):
-                raise BKError(f"Spark did not start: {_why_not_started(log_path, exc)}") from None
+                raise SparkFailed(f"Spark did not start: {_why_not_started(log_path, exc)}") from None
     gateway = SparkContext._gateway
     try:
         session.sparkContext.setLogLevel("WARN")

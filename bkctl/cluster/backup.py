@@ -1,3 +1,5 @@
+import contextlib
+
 import click
 
 from bkctl.completers import complete_ledger_ids
@@ -89,11 +91,7 @@ def backup(
     Pulsar references only once the backup is written is warned about. Bad input exits 2; a missing named ledger 5;
     files that do not match their ledgers 3.
     """
-    import contextlib
     import os
-    import shutil
-    import tempfile
-    from pathlib import Path
 
     from bkctl.extras import require
 
@@ -105,7 +103,7 @@ def backup(
     from admin.export.plan import parse_selection, parse_size
     from bkctl import __version__
     from bkctl.errors import CheckFailed
-    from bookie.errors import BKError, InvalidArgument
+    from bookie.errors import InvalidArgument
 
     if ledger_ids and all_ledgers:
         raise click.UsageError("name the ledgers (IDs or FIRST-LAST ranges) or give --all, not both")
@@ -163,14 +161,9 @@ def backup(
         return
     if with_passwords and not is_local(path):
         app.terminal.warn(f"{path} is not local: who can read the passwords is up to its store's permissions")
-    spark_context, work, keep_log = None, None, False
     if with_data:
-        from admin.export.session import spark_session
-
         # Spark's Python workers build clients of their own: the same ZooKeeper login and TLS, by the files' paths
         os.environ.update(app.worker_environment())
-        work = Path(tempfile.mkdtemp(prefix="bkctl-backup-"))  # Spark's log
-        spark_context = spark_session(master, spark_conf, work / "spark.log")
     shown = [0, 0]  # entries, bytes
 
     def tasks_done(advance, done: int) -> None:  # tasks run in partition order: count the first ``done``
@@ -179,33 +172,24 @@ def backup(
         advance(entries - shown[0], size - shown[1])
         shown[:] = entries, size
 
-    try:
-        with (
-            spark_context or contextlib.nullcontext() as spark,
-            app.terminal.progress(
-                f"back up {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes
-            ) as advance,
-        ):
-            report = run_backup(
-                plan,
-                path,
-                spark=spark,
-                service_uri=uri,
-                with_passwords=with_passwords,
-                overwrite=overwrite,
-                created_by=f"bkctl {__version__}",
-                progress=lambda done, _total: tasks_done(advance, done),
-                exists=app.client.core.ledgers.exists,
-                pulsar=pulsar,
-            )
-    except BKError as exc:
-        if type(exc) is BKError and work is not None and (work / "spark.log").exists():
-            keep_log = True
-            raise BKError(f"{exc} (Spark's log: {work / 'spark.log'})") from None
-        raise
-    finally:
-        if work is not None and not keep_log:
-            shutil.rmtree(work, ignore_errors=True)
+    with (
+        _spark(master, spark_conf) if with_data else contextlib.nullcontext() as spark,
+        app.terminal.progress(
+            f"back up {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes
+        ) as advance,
+    ):
+        report = run_backup(
+            plan,
+            path,
+            spark=spark,
+            service_uri=uri,
+            with_passwords=with_passwords,
+            overwrite=overwrite,
+            created_by=f"bkctl {__version__}",
+            progress=lambda done, _total: tasks_done(advance, done),
+            exists=app.client.core.ledgers.exists,
+            pulsar=pulsar,
+        )
     doc = report.doc()
     _warn_deleted(app, plan.deleted_during_backup)
     if pulsar is not None and tree is not None and not report.problems:
@@ -303,3 +287,12 @@ def _check_pulsar_selected(app, pulsar, plan) -> None:
             f"{len(missing)} ledger(s) Pulsar's metadata references are not selected (first: "
             f"{pulsar.describe(missing[0])}): select them too, or back up --all"
         )
+
+
+@contextlib.contextmanager
+def _spark(master, spark_conf):
+    """The backup's Spark session, its log kept only when Spark fails on its own."""
+    from admin.export.session import spark_log, spark_session
+
+    with spark_log("bkctl-backup-") as log, spark_session(master, spark_conf, log) as spark:
+        yield spark

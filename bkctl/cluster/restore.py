@@ -167,34 +167,23 @@ def restore(
 def _restore_ledgers(app, plan, path: str, master, spark_conf, keep_partial: bool):
     """Phases 1-3: claim, the Spark job, the report (on failure: the run's ledgers removed, and the error raised)."""
     import os
-    import shutil
-    import tempfile
-    from pathlib import Path
 
-    from admin.export.session import spark_session
+    from admin.export.session import spark_log, spark_session
     from admin.restore.job import RestoreFailed, raise_failed, run_restore
     from bookie.errors import BKError
 
     os.environ.update(app.worker_environment())  # Spark's workers: this command's ZooKeeper login and TLS
-    work = Path(tempfile.mkdtemp(prefix="bkctl-restore-"))  # Spark's log
-    log, keep_log = work / "spark.log", False
-    try:
-        with spark_session(master, spark_conf, log, "bkctl restore") as spark, app.terminal.phases() as progress:
-            report = run_restore(app.client, spark, str(app.service_uri), plan, keep_partial, progress)
-    except RestoreFailed as failed:
-        if app.terminal.output in ("json", "yaml"):
-            app.terminal.document(failed.report.doc(), lambda: None)
-        cause = failed.cause
-        if type(cause) is BKError and log.exists():  # Spark failed on its own: its log says why
-            keep_log = True
-            raise BKError(f"{failed} (Spark's log: {log})") from None
-        if not isinstance(cause, BKError):
-            app.terminal.error(str(failed))
-        raise_failed(cause, str(failed))
-    finally:
-        if not keep_log:
-            shutil.rmtree(work, ignore_errors=True)
-    return report
+    with spark_log("bkctl-restore-") as log:
+        try:
+            with spark_session(master, spark_conf, log, "bkctl restore") as spark, app.terminal.phases() as progress:
+                return run_restore(app.client, spark, str(app.service_uri), plan, keep_partial, progress)
+        except RestoreFailed as failed:
+            if app.terminal.output in ("json", "yaml"):
+                app.terminal.document(failed.report.doc(), lambda: None)
+            if not isinstance(failed.cause, BKError):
+                app.terminal.error(str(failed))
+            raise_failed(failed.cause, str(failed))
+            raise  # raise_failed raised
 
 
 def _show_plan(app, plan, summary: str) -> None:

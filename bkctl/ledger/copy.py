@@ -150,18 +150,13 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
 def _copy(app, target_bk, plan, run_id: str, target: str, master, spark_conf):
     """Claim the plan's ledgers in the target and copy them with Spark; on any failure remove the unfinished ones."""
     import os
-    import shutil
-    import tempfile
-    from pathlib import Path
 
     from admin.copy.job import abandon, claim, run_copy
-    from admin.export.session import spark_session
+    from admin.export.session import spark_log, spark_session
     from bookie.errors import BKError, reworded
 
     # Spark's Python workers build clients of their own: the same ZooKeeper login and TLS, by the files' paths
     os.environ.update(app.worker_environment())
-    work = Path(tempfile.mkdtemp(prefix="bkctl-copy-"))  # Spark's log
-    log, keep_log = work / "spark.log", False
     shown = [0, 0]  # entries, bytes
 
     def tasks_done(advance, done: int) -> None:  # tasks run in order: count the first ``done``
@@ -173,6 +168,7 @@ def _copy(app, target_bk, plan, run_id: str, target: str, master, spark_conf):
     try:
         claim(target_bk, plan, run_id)
         with (
+            spark_log("bkctl-copy-") as log,
             spark_session(master, spark_conf, log, "bkctl copy") as spark,
             app.terminal.progress(
                 f"copy {len(plan.to_copy)} ledgers", total=plan.entries, total_bytes=plan.bytes
@@ -187,11 +183,4 @@ def _copy(app, target_bk, plan, run_id: str, target: str, master, spark_conf):
             app.terminal.error(problem)
         if not isinstance(exc, BKError):
             raise
-        undone = f"removed the run's unfinished copies from the target ({removed})"
-        if str(exc).startswith("Spark ") and log.exists():  # Spark failed on its own: its log says why
-            keep_log = True
-            raise BKError(f"{exc} (Spark's log: {log}); {undone}") from None
-        raise reworded(exc, f"{exc}; {undone}") from None
-    finally:
-        if not keep_log:
-            shutil.rmtree(work, ignore_errors=True)
+        raise reworded(exc, f"{exc}; removed the run's unfinished copies from the target ({removed})") from None

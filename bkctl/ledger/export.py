@@ -79,9 +79,6 @@ def export(
     exits 3 when the files do not match. Seconds and MB/s count the Spark job, not Spark's start.
     """
     import os
-    import shutil
-    import tempfile
-    from pathlib import Path
 
     from bkctl.extras import require
 
@@ -89,7 +86,7 @@ def export(
     from admin.export.part_files import is_empty_or_missing
     from admin.export.plan import parse_selection, parse_size, plan_export
     from bkctl.errors import CheckFailed
-    from bookie.errors import BKError, InvalidArgument
+    from bookie.errors import InvalidArgument
 
     if (ledger_ids and all_ledgers) or not (ledger_ids or all_ledgers or meta):
         raise click.UsageError("name the ledgers (IDs or FIRST-LAST ranges), or give --all or --meta KEY=VALUE")
@@ -115,14 +112,12 @@ def export(
         )
         return
     from admin.export.job import run_export
-    from admin.export.session import spark_session
+    from admin.export.session import spark_log, spark_session
 
     # Spark's Python workers build clients of their own: the same ZooKeeper login and TLS, by the files' paths (the
     # JVM that starts them is started from here, with this environment)
     os.environ.update(app.worker_environment())
 
-    work = Path(tempfile.mkdtemp(prefix="bkctl-export-"))  # Spark's log
-    log, keep_log = work / "spark.log", False
     shown = [0, 0]  # entries, bytes
 
     def tasks_done(advance, done: int) -> None:  # tasks run in partition order: count the first ``done``
@@ -131,31 +126,23 @@ def export(
         advance(entries - shown[0], size - shown[1])
         shown[:] = entries, size
 
-    try:
-        with (
-            spark_session(master, spark_conf, log) as spark,
-            app.terminal.progress(
-                f"export {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes
-            ) as advance,
-        ):
-            report = run_export(
-                spark,
-                str(app.service_uri),
-                plan,
-                path,
-                fmt,
-                overwrite,
-                verify,
-                lambda done, _total: tasks_done(advance, done),
-            )
-    except BKError as exc:
-        if type(exc) is BKError and log.exists():  # Spark failed on its own: its log says why
-            keep_log = True
-            raise BKError(f"{exc} (Spark's log: {log})") from None
-        raise
-    finally:
-        if not keep_log:
-            shutil.rmtree(work, ignore_errors=True)
+    with (
+        spark_log("bkctl-export-") as log,
+        spark_session(master, spark_conf, log) as spark,
+        app.terminal.progress(
+            f"export {len(plan.ledgers)} ledgers", total=plan.entries, total_bytes=plan.bytes
+        ) as advance,
+    ):
+        report = run_export(
+            spark,
+            str(app.service_uri),
+            plan,
+            path,
+            fmt,
+            overwrite,
+            verify,
+            lambda done, _total: tasks_done(advance, done),
+        )
     doc = {**report.doc(), "skipped": plan.doc()["skipped"], "leftOpen": plan.left_open}
     app.terminal.document(
         doc,

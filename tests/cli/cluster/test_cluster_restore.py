@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,25 @@ def test_a_path_that_is_not_a_backup_is_one_line(bkctl, cluster, service_uri, tm
         assert (done.exit_code, done.stdout) == (code, ""), done.stderr
         assert done.stderr.startswith(f"error: {message}") and done.stderr.count("\n") == 1, done.stderr
     assert target_untouched(cluster)
+
+
+def test_a_spark_that_does_not_start_is_named_with_its_log_and_nothing_is_written(source, backup, tmp_path):
+    import subprocess
+    import sys
+
+    harness, _, ids = source
+    before = list(LedgerManager(harness.store).iter_ledger_ids())
+    (tmp_path / "ids.txt").write_text(f"{ids[0]} {max(before) + 1000}\n")  # one ledger to write, under a free id
+    command = [sys.executable, "-m", "bkctl", "-u", harness.service_uri, "cluster", "restore", "--from", str(backup)]
+    done = subprocess.run(
+        [*command, "--id-map", str(tmp_path / "ids.txt"), "--yes", "--master", "bogus://x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    match = re.fullmatch(r"error: Spark did not start: .+ \(Spark's log: (.+)\)\n", done.stderr)
+    assert match and "Exception in thread" in Path(match.group(1)).read_text()
+    assert list(LedgerManager(harness.store).iter_ledger_ids()) == before
