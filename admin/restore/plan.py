@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admin.backup.manifest import BackedUpLedger, FileEntry, Manifest
+from admin.restore.room import check_room, wanted
 from bookie.client.replay import ledger_differs
 from bookie.errors import CorruptData, InvalidArgument, Unauthorized, Unsafe
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState
@@ -315,8 +316,9 @@ def assign_ids(
     return result
 
 
-def check_target(plan_ledgers: list[RestoreLedger], manager: str, writable: int) -> None:
-    """The target can take the ledgers: its layout holds every id, it has bookies for the largest ensemble."""
+def check_target(plan_ledgers: list[RestoreLedger], manager: str, room: dict[str, int | None]) -> None:
+    """The target can take the ledgers: its layout holds every id; its writable bookies (``room``: each one's room,
+    :func:`~admin.restore.room.room_of`) are enough for the widest ensemble and have room for every replica."""
     if manager == "legacyhierarchical":
         too_big = sorted(
             lg.target_id for lg in plan_ledgers if lg.target_id is not None and lg.target_id >= SHORT_ID_LIMIT
@@ -326,14 +328,10 @@ def check_target(plan_ledgers: list[RestoreLedger], manager: str, writable: int)
                 f"the target's ledger manager (legacyhierarchical) holds ids below {SHORT_ID_LIMIT} only: "
                 f"{len(too_big)} ledgers are above (ledger {_first(too_big)}); map them with --id-map"
             )
-    writing = [lg for lg in plan_ledgers if lg.action != "skip"]
-    if writing:
-        widest = max(writing, key=lambda lg: lg.source.metadata.ensemble_size)
-        size = widest.source.metadata.ensemble_size
-        if size > writable:
-            raise Unsafe(
-                f"the target has {writable} writable bookies; ledger {widest.source_id} needs an ensemble of {size}"
-            )
+    check_room(
+        room,
+        [wanted(lg.source_id, lg.source.metadata, lg.entries, lg.bytes) for lg in plan_ledgers if lg.action != "skip"],
+    )
 
 
 def plan_restore(
@@ -341,12 +339,14 @@ def plan_restore(
     manifest: Manifest,
     backed_up: list[BackedUpLedger],
     core: Any,
+    room: dict[str, int | None],
     password_file: bytes | None,
     id_map: dict[int, int] | None,
     new_ids: bool,
 ) -> RestorePlan:
-    """Every check that needs the target (a :class:`~bookie.client.core.ClientCore`: its ledgers and bookies, read
-    only), and the plan. The backup's files are checked before (``Manifest.check_files``)."""
+    """Every check that needs the target (a :class:`~bookie.client.core.ClientCore`: its ledgers, read only; and its
+    writable bookies' room, :func:`~admin.restore.room.room_of`), and the plan. The backup's files are checked
+    before (``Manifest.check_files``)."""
     left_out = set(manifest.ledgers.open_left_out)
     ledgers = [ledger for ledger in backed_up if ledger.ledger_id not in left_out]
     check_ranges(manifest, ledgers)
@@ -359,6 +359,5 @@ def plan_restore(
 
     existing.update(core.ledgers.iter_ledgers(candidates, on_corrupt=unreadable))
     planned = assign_ids(ledgers, passwords, existing, id_map, new_ids)
-    writable = len(core.registry.list())
-    check_target(planned, core.ledgers.manager, writable)
+    check_target(planned, core.ledgers.manager, room)
     return RestorePlan(path, manifest, planned, sorted(left_out))

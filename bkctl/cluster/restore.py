@@ -81,6 +81,7 @@ def restore(
     from admin.backup.pulsar import check_pulsar_restore, read_pulsar_snapshot, restore_pulsar_snapshot
     from admin.restore.job import RestoreReport, new_run_id
     from admin.restore.plan import parse_id_map, plan_restore
+    from admin.restore.room import room_of
     from bkctl.errors import CheckFailed
     from bkctl.options import read_password
     from bkctl.pulsar.common import pulsar_tree
@@ -107,7 +108,8 @@ def restore(
                 f"the backup at {path} holds no Pulsar metadata (made without --with-pulsar-metadata)"
             )
         manifest.check_files(path)
-        plan = plan_restore(path, manifest, read_ledgers(path), app.client.core, password, id_map, new_ids)
+        room = room_of(app.client, [b.bookie_id for b in app.client.run(app.client.core.writable_bookies())])
+        plan = plan_restore(path, manifest, read_ledgers(path), app.client.core, room, password, id_map, new_ids)
         pulsar = read_pulsar_snapshot(path)
     except CorruptData as exc:
         raise CheckFailed(f"backup at {path}: {exc}") from None

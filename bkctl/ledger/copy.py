@@ -61,10 +61,11 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
     require("export", "bkctl ledger copy")  # before anything imports pyspark or pyarrow
     from admin.copy.plan import plan_copy
     from admin.export.plan import parse_selection, parse_size
+    from admin.restore.room import check_room, room_of, wanted
     from bkctl.errors import CheckFailed
     from bookie.client import BookKeeper
     from bookie.client.config import ClientConfig
-    from bookie.errors import InvalidArgument, ServiceUnavailable
+    from bookie.errors import InvalidArgument
     from bookie.meta.layout import read_instance_id, read_layout
     from bookie.meta.store import SESSION_TIMEOUT, MetadataStore
     from bookie.meta.uri import parse_service_uri
@@ -109,16 +110,17 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
         f"{f', {len(plan.unfinished)} of them unfinished copies to redo' if plan.unfinished else ''}; "
         f"{len(plan.copied)} already copied"
     )
+    writable = [b.bookie_id for b in target_bk.run(target_bk.core.writable_bookies())]
+    check_room(
+        room_of(target_bk, writable),
+        [wanted(lg.ledger_id, lg.metadata, lg.last_entry_id + 1, lg.length) for lg in plan.to_copy],
+    )
     if dry_run:
         app.terminal.document(
             {**plan.doc(), "dryRun": True}, lambda: app.terminal.line(f"would copy {summary} (dry run)")
         )
         return
     if plan.to_copy:
-        needed = max(ledger.metadata.ensemble_size for ledger in plan.to_copy)
-        writable = len(target_bk.run(target_bk.core.writable_bookies()))
-        if writable < needed:
-            raise ServiceUnavailable(f"the target has {writable} writable bookie(s); the copy needs {needed}")
         app.terminal.confirm(f"Copy {summary}?", "copy ledgers", yes)
 
     from admin.copy.job import report

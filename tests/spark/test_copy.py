@@ -153,6 +153,21 @@ def test_a_foreign_ledger_id_in_the_target_refuses_the_copy(bkctl, spark, three_
         assert dst.ledger_metadata(ids[1]).custom_metadata == {"app": b"someone else"}
 
 
+def test_a_target_without_bookies_enough_is_refused_even_in_a_dry_run(bkctl, three_bookies, zookeeper):
+    from bookie.meta.layout import init_cluster
+    from bookie.meta.store import MetadataStore
+    from bookie.meta.uri import parse_service_uri
+
+    ids = sorted(write_ledgers(three_bookies.service_uri, 1, "few"))
+    empty = f"zk+hierarchical://{zookeeper.address}/few{ids[0]}/ledgers"
+    with MetadataStore(parse_service_uri(empty)) as store:
+        init_cluster(store)
+    for dry_run in (["--dry-run"], ["--yes"]):
+        result = bkctl("-u", three_bookies.service_uri, "ledger", "copy", str(ids[0]), "--to-cluster", empty, *dry_run)
+        assert (result.exit_code, result.stdout) == (3, "")
+        assert result.stderr == f"error: the target has 0 writable bookies; ledger {ids[0]} needs an ensemble of 3\n"
+
+
 def test_dry_run_writes_nothing_and_a_run_redoes_an_unfinished_copy(bkctl, spark, three_bookies, target):
     source_uri, target_uri = three_bookies.service_uri, target.service_uri
     ledgers = write_ledgers(source_uri, 4, "dry")

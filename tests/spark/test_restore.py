@@ -205,7 +205,9 @@ def test_taken_ids_get_new_ones_and_progress_has_totals(spark, source, target, t
                 ledgers.delete(ledger_id)
         other = bk.ledger_metadata(kept).with_changes(ctime=1)
         ledgers.create(taken, other)
-        plan = plan_restore(path, Manifest.load(path), read_ledgers(path), restored.core, None, None, True)
+        plan = plan_restore(
+            path, Manifest.load(path), read_ledgers(path), restored.core, room(restored), None, None, True
+        )
         progress = RecordingProgress()
         report = run_restore(restored, spark, target.service_uri, plan, False, progress)
         (new,) = report.id_map.values()
@@ -233,7 +235,9 @@ def test_a_retried_task_skips_the_ledgers_an_earlier_attempt_closed(source, targ
     write_backup(tmp_path / "b", bk, ids)
     path, id_map = str(tmp_path / "b"), {i: i + 300 for i in ids}
     with BookKeeper(target.service_uri) as restored:
-        plan = plan_restore(path, Manifest.load(path), read_ledgers(path), restored.core, None, id_map, False)
+        plan = plan_restore(
+            path, Manifest.load(path), read_ledgers(path), restored.core, room(restored), None, id_map, False
+        )
         ledgers = claim(restored, plan, RestoreReport("retried"), NO_PROGRESS)
         (spec,) = tasks(plan.manifest, ledgers)
         first = restored.run(restore_files(restored.core, path, "retried", spec, ledger_jobs(spec, ledgers)))
@@ -250,8 +254,15 @@ def restore_plan(restored: BookKeeper, path, id_map: dict[int, int]):
     from admin.restore.plan import plan_restore
 
     return plan_restore(
-        str(path), Manifest.load(str(path)), read_ledgers(str(path)), restored.core, None, id_map, False
+        str(path), Manifest.load(str(path)), read_ledgers(str(path)), restored.core, room(restored), None, id_map, False
     )
+
+
+def room(bk: BookKeeper) -> dict[str, int | None]:
+    """The room of ``bk``'s writable bookies, as `cluster restore` plans with it."""
+    from admin.restore.room import room_of
+
+    return room_of(bk, [b.bookie_id for b in bk.run(bk.core.writable_bookies())])
 
 
 def test_a_failed_run_leaves_alone_the_ledgers_another_run_took_over(source, target, tmp_path):

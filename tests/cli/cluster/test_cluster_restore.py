@@ -206,3 +206,34 @@ def test_a_spark_that_does_not_start_is_named_with_its_log_and_nothing_is_writte
     match = re.fullmatch(r"error: Spark did not start: .+ \(Spark's log: (.+)\)\n", done.stderr)
     assert match and "Exception in thread" in Path(match.group(1)).read_text()
     assert list(LedgerManager(harness.store).iter_ledger_ids()) == before
+
+
+@pytest.mark.root  # mounts small filesystems
+def test_a_target_too_small_for_the_data_is_refused_and_nothing_is_written(bkctl, zookeeper, source, tmp_path):
+    import subprocess
+
+    _, bk, _ = source
+    big = bk.create_ledger(3, 2, 2, "crc32c", b"pw")
+    big.add_entries(os.urandom(1 << 20) for _ in range(12))
+    big.close()
+    write_backup(tmp_path / "backup", bk, [big.ledger_id])
+    bk.delete_ledger(big.ledger_id)
+    disks = [tmp_path / "small" / f"bookie-{i}" for i in (1, 2, 3)]  # the harness's bookie directories
+    mounted = []
+    try:
+        for disk in disks:
+            disk.mkdir(parents=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], check=True)
+            mounted.append(disk)
+        with shared_cluster(zookeeper, tmp_path / "small", 3) as small:
+            done = bkctl("-u", small.service_uri, "cluster", "restore", "--from", str(tmp_path / "backup"), "--yes")
+            assert (done.exit_code, done.stdout) == (3, "")
+            assert re.fullmatch(
+                r"error: the target is too small: its 3 writable bookies have \d+\.\d MB free below their disk-full "
+                r"threshold \(95%\); the 1 ledgers take 25\.2 MB with every replica\n",
+                done.stderr,
+            ), done.stderr
+            assert target_untouched(small.store)
+    finally:
+        for disk in mounted:
+            subprocess.run(["umount", "-l", str(disk)], check=True)

@@ -123,7 +123,7 @@ RUNS: dict[tuple[str, ...], tuple[list[str], tuple[int, ...]]] = {
     ("config", "get-contexts"): ([], OK),
     ("config", "set-context"): (["other", "--timeout", "3"], OK),
     ("config", "use-context"): (["other"], OK),
-    ("ledger", "copy"): (["{L}", "--to-cluster", "{FRESH}", "--dry-run"], OK),
+    ("ledger", "copy"): (["--meta", "no=such", "--to-cluster", "{FRESH}", "--dry-run"], OK),  # {FRESH} has no bookie
     ("ledger", "create"): (["-e", "1", "-w", "1", "-a", "1", "--meta", "purpose=test"], OK),
     ("ledger", "delete"): (["{T}", "--yes"], OK),
     ("ledger", "export"): (["{L}", "--to", "{TMP}/out", "--dry-run"], OK),
