@@ -10,7 +10,9 @@ second sandbox (every entry written to both replicas, read back from both and ch
 `ledger copy` of them into the second sandbox. The restored and copied ledgers are deleted between steps, so each
 writes into the same ids. Rates are payload bytes over the seconds of each command's Spark job, as the commands
 report them (Spark's start and the driver's checks not counted). Every process shares the machine's cores: the
-figures are this machine's, not a cluster's, whose bookies would not share the client's CPU.
+figures are this machine's, not a cluster's, whose bookies would not share the client's CPU. So each step also
+gives the CPU seconds it took: its bookies' (the source's for export and backup, the target's for restore, both for
+copy) and the command's own (the bkctl process, Spark's JVM and its Python workers, Spark's start included).
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 
 from bookie.client import BookKeeper
 
-from common import bkctl_json, temporary_sandbox
+from common import temporary_sandbox
 
 STEPS = ("export", "backup", "restore", "copy")
 
@@ -45,6 +50,30 @@ def delete(uri: str, ids: list[int]) -> None:
             bk.delete_ledger(ledger_id)
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measured(env: dict[str, str], bookies: list[int], *args: str) -> dict:
+    """``bkctl ARGS -o json`` run as a user would: its report, with the CPU seconds of ``bookies`` and of the
+    command (its process and every one it waited for) while it ran."""
+    cpu, own = cpu_seconds(bookies), children_cpu()
+    out = subprocess.run(
+        [sys.executable, "-m", "bkctl", *args, "-o", "json"], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    return {**json.loads(out), "cpuBookies": cpu_seconds(bookies) - cpu, "cpuCommand": children_cpu() - own}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ledgers", type=int, default=8)
@@ -56,7 +85,7 @@ def main() -> None:
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     args = parser.parse_args()
     steps = STEPS[:3] if args.no_copy else STEPS
-    rates: dict[str, list[float]] = {step: [] for step in steps}
+    runs: dict[str, list[dict]] = {step: [] for step in steps}
     with (
         temporary_sandbox(bookies=3) as (_, source, env),
         temporary_sandbox(bookies=3) as (_, target, _env),
@@ -65,23 +94,20 @@ def main() -> None:
         ids = write(source.service_uri, args.ledgers, args.entries, args.entry_size)
         selected = f"{min(ids)}-{max(ids)}"
         spark = ["--master", args.master]
+        sources, targets = [b.pid for b in source.local_bookies()], [b.pid for b in target.local_bookies()]
         for round_ in range(args.rounds):
-            runs = {
-                "export": bkctl_json(env, "ledger", "export", selected, "--to", f"{out}/export-{round_}", *spark),
-                "backup": bkctl_json(env, "cluster", "backup", selected, "--data", "--to", f"{out}/b{round_}", *spark),
-            }
-            runs["restore"] = bkctl_json(
-                env, "-u", target.service_uri, "cluster", "restore", "--from", f"{out}/b{round_}", "--yes",
-                "--password-file", password_file(out), *spark,
-            )  # fmt: skip
+            export = ["ledger", "export", selected, "--to", f"{out}/export-{round_}", *spark]
+            runs["export"].append(measured(env, sources, *export))
+            backup = ["cluster", "backup", selected, "--data", "--to", f"{out}/b{round_}", *spark]
+            runs["backup"].append(measured(env, sources, *backup))
+            restore = ["-u", target.service_uri, "cluster", "restore", "--from", f"{out}/b{round_}", "--yes"]
+            runs["restore"].append(measured(env, targets, *restore, "--password-file", password_file(out), *spark))
             delete(target.service_uri, ids)
             if not args.no_copy:
-                runs["copy"] = bkctl_json(
-                    env, "ledger", "copy", selected, "--to-cluster", target.service_uri, "--yes", *spark
-                )
+                copy = ["ledger", "copy", selected, "--to-cluster", target.service_uri, "--yes", *spark]
+                runs["copy"].append(measured(env, sources + targets, *copy))
                 delete(target.service_uri, ids)
-            for step, run in runs.items():
-                rates[step].append(run["mbPerSec"])
+    rates = {step: [run["mbPerSec"] for run in runs[step]] for step in steps}
     result = {
         "ledgers": len(ids),
         "bytes": args.ledgers * args.entries * args.entry_size,
@@ -90,6 +116,8 @@ def main() -> None:
         "ratioToExport": {
             step: round(statistics.median(rates[step]) / statistics.median(rates["export"]), 2) for step in steps[1:]
         },
+        "cpuBookies": {step: [round(run["cpuBookies"], 2) for run in runs[step]] for step in steps},
+        "cpuCommand": {step: [round(run["cpuCommand"], 2) for run in runs[step]] for step in steps},
     }
     if args.output == "json":
         print(json.dumps(result, indent=2))
@@ -97,7 +125,11 @@ def main() -> None:
     print(f"{len(ids)} ledgers of {args.entries} entries of {args.entry_size} bytes ({result['bytes'] / 1e6:.0f} MB)")
     for step in steps:
         ratio = f"  {result['ratioToExport'][step]}x export" if step != "export" else ""
-        print(f"  {step:<8} " + " ".join(f"{rate:>6.1f}" for rate in rates[step]) + f" MB/s{ratio}")
+        cpu = ", ".join(f"{b}/{c}" for b, c in zip(result["cpuBookies"][step], result["cpuCommand"][step], strict=True))
+        print(
+            f"  {step:<8} " + " ".join(f"{rate:>6.1f}" for rate in rates[step]) + f" MB/s{ratio}"
+            f"  (CPU s bookies/command: {cpu})"
+        )
 
 
 def password_file(directory: str) -> str:
