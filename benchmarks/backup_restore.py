@@ -22,13 +22,11 @@ import json
 import os
 import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 
 from bookie.client import BookKeeper
 
-from common import temporary_sandbox
+from common import bkctl_json, temporary_sandbox
 
 STEPS = ("export", "backup", "restore", "copy")
 
@@ -68,10 +66,8 @@ def measured(env: dict[str, str], bookies: list[int], *args: str) -> dict:
     """``bkctl ARGS -o json`` run as a user would: its report, with the CPU seconds of ``bookies`` and of the
     command (its process and every one it waited for) while it ran."""
     cpu, own = cpu_seconds(bookies), children_cpu()
-    out = subprocess.run(
-        [sys.executable, "-m", "bkctl", *args, "-o", "json"], env=env, check=True, capture_output=True, text=True
-    ).stdout
-    return {**json.loads(out), "cpuBookies": cpu_seconds(bookies) - cpu, "cpuCommand": children_cpu() - own}
+    doc = bkctl_json(env, *args)
+    return {**doc, "cpuBookies": cpu_seconds(bookies) - cpu, "cpuCommand": children_cpu() - own}
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ import time
 from bookie.client import BookKeeper
 from bookie.meta.ledger_metadata import LedgerState
 
-from common import temporary_sandbox
+from common import bkctl_json, temporary_sandbox
 
 QUORUMS = [(3, 2, 2), (3, 3, 2), (2, 2, 1), (1, 1, 1), (3, 2, 1)]
 DIGESTS = ["crc32c", "crc32", "crc32c", "crc32", "mac", "dummy"]
@@ -77,15 +77,6 @@ def populate(sandbox, state, count: int) -> tuple[list[int], int]:
         return closed, writer.ledger_id
 
 
-def bkctl_json(env: dict[str, str], *args: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "bkctl", *args, "-o", "json"], env=env, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        fail(f"bkctl {' '.join(args[:3])} exited {done.returncode}: {done.stderr.strip()[-500:]}")
-    return json.loads(done.stdout)
-
-
 def entries(bk: BookKeeper, ledger_id: int, last: int) -> list:
     """Every entry with its stored fields (ledger id, entry id, LAC, length, payload)."""
     if last < 0:
@@ -120,7 +111,7 @@ class Writer(threading.Thread):
     def __init__(self, uri: str) -> None:
         super().__init__(daemon=True)
         self.uri, self.stop, self.latencies, self.error = uri, threading.Event(), [], None
-        self.ledgers: list[int] = []
+        self.ledgers: list[tuple[float, int]] = []  # (when it was closed, its id)
 
     def run(self) -> None:
         try:
@@ -132,7 +123,7 @@ class Writer(threading.Thread):
                         ledger.add_entry(os.urandom(1024))
                         self.latencies.append((time.monotonic(), time.perf_counter() - started))
                     ledger.close()
-                    self.ledgers.append(ledger.ledger_id)
+                    self.ledgers.append((time.monotonic(), ledger.ledger_id))
         except Exception as exc:  # noqa: BLE001 - reported as the writer's failure
             self.error = exc
 
@@ -191,9 +182,13 @@ def main() -> None:
             if writer.error is not None:
                 fail(f"the writer failed during the copy: {writer.error}")
             with BookKeeper(a.service_uri) as source, BookKeeper(c.service_uri) as copy:
-                ids = sorted({*closed, *(w for w in writer.ledgers if copy_has(copy, w))})
+                before = [w for t, w in writer.ledgers if t < began]  # closed before the copy's plan: all copied
+                during = [w for t, w in writer.ledgers if t >= began and copy_has(copy, w)]
+                ids = sorted({*closed, *before, *during})
+                if copied["copied"] != len(ids):
+                    fail(f"the copy says it copied {copied['copied']} ledgers; the target has {len(ids)} of them")
                 result["copy"]["ledgers"] = len(ids)
-                result["copy"]["writerLedgersCopied"] = len(ids) - len(closed)
+                result["copy"]["writerLedgersCopied"] = len(before) + len(during)
                 result["copy"]["entriesCompared"] = compare(source, copy, ids)
             result["writer"] = {
                 "before": percentiles([s for t, s in writer.latencies if t < began]),
@@ -219,4 +214,7 @@ def copy_has(bk: BookKeeper, ledger_id: int) -> bool:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except subprocess.CalledProcessError as exc:
+        fail(f"{' '.join(exc.cmd[2:5])} exited {exc.returncode}: {exc.stderr.strip()[-500:]}")

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 from admin.export.job import _spark_errors
 from admin.export.session import TaskProgress
@@ -449,7 +449,7 @@ def failure_message(exc: BaseException, report: RestoreReport, keep_partial: boo
     return f"restore failed: {what}; created {len(report.created)} ledgers, {removed}"
 
 
-def raise_failed(exc: BaseException, message: str) -> None:
+def raise_failed(exc: BaseException, message: str) -> NoReturn:
     """``exc`` again, with ``message``: the same class, so the exit code is the cause's."""
     if isinstance(exc, BKError):
         raise reworded(exc, message) from None

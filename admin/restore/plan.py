@@ -17,7 +17,7 @@ together up to a size the job picks (:func:`task_bytes`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -316,9 +316,10 @@ def assign_ids(
     return result
 
 
-def check_target(plan_ledgers: list[RestoreLedger], manager: str, room: dict[str, int | None]) -> None:
-    """The target can take the ledgers: its layout holds every id; its writable bookies (``room``: each one's room,
-    :func:`~admin.restore.room.room_of`) are enough for the widest ensemble and have room for every replica."""
+def check_target(plan_ledgers: list[RestoreLedger], manager: str, room: Callable[[], dict[str, int]]) -> None:
+    """The target can take the ledgers: its layout holds every id; its writable bookies (``room()``: each one's
+    room, :func:`~admin.restore.room.room_of`, asked only when there is something to write) are enough for the
+    widest ensemble and have room for every replica."""
     if manager == "legacyhierarchical":
         too_big = sorted(
             lg.target_id for lg in plan_ledgers if lg.target_id is not None and lg.target_id >= SHORT_ID_LIMIT
@@ -328,10 +329,11 @@ def check_target(plan_ledgers: list[RestoreLedger], manager: str, room: dict[str
                 f"the target's ledger manager (legacyhierarchical) holds ids below {SHORT_ID_LIMIT} only: "
                 f"{len(too_big)} ledgers are above (ledger {_first(too_big)}); map them with --id-map"
             )
-    check_room(
-        room,
-        [wanted(lg.source_id, lg.source.metadata, lg.entries, lg.bytes) for lg in plan_ledgers if lg.action != "skip"],
-    )
+    writing = [
+        wanted(lg.source_id, lg.source.metadata, lg.entries, lg.bytes) for lg in plan_ledgers if lg.action != "skip"
+    ]
+    if writing:
+        check_room(room(), writing)
 
 
 def plan_restore(
@@ -339,7 +341,7 @@ def plan_restore(
     manifest: Manifest,
     backed_up: list[BackedUpLedger],
     core: Any,
-    room: dict[str, int | None],
+    room: Callable[[], dict[str, int]],
     password_file: bytes | None,
     id_map: dict[int, int] | None,
     new_ids: bool,

@@ -1,30 +1,29 @@
 """Whether a cluster can take the ledgers a restore or a copy is to write, asked before anything is written: enough
 writable bookies for the widest ensemble, and room on their disks for every replica.
 
-The room is each writable bookie's free space (GET_BOOKIE_INFO, which Java bookies answer too) above
-BookKeeper's default disk-full threshold, summed: a bookie past ``diskUsageThreshold`` (0.95) turns read-only. The
-sum assumes the ledgers spread over the bookies, as placement spreads them; a bookie that does not answer counts
-no room. Each bookie reports the filesystems of its own ledger directories: bookies sharing one filesystem (a
-sandbox) count it once each.
+A bookie's room is its free space (GET_BOOKIE_INFO, which Java bookies answer too) above BookKeeper's default
+disk-full threshold: past ``diskUsageThreshold`` (0.95) a bookie turns read-only. The rooms are summed, as placement
+spreads ledgers over the bookies. What a ledger takes is its entries as an entry log holds them, once per replica;
+the journal's copy, which lasts until the journal rotates, and the index are not counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bookie.codec.digest import DIGEST_SIZES, DigestType
-from bookie.errors import BKError, Unsafe
+from bookie.errors import BKError, ServiceUnavailable, Unsafe
 from bookie.meta.ledger_metadata import LedgerMetadata
 
 DISK_FULL = 0.95  # BookKeeper's default diskUsageThreshold
 RECORD_OVERHEAD = 4 + 32  # per entry in an entry log: the record's size field and the framed entry's header
+INFO_TIMEOUT = 10.0  # seconds each bookie has to answer GET_BOOKIE_INFO
 
 
 @dataclass(frozen=True)
 class Wanted:
-    """A ledger to write: its id (the target's, else the source's), ensemble size, and its bytes on the bookies'
-    disks, every replica counted."""
+    """A ledger to write: the id its errors name, its ensemble size, and its bytes on the bookies' disks, every
+    replica counted."""
 
     ledger_id: int
     ensemble_size: int
@@ -39,20 +38,25 @@ def wanted(ledger_id: int, metadata: LedgerMetadata, entries: int, length: int) 
     return Wanted(ledger_id, metadata.ensemble_size, framed * metadata.write_quorum_size)
 
 
-def room_of(bk, bookie_ids: Iterable[str]) -> dict[str, int | None]:
-    """Each bookie's room: its free bytes above :data:`DISK_FULL` of its capacity (None: it did not answer)."""
-    room: dict[str, int | None] = {}
-    for bookie_id in bookie_ids:
-        try:
-            total, free = bk.bookie_info(bookie_id)
-        except BKError:
-            room[bookie_id] = None
-            continue
-        room[bookie_id] = max(0, free - int(total * (1 - DISK_FULL)))
-    return room
+def room_of(bk) -> dict[str, int]:
+    """Each writable bookie of ``bk``'s cluster and its room, in bytes. ServiceUnavailable when one does not answer:
+    how much room the cluster has is then unknown."""
+    bookies = bk.run(bk.core.writable_bookies())
+    infos = bk.run(bk.core.bookie_infos(bookies, INFO_TIMEOUT))
+    silent = sorted((bookie_id, info) for bookie_id, info in infos.items() if isinstance(info, BKError))
+    if silent:
+        raise ServiceUnavailable(
+            f"cannot tell how much room the target has: {len(silent)} of its {len(infos)} writable bookies did not "
+            f"answer GET_BOOKIE_INFO ({silent[0][1]})"
+        )
+    return {
+        bookie_id: max(0, info.free_disk_space - int(info.total_disk_capacity * (1 - DISK_FULL)))
+        for bookie_id, info in infos.items()
+        if not isinstance(info, BKError)
+    }
 
 
-def check_room(room: dict[str, int | None], ledgers: list[Wanted], who: str = "the target") -> None:
+def check_room(room: dict[str, int], ledgers: list[Wanted]) -> None:
     """Unsafe, naming the shortage, when the writable bookies of ``room`` are fewer than the widest ensemble of
     ``ledgers``, or have less room than they take."""
     if not ledgers:
@@ -60,16 +64,15 @@ def check_room(room: dict[str, int | None], ledgers: list[Wanted], who: str = "t
     widest = max(ledgers, key=lambda w: w.ensemble_size)
     if widest.ensemble_size > len(room):
         raise Unsafe(
-            f"{who} has {len(room)} writable bookies; ledger {widest.ledger_id} needs an ensemble of "
+            f"the target has {len(room)} writable bookies; ledger {widest.ledger_id} needs an ensemble of "
             f"{widest.ensemble_size}"
         )
-    needed, free = sum(w.stored for w in ledgers), sum(r or 0 for r in room.values())
+    needed, free = sum(w.stored for w in ledgers), sum(room.values())
     if needed > free:
-        silent = sum(1 for r in room.values() if r is None)
-        unknown = f" ({silent} did not say how much)" if silent else ""
+        ledgers_take = "the ledger takes" if len(ledgers) == 1 else f"the {len(ledgers)} ledgers take"
         raise Unsafe(
-            f"{who} is too small: its {len(room)} writable bookies have {_mb(free)} free below their disk-full "
-            f"threshold ({DISK_FULL:.0%}){unknown}; the {len(ledgers)} ledgers take {_mb(needed)} with every replica"
+            f"the target is too small: its {len(room)} writable bookies have {_mb(free)} free below their disk-full "
+            f"threshold ({DISK_FULL:.0%}); {ledgers_take} {_mb(needed)} with every replica"
         )
 
 

@@ -66,7 +66,8 @@ def restore(
     custom metadata as in the backup; a ledger that was open is closed at the LAC the backup holds. The id generator
     moves past every restored id. The cluster may hold other ledgers; ids it already has are refused (exit 3)
     unless --id-map or --new-ids. Nothing is written before every check passed: the manifest (a newer format: exit
-    2), every file's size and SHA-256 (exit 3, naming the file), the ids, the bookies, the passwords (exit 4).
+    2), every file's size and SHA-256 (exit 3, naming the file), the ids, the bookies and their disk room (exit 3),
+    the passwords (exit 4).
     Asks first unless --yes. On failure the ledgers of the run are removed (or kept with --keep-partial); running
     the same restore again skips the ledgers restored already and redoes those still marked. Seconds and MB/s count
     the Spark job: writes, read-back checks and closes. --with-pulsar-metadata restores Pulsar's znodes of the
@@ -108,8 +109,9 @@ def restore(
                 f"the backup at {path} holds no Pulsar metadata (made without --with-pulsar-metadata)"
             )
         manifest.check_files(path)
-        room = room_of(app.client, [b.bookie_id for b in app.client.run(app.client.core.writable_bookies())])
-        plan = plan_restore(path, manifest, read_ledgers(path), app.client.core, room, password, id_map, new_ids)
+        plan = plan_restore(
+            path, manifest, read_ledgers(path), app.client.core, lambda: room_of(app.client), password, id_map, new_ids
+        )
         pulsar = read_pulsar_snapshot(path)
     except CorruptData as exc:
         raise CheckFailed(f"backup at {path}: {exc}") from None
@@ -185,7 +187,6 @@ def _restore_ledgers(app, plan, path: str, master, spark_conf, keep_partial: boo
             if not isinstance(failed.cause, BKError):
                 app.terminal.error(str(failed))
             raise_failed(failed.cause, str(failed))
-            raise  # raise_failed raised
 
 
 def _show_plan(app, plan, summary: str) -> None:

@@ -48,8 +48,9 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
 
     Each ledger keeps its id, ensemble/write/ack sizes, digest type, password, ctime, custom metadata, and every
     entry byte for byte; it gets a new ensemble in the target, is read back there and checked, then closed at the
-    source's last entry and length. An id that exists in the target and is not a finished copy of the ledger is
-    refused before anything is written (exit 3). Resumable: a rerun skips finished copies and redoes the unfinished
+    source's last entry and length. An id that exists in the target and is not a finished copy of the ledger, or a
+    target without enough writable bookies or disk room for every replica, is refused before anything is written
+    (exit 3). Resumable: a rerun skips finished copies and redoes the unfinished
     ones a failed or interrupted run left; a failure removes the unfinished copies of its run. Open ledgers are left
     out unless --include-open. Asks for confirmation unless --yes. Seconds and MB/s count the Spark job.
     """
@@ -110,11 +111,10 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
         f"{f', {len(plan.unfinished)} of them unfinished copies to redo' if plan.unfinished else ''}; "
         f"{len(plan.copied)} already copied"
     )
-    writable = [b.bookie_id for b in target_bk.run(target_bk.core.writable_bookies())]
-    check_room(
-        room_of(target_bk, writable),
-        [wanted(lg.ledger_id, lg.metadata, lg.last_entry_id + 1, lg.length) for lg in plan.to_copy],
-    )
+    if plan.to_copy:
+        check_room(
+            room_of(target_bk), [wanted(lg.ledger_id, lg.metadata, lg.entries, lg.length) for lg in plan.to_copy]
+        )
     if dry_run:
         app.terminal.document(
             {**plan.doc(), "dryRun": True}, lambda: app.terminal.line(f"would copy {summary} (dry run)")
@@ -167,22 +167,23 @@ def _copy(app, target_bk, plan, run_id: str, target: str, master, spark_conf):
         advance(entries - shown[0], size - shown[1])
         shown[:] = entries, size
 
-    try:
-        claim(target_bk, plan, run_id)
-        with (
-            spark_log("bkctl-copy-") as log,
-            spark_session(master, spark_conf, log, "bkctl copy") as spark,
-            app.terminal.progress(
-                f"copy {len(plan.to_copy)} ledgers", total=plan.entries, total_bytes=plan.bytes
-            ) as advance,
-        ):
-            return run_copy(
-                spark, str(app.service_uri), target, plan, run_id, lambda done, _total: tasks_done(advance, done)
-            )
-    except BaseException as exc:
-        removed, problems = abandon(target_bk, plan, run_id)
-        for problem in problems:
-            app.terminal.error(problem)
-        if not isinstance(exc, BKError):
-            raise
-        raise reworded(exc, f"{exc}; removed the run's unfinished copies from the target ({removed})") from None
+    with spark_log("bkctl-copy-") as log:  # first: a temporary directory that cannot be made stops nothing half-done
+        try:
+            claim(target_bk, plan, run_id)
+            with (
+                spark_session(master, spark_conf, log, "bkctl copy") as spark,
+                app.terminal.progress(
+                    f"copy {len(plan.to_copy)} ledgers", total=plan.entries, total_bytes=plan.bytes
+                ) as advance,
+            ):
+                return run_copy(
+                    spark, str(app.service_uri), target, plan, run_id, lambda done, _total: tasks_done(advance, done)
+                )
+        except BaseException as exc:
+            removed, problems = abandon(target_bk, plan, run_id)
+            for problem in problems:
+                app.terminal.error(problem)
+            if not isinstance(exc, BKError):
+                raise
+            undone = f"removed the run's unfinished copies from the target ({removed})"
+            raise reworded(exc, f"{exc}; {undone}") from None

@@ -17,7 +17,15 @@ from bookie.client.recovery import recover
 from bookie.client.wire_client import WireBookieClient
 from bookie.client.writer import LedgerWriter
 from bookie.codec.digest import DigestType, master_key
-from bookie.errors import InvalidArgument, LedgerExists, NotFound, ServiceUnavailable, Unauthorized
+from bookie.errors import (
+    BKError,
+    InvalidArgument,
+    LedgerExists,
+    NotFound,
+    ServiceUnavailable,
+    Unauthorized,
+    error_for_status,
+)
 from bookie.meta.idgen import generate_ledger_id
 from bookie.meta.ledger_manager import LedgerManager
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
@@ -78,14 +86,34 @@ class ClientCore:
             self._bookies[bookie_id] = client
         return client
 
-    async def bookie_info(self, bookie_id: str, timeout: float) -> BookieInfo:
-        """GET_BOOKIE_INFO of a registered bookie (in v3, on a connection of its own)."""
-        address = (await asyncio.to_thread(self.registry.get, bookie_id)).address()
+    async def bookie_info(self, bookie_id: str, timeout: float, address: tuple[str, int] | None = None) -> BookieInfo:
+        """GET_BOOKIE_INFO of a registered bookie (in v3, on a connection of its own), at ``address`` when the
+        caller read its registration already."""
+        if address is None:
+            address = (await asyncio.to_thread(self.registry.get, bookie_id)).address()
         client = WireBookieClient(bookie_id, address, tls=self.tls)
         try:
             return await client.bookie_info(timeout)
         finally:
             await client.close()
+
+    async def bookie_infos(self, bookies: list[RegisteredBookie], timeout: float) -> dict[str, BookieInfo | BKError]:
+        """GET_BOOKIE_INFO of every one of ``bookies`` at once: each one's answer, or the error that stands for it
+        (unreachable, timed out, a status other than EOK)."""
+
+        async def ask(bookie: RegisteredBookie) -> BookieInfo | BKError:
+            try:
+                answer = await self.bookie_info(bookie.bookie_id, timeout, bookie.address())
+            except BKError as exc:
+                return exc
+            except (TimeoutError, OSError) as exc:
+                return ServiceUnavailable(f"bookie {bookie.bookie_id}: {exc or type(exc).__name__}")
+            if answer.status != 0:
+                return error_for_status(answer.status, f"GET_BOOKIE_INFO on bookie {bookie.bookie_id}")
+            return answer
+
+        answers = await asyncio.gather(*(ask(b) for b in bookies))
+        return {b.bookie_id: answer for b, answer in zip(bookies, answers, strict=True)}
 
     async def writable_bookies(self) -> list[RegisteredBookie]:
         bookies = await asyncio.to_thread(self.registry.list)

@@ -78,6 +78,9 @@ class ReplayEntry(NamedTuple):
     length: int
     payload: bytes
 
+    def __repr__(self) -> str:  # not the payload: it may be megabytes
+        return f"ReplayEntry(entry_id={self.entry_id}, lac={self.lac}, length={self.length}, {len(self.payload)} bytes)"
+
 
 def ledger_differs(target: LedgerMetadata, source: LedgerMetadata, password: bytes, marker_key: str) -> str:
     """What makes ``target`` another ledger than one :meth:`LedgerReplay.claim` wrote from ``source`` with

@@ -53,7 +53,7 @@ class BookiesApi:
             return text(404, "Not found method. Should be GET method")
         registry = BookieRegistry(self.bookie.store)
         bookies = await asyncio.to_thread(registry.list, True, True)
-        infos = await self.admin.run(bookie_infos, [b.bookie_id for b in bookies])
+        infos = await self.admin.run(bookie_infos, bookies)
         if not infos:
             return text(404, "Not found any Bookie info.")
         output = {
@@ -95,19 +95,16 @@ class BookiesApi:
         }
 
 
-async def bookie_infos(core: Any, bookie_ids: list[str]) -> dict[str, tuple[int, int]]:
-    """On the client's loop: ``(total, free)`` bytes of each bookie that answers GET_BOOKIE_INFO."""
-
-    async def ask(bookie_id: str) -> tuple[int, int] | None:
-        try:
-            answer = await core.bookie_info(bookie_id, BOOKIE_INFO_TIMEOUT)
-        except (TimeoutError, BKError, OSError) as exc:
-            log.info("GET_BOOKIE_INFO on %s failed: %s", bookie_id, exc)
-            return None
-        return (answer.total_disk_capacity, answer.free_disk_space) if answer.status == 0 else None
-
-    answers = await asyncio.gather(*(ask(b) for b in bookie_ids))
-    return {b: answer for b, answer in zip(bookie_ids, answers, strict=True) if answer is not None}
+async def bookie_infos(core: Any, bookies: list[Any]) -> dict[str, tuple[int, int]]:
+    """On the client's loop: ``(total, free)`` bytes of each of ``bookies`` (registrations) that answers
+    GET_BOOKIE_INFO."""
+    infos = {}
+    for bookie_id, answer in (await core.bookie_infos(bookies, BOOKIE_INFO_TIMEOUT)).items():
+        if isinstance(answer, BKError):
+            log.info("GET_BOOKIE_INFO on %s failed: %s", bookie_id, answer)
+        else:
+            infos[bookie_id] = (answer.total_disk_capacity, answer.free_disk_space)
+    return infos
 
 
 def readable(value: int) -> str:

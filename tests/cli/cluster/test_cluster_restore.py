@@ -230,7 +230,7 @@ def test_a_target_too_small_for_the_data_is_refused_and_nothing_is_written(bkctl
             assert (done.exit_code, done.stdout) == (3, "")
             assert re.fullmatch(
                 r"error: the target is too small: its 3 writable bookies have \d+\.\d MB free below their disk-full "
-                r"threshold \(95%\); the 1 ledgers take 25\.2 MB with every replica\n",
+                r"threshold \(95%\); the ledger takes 25\.2 MB with every replica\n",
                 done.stderr,
             ), done.stderr
             assert target_untouched(small.store)
