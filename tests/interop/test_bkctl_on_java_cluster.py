@@ -102,6 +102,37 @@ def test_a_ledger_replayed_onto_java_bookies_is_read_back_by_the_java_client(jav
     assert bk_read(java.zk, new_id, "--digest", "MAC", "--password", PASSWORD) == expected
 
 
+def test_a_backup_restored_onto_java_bookies_is_read_back_by_the_java_client(java, tmp_path):
+    """`bkctl cluster restore` (Spark tasks writing, reading every replica back, closing) onto the Java bookies, of
+    a backup of two ledgers the Java client wrote, under new ids; the Java client reads them."""
+    import os
+    import subprocess
+    import sys
+
+    from support.backups import write_backup
+
+    crc = bk_write(java.zk, "--n", "200", "--text", "crc", "--suffix-index")
+    mac = bk_write(java.zk, "--n", "50", "--text", "mac", "--suffix-index", "--digest", "MAC")
+    with BookKeeper(java.service_uri) as bk:
+        write_backup(tmp_path / "backup", bk, [crc, mac])
+    id_map = {crc: crc + 1_000_000, mac: mac + 1_000_000}  # the ledgers are there: restored under other ids
+    (tmp_path / "ids.txt").write_text("".join(f"{old} {new}\n" for old, new in id_map.items()))
+    restore = ["cluster", "restore", "--from", str(tmp_path / "backup"), "--id-map", str(tmp_path / "ids.txt")]
+    done = subprocess.run(
+        [sys.executable, "-m", "bkctl", "-u", java.service_uri, *restore, "--yes", "--master", "local[1]", "-ojson"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["created"] == sorted(id_map.values())
+    assert bk_read(java.zk, id_map[crc]) == [(i, e.encode()) for i, e in enumerate(entries(200, "crc"))]
+    macs = [(i, e.encode()) for i, e in enumerate(entries(50, "mac"))]
+    assert bk_read(java.zk, id_map[mac], "--digest", "MAC") == macs
+
+
 def test_bkctl_recovers_a_ledger_the_java_writer_left_open(java, cli, store):
     ledger_id = bk_write(java.zk, "--n", "120", "--text", "entry", "--suffix-index", "--no-close")
     dry = cli("ledger", "recover", str(ledger_id), "--password", PASSWORD, "--dry-run")
