@@ -13,7 +13,8 @@ from admin.export.plan import (
     parse_size,
     split,
 )
-from bookie.errors import BKError, InvalidArgument, NoSuchEntry
+from admin.export.session import SparkFailed
+from bookie.errors import InvalidArgument, NoSuchEntry
 from bookie.meta.ledger_metadata import LedgerMetadata, LedgerState, Segment
 
 
@@ -95,7 +96,7 @@ def test_spark_failures_become_the_error_a_task_raised():
     error = spark_error(task_failure)
     assert type(error) is NoSuchEntry and str(error) == "ledger 7 entry 3: no readable replica (bookie a:1: status 403)"
     other = spark_error(Exception("\njava.lang.OutOfMemoryError: Java heap space\n\tat ..."))
-    assert type(other) is BKError and str(other) == "Spark failed: java.lang.OutOfMemoryError: Java heap space"
+    assert type(other) is SparkFailed and str(other) == "Spark failed: java.lang.OutOfMemoryError: Java heap space"
     bug = spark_error(
         Exception(
             "An error occurred while calling o9.save.\n"
