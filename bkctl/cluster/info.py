@@ -24,14 +24,18 @@ def info(app):
     """
     from bookie.meta.layout import read_instance_id, read_layout
     from bookie.meta.membership import missing_bookies
-    from bookie.meta.registration import BookieRegistry
+    from bookie.meta.registration import READONLY, BookieRegistry
     from bookie.meta.underreplication import UnderReplicationManager
 
     store = app.metadata
     layout = read_layout(store)
-    registry = BookieRegistry(store)
-    writable, readonly = len(registry.list()), len(registry.list(writable=False, readonly=True))
-    missing = [m.bookie_id for m in missing_bookies(store)]  # cookies only: quick on millions of ledgers
+    # one listing for the three counts: one taken apart would count a bookie whose registration expired between
+    # them both writable and missing
+    registered = BookieRegistry(store).list(writable=True, readonly=True)
+    readonly = sum(1 for b in registered if b.state == READONLY)
+    writable = len(registered) - readonly
+    # cookies only: quick on millions of ledgers
+    missing = [m.bookie_id for m in missing_bookies(store, registered=[b.bookie_id for b in registered])]
     doc = {
         "serviceUri": str(store.uri),
         "instanceId": read_instance_id(store),

@@ -60,3 +60,25 @@ def test_a_killed_bookie_is_missing_everywhere_an_operator_looks(harness, bkctl)
     )
     assert bkctl("-u", uri, "autorecovery", "disable").exit_code == 0
     assert bkctl("-u", uri, "autorecovery", "status").exit_code == 0  # disabled: nothing is expected to run
+
+
+def test_a_bookie_whose_registration_expires_while_cluster_info_reads_is_counted_once(harness, bkctl, monkeypatch):
+    """`cluster info` counts writable, read-only and missing bookies from one listing of the registry: a bookie
+    whose registration goes away between two reads was counted writable and missing at once."""
+    from bookie.meta.registration import WRITABLE, BookieRegistry
+
+    uri = harness.service_uri
+    bookies = harness.start(2)
+    victim = bookies[1]
+    listing = BookieRegistry.list
+
+    def list_then_expire(self, *args, **kwargs):
+        listed = listing(self, *args, **kwargs)
+        if victim.pid is not None:  # the first listing: the victim's session expires right after it
+            victim.stop(kill=True)
+            self.store.zk.delete(self._node(victim.bookie_id, WRITABLE))
+        return listed
+
+    monkeypatch.setattr(BookieRegistry, "list", list_then_expire)
+    doc = json.loads(bkctl("-u", uri, "cluster", "info", "-o", "json").stdout)["bookies"]
+    assert doc == {"writable": 2, "readonly": 0, "missing": 0, "missingIds": []}  # as of the one listing
