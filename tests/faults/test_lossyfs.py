@@ -145,6 +145,7 @@ def test_an_armed_cut_fires_after_the_nth_sync_and_kills_the_writer(disk):
         "import os, sys\n"
         "fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o600)\n"
         "d = os.open(os.path.dirname(sys.argv[1]), os.O_RDONLY)\n"
+        "sys.stdin.readline()\n"
         "os.fsync(d)\n"
         "n = 0\n"
         "while True:\n"
@@ -152,9 +153,13 @@ def test_an_armed_cut_fires_after_the_nth_sync_and_kills_the_writer(disk):
         "    os.write(fd, b'%08d' % n)\n"
         "    os.fsync(fd)\n"
     )
-    writer = subprocess.Popen([sys.executable, "-c", script, str(disk.mountpoint / "w")], start_new_session=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", script, str(disk.mountpoint / "w")], stdin=subprocess.PIPE, start_new_session=True
+    )
     try:
-        disk.arm(5, killpg=[writer.pid])
+        disk.arm(5, killpg=[writer.pid])  # the disk counts syncs from its mount: the writer starts once it is armed
+        writer.stdin.write(b"go\n")
+        writer.stdin.close()
         deadline = time.monotonic() + 30
         while not disk.frozen():
             assert time.monotonic() < deadline, "the armed cut never fired"
