@@ -50,9 +50,9 @@ def copy(app, ledger_ids, all_ledgers, meta, target, include_open, master, spark
     entry byte for byte; it gets a new ensemble in the target, is read back there and checked, then closed at the
     source's last entry and length. An id that exists in the target and is not a finished copy of the ledger, or a
     target without enough writable bookies or disk room for every replica, is refused before anything is written
-    (exit 3). Resumable: a rerun skips finished copies and redoes the unfinished
-    ones a failed or interrupted run left; a failure removes the unfinished copies of its run. Open ledgers are left
-    out unless --include-open. Asks for confirmation unless --yes. Seconds and MB/s count the Spark job.
+    (exit 3). Resumable: a rerun skips finished copies and redoes the unfinished ones a failed or interrupted run
+    left; a failure removes the unfinished copies of its run. Open ledgers are left out unless --include-open. Asks
+    for confirmation unless --yes. Seconds and MB/s count the Spark job.
     """
     import os
     import uuid
