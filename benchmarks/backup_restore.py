@@ -26,7 +26,7 @@ import tempfile
 
 from bookie.client import BookKeeper
 
-from common import bkctl_json, temporary_sandbox
+from common import bkctl_json, cpu_seconds, temporary_sandbox
 
 STEPS = ("export", "backup", "restore", "copy")
 
@@ -46,15 +46,6 @@ def delete(uri: str, ids: list[int]) -> None:
     with BookKeeper(uri) as bk:
         for ledger_id in ids:
             bk.delete_ledger(ledger_id)
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def children_cpu() -> float:

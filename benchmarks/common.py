@@ -31,6 +31,16 @@ def temporary_sandbox(bookies: int, settings: dict[str, str] | None = None):
             sandbox.stop()
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU-seconds (user + system) the processes have used so far."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def bkctl_json(env: dict[str, str] | None, *args: str):
     """Run ``bkctl ARGS -o json`` (in ``env``; None: this process's) as a user would, and parse what it prints.
     A failed command raises CalledProcessError."""

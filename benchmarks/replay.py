@@ -27,7 +27,7 @@ import time
 from bookie.client import BookKeeper
 from bookie.client.replay import LedgerReplay, ReplayEntry, payload_xor
 
-from common import temporary_sandbox
+from common import cpu_seconds, temporary_sandbox
 
 PASSWORD = b"bench"
 MARKER = ("bkctl.bench", b"replay")
@@ -41,15 +41,6 @@ def write(bk: BookKeeper, ledgers: int, entries: int, size: int) -> list[int]:
         ledger.close()
         ids.append(ledger.ledger_id)
     return ids
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def own_cpu() -> float:

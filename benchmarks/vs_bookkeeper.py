@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from bookie.local.sandbox import LEDGERS_ROOT
 
-from common import temporary_sandbox
+from common import cpu_seconds, temporary_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -38,26 +37,16 @@ BKCTL = [sys.executable, "-m", "bkctl"]
 PACED_RATE = 10_000
 
 
-def ticks(pids: list[int]) -> float:
-    """CPU-seconds (user + system) the processes used so far."""
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def measured(bookie_pids: list[int], command: list[str], env: dict | None = None) -> tuple[dict, float]:
     """Run a benchmark client: ``(its JSON result, the bookies' CPU-seconds)``. The bookies' CPU counts from the
     line "timed" (the Java tool's timed phase; the start for commands that do not print it) to the result."""
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    start, result = ticks(bookie_pids), None
+    start, result = cpu_seconds(bookie_pids), None
     for line in process.stdout:
         if line.strip() == "timed":
-            start = ticks(bookie_pids)
+            start = cpu_seconds(bookie_pids)
         elif line.startswith("{"):
-            bookies = ticks(bookie_pids) - start
+            bookies = cpu_seconds(bookie_pids) - start
             result = json.loads(line + process.stdout.read())
     _, stderr = process.communicate(timeout=900)
     if process.returncode != 0 or result is None:
