@@ -24,8 +24,13 @@ PROC = Path("/proc")
 
 
 def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
-    """Start ``args`` detached in a new session (its own process group), output appended to ``log_path``; with umask
-    077, so that what it creates (ZooKeeper's snapshots, Spark's files) is private whatever our umask is."""
+    """Start ``args`` detached in its own process group (a terminal's Ctrl-C does not reach it; it is stopped by
+    that group), output appended to ``log_path``; with umask 077, so that what it creates (ZooKeeper's snapshots,
+    Spark's files) is private whatever our umask is.
+
+    It stays in the caller's session, where BookKeeper's own scripts start theirs: Linux's autogroup scheduler makes
+    each session a scheduling group, and a bookie alone in one waited up to half a second for a CPU beside a busy
+    one (docs/bookie.md, "Sharing a machine")."""
     with append_private(log_path) as log:  # 0600: a server's log is its owner's
         proc = subprocess.Popen(
             args,
@@ -34,7 +39,7 @@ def spawn(args: list[str], log_path: Path, env: dict[str, str] | None = None, cw
             stderr=subprocess.STDOUT,
             env=env,
             cwd=cwd,
-            start_new_session=True,
+            process_group=0,
             umask=0o077,
         )
     return proc.pid

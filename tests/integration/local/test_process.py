@@ -1,5 +1,6 @@
 """Processes we start, as the sandbox and the test harnesses see them."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +22,27 @@ def test_a_process_is_running_from_the_moment_it_is_spawned(tmp_path):
         finally:
             stop_process_group(pid, kill=True)
     assert misses == 0
+
+
+def autogroup(pid: int | str) -> str | None:
+    """The autogroup the kernel schedules ``pid`` in ("/autogroup-N"); None where the kernel has none."""
+    try:
+        return Path(f"/proc/{pid}/autogroup").read_text().split()[0]
+    except OSError:
+        return None
+
+
+def test_a_server_gets_its_own_process_group_in_the_callers_session(tmp_path):
+    """Not a session of its own: that is a scheduling group of its own, where a bookie waited up to half a second
+    for a CPU beside a busy session (docs/bookie.md, "Sharing a machine")."""
+    pid = spawn([sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "server.log")
+    try:
+        assert os.getpgid(pid) == pid != os.getpgid(0)
+        assert os.getsid(pid) == os.getsid(0)
+        assert autogroup(pid) == autogroup("self")
+    finally:
+        stop_process_group(pid)
+    assert not pid_alive(pid)
 
 
 def test_a_process_whose_main_thread_exited_is_alive_while_another_thread_runs(tmp_path):
