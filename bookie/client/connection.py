@@ -28,7 +28,7 @@ from typing import Any, TypeAlias, cast
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 from bookie.client.bookie_client import CONNECTION_LOST, AddTarget, BookieClient, status_name
 from bookie.codec import frames, wire
-from bookie.codec.frames import AddRequestV3, ResponseItem, V2Key
+from bookie.codec.frames import AddRequest, ResponseItem, V2Key
 from bookie.errors import BKError, MalformedFrame, OperationTimeout, ServiceUnavailable
 from bookie.tls import Tls
 
@@ -99,8 +99,8 @@ class Connection(asyncio.Protocol):
         self.txn = 0  # the last txnId sent
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
-        self.out: list[bytes | memoryview] = []
-        self.adds: list[AddRequestV3] = []  # v3 adds not yet in out
+        self.out: list[bytes] = []
+        self.adds: list[AddRequest] = []  # adds not yet in out
         self.flush_handle: asyncio.Handle | None = None
         self.by_txn: dict[int, Waiter] = {}  # v3
         self.by_key: dict[V2Key, collections.deque[Waiter]] = {}  # v2
@@ -192,19 +192,16 @@ class Connection(asyncio.Protocol):
                 waiter.set_exception(error)
 
     # ---- requests ----
-    def send(self, frame: bytes, entry: memoryview | None = None) -> None:
-        """Send ``frame`` (then ``entry``, the rest of the frame, when given: no copy of an entry into each frame)
-        with what else is sent in this turn of the loop."""
+    def send(self, frame: bytes) -> None:
+        """Send ``frame`` with what else is sent in this turn of the loop."""
         if self.adds:  # after the adds sent before it
             self._take_adds()
         self.out.append(frame)
-        if entry is not None:
-            self.out.append(entry)
         self._flush_soon()
 
-    def send_add(self, add: AddRequestV3) -> None:
-        """Send a v3 add: the adds of a turn of the loop are framed together, in C (frames.add_requests_v3), each
-        entry copied from its record once."""
+    def send_add(self, add: AddRequest) -> None:
+        """Send an add: the adds of a turn of the loop are framed together, in C (frames.add_requests_v3/_v2),
+        each entry copied from its record once."""
         self.adds.append(add)
         self._flush_soon()
 
@@ -275,8 +272,8 @@ class Connection(asyncio.Protocol):
             self.flush_handle = asyncio.get_running_loop().call_soon(self._flush)
 
     def _take_adds(self) -> None:
-        self.out.append(frames.add_requests_v3(self.adds))
-        self.adds.clear()
+        adds, self.adds = self.adds, []  # taken first: adds it refuses are not framed again at every send
+        self.out.append((frames.add_requests_v3 if self.v3 else frames.add_requests_v2)(adds))
 
     def _flush(self) -> None:
         self.flush_handle = None

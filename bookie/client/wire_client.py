@@ -39,7 +39,6 @@ from bookie.client.bookie_client import (
 from bookie.client.connection import AddWaiter, Answer, Connection
 from bookie.codec import wire
 from bookie.codec.frames import ResponseItem
-from bookie.codec.records import PREFIX
 from bookie.errors import ServiceUnavailable
 from bookie.tls import Tls
 
@@ -120,10 +119,10 @@ class WireBookieClient:
         if conn.v3:
             conn.txn = txn = conn.txn + 1
             conn.by_txn[txn] = waiter
-            conn.send_add((txn, ledger_id, entry_id, master_key, record, recovery))
         else:
+            txn = 0  # a v2 answer names its ledger and entry instead
             conn.expect((wire.ADDENTRY, ledger_id, entry_id), waiter)
-            conn.send(wire.add_request_v2_head(len(record) - PREFIX, master_key, recovery), memoryview(record)[PREFIX:])
+        conn.send_add((txn, ledger_id, entry_id, master_key, record, recovery))
 
     # ---- reads ----
     async def read_entry(

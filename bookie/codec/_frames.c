@@ -826,7 +826,8 @@ static PyObject *read_response_v3(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* The sizes of a v3 ADD_ENTRY request's frame (wire.add_request_v3): its header, its AddRequest, and the whole frame after its length. */
+/* An add to frame: its ids and fields, and the sizes of its frame: for v3 (wire.add_request_v3) its header, its
+ * AddRequest and the whole frame after its length; for v2 only the last. */
 typedef struct {
     uint64_t txn, ledger_id, entry_id;
     Py_ssize_t key_length, length; /* of the masterKey and the body */
@@ -879,11 +880,27 @@ static unsigned char *put_add_frame(unsigned char *q, const AddFrame *f, const v
     return q;
 }
 
-/* add_requests_v3([(txn, ledgerId, entryId, masterKey, record, recovery), ...]) -> bytes: the v3 add request of
- * each record's entry (a record: its size, then the entry), one after the other: the client's adds to one bookie in one turn of its event loop, in one write. The
+/* A v2 ADDENTRY frame (wire.add_request_v2_head, then the entry): its length, its packet header (version 2,
+ * ADDENTRY, a recovery add's RECOVERY_ADD | HIGH_PRIORITY flags), the 20-byte masterKey, the entry. */
+#define V2_MASTER_KEY_LENGTH 20
+#define V2_ADD_HEADER ((2 << 24) | (1 << 16))
+#define V2_RECOVERY_FLAGS (0x2 | 0x4)
+
+static unsigned char *put_add_frame_v2(unsigned char *q, const AddFrame *f, const void *key, const void *body) {
+    q = put_be32(q, (int32_t)f->size);
+    q = put_be32(q, V2_ADD_HEADER | (f->recovery ? V2_RECOVERY_FLAGS : 0));
+    memcpy(q, key, V2_MASTER_KEY_LENGTH);
+    q += V2_MASTER_KEY_LENGTH;
+    memcpy(q, body, (size_t)f->length);
+    return q + f->length;
+}
+
+/* add_requests_v3/_v2([(txn, ledgerId, entryId, masterKey, record, recovery), ...]) -> bytes: the add request of
+ * each record's entry (a record: its size, then the entry), one after the other: the client's adds to one bookie
+ * in one turn of its event loop, in one write (v2 frames take no txn, and their ids are the entry's own). The
  * masterKeys and records are bytes, the ids and recovery ints (nothing here runs Python code, so the list stays
  * as it is between the two passes). */
-static PyObject *add_requests_v3(PyObject *self, PyObject *args) {
+static PyObject *add_requests(PyObject *args, int v3) {
     PyObject *adds;
     if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &adds))
         return NULL;
@@ -908,8 +925,22 @@ static PyObject *add_requests_v3(PyObject *self, PyObject *args) {
             goto failed;
         }
         if (as_u64(PyTuple_GET_ITEM(add, 0), &f[i].txn) < 0 || as_u64(PyTuple_GET_ITEM(add, 1), &f[i].ledger_id) < 0 ||
-            as_u64(PyTuple_GET_ITEM(add, 2), &f[i].entry_id) < 0 || add_frame_sizes(&f[i]) < 0)
+            as_u64(PyTuple_GET_ITEM(add, 2), &f[i].entry_id) < 0)
             goto failed;
+        if (v3) {
+            if (add_frame_sizes(&f[i]) < 0)
+                goto failed;
+        } else {
+            if (f[i].key_length != V2_MASTER_KEY_LENGTH) {
+                PyErr_SetString(PyExc_ValueError, "a v2 masterKey is 20 bytes");
+                goto failed;
+            }
+            if (f[i].length > INT32_MAX - 4 - V2_MASTER_KEY_LENGTH) {
+                PyErr_SetString(PyExc_ValueError, "entry too large");
+                goto failed;
+            }
+            f[i].size = 4 + V2_MASTER_KEY_LENGTH + f[i].length;
+        }
         if (total > PY_SSIZE_T_MAX - 4 - f[i].size) {
             PyErr_SetString(PyExc_ValueError, "adds too large");
             goto failed;
@@ -921,8 +952,9 @@ static PyObject *add_requests_v3(PyObject *self, PyObject *args) {
         unsigned char *q = (unsigned char *)PyBytes_AS_STRING(out);
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *add = PyList_GET_ITEM(adds, i);
-            const char *record = PyBytes_AS_STRING(PyTuple_GET_ITEM(add, 4));
-            q = put_add_frame(q, &f[i], PyBytes_AS_STRING(PyTuple_GET_ITEM(add, 3)), record + 4);
+            const char *key = PyBytes_AS_STRING(PyTuple_GET_ITEM(add, 3));
+            const char *entry = PyBytes_AS_STRING(PyTuple_GET_ITEM(add, 4)) + 4;
+            q = v3 ? put_add_frame(q, &f[i], key, entry) : put_add_frame_v2(q, &f[i], key, entry);
         }
     }
     PyMem_Free(f);
@@ -931,6 +963,9 @@ failed:
     PyMem_Free(f);
     return NULL;
 }
+
+static PyObject *add_requests_v3(PyObject *self, PyObject *args) { return add_requests(args, 1); }
+static PyObject *add_requests_v2(PyObject *self, PyObject *args) { return add_requests(args, 0); }
 
 /* The frame of a plain v3 READ_ENTRY request at q (NULL: only its size). */
 static Py_ssize_t put_read_request(unsigned char *q, uint64_t txn, uint64_t ledger_id, uint64_t entry_id) {
@@ -1000,6 +1035,8 @@ static PyMethodDef methods[] = {
     {"read_response_v3", read_response_v3, METH_VARARGS, "(txn, status, ledgerId, entryId, body, maxLAC) -> bytes"},
     {"add_requests_v3", add_requests_v3, METH_VARARGS,
      "([(txn, ledgerId, entryId, masterKey, record, recovery), ...]) -> bytes"},
+    {"add_requests_v2", add_requests_v2, METH_VARARGS,
+     "([(txn, ledgerId, entryId, masterKey, record, recovery), ...]) -> bytes (txn and ids unused)"},
     {"read_request_v3", read_request_v3, METH_VARARGS, "(txn, ledgerId, entryId) -> bytes"},
     {"read_requests_v3", read_requests_v3, METH_VARARGS, "(first txn, ledgerId, [entryId, ...]) -> bytes"},
     {"set_response_item", set_response_item, METH_O, "(the type of response items: a tuple subclass, or None)"},

@@ -59,10 +59,10 @@ class ResponseItem(NamedTuple):
     max_lac: int  # the bookie's LAC of the ledger when a v3 read answered it; -1 unknown
 
 
-# One v3 add of add_requests_v3: (txnId, ledgerId, entryId, masterKey, record, recovery), the record a storage
-# record (its size, then the framed entry). A plain tuple: the client makes one per add and bookie, and a NamedTuple
-# costs ~250 ns more to make.
-AddRequestV3 = tuple[int, int, int, bytes, bytes, bool]
+# One add of add_requests_v3/_v2: (txnId, ledgerId, entryId, masterKey, record, recovery), the record a storage
+# record (its size, then the framed entry); v2 frames use neither the txnId nor the ids (the entry holds them). A
+# plain tuple: the client makes one per add and bookie, and a NamedTuple costs ~250 ns more to make.
+AddRequest = tuple[int, int, int, bytes, bytes, bool]
 
 
 def framing_error(buffer: bytes | bytearray, offset: int, stop: int, max_frame_size: int) -> MalformedFrame:
@@ -246,18 +246,33 @@ def _add_responses(answers: list[tuple[int | None, int, int]], statuses: list[in
     return b"".join(parts)
 
 
-def _add_requests_v3(adds: list[AddRequestV3]) -> bytes:
-    """The v3 add request of each add, one after the other: the client's adds to one bookie in one turn of its
-    event loop. Each entry is copied from its record once."""
-    frames = []
+def _check_adds(adds: list[AddRequest]) -> None:
     for add in adds:
         if len(add) != 6 or not isinstance(add[3], bytes) or not isinstance(add[4], bytes):
             raise TypeError("each add is (txn, ledgerId, entryId, masterKey, record, recovery)")
-        txn_id, ledger_id, entry_id, master_key, record, recovery = add
-        if len(record) < SIZE.size:
+        if len(add[4]) < SIZE.size:
             raise ValueError("a record is at least its 4-byte size")
-        frames.append(wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, memoryview(record)[4:], recovery))
-    return b"".join(frames)
+
+
+def _add_requests_v3(adds: list[AddRequest]) -> bytes:
+    """The v3 add request of each add, one after the other: the client's adds to one bookie in one turn of its
+    event loop. Each entry is copied from its record once."""
+    _check_adds(adds)
+    return b"".join(
+        wire.add_request_v3(txn_id, ledger_id, entry_id, master_key, memoryview(record)[4:], recovery)
+        for txn_id, ledger_id, entry_id, master_key, record, recovery in adds
+    )
+
+
+def _add_requests_v2(adds: list[AddRequest]) -> bytes:
+    """The v2 ADDENTRY frame of each add, one after the other, each entry copied from its record once."""
+    _check_adds(adds)
+    if any(len(add[3]) != wire.MASTER_KEY_LENGTH for add in adds):
+        raise ValueError("a v2 masterKey is 20 bytes")
+    parts: list[bytes | memoryview] = []
+    for _, _, _, master_key, record, recovery in adds:
+        parts += (wire.add_request_v2_head(len(record) - SIZE.size, master_key, recovery), memoryview(record)[4:])
+    return b"".join(parts)
 
 
 def _read_requests_v3(first_txn_id: int, ledger_id: int, entry_ids: list[int]) -> bytes:
@@ -284,3 +299,4 @@ read_response_v3 = _c.read_response_v3 if ACCELERATED else wire.read_response_v3
 read_request_v3 = _c.read_request_v3 if ACCELERATED else wire.read_request_v3
 read_requests_v3 = _c.read_requests_v3 if ACCELERATED else _read_requests_v3
 add_requests_v3 = _c.add_requests_v3 if ACCELERATED else _add_requests_v3
+add_requests_v2 = _c.add_requests_v2 if ACCELERATED else _add_requests_v2

@@ -357,8 +357,8 @@ _V2_RECOVERY_ADD_HEADER = packet_header(V2_VERSION, ADDENTRY, FLAG_RECOVERY_ADD 
 
 
 def add_request_v2_head(entry_size: int, master_key: bytes, recovery: bool) -> bytes:
-    """The start of a v2 ADDENTRY frame, up to its entry (``entry_size`` bytes, sent after it: no copy of the entry
-    into the frame); a recovery add has the RECOVERY_ADD and HIGH_PRIORITY flags."""
+    """The start of a v2 ADDENTRY frame, up to its entry (``entry_size`` bytes, which follow it); a recovery add has
+    the RECOVERY_ADD and HIGH_PRIORITY flags."""
     header = _V2_RECOVERY_ADD_HEADER if recovery else V2_ADD_HEADER
     return V2_HEADER.pack(4 + MASTER_KEY_LENGTH + entry_size, header) + master_key
 

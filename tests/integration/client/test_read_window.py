@@ -14,9 +14,9 @@ def in_flight(monkeypatch):
     peaks: list[int] = []
     send = Connection.send
 
-    def counted(self, frame, entry=None):
+    def counted(self, frame):
         peaks.append(len(self.by_txn))
-        send(self, frame, entry)
+        send(self, frame)
 
     monkeypatch.setattr(Connection, "send", counted)
     return peaks

@@ -439,19 +439,42 @@ def test_add_requests_are_the_add_request_of_each_records_entry(adds):
     assert frames._add_requests_v3(with_records) == expected
 
 
+@given(st.lists(st.tuples(ids, ids, st.binary(min_size=20, max_size=20), entries, st.booleans()), max_size=6))
+@settings(FUZZ)
+def test_v2_add_requests_are_the_add_frame_of_each_records_entry(adds):
+    """The same for a v2 connection: BookKeeper's ADDENTRY frame (header, masterKey, entry) of each add."""
+    assume(c is not None)
+    expected = b"".join(wire.add_request_v2_head(len(body), key, recovery) + body for _, _, key, body, recovery in adds)
+    with_records = [
+        (0, ledger_id, entry_id, key, framed(body), recovery) for ledger_id, entry_id, key, body, recovery in adds
+    ]
+    assert c.add_requests_v2(with_records) == expected
+    assert frames._add_requests_v2(with_records) == expected
+
+
+V2_KEY = b"k" * wire.MASTER_KEY_LENGTH
+
+
+@pytest.mark.parametrize("version", ["v3", "v2"])
 @pytest.mark.parametrize(
     ("add", "error", "match"),
     [
-        ((1, 2, 3, b"k", b"abc", False), ValueError, "at least its 4-byte size"),
-        ((1, 2, 3, b"k", bytearray(8), False), TypeError, "each add is"),
-        ((1, 2, 3, b"k", b"1234"), TypeError, "each add is"),
+        ((1, 2, 3, V2_KEY, b"abc", False), ValueError, "at least its 4-byte size"),
+        ((1, 2, 3, V2_KEY, bytearray(8), False), TypeError, "each add is"),
+        ((1, 2, 3, V2_KEY, b"1234"), TypeError, "each add is"),
     ],
     ids=["short-record", "not-bytes", "five-fields"],
 )
-def test_add_requests_refuse_what_is_not_an_add(add, error, match):
-    for implementation in (c.add_requests_v3, frames._add_requests_v3):
+def test_add_requests_refuse_what_is_not_an_add(version, add, error, match):
+    for implementation in (getattr(c, f"add_requests_{version}"), getattr(frames, f"_add_requests_{version}")):
         with pytest.raises(error, match=match):
-            implementation([(9, 9, 9, b"k", framed(b"ok"), False), add])
+            implementation([(9, 9, 9, V2_KEY, framed(b"ok"), False), add])
+
+
+def test_a_v2_add_refuses_a_master_key_that_is_not_20_bytes():
+    for implementation in (c.add_requests_v2, frames._add_requests_v2):
+        with pytest.raises(ValueError, match="20 bytes"):
+            implementation([(0, 1, 2, b"short", framed(b"ok"), False)])
 
 
 @given(uint64, ids, st.lists(ids, max_size=20))
