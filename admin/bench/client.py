@@ -17,10 +17,11 @@ from bookie.codec.digest import DigestType
 from bookie.errors import BKError, NoSuchLedger
 
 PASSWORD = b"bkctl-bench"
-# With --rate, the writer wakes at most every 2 ms and sends what came due. Latency still counts from each entry's
-# due time. At 10k entries/s a 1 ms tick doubled the messages, and their CPU cost queued replies: p99 14-15 ms with
-# 1 ms, 9.8-11.5 ms with 2 ms, p50 the same (alternating runs).
-SEND_TICK = 0.002
+# With --rate, the writer wakes at most every 1 ms and sends what came due (the Java client's benchmark sleeps in whole
+# milliseconds too, on Java 17). Latency still counts from each entry's due time, so the tick is part of it. At 10k
+# entries/s, runs alternating: p50 / p99 1.62-1.64 / 3.27-3.32 ms with 1 ms, 2.00-2.16 / 3.93-4.19 with 2 ms,
+# 2.09-2.43 / 6.6-8.3 with 0.5 ms (the client's CPU-seconds per 50k adds 1.0, 0.8-0.9 and 2.9-3.2).
+SEND_TICK = 0.001
 
 
 async def write(
