@@ -7,14 +7,22 @@ ZooKeeper on 127.0.0.1. Cells run alternately, ``--runs`` times; medians are pri
 (5,000 adds in flight at most, no rate limit), p50/p99 add latency at a fixed 10k entries/s, sequential read
 entries/s of a ledger written beforehand, and CPU-seconds per 100k entries of the 3 bookies and of the client, over
 the timed phase only. The Java client is benchmarks/java/JavaClientBench.java (compiled here against the oracle's
-jars), warmed up with 20,000 adds before it is timed; ours is ``bkctl bench write/read``.
+jars), warmed up with 20,000 adds before it is timed; ours is ``bkctl bench write/read``. Every process runs in this
+script's session, as BookKeeper's scripts start theirs (bookie/local/process.py says why that matters).
 
-    benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--json FILE]
+``--background-load``: one more process spins on a core for the whole run, so every cell shares the machine with
+it. ``--sweep``: instead of the matrix, the Java client's add latency against both kinds of bookies at 1k, 5k, 10k and
+15k adds/s and at its maximum rate (5,000 in flight), alternating sides at each rate; p50/p99 against the rate
+reached, plotted to ``--plot`` (PNG).
+
+    benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--background-load] [--json FILE]
+    benchmarks/vs_bookkeeper.sh --sweep [--plot docs/images/vs-bookkeeper-sweep.png] [--background-load]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -35,6 +43,9 @@ from interop.oracle import ORACLE, JavaCluster, compile_java, java_command  # no
 SETTINGS = {"journalFlushWhenQueueEmpty": "true", "flushEntrylogBytes": "524288", "journalMaxGroupWaitMSec": "2"}
 BKCTL = [sys.executable, "-m", "bkctl"]
 PACED_RATE = 10_000
+SWEEP_RATES = (1_000, 5_000, 10_000, 15_000)
+SWEEP_SECONDS = 5  # of adds at each fixed rate
+PLOT = ROOT / "docs" / "images" / "vs-bookkeeper-sweep.png"  # benchmarks/README.md shows it
 
 
 def measured(bookie_pids: list[int], command: list[str], env: dict | None = None) -> tuple[dict, float]:
@@ -71,6 +82,12 @@ class JavaClient:
 
     def prepare(self, side: Side, entries: int) -> int:
         return self._run(side, "prepare", side.zk, side.root, entries)[0]["ledgerId"]
+
+    def latency(self, side: Side, rate: int | None, entries: int) -> dict:
+        """One sweep point: ``entries`` adds at ``rate`` per second (None: as fast as they go)."""
+        mode = ("paced", side.zk, side.root, entries, rate) if rate else ("write", side.zk, side.root, entries)
+        result = self._run(side, *mode)[0]
+        return {"rate": result["entriesPerSec"], **result["latencyMs"]}
 
     def cell(self, side: Side, entries: int) -> dict:
         write, bookies = self._run(side, "write", side.zk, side.root, entries)
@@ -126,6 +143,77 @@ COLUMNS = [
 ]
 
 
+def render_runs(samples: dict[str, list[dict]]) -> str:
+    """Each run's add latency per cell: whether one side is ahead in every run, not only in the medians."""
+    runs = len(next(iter(samples.values())))
+    lines = [f"{'p50 / p99 ms per run':34}" + "".join(f" {'run ' + str(r + 1):>15}" for r in range(runs))]
+    for name, cells in samples.items():
+        lines.append(f"{name:34}" + "".join(f" {c['p50']:>6.1f} / {c['p99']:>6.1f}" for c in cells))
+    return "\n".join(lines)
+
+
+# Spins until it is killed, or until this script is gone (its parent changes), so that it never outlives the run.
+SPINNER = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass"
+
+
+@contextlib.contextmanager
+def background_load(on: bool):
+    """A process spinning on one core while the body runs."""
+    if not on:
+        yield
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def sweep(java_client: JavaClient, sides: dict[str, Side]) -> dict[str, list[dict]]:
+    """The Java client's latency at each of SWEEP_RATES and at its maximum, sides alternating at each rate."""
+    points: dict[str, list[dict]] = {name: [] for name in sides}
+    for rate in (*SWEEP_RATES, None):
+        entries = (rate or 20_000) * SWEEP_SECONDS
+        for name, side in sides.items():
+            print(f"sweep {rate or 'max'}/s: {name}", file=sys.stderr)
+            points[name].append({"offered": rate, **java_client.latency(side, rate, entries)})
+    return points
+
+
+def render_sweep(points: dict[str, list[dict]]) -> str:
+    lines = [f"{'offered adds/s':16}" + "".join(f" {name:>36}" for name in points)]
+    for i, offered in enumerate(p["offered"] for p in next(iter(points.values()))):
+        row = f"{offered or 'max':>16}"
+        for series in points.values():
+            p = series[i]
+            row += f" {p['rate']:>12,}/s {p['p50']:>8.1f} / {p['p99']:>8.1f} ms"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def draw(points: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 5))
+    for (name, series), color in zip(points.items(), ("tab:orange", "tab:blue"), strict=False):
+        rates = [p["rate"] for p in series]
+        axis.plot(rates, [p["p99"] for p in series], "o-", color=color, label=f"{name}: p99")
+        axis.plot(rates, [p["p50"] for p in series], "o--", color=color, label=f"{name}: p50")
+    axis.set_yscale("log")
+    axis.set_xlabel("adds/s reached (1 KiB, E3 W2 A2; the last point: as fast as it goes, 5,000 in flight)")
+    axis.set_ylabel("add latency (ms)")
+    axis.set_title("Java BookKeeper client: add latency against the rate")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
 def render(table: dict[str, dict]) -> str:
     head = f"{'client -> bookies':34}" + "".join(f" {title:>9}" for _, title, _ in COLUMNS)
     lines = [head, "-" * len(head)]
@@ -144,11 +232,16 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="20,000 entries, one run: a smoke test")
     parser.add_argument("--json", metavar="FILE", help="also write the medians and every sample as JSON")
+    parser.add_argument("--background-load", action="store_true", help="one core kept busy by another process")
+    parser.add_argument("--sweep", action="store_true", help="the Java client's latency against the rate, both sides")
+    parser.add_argument("--plot", metavar="PNG", type=Path, default=PLOT, help="where --sweep draws")
     args = parser.parse_args()
     runs, entries = (1, 20_000) if args.quick else (args.runs, args.entries)
     if shutil.which("bash") is None or not (ORACLE / "bin" / "bk-cluster").exists():
         print(f"needs bash and the BookKeeper oracle at {ORACLE}", file=sys.stderr)
         return 2
+    if args.sweep:
+        import matplotlib  # noqa: F401 - missing, it fails now rather than after minutes of measuring
     with tempfile.TemporaryDirectory(prefix="bkctl-vs-bk-") as tmp, temporary_sandbox(3, SETTINGS) as (_, state, _env):
         compile_java(ROOT / "benchmarks" / "java" / "JavaClientBench.java", Path(tmp) / "classes")
         java = JavaCluster.start(Path(tmp) / "java", 3, *(f"{k}={v}" for k, v in SETTINGS.items()))
@@ -159,26 +252,44 @@ def main() -> int:
                 f"127.0.0.1:{state.zk_port}", LEDGERS_ROOT, state.service_uri, [b["pid"] for b in state.bookies]
             )
             java_client = JavaClient(Path(tmp) / "classes")
-            for side in (java_bookies, our_bookies):  # the ledger each client reads, written once, untimed
-                side.ledger = java_client.prepare(side, entries)
-            cells = {
-                "Java client -> Java bookies": lambda: java_client.cell(java_bookies, entries),
-                "Java client -> our bookies": lambda: java_client.cell(our_bookies, entries),
-                "our client -> Java bookies": lambda: OurClient().cell(java_bookies, entries),
-                "our client -> our bookies": lambda: OurClient().cell(our_bookies, entries),
-            }
-            samples: dict[str, list[dict]] = {name: [] for name in cells}
-            for run in range(runs):
-                for name, measure in cells.items():
-                    print(f"run {run + 1}/{runs}: {name}", file=sys.stderr)
-                    samples[name].append(measure())
+            with background_load(args.background_load):
+                if args.sweep:
+                    sides = {"Java client -> Java bookies": java_bookies, "Java client -> our bookies": our_bookies}
+                    result = {"sweep": sweep(java_client, sides)}
+                else:
+                    result = matrix(java_client, java_bookies, our_bookies, runs, entries)
         finally:
             java.stop()
-    table = median_cells(samples)
-    print(render(table))
     if args.json:
-        Path(args.json).write_text(json.dumps({"medians": table, "samples": samples}, indent=2))
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    if args.sweep:
+        print(render_sweep(result["sweep"]))
+        draw(result["sweep"], args.plot)
+        print(f"plot: {args.plot}")
+    else:
+        print(render(result["medians"]))
+        print(render_runs(result["samples"]))
+    if args.background_load:
+        print("with one core kept busy by another process throughout")
     return 0
+
+
+def matrix(java_client: JavaClient, java_bookies: Side, our_bookies: Side, runs: int, entries: int) -> dict:
+    """Every cell ``runs`` times, alternating: ``{"medians": ..., "samples": ...}``."""
+    for side in (java_bookies, our_bookies):  # the ledger each client reads, written once, untimed
+        side.ledger = java_client.prepare(side, entries)
+    cells = {
+        "Java client -> Java bookies": lambda: java_client.cell(java_bookies, entries),
+        "Java client -> our bookies": lambda: java_client.cell(our_bookies, entries),
+        "our client -> Java bookies": lambda: OurClient().cell(java_bookies, entries),
+        "our client -> our bookies": lambda: OurClient().cell(our_bookies, entries),
+    }
+    samples: dict[str, list[dict]] = {name: [] for name in cells}
+    for run in range(runs):
+        for name, measure in cells.items():
+            print(f"run {run + 1}/{runs}: {name}", file=sys.stderr)
+            samples[name].append(measure())
+    return {"medians": median_cells(samples), "samples": samples}
 
 
 if __name__ == "__main__":

@@ -36,3 +36,25 @@ def test_wire_frames_measures_adds_and_reads():
     for line in lines:
         fields = line.split()
         assert (fields[3], fields[6]) == ("add", "read") and float(fields[4]) > 0 and float(fields[7]) > 0
+
+
+def test_vs_bookkeeper_plots_and_tables_a_sweep(tmp_path):
+    """The latency sweep's PNG and table, from made-up points (the sweep itself runs the oracle for minutes)."""
+    pytest.importorskip("matplotlib")  # the test extra's, not test-fast's
+    plot = tmp_path / "sweep.png"
+    code = f"""
+import sys
+sys.path.insert(0, "benchmarks")
+import vs_bookkeeper
+points = [{{"offered": rate, "rate": rate or 31000, "p50": 2.5, "p99": 9.0}} for rate in (1000, 10000, None)]
+sides = {{"Java client -> Java bookies": points, "Java client -> our bookies": points}}
+vs_bookkeeper.draw(sides, __import__("pathlib").Path({str(plot)!r}))
+print(vs_bookkeeper.render_sweep(sides))
+"""
+    done = run("-c", code)
+    assert done.returncode == 0, done.stderr
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = done.stdout.splitlines()
+    assert "Java client -> our bookies" in rows[0]
+    assert [row.split()[0] for row in rows[1:]] == ["1000", "10000", "max"]
+    assert "31,000/s" in rows[3]
