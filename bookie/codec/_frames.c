@@ -36,6 +36,7 @@
 #define V2_FLAG_DO_FENCING 0x1
 #define V2_FLAG_RECOVERY_ADD 0x2
 #define V2_FLAG_HIGH_PRIORITY 0x4
+#define V2_ADD_HEADER ((2 << 24) | (V2_ADDENTRY << 16)) /* packet header of a version-2 ADDENTRY, no flags */
 #define MASTER_KEY_LENGTH 20
 
 /* ---- v3 status codes <-> v2 return codes (wire.V2_TO_V3_STATUS) ---- */
@@ -723,7 +724,7 @@ static PyObject *add_responses(PyObject *self, PyObject *args) {
                 goto fail;
             }
             q = put_be32(q, 24);
-            q = put_be32(q, (2 << 24) | (V2_ADDENTRY << 16));
+            q = put_be32(q, V2_ADD_HEADER);
             q = put_be32(q, rc);
             q = put_be64(q, (int64_t)ledger_id);
             q = put_be64(q, (int64_t)entry_id);
@@ -882,15 +883,11 @@ static unsigned char *put_add_frame(unsigned char *q, const AddFrame *f, const v
 
 /* A v2 ADDENTRY frame (wire.add_request_v2_head, then the entry): its length, its packet header (version 2,
  * ADDENTRY, a recovery add's RECOVERY_ADD | HIGH_PRIORITY flags), the 20-byte masterKey, the entry. */
-#define V2_MASTER_KEY_LENGTH 20
-#define V2_ADD_HEADER ((2 << 24) | (1 << 16))
-#define V2_RECOVERY_FLAGS (0x2 | 0x4)
-
 static unsigned char *put_add_frame_v2(unsigned char *q, const AddFrame *f, const void *key, const void *body) {
     q = put_be32(q, (int32_t)f->size);
-    q = put_be32(q, V2_ADD_HEADER | (f->recovery ? V2_RECOVERY_FLAGS : 0));
-    memcpy(q, key, V2_MASTER_KEY_LENGTH);
-    q += V2_MASTER_KEY_LENGTH;
+    q = put_be32(q, V2_ADD_HEADER | (f->recovery ? V2_FLAG_RECOVERY_ADD | V2_FLAG_HIGH_PRIORITY : 0));
+    memcpy(q, key, MASTER_KEY_LENGTH);
+    q += MASTER_KEY_LENGTH;
     memcpy(q, body, (size_t)f->length);
     return q + f->length;
 }
@@ -931,15 +928,15 @@ static PyObject *add_requests(PyObject *args, int v3) {
             if (add_frame_sizes(&f[i]) < 0)
                 goto failed;
         } else {
-            if (f[i].key_length != V2_MASTER_KEY_LENGTH) {
+            if (f[i].key_length != MASTER_KEY_LENGTH) {
                 PyErr_SetString(PyExc_ValueError, "a v2 masterKey is 20 bytes");
                 goto failed;
             }
-            if (f[i].length > INT32_MAX - 4 - V2_MASTER_KEY_LENGTH) {
+            if (f[i].length > INT32_MAX - 4 - MASTER_KEY_LENGTH) {
                 PyErr_SetString(PyExc_ValueError, "entry too large");
                 goto failed;
             }
-            f[i].size = 4 + V2_MASTER_KEY_LENGTH + f[i].length;
+            f[i].size = 4 + MASTER_KEY_LENGTH + f[i].length;
         }
         if (total > PY_SSIZE_T_MAX - 4 - f[i].size) {
             PyErr_SetString(PyExc_ValueError, "adds too large");
