@@ -9,7 +9,9 @@ the next time it is opened for writing.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import functools
 import os
 import stat
 import tempfile
@@ -30,6 +32,25 @@ def pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> No
         if written <= 0:
             raise OSError(errno.EIO, f"pwrite wrote nothing at offset {offset}")
         view, offset = view[written:], offset + written
+
+
+def write_back(fd: int, offset: int, size: int) -> None:
+    """Write ``size`` bytes of ``fd`` from ``offset`` back to the disk and wait (sync_file_range(2): the data, not
+    the metadata, and no cache flush: an fsync still makes it durable). An fdatasync where the call is missing."""
+    call = _sync_file_range()
+    if call is None:
+        os.fdatasync(fd)
+    elif call(fd, ctypes.c_int64(offset), ctypes.c_int64(size), _WRITE_AND_WAIT) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+_WRITE_AND_WAIT = 1 | 2 | 4  # SYNC_FILE_RANGE_WAIT_BEFORE | _WRITE | _WAIT_AFTER
+
+
+@functools.cache
+def _sync_file_range():
+    return getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:

@@ -112,21 +112,56 @@ def test_not_a_journal(tmp_path):
         list(jf.scan_journal(path))
 
 
-def test_preallocation_keeps_zeros_ahead_in_small_steps(tmp_path):
+def test_writes_land_on_zeros_already_on_disk_so_a_sync_has_no_metadata_to_write(tmp_path):
+    """A group commit's fdatasync writes the group and nothing else when the blocks under it are allocated and were
+    synced before: the file neither grows nor gains blocks with an append. (Zeros topped up behind every append
+    grew the file each time, and each fdatasync wrote the inode and block bitmap too, where the three bookies of
+    one disk met: all their journals stalled 200 ms at once beside a busy core.)"""
     journal = jf.JournalFile(tmp_path, 2, prealloc_bytes=4 << 20)
     path = jf.journal_path(tmp_path, 2)
-    assert path.stat().st_size == 4 << 20  # zeroed when created
-    for _ in range(10):
-        before = path.stat().st_size
-        journal.append(b"\x01" * 300_000)
-        assert path.stat().st_size - before <= 1 << 20  # topped up at most 1 MB per append
-        assert path.stat().st_size - journal.position >= (4 << 20) - (1 << 20)
-    journal.append(b"\x02" * (3 << 20))  # one append larger than a step still fits
-    assert path.stat().st_size >= journal.position
-    before = path.stat().st_size
-    journal.append(b"\x03" * 10_000)  # a small append: a small top-up, so each fsync carries few zeros
-    assert path.stat().st_size - before == jf.ZERO_STEP
+    assert (path.stat().st_size, journal.allocated) == (4 << 20, 4 << 20)  # zeroed and synced when created
+    entry = 0
+    while journal.position < (2 << 20) - 200_000:  # up to half of the zeros used
+        before = path.stat()
+        journal.append(entry_record(1, entry, bytes(100_000)))
+        entry += 1
+        after = path.stat()
+        assert (after.st_size, after.st_blocks) == (before.st_size, before.st_blocks)
+    for _ in range(30):  # the zeros run low: the next half is zeroed and synced aside, then handed over
+        journal.append(entry_record(1, entry, bytes(100_000)))
+        entry += 1
     journal.close()
+    assert journal.allocated == path.stat().st_size >= journal.position + (1 << 20)
+    assert [r.entry_id for r in jf.scan_journal(path)] == list(range(entry))
+
+
+def test_a_write_larger_than_the_zeroed_space_still_fits(tmp_path):
+    journal = jf.JournalFile(tmp_path, 1, prealloc_bytes=1 << 20)
+    journal.append(entry_record(1, 0, bytes(3 << 20)))
+    journal.append(entry_record(1, 1))
+    journal.close()
+    path = jf.journal_path(tmp_path, 1)
+    assert path.stat().st_size >= journal.position
+    assert [r.entry_id for r in jf.scan_journal(path)] == [0, 1]
+
+
+def test_when_zeroing_ahead_fails_the_journal_zeroes_what_it_writes_on(tmp_path, monkeypatch, caplog):
+    """ENOSPC or EIO on the zeros ahead: the journal goes on over what is zeroed, then zeroes as it writes, where a
+    failing disk fails the group commit (and the bookie turns read-only) as before."""
+
+    def full(fd, offset, size):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(jf, "write_back", full)
+    journal = jf.JournalFile(tmp_path, 1, prealloc_bytes=1 << 20)
+    for entry in range(40):
+        journal.append(entry_record(1, entry, bytes(100_000)))
+    journal.close()
+    path = jf.journal_path(tmp_path, 1)
+    assert path.stat().st_size >= journal.position > 3 << 20  # well past the 1 MB zeroed when created
+    assert [r.entry_id for r in jf.scan_journal(path)] == list(range(40))
+    failed = "zeroing ahead of the journal failed ([Errno 28] No space left on device): the journal's writes zero it"
+    assert [r.message for r in caplog.records].count(f"{path}: {failed}") == 1
 
 
 def three_flushes(tmp_path):
