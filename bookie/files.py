@@ -36,13 +36,15 @@ def pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> No
 
 def write_back(fd: int, offset: int, size: int) -> None:
     """Write ``size`` bytes of ``fd`` from ``offset`` back to the disk and wait (sync_file_range(2): the data, not
-    the metadata, and no cache flush: an fsync still makes it durable). An fdatasync where the call is missing."""
+    the metadata, and no cache flush: an fsync still makes it durable). An fdatasync where the call is missing or
+    the filesystem or a sandbox refuses it."""
     call = _sync_file_range()
-    if call is None:
-        os.fdatasync(fd)
-    elif call(fd, ctypes.c_int64(offset), ctypes.c_int64(size), _WRITE_AND_WAIT) != 0:
-        code = ctypes.get_errno()
+    if call is not None and call(fd, offset, size, _WRITE_AND_WAIT) == 0:
+        return
+    code = ctypes.get_errno() if call is not None else errno.ENOSYS
+    if code not in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM):
         raise OSError(code, os.strerror(code))
+    os.fdatasync(fd)
 
 
 _WRITE_AND_WAIT = 1 | 2 | 4  # SYNC_FILE_RANGE_WAIT_BEFORE | _WRITE | _WAIT_AFTER
@@ -50,7 +52,11 @@ _WRITE_AND_WAIT = 1 | 2 | 4  # SYNC_FILE_RANGE_WAIT_BEFORE | _WRITE | _WAIT_AFTE
 
 @functools.cache
 def _sync_file_range():
-    return getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
+    call = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
+    if call is not None:
+        call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+        call.restype = ctypes.c_int
+    return call
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:

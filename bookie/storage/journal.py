@@ -49,6 +49,7 @@ assert HEADER.size == 8 and META.size == 16
 
 MASTER_KEY, FENCE, EXPLICIT_LAC = -0x1000, -0x2000, -0x8000
 ZEROS = bytes(1 << 20)
+ZEROS_VIEW = memoryview(ZEROS)
 # Zeros ahead of the journal go back this many at a time, a pause between, so that they leave the disk to the
 # group commits (8 MB in one go: our client's p99 at 10k adds/s 5.3-12.4 ms over 5 runs, 3.9-6.7 paced so).
 ZERO_PIECE = 128 << 10
@@ -336,12 +337,12 @@ class JournalFile:
 
     ``prealloc_bytes`` of zeros are written and fsynced when the file is created; once less than half of them is
     left ahead of the writes, a thread zeroes the next half, fdatasyncs it and hands it over. A group commit thus
-    overwrites blocks already allocated and durable, and its fdatasync writes the group and nothing else. When the
-    file grew behind every append instead, each fdatasync also wrote the inode and the block bitmap (which the
-    bookies of one disk share): with one core busy elsewhere, stalls of 150-280 ms held every bookie's journal in
-    fdatasync at once, in 3 of 6 runs of the Java client at 10k adds/s (p99 12-239 ms); zeroed ahead, none in 6
-    (p99 15-27 ms). Until the thread's fdatasync the inode is dirty again, so that window is kept short: 8 MB
-    in about 0.1 s. A write that outruns the zeroed space waits for the thread, then zeroes the rest itself.
+    overwrites blocks already allocated and durable, and its fdatasync writes the group and nothing else, where a
+    file that grows with each write has each fdatasync write its inode and block bitmap too, blocks the bookies of
+    one disk share (docs/bookie.md, "Sharing a machine"). Until the thread's fdatasync the inode is dirty again, so
+    that window is kept short: 8 MB in about 0.1 s. The thread writes through a descriptor of its own, so that a
+    write error it meets is still reported to the journal's next fsync (Linux reports one to each open file once).
+    A write that outruns the zeroed space hurries the thread, waits for it, then zeroes the rest itself.
     """
 
     def __init__(self, directory: Path, journal_id: int, prealloc_bytes: int):
@@ -350,19 +351,23 @@ class JournalFile:
         private_dirs(self.path.parent)
         self.prealloc_bytes = max(prealloc_bytes, len(ZEROS))
         self.fd = open_private(self.path, os.O_RDWR | os.O_EXCL)
-        self.allocated = 0  # zeroed and durable up to here: the journal writes below it
+        self.allocated = 0  # zeroed up to here, and durable unless this journal's writes zeroed it themselves
         while self.allocated < self.prealloc_bytes:
-            self._zero(self.allocated, len(ZEROS))
+            self._zero(self.fd, self.allocated, len(ZEROS))
             self.allocated += len(ZEROS)
         pwrite_all(self.fd, HEADER.pack(MAGIC, VERSION), 0)
         self.position = HEADER_SIZE
         os.fsync(self.fd)
         fsync_dir(self.path.parent)
+        self._ahead_fd = os.open(self.path, os.O_WRONLY | os.O_CLOEXEC)
         self._ahead: threading.Thread | None = None
         self._ahead_failed = False
+        self._hurry = threading.Event()  # the journal waits for the thread: no pauses
+        self._closing = threading.Event()  # stop between pieces
 
-    def _zero(self, offset: int, size: int) -> None:
-        pwrite_all(self.fd, ZEROS[:size], offset)
+    @staticmethod
+    def _zero(fd: int, offset: int, size: int) -> None:
+        pwrite_all(fd, ZEROS_VIEW[:size], offset)
 
     def append(self, data: bytes) -> int:
         """Write ``data`` and the padding after it at the current position; return the new position. No fsync."""
@@ -373,7 +378,7 @@ class JournalFile:
         if end > self.allocated:
             self._wait_ahead()
             while self.allocated < end:  # zeroed with this write: the group's fsync makes them durable
-                self._zero(self.allocated, len(ZEROS))
+                self._zero(self.fd, self.allocated, len(ZEROS))
                 self.allocated += len(ZEROS)
         pwrite_all(self.fd, block, self.position)
         self.position = end
@@ -389,12 +394,14 @@ class JournalFile:
     def _zero_range(self, start: int, size: int) -> None:
         try:
             for offset in range(start, start + size, ZERO_PIECE):
-                self._zero(offset, ZERO_PIECE)
-                write_back(self.fd, offset, ZERO_PIECE)
-                if start - self.position > self.prealloc_bytes // 4:  # no pause once the writes draw near
+                if self._closing.is_set():
+                    return
+                self._zero(self._ahead_fd, offset, ZERO_PIECE)
+                write_back(self._ahead_fd, offset, ZERO_PIECE)
+                if not self._hurry.is_set() and start - self.position > self.prealloc_bytes // 4:
                     time.sleep(ZERO_PAUSE)
-            os.fdatasync(self.fd)
-        except OSError as exc:  # the journal zeroes what it needs itself from now on; a failing disk fails it there
+            os.fdatasync(self._ahead_fd)
+        except Exception as exc:  # noqa: BLE001 - whatever it was, the journal zeroes what it writes on from now on
             self._ahead_failed = True
             log.warning("%s: zeroing ahead of the journal failed (%s): the journal's writes zero it", self.path, exc)
             return
@@ -402,12 +409,16 @@ class JournalFile:
 
     def _wait_ahead(self) -> None:
         if self._ahead is not None:
+            self._hurry.set()
             self._ahead.join()
+            self._hurry.clear()
             self._ahead = None
 
     def sync(self) -> None:
         os.fdatasync(self.fd)
 
     def close(self) -> None:
-        self._wait_ahead()  # it writes through this descriptor
+        self._closing.set()  # the zeros it has not written yet are of no use now
+        self._wait_ahead()
+        os.close(self._ahead_fd)
         os.close(self.fd)

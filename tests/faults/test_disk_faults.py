@@ -257,7 +257,7 @@ def test_a_short_write_on_a_filling_disk_is_finished_before_anything_counts_on_i
         1, journalDirectories=lossy.mountpoint / "journal", ledgerDirectories=lossy.mountpoint / "ledgers", **settings
     )
     uri = harness.service_uri
-    lossy.inject("write", where, None, count=2, short=True)  # the journal zeroes ahead first: its 2nd write is data
+    lossy.inject("write", where, None, count=2, short=True)  # the journal's first two group writes, or the log's
     with BookKeeper(uri) as bk:
         handle = bk.create_ledger(1, 1, 1, password=PASSWORD)
         futures = [handle.add_entry_async(b"entry %d" % n * 50) for n in range(200)]

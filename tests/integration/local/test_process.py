@@ -25,8 +25,8 @@ def test_a_process_is_running_from_the_moment_it_is_spawned(tmp_path):
 
 
 def autogroup(pid: int | str) -> str | None:
-    """The autogroup the kernel schedules ``pid`` in ("/autogroup-N"); None where the kernel has none: no such
-    file, or an empty one for a process in a cpu cgroup other than the root (as under CI's container)."""
+    """The autogroup the kernel schedules ``pid`` in ("/autogroup-N"); None where there is none: no such file, or
+    an empty one for a process in the root autogroup (as everything under CI's runner is)."""
     try:
         fields = Path(f"/proc/{pid}/autogroup").read_text().split()
     except OSError:
