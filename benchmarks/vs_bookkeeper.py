@@ -11,11 +11,14 @@ jars), warmed up with 20,000 adds before it is timed; ours is ``bkctl bench writ
 script's session, as BookKeeper's scripts start theirs (bookie/local/process.py says why that matters).
 
 ``--background-load``: one more process spins on a core for the whole run, so every cell shares the machine with
-it. ``--sweep``: instead of the matrix, the Java client's add latency against both kinds of bookies at 1k, 5k, 10k and
-15k adds/s and at its maximum rate (5,000 in flight), alternating sides at each rate; p50/p99 against the rate
-reached, plotted to ``--plot`` (PNG).
+it. ``--drop-caches`` (root): the page cache is written back and dropped before each cell, so that each starts on the
+same memory (on this project's VM, writes slowed by a fifth once the page cache passed ~6 GB, until it was dropped;
+the read cells then read from the disk). ``--sweep``: instead of the matrix, the Java client's add latency against
+both kinds of bookies at 1k, 5k, 10k and 15k adds/s and at its maximum rate (5,000 in flight), alternating sides at
+each rate; p50/p99 against the rate reached, plotted to ``--plot`` (PNG).
 
-    benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--background-load] [--json FILE]
+    benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--background-load] [--drop-caches]
+                                [--json FILE]
     benchmarks/vs_bookkeeper.sh --sweep [--plot docs/images/vs-bookkeeper-sweep.png] [--background-load]
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -45,7 +49,8 @@ BKCTL = [sys.executable, "-m", "bkctl"]
 PACED_RATE = 10_000
 SWEEP_RATES = (1_000, 5_000, 10_000, 15_000)
 SWEEP_SECONDS = 5  # of adds at each fixed rate
-PLOT = ROOT / "docs" / "images" / "vs-bookkeeper-sweep.png"  # benchmarks/README.md shows it
+PLOT = ROOT / "docs" / "images" / "vs-bookkeeper-sweep.png"
+DROP_CACHES = "/proc/sys/vm/drop_caches"  # benchmarks/README.md shows it
 
 
 def measured(bookie_pids: list[int], command: list[str], env: dict | None = None) -> tuple[dict, float]:
@@ -233,12 +238,16 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="20,000 entries, one run: a smoke test")
     parser.add_argument("--json", metavar="FILE", help="also write the medians and every sample as JSON")
     parser.add_argument("--background-load", action="store_true", help="one core kept busy by another process")
+    parser.add_argument("--drop-caches", action="store_true", help="drop the page cache before each cell (root)")
     parser.add_argument("--sweep", action="store_true", help="the Java client's latency against the rate, both sides")
     parser.add_argument("--plot", metavar="PNG", type=Path, default=PLOT, help="where --sweep draws")
     args = parser.parse_args()
     runs, entries = (1, 20_000) if args.quick else (args.runs, args.entries)
     if shutil.which("bash") is None or not (ORACLE / "bin" / "bk-cluster").exists():
         print(f"needs bash and the BookKeeper oracle at {ORACLE}", file=sys.stderr)
+        return 2
+    if args.drop_caches and not os.access(DROP_CACHES, os.W_OK):
+        print(f"--drop-caches needs to write {DROP_CACHES} (root)", file=sys.stderr)
         return 2
     if args.sweep:
         import matplotlib  # noqa: F401 - missing, it fails now rather than after minutes of measuring
@@ -257,7 +266,7 @@ def main() -> int:
                     sides = {"Java client -> Java bookies": java_bookies, "Java client -> our bookies": our_bookies}
                     result = {"sweep": sweep(java_client, sides)}
                 else:
-                    result = matrix(java_client, java_bookies, our_bookies, runs, entries)
+                    result = matrix(java_client, java_bookies, our_bookies, runs, entries, args.drop_caches)
         finally:
             java.stop()
     if args.json:
@@ -271,10 +280,19 @@ def main() -> int:
         print(render_runs(result["samples"]))
     if args.background_load:
         print("with one core kept busy by another process throughout")
+    if args.drop_caches:
+        print("with the page cache dropped before each cell")
     return 0
 
 
-def matrix(java_client: JavaClient, java_bookies: Side, our_bookies: Side, runs: int, entries: int) -> dict:
+def drop_caches() -> None:
+    os.sync()
+    Path(DROP_CACHES).write_text("3\n")
+
+
+def matrix(
+    java_client: JavaClient, java_bookies: Side, our_bookies: Side, runs: int, entries: int, drop: bool = False
+) -> dict:
     """Every cell ``runs`` times, alternating: ``{"medians": ..., "samples": ...}``."""
     for side in (java_bookies, our_bookies):  # the ledger each client reads, written once, untimed
         side.ledger = java_client.prepare(side, entries)
@@ -288,6 +306,8 @@ def matrix(java_client: JavaClient, java_bookies: Side, our_bookies: Side, runs:
     for run in range(runs):
         for name, measure in cells.items():
             print(f"run {run + 1}/{runs}: {name}", file=sys.stderr)
+            if drop:
+                drop_caches()
             samples[name].append(measure())
     return {"medians": median_cells(samples), "samples": samples}
 
