@@ -49,8 +49,8 @@ BKCTL = [sys.executable, "-m", "bkctl"]
 PACED_RATE = 10_000
 SWEEP_RATES = (1_000, 5_000, 10_000, 15_000)
 SWEEP_SECONDS = 5  # of adds at each fixed rate
-PLOT = ROOT / "docs" / "images" / "vs-bookkeeper-sweep.png"
-DROP_CACHES = "/proc/sys/vm/drop_caches"  # benchmarks/README.md shows it
+PLOT = ROOT / "docs" / "images" / "vs-bookkeeper-sweep.png"  # benchmarks/README.md shows it
+DROP_CACHES = "/proc/sys/vm/drop_caches"
 
 
 def measured(bookie_pids: list[int], command: list[str], env: dict | None = None) -> tuple[dict, float]:
