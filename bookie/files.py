@@ -51,8 +51,14 @@ _WRITE_AND_WAIT = 1 | 2 | 4  # SYNC_FILE_RANGE_WAIT_BEFORE | _WRITE | _WAIT_AFTE
 
 
 @functools.cache
+def libc() -> ctypes.CDLL:
+    """The C library's calls Python's os module lacks (sync_file_range, statx), errno kept for ctypes.get_errno."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
+@functools.cache
 def _sync_file_range():
-    call = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
+    call = getattr(libc(), "sync_file_range", None)
     if call is not None:
         call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
         call.restype = ctypes.c_int

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
+
+from bookie.files import libc
 
 
 def hex_ids(directory: Path, suffix: str) -> list[int]:
@@ -50,7 +51,7 @@ _AT_FDCWD = -100
 
 def created_ns(path: Path) -> int | None:
     """A file's creation (birth) time by statx(2), in ns; None where the system or filesystem does not keep it."""
-    statx = getattr(_libc(), "statx", None)
+    statx = getattr(libc(), "statx", None)
     if statx is None:
         return None
     buffer = ctypes.create_string_buffer(256)
@@ -60,8 +61,3 @@ def created_ns(path: Path) -> int | None:
         return None
     seconds, nanos = struct.unpack_from("<qI", buffer.raw, _STATX_BTIME_AT)
     return int(seconds) * 1_000_000_000 + int(nanos)
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
