@@ -162,8 +162,9 @@ def test_conversion_puts_each_ledger_where_db_storage_reads_it_with_three_ledger
     config = three_dirs(tmp_path)
     interleaved = InterleavedLedgerStorage(config)
     interleaved.start()
-    for ledger_id in range(1, 7):
-        add(interleaved, ledger_id, 0, 60, size=1000)  # 20 kB logs, each in a directory picked at random: ~18
+    for ledger_id in range(1, 7):  # 10 kB a batch, a batch a 20 kB log, each log in a directory picked at random:
+        for first in range(0, 60, 10):  # all 36 in one directory once in 3^35 (one batch of 60 a ledger: 1 in 243)
+            add(interleaved, ledger_id, first, 10, size=1000)
     interleaved.shutdown()
     assert sum(bool(list_log_ids(d)) for d in config.ledger_dirs) >= 2
     done = bkctl("bookie", "convert-storage", "--to", "db", *three_dir_args(tmp_path), "--yes", "-o", "json")
