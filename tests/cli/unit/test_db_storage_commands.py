@@ -162,8 +162,10 @@ def test_conversion_puts_each_ledger_where_db_storage_reads_it_with_three_ledger
     config = three_dirs(tmp_path)
     interleaved = InterleavedLedgerStorage(config)
     interleaved.start()
-    for ledger_id in range(1, 7):  # 10 kB a batch, a batch a 20 kB log, each log in a directory picked at random:
-        for first in range(0, 60, 10):  # all 36 in one directory once in 3^35 (one batch of 60 a ledger: 1 in 243)
+    # one batch of ten 1 kB entries per 20 kB log, each log in a directory picked at random: all 36 logs in one
+    # directory once in 3^35 (one batch of 60 per ledger made 6 logs, all in one directory once in 243)
+    for ledger_id in range(1, 7):
+        for first in range(0, 60, 10):
             add(interleaved, ledger_id, first, 10, size=1000)
     interleaved.shutdown()
     assert sum(bool(list_log_ids(d)) for d in config.ledger_dirs) >= 2
