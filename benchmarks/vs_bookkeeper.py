@@ -10,12 +10,11 @@ the timed phase only. The Java client is benchmarks/java/JavaClientBench.java (c
 jars), warmed up with 20,000 adds before it is timed; ours is ``bkctl bench write/read``. Every process runs in this
 script's session, as BookKeeper's scripts start theirs (bookie/local/process.py says why that matters).
 
-``--background-load``: one more process spins on a core for the whole run, so every cell shares the machine with
-it. ``--drop-caches`` (root): the page cache is written back and dropped before each cell, so that each starts on the
-same memory (on this project's VM, writes slowed by a fifth once the page cache passed ~6 GB, until it was dropped;
-the read cells then read from the disk). ``--sweep``: instead of the matrix, the Java client's add latency against
-both kinds of bookies at 1k, 5k, 10k and 15k adds/s and at its maximum rate (5,000 in flight), alternating sides at
-each rate; p50/p99 against the rate reached, plotted to ``--plot`` (PNG).
+``--background-load``: one more process spins on a core for the whole run, so every cell shares the machine with it.
+``--drop-caches`` (root): the page cache is written back and dropped before each cell, so that each starts on the same
+memory (benchmarks/README.md says why; the read cells then read from the disk). ``--sweep``: instead of the matrix, the
+Java client's add latency against both kinds of bookies at 1k, 5k, 10k and 15k adds/s and at its maximum rate (5,000 in
+flight), alternating sides at each rate; p50/p99 against the rate reached, plotted to ``--plot`` (PNG).
 
     benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--background-load] [--drop-caches]
                                 [--json FILE]
