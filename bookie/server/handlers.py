@@ -38,16 +38,30 @@ class BookieHandlers:
 
     # ---- helpers ----
     @staticmethod
-    def _durable() -> tuple[Durable, Callable[[BaseException | None], object]]:
-        """A future and the journal callback that resolves it from the journal thread."""
+    def _on_loop(durable: Callable[[BaseException | None], None]) -> Callable[[BaseException | None], object]:
+        """The journal callback that runs ``durable`` on this loop, the first time the journal calls it (it calls a
+        DEFERRED_SYNC add's twice when the fsync after its write fails)."""
         loop = asyncio.get_running_loop()
-        future: Durable = loop.create_future()
+        called = False
+
+        def once(error: BaseException | None) -> None:
+            nonlocal called
+            if not called:
+                called = True
+                durable(error)
+
+        return lambda error: loop.call_soon_threadsafe(once, error)
+
+    @classmethod
+    def _durable(cls) -> tuple[Durable, Callable[[BaseException | None], object]]:
+        """A future and the journal callback that resolves it from the journal thread."""
+        future: Durable = asyncio.get_running_loop().create_future()
 
         def resolve(error: BaseException | None) -> None:
-            if not future.done():
+            if not future.done():  # cancelled with the request that awaited it
                 future.set_result(error)
 
-        return future, lambda error: loop.call_soon_threadsafe(resolve, error)
+        return future, cls._on_loop(resolve)
 
     def _check_writable(self) -> None:
         if self.bookie.read_only:
@@ -73,19 +87,19 @@ class BookieHandlers:
 
     # ---- adds ----
     def store_adds(
-        self, keys: dict[int, AddKey], records: bytes
-    ) -> tuple[Durable, list[tuple[int, int, BaseException]]]:
-        """Store and journal add records (bookie/codec/records.py) now: ``(future, refused)``, the future resolving
-        to None once they are durable, or to the error that failed them all."""
+        self, keys: dict[int, AddKey], records: bytes, durable: Callable[[BaseException | None], None]
+    ) -> list[tuple[int, int, BaseException]]:
+        """Store and journal add records (bookie/codec/records.py) now; the adds refused. ``durable`` runs on the
+        loop once they are durable (None) or with the error that failed them all: called in the loop turn that
+        learns it, with no future between, so that the answers leave in that turn."""
+        callback = self._on_loop(durable)
         refused: list[tuple[int, int, BaseException]]
         try:
-            future, callback = self._durable()
             _, refused = self.storage.add_batch(keys, records, callback)
+            return refused
         except Exception as exc:  # noqa: BLE001 - the whole batch failed, with the status of whatever failed it
-            future = asyncio.get_running_loop().create_future()
-            future.set_result(exc)
-            refused = []
-        return future, refused
+            callback(exc)
+            return []
 
     @staticmethod
     def add_statuses(

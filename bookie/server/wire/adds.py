@@ -86,8 +86,8 @@ class Adds:
             ledger_id: AddKey(key, recovery=recovery, deferred_sync=bool(deferred))
             for ledger_id, (key, recovery, deferred) in batch.keys.items()
         }
-        future, refused = self.handlers.store_adds(keys, records)
-        future.add_done_callback(lambda f: self._stored(batch, f.result(), refused))
+        refused: list[Any]  # bound before the callback runs, in a later loop turn
+        refused = self.handlers.store_adds(keys, records, lambda error: self._stored(batch, error, refused))
 
     def _stored(self, batch: AddBatch, error: Any, refused: Any) -> None:
         connection = self.connection
