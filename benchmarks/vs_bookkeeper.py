@@ -11,14 +11,20 @@ jars), warmed up with 20,000 adds before it is timed; ours is ``bkctl bench writ
 script's session, as BookKeeper's scripts start theirs (bookie/local/process.py says why that matters).
 
 ``--background-load``: one more process spins on a core for the whole run, so every cell shares the machine with it.
-``--drop-caches`` (root): the page cache is written back and dropped before each cell, so that each starts on the same
-memory (benchmarks/README.md says why; the read cells then read from the disk). ``--sweep``: instead of the matrix, the
-Java client's add latency against both kinds of bookies at 1k, 5k, 10k and 15k adds/s and at its maximum rate (5,000 in
-flight), alternating sides at each rate; p50/p99 against the rate reached, plotted to ``--plot`` (PNG).
+``--drop-caches`` (root): the page cache is written back and dropped before each cell (and each --wire run), so that
+each starts on the same memory (benchmarks/README.md says why; the read cells then read from the disk).
+
+``--sweep``: instead of the matrix, the Java client's add latency against both kinds of bookies at 1k, 5k, 10k and
+15k adds/s and at its maximum rate (5,000 in flight), alternating sides at each rate; p50/p99 against the rate reached,
+plotted to ``--plot`` (PNG). ``--wire`` (root, tcpdump): instead of the matrix, the Java client's paced adds on each
+side, ``--runs`` times alternating after an untimed warm-up of both, each run captured on the loopback: each add's
+time inside the bookies, from the packet that completes its request to the packet that begins its answer
+(wire_capture.py), beside the client's own p50/p99.
 
     benchmarks/vs_bookkeeper.sh [--runs 3] [--entries 100000] [--quick] [--background-load] [--drop-caches]
                                 [--json FILE]
     benchmarks/vs_bookkeeper.sh --sweep [--plot docs/images/vs-bookkeeper-sweep.png] [--background-load]
+    benchmarks/vs_bookkeeper.sh --wire [--runs 3] [--background-load] [--drop-caches] [--json FILE]
 """
 
 from __future__ import annotations
@@ -32,10 +38,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bookie.local.sandbox import LEDGERS_ROOT
 
+import wire_capture
 from common import cpu_seconds, temporary_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,16 +59,27 @@ SWEEP_RATES = (1_000, 5_000, 10_000, 15_000)
 SWEEP_SECONDS = 5  # of adds at each fixed rate
 PLOT = ROOT / "docs" / "images" / "vs-bookkeeper-sweep.png"  # benchmarks/README.md shows it
 DROP_CACHES = "/proc/sys/vm/drop_caches"
+# adds paced at PACED_RATE on each side before --wire measures: over the first 200k paced adds of a new Java cluster,
+# its bookies' own p50 fell from 3.9 to 0.9 ms (JIT), ours stayed at 0.7-0.9; 200k at full rate left them at 4.4
+WIRE_WARMUP = 300_000
 
 
-def measured(bookie_pids: list[int], command: list[str], env: dict | None = None) -> tuple[dict, float]:
+def quantile(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+
+def measured(
+    bookie_pids: list[int], command: list[str], env: dict | None = None, timed: Callable[[], object] = lambda: None
+) -> tuple[dict, float]:
     """Run a benchmark client: ``(its JSON result, the bookies' CPU-seconds)``. The bookies' CPU counts from the
-    line "timed" (the Java tool's timed phase; the start for commands that do not print it) to the result."""
+    line "timed" (the Java tool's timed phase; the start for commands that do not print it) to the result;
+    ``timed`` is called at that line."""
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     start, result = cpu_seconds(bookie_pids), None
     for line in process.stdout:
         if line.strip() == "timed":
             start = cpu_seconds(bookie_pids)
+            timed()
         elif line.startswith("{"):
             bookies = cpu_seconds(bookie_pids) - start
             result = json.loads(line + process.stdout.read())
@@ -70,10 +90,10 @@ def measured(bookie_pids: list[int], command: list[str], env: dict | None = None
 
 
 class Side:
-    """One kind of bookies: its ZooKeeper and ledgers root, its bookie pids, and a ledger to read."""
+    """One kind of bookies: its ZooKeeper and ledgers root, its bookies' pids and ports, and a ledger to read."""
 
-    def __init__(self, zk: str, root: str, service_uri: str, pids: list[int]):
-        self.zk, self.root, self.service_uri, self.pids = zk, root, service_uri, pids
+    def __init__(self, zk: str, root: str, service_uri: str, pids: list[int], ports: list[int]):
+        self.zk, self.root, self.service_uri, self.pids, self.ports = zk, root, service_uri, pids, ports
         self.ledger: int | None = None
 
 
@@ -81,16 +101,17 @@ class JavaClient:
     def __init__(self, classes: Path):
         self.classes = classes
 
-    def _run(self, side: Side, *args) -> tuple[dict, float]:
-        return measured(side.pids, java_command(self.classes, "JavaClientBench", *map(str, args)), ORACLE_ENV)
+    def _run(self, side: Side, *args, timed: Callable[[], object] = lambda: None) -> tuple[dict, float]:
+        command = java_command(self.classes, "JavaClientBench", *map(str, args))
+        return measured(side.pids, command, ORACLE_ENV, timed)
 
     def prepare(self, side: Side, entries: int) -> int:
         return self._run(side, "prepare", side.zk, side.root, entries)[0]["ledgerId"]
 
-    def latency(self, side: Side, rate: int | None, entries: int) -> dict:
+    def latency(self, side: Side, rate: int | None, entries: int, timed: Callable[[], object] = lambda: None) -> dict:
         """One sweep point: ``entries`` adds at ``rate`` per second (None: as fast as they go)."""
         mode = ("paced", side.zk, side.root, entries, rate) if rate else ("write", side.zk, side.root, entries)
-        result = self._run(side, *mode)[0]
+        result = self._run(side, *mode, timed=timed)[0]
         return {"rate": result["entriesPerSec"], **result["latencyMs"]}
 
     def cell(self, side: Side, entries: int) -> dict:
@@ -196,6 +217,43 @@ def render_sweep(points: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
+def wire(
+    java_client: JavaClient, sides: dict[str, Side], runs: int, pcap: Path, drop: bool = False
+) -> dict[str, list[dict]]:
+    """The Java client's paced adds on each side, alternating, captured: per run, the client's p50/p99 and the
+    bookies' own (all the adds of the 3 bookies; each add of the client waits for two of them), in ms."""
+    for name, side in sides.items():
+        print(f"wire: warming up {name}", file=sys.stderr)
+        java_client.latency(side, PACED_RATE, WIRE_WARMUP)
+    samples: dict[str, list[dict]] = {name: [] for name in sides}
+    started: list[float] = []  # when each run's timed phase began
+    for run in range(runs):
+        for name, side in sides.items():
+            print(f"wire run {run + 1}/{runs}: {name}", file=sys.stderr)
+            if drop:
+                drop_caches()
+            with wire_capture.capture(pcap, side.ports):
+                client = java_client.latency(side, PACED_RATE, 50_000, lambda: started.append(time.time()))
+            times = wire_capture.answer_times(pcap.read_bytes(), set(side.ports), started[-1])
+            inside = [seconds * 1e3 for per_bookie in times.values() for seconds in per_bookie]
+            bookies = {"bookieP50": quantile(inside, 0.5), "bookieP99": quantile(inside, 0.99), "adds": len(inside)}
+            samples[name].append({"p50": client["p50"], "p99": client["p99"], **bookies})
+    return samples
+
+
+def render_wire(samples: dict[str, list[dict]]) -> str:
+    lines = [f"{'p50 / p99 ms':34} {'run':>4} {'the client sees':>17} {'inside the bookies':>19} {'adds':>8}"]
+    for name, runs in samples.items():
+        for run, s in enumerate(runs, 1):
+            client, inside = f"{s['p50']:>7.2f} / {s['p99']:>6.2f}", f"{s['bookieP50']:>8.2f} / {s['bookieP99']:>6.2f}"
+            lines.append(f"{name:34} {run:>4} {client} {inside} {s['adds']:>8,}")
+    lines.append(
+        f"the Java client paced at {PACED_RATE:,} adds/s; inside the bookies: from the packet that completes an add's "
+        "request to the packet that begins its answer, every add of the 3 bookies"
+    )
+    return "\n".join(lines)
+
+
 def draw(points: dict[str, list[dict]], path: Path) -> None:
     import matplotlib
 
@@ -240,6 +298,7 @@ def main() -> int:
     parser.add_argument("--drop-caches", action="store_true", help="drop the page cache before each cell (root)")
     parser.add_argument("--sweep", action="store_true", help="the Java client's latency against the rate, both sides")
     parser.add_argument("--plot", metavar="PNG", type=Path, default=PLOT, help="where --sweep draws")
+    parser.add_argument("--wire", action="store_true", help="the bookies' own add latency, captured (root, tcpdump)")
     args = parser.parse_args()
     runs, entries = (1, 20_000) if args.quick else (args.runs, args.entries)
     if shutil.which("bash") is None or not (ORACLE / "bin" / "bk-cluster").exists():
@@ -250,20 +309,29 @@ def main() -> int:
         return 2
     if args.sweep:
         import matplotlib  # noqa: F401 - missing, it fails now rather than after minutes of measuring
+    if args.wire and (why := wire_capture.missing()):
+        print(why, file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="bkctl-vs-bk-") as tmp, temporary_sandbox(3, SETTINGS) as (_, state, _env):
         compile_java(ROOT / "benchmarks" / "java" / "JavaClientBench.java", Path(tmp) / "classes")
         java = JavaCluster.start(Path(tmp) / "java", 3, *(f"{k}={v}" for k, v in SETTINGS.items()))
         try:
             java_pids = [int((java.root / f"b{n}" / "bookie.pid").read_text()) for n in (1, 2, 3)]
-            java_bookies = Side(java.zk, "/ledgers", java.service_uri, java_pids)
+            java_bookies = Side(java.zk, "/ledgers", java.service_uri, java_pids, java.bookie_ports)
             our_bookies = Side(
-                f"127.0.0.1:{state.zk_port}", LEDGERS_ROOT, state.service_uri, [b["pid"] for b in state.bookies]
+                f"127.0.0.1:{state.zk_port}",
+                LEDGERS_ROOT,
+                state.service_uri,
+                [b["pid"] for b in state.bookies],
+                [b["port"] for b in state.bookies],
             )
             java_client = JavaClient(Path(tmp) / "classes")
             with background_load(args.background_load):
+                sides = {"Java client -> Java bookies": java_bookies, "Java client -> our bookies": our_bookies}
                 if args.sweep:
-                    sides = {"Java client -> Java bookies": java_bookies, "Java client -> our bookies": our_bookies}
                     result = {"sweep": sweep(java_client, sides)}
+                elif args.wire:
+                    result = {"wire": wire(java_client, sides, runs, Path(tmp) / "adds.pcap", args.drop_caches)}
                 else:
                     result = matrix(java_client, java_bookies, our_bookies, runs, entries, args.drop_caches)
         finally:
@@ -274,6 +342,8 @@ def main() -> int:
         print(render_sweep(result["sweep"]))
         draw(result["sweep"], args.plot)
         print(f"plot: {args.plot}")
+    elif args.wire:
+        print(render_wire(result["wire"]))
     else:
         print(render(result["medians"]))
         print(render_runs(result["samples"]))

@@ -1,6 +1,7 @@
 """The benchmark scripts still run: each parses its arguments (its imports resolve), and the one that needs no
 cluster runs a few frames. Their numbers are measured by hand, not asserted."""
 
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 # export.py imports the export's job, which needs PyArrow (the export extra): a test of the spark tier
 SCRIPTS = [
     pytest.param(name, marks=pytest.mark.spark) if name == "export.py" else name
-    for name in sorted(p.name for p in BENCHMARKS.glob("*.py") if p.name != "common.py")
+    for name in sorted(p.name for p in BENCHMARKS.glob("*.py") if p.name not in ("common.py", "wire_capture.py"))
 ]
 
 
@@ -58,3 +59,41 @@ print(vs_bookkeeper.render_sweep(sides))
     assert "Java client -> our bookies" in rows[0]
     assert [row.split()[0] for row in rows[1:]] == ["1000", "10000", "max"]
     assert "31,000/s" in rows[3]
+
+
+def _pcap(packets: list[tuple[float, int, int, int, bytes]]) -> bytes:
+    """A pcap file (nanosecond timestamps, Ethernet) of IPv4 TCP ``(time, source port, destination port, sequence
+    number, payload)`` packets: what tcpdump writes on lo."""
+    out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)]
+    for when, source, destination, sequence, payload in packets:
+        tcp = struct.pack(">HHIIBBHHH", source, destination, sequence, 0, 5 << 4, 0x18, 65535, 0, 0) + payload
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0, 64, 6, 0, bytes(4), bytes(4)) + tcp
+        frame = bytes(14) + ip
+        seconds = int(when)
+        out.append(struct.pack("<IIII", seconds, round((when - seconds) * 1e9), len(frame), len(frame)) + frame)
+    return b"".join(out)
+
+
+def test_wire_capture_times_an_add_from_its_whole_request_to_its_answer():
+    """vs_bookkeeper.py --wire's reading of a capture: an add request split over two packets counts from the second;
+    its answer from the packet that begins it; a retransmission, another bookie's port and a read are not adds."""
+    sys.path.insert(0, str(BENCHMARKS))
+    from bookie.codec import wire
+
+    import wire_capture
+
+    add = wire.add_request_v3(5, 7, 0, b"k" * 20, b"e" * 100, recovery=False)
+    read = wire.read_request_v3(6, 7, 0)
+    answer = wire.add_response_v3(5, 0, 7, 0)
+    packets = [
+        (10.0, 40000, 3181, 1000, add[:50]),
+        (10.0002, 40000, 3181, 1050, add[50:]),
+        (10.0003, 40000, 3181, 1000, add[:50]),  # retransmitted: skipped
+        (10.0004, 40000, 3181, 1000 + len(add), read),
+        (10.0009, 3181, 40000, 7000, answer[:10]),
+        (10.0011, 3181, 40000, 7010, answer[10:]),
+        (10.0012, 40001, 3999, 1, add),  # not a bookie's port
+    ]
+    times = wire_capture.answer_times(_pcap(packets), {3181})
+    assert list(times) == [3181] and times[3181] == pytest.approx([0.0007], abs=1e-6)
+    assert wire_capture.answer_times(_pcap(packets), {3181}, since=10.0003) == {}  # sent before: not counted
