@@ -74,10 +74,10 @@ def _pcap(packets: list[tuple[float, int, int, int, bytes]]) -> bytes:
     return b"".join(out)
 
 
-def test_wire_capture_times_an_add_from_its_whole_request_to_its_answer():
+def test_wire_capture_times_an_add_from_its_whole_request_to_its_answer(monkeypatch):
     """vs_bookkeeper.py --wire's reading of a capture: an add request split over two packets counts from the second;
     its answer from the packet that begins it; a retransmission, another bookie's port and a read are not adds."""
-    sys.path.insert(0, str(BENCHMARKS))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     from bookie.codec import wire
 
     import wire_capture

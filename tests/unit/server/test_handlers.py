@@ -54,8 +54,8 @@ class _Transport:
 
 def test_an_add_is_answered_in_the_loop_turn_that_learns_it_is_durable(open_storage):
     """The journal thread wakes the loop with a callback; the add's answer is written in it, not in a loop turn
-    later (behind whatever the loop has ready by then, such as other connections' frames): issue 34's p50, one
-    turn per add. The marker is queued right behind the journal's wake-up; the answer must come before it."""
+    later, behind whatever the loop has ready by then (other connections' frames). The marker is queued right
+    behind the journal's wake-up; the answer must come before it."""
     storage = open_storage()
     events: list[str] = []
     journalled = storage.add_batch
