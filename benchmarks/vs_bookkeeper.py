@@ -109,7 +109,8 @@ class JavaClient:
         return self._run(side, "prepare", side.zk, side.root, entries)[0]["ledgerId"]
 
     def latency(self, side: Side, rate: int | None, entries: int, timed: Callable[[], object] = lambda: None) -> dict:
-        """One sweep point: ``entries`` adds at ``rate`` per second (None: as fast as they go)."""
+        """``entries`` adds at ``rate`` per second (None: as fast as they go): the rate reached and the latency
+        quantiles (a sweep point); ``timed`` is called as the timed phase starts."""
         mode = ("paced", side.zk, side.root, entries, rate) if rate else ("write", side.zk, side.root, entries)
         result = self._run(side, *mode, timed=timed)[0]
         return {"rate": result["entriesPerSec"], **result["latencyMs"]}
@@ -236,6 +237,8 @@ def wire(
                 client = java_client.latency(side, PACED_RATE, 50_000, lambda: started.append(time.time()))
             times = wire_capture.answer_times(pcap.read_bytes(), set(side.ports), started[-1])
             inside = [seconds * 1e3 for per_bookie in times.values() for seconds in per_bookie]
+            if not inside:
+                raise RuntimeError(f"the capture of {name} holds no add of the timed phase")
             bookies = {"bookieP50": quantile(inside, 0.5), "bookieP99": quantile(inside, 0.99), "adds": len(inside)}
             samples[name].append({"p50": client["p50"], "p99": client["p99"], **bookies})
     return samples

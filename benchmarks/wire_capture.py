@@ -8,6 +8,7 @@ alike (the oracle's jar has no Prometheus provider; its Codahale one slows the b
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import struct
@@ -26,6 +27,8 @@ def missing() -> str | None:
     """Why a capture cannot run here, or None."""
     if shutil.which("tcpdump") is None:
         return "--wire needs tcpdump (apt-get install tcpdump)"
+    if os.geteuid() != 0:
+        return "--wire needs root: tcpdump captures the loopback"
     return None
 
 
@@ -39,7 +42,9 @@ def capture(path: Path, ports: list[int]) -> Iterator[None]:
     )
     try:
         assert dump.stderr is not None
-        dump.stderr.readline()  # "listening on lo, ...": capturing from now on
+        said = dump.stderr.readline().decode(errors="replace").strip()
+        if "listening on" not in said:  # capturing from that line on
+            raise RuntimeError(f"tcpdump did not start: {said}")
         yield
     finally:
         dump.send_signal(signal.SIGINT)
