@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from admin.bench.stats import latency_ms
 from bookie.local.sandbox import LEDGERS_ROOT
 
 import wire_capture
@@ -62,10 +63,6 @@ DROP_CACHES = "/proc/sys/vm/drop_caches"
 # adds paced at PACED_RATE on each side before --wire measures: over the first 200k paced adds of a new Java cluster,
 # its bookies' own p50 fell from 3.9 to 0.9 ms (JIT), ours stayed at 0.7-0.9; 200k at full rate left them at 4.4
 WIRE_WARMUP = 300_000
-
-
-def quantile(values: list[float], q: float) -> float:
-    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
 
 def measured(
@@ -236,11 +233,19 @@ def wire(
             with wire_capture.capture(pcap, side.ports):
                 client = java_client.latency(side, PACED_RATE, 50_000, lambda: started.append(time.time()))
             times = wire_capture.answer_times(pcap.read_bytes(), set(side.ports), started[-1])
-            inside = [seconds * 1e3 for per_bookie in times.values() for seconds in per_bookie]
+            inside = [seconds for per_bookie in times.values() for seconds in per_bookie]
             if not inside:
                 raise RuntimeError(f"the capture of {name} holds no add of the timed phase")
-            bookies = {"bookieP50": quantile(inside, 0.5), "bookieP99": quantile(inside, 0.99), "adds": len(inside)}
-            samples[name].append({"p50": client["p50"], "p99": client["p99"], **bookies})
+            bookies = latency_ms(inside)  # as bkctl bench counts its own
+            samples[name].append(
+                {
+                    "p50": client["p50"],
+                    "p99": client["p99"],
+                    "bookieP50": bookies["p50"],
+                    "bookieP99": bookies["p99"],
+                    "adds": len(inside),
+                }
+            )
     return samples
 
 
