@@ -1,8 +1,9 @@
 """A bookie's own time per add, seen on the wire the same way for any bookie (Java's or ours): a tcpdump capture on
 the loopback of the bookies' ports, and for each v3 add the time from the packet that completes its request frame to
-the packet that begins its answer. It needs no statistics from the bookie, so Java's bookies and ours are timed
-alike (the oracle's jar has no Prometheus provider; its Codahale one slows the bookies it measures). Used by
-``vs_bookkeeper.py --wire``; not a script of its own.
+the packet that begins its answer; and an entry's, from its first request packet to the answer that completes its ack
+quorum, so that what is left of the client's latency is the client's own. It needs no statistics from the bookie, so
+Java's bookies and ours are timed alike (the oracle's jar has no Prometheus provider; its Codahale one slows the
+bookies it measures). Used by ``vs_bookkeeper.py --wire``; not a script of its own.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import struct
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from bookie._proto import bookkeeper_protocol_pb2 as pb
 
@@ -108,19 +110,38 @@ def frames(pcap: bytes, ports: set[int]) -> Iterator[tuple[float, float, tuple[i
             stream.began = when
 
 
-def answer_times(pcap: bytes, ports: set[int], since: float = 0.0) -> dict[int, list[float]]:
-    """Per bookie port, the seconds each add sent from ``since`` on (epoch seconds) took: from the packet that
-    completed its request to the packet that began its answer (matched by connection and txnId)."""
+class AddTimes(NamedTuple):
+    """Seconds: per bookie port, each add inside that bookie; per entry, until its ack quorum answered."""
+
+    bookies: dict[int, list[float]]
+    quorum: list[float]
+
+
+def add_times(pcap: bytes, ports: set[int], since: float = 0.0, ack_quorum: int = 2) -> AddTimes:
+    """The seconds each add sent from ``since`` on (epoch seconds) took, seen on the wire: inside each bookie
+    (requests and answers matched by connection and txnId), and for the client, until ``ack_quorum`` bookies had
+    begun to answer EOK (matched by ledger and entry; an entry that never gets them is left out)."""
     sent: dict[tuple[tuple[int, int], int], float] = {}
-    times: dict[int, list[float]] = {}
+    first: dict[tuple[int, int], float] = {}  # per (ledger, entry): its first request's first packet
+    answered: dict[tuple[int, int], int] = {}
+    bookies: dict[int, list[float]] = {}
+    quorum: list[float] = []
     for began, completed, connection, request, body in frames(pcap, ports):
         if request:
             message = pb.Request.FromString(body)
             if message.header.operation == pb.ADD_ENTRY and completed >= since:
                 sent[connection, message.header.txnId] = completed
-        else:
-            answer = pb.Response.FromString(body)
-            asked = sent.pop((connection, answer.header.txnId), None)
-            if asked is not None:
-                times.setdefault(connection[1], []).append(began - asked)
-    return times
+                entry = (message.addRequest.ledgerId, message.addRequest.entryId)
+                first[entry] = min(began, first.get(entry, began))  # frames complete in any order
+            continue
+        answer = pb.Response.FromString(body)
+        asked = sent.pop((connection, answer.header.txnId), None)
+        if asked is None:
+            continue
+        bookies.setdefault(connection[1], []).append(began - asked)
+        entry = (answer.addResponse.ledgerId, answer.addResponse.entryId)
+        if answer.status == answer.addResponse.status == pb.EOK and entry in first:
+            answered[entry] = answered.get(entry, 0) + 1
+            if answered[entry] == ack_quorum:
+                quorum.append(began - first[entry])
+    return AddTimes(bookies, quorum)

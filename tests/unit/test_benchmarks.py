@@ -74,26 +74,39 @@ def _pcap(packets: list[tuple[float, int, int, int, bytes]]) -> bytes:
     return b"".join(out)
 
 
-def test_wire_capture_times_an_add_from_its_whole_request_to_its_answer(monkeypatch):
-    """vs_bookkeeper.py --wire's reading of a capture: an add request split over two packets counts from the second;
-    its answer from the packet that begins it; a retransmission, another bookie's port and a read are not adds."""
+def test_wire_capture_times_an_add_inside_each_bookie_and_until_its_ack_quorum(monkeypatch):
+    """vs_bookkeeper.py --wire's reading of a capture: inside a bookie, an add request split over two packets counts
+    from the second, its answer from the packet that begins it; the entry's quorum time runs from its first request
+    packet to the second EOK answer (an error answer does not count); a retransmission, another port and a read are
+    not adds."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from bookie._proto import bookkeeper_protocol_pb2 as pb
     from bookie.codec import wire
 
     import wire_capture
 
     add = wire.add_request_v3(5, 7, 0, b"k" * 20, b"e" * 100, recovery=False)
+    add_1 = wire.add_request_v3(6, 7, 1, b"k" * 20, b"e" * 100, recovery=False)
     read = wire.read_request_v3(6, 7, 0)
-    answer = wire.add_response_v3(5, 0, 7, 0)
     packets = [
         (10.0, 40000, 3181, 1000, add[:50]),
+        (10.0001, 40002, 3182, 500, add),
         (10.0002, 40000, 3181, 1050, add[50:]),
         (10.0003, 40000, 3181, 1000, add[:50]),  # retransmitted: skipped
         (10.0004, 40000, 3181, 1000 + len(add), read),
-        (10.0009, 3181, 40000, 7000, answer[:10]),
-        (10.0011, 3181, 40000, 7010, answer[10:]),
+        (10.0005, 40002, 3182, 500 + len(add), add_1),
+        (10.0006, 40000, 3181, 1000 + len(add) + len(read), add_1),
+        (10.0009, 3181, 40000, 7000, wire.add_response_v3(5, pb.EOK, 7, 0)[:10]),
+        (10.0011, 3181, 40000, 7010, wire.add_response_v3(5, pb.EOK, 7, 0)[10:]),
         (10.0012, 40001, 3999, 1, add),  # not a bookie's port
+        (10.0013, 3182, 40002, 900, wire.add_response_v3(6, pb.EFENCED, 7, 1)),
+        (10.0015, 3182, 40002, 900 + 30, wire.add_response_v3(5, pb.EOK, 7, 0)),
+        (10.0016, 3181, 40000, 7000 + 30, wire.add_response_v3(6, pb.EOK, 7, 1)),
     ]
-    times = wire_capture.answer_times(_pcap(packets), {3181})
-    assert list(times) == [3181] and times[3181] == pytest.approx([0.0007], abs=1e-6)
-    assert wire_capture.answer_times(_pcap(packets), {3181}, since=10.0003) == {}  # sent before: not counted
+    times = wire_capture.add_times(_pcap(packets), {3181, 3182})
+    assert sorted(times.bookies) == [3181, 3182]
+    assert times.bookies[3181] == pytest.approx([0.0007, 0.001], abs=1e-6)
+    assert times.bookies[3182] == pytest.approx([0.0008, 0.0014], abs=1e-6)
+    assert times.quorum == pytest.approx([0.0015], abs=1e-6)  # entry 1 had one EOK answer: no quorum
+    later = wire_capture.add_times(_pcap(packets), {3181, 3182}, since=10.0003)  # entry 0 sent before: not counted
+    assert later.bookies == {3182: pytest.approx([0.0008]), 3181: pytest.approx([0.001])} and later.quorum == []
