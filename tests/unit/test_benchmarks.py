@@ -88,6 +88,7 @@ def test_wire_capture_times_an_add_inside_each_bookie_and_until_its_ack_quorum(m
     add = wire.add_request_v3(5, 7, 0, b"k" * 20, b"e" * 100, recovery=False)
     add_1 = wire.add_request_v3(6, 7, 1, b"k" * 20, b"e" * 100, recovery=False)
     read = wire.read_request_v3(6, 7, 0)
+    answer, fenced = wire.add_response_v3(5, pb.EOK, 7, 0), wire.add_response_v3(6, pb.EFENCED, 7, 1)
     packets = [
         (10.0, 40000, 3181, 1000, add[:50]),
         (10.0001, 40002, 3182, 500, add),
@@ -96,12 +97,12 @@ def test_wire_capture_times_an_add_inside_each_bookie_and_until_its_ack_quorum(m
         (10.0004, 40000, 3181, 1000 + len(add), read),
         (10.0005, 40002, 3182, 500 + len(add), add_1),
         (10.0006, 40000, 3181, 1000 + len(add) + len(read), add_1),
-        (10.0009, 3181, 40000, 7000, wire.add_response_v3(5, pb.EOK, 7, 0)[:10]),
-        (10.0011, 3181, 40000, 7010, wire.add_response_v3(5, pb.EOK, 7, 0)[10:]),
+        (10.0009, 3181, 40000, 7000, answer[:10]),
+        (10.0011, 3181, 40000, 7010, answer[10:]),
         (10.0012, 40001, 3999, 1, add),  # not a bookie's port
-        (10.0013, 3182, 40002, 900, wire.add_response_v3(6, pb.EFENCED, 7, 1)),
-        (10.0015, 3182, 40002, 900 + 30, wire.add_response_v3(5, pb.EOK, 7, 0)),
-        (10.0016, 3181, 40000, 7000 + 30, wire.add_response_v3(6, pb.EOK, 7, 1)),
+        (10.0013, 3182, 40002, 900, fenced),
+        (10.0015, 3182, 40002, 900 + len(fenced), answer),
+        (10.0016, 3181, 40000, 7000 + len(answer), wire.add_response_v3(6, pb.EOK, 7, 1)),
     ]
     times = wire_capture.add_times(_pcap(packets), {3181, 3182})
     assert sorted(times.bookies) == [3181, 3182]
