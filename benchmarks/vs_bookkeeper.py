@@ -234,7 +234,7 @@ def wire(
                 drop_caches()
             with wire_capture.capture(pcap, side.ports):
                 client = java_client.latency(side, PACED_RATE, 50_000, lambda: started.append(time.time()))
-            times = wire_capture.add_times(pcap.read_bytes(), set(side.ports), started[-1], ACK_QUORUM)
+            times = wire_capture.add_times(pcap.read_bytes(), set(side.ports), ACK_QUORUM, started[-1])
             inside = [seconds for per_bookie in times.bookies.values() for seconds in per_bookie]
             if not inside or not times.quorum:
                 raise RuntimeError(f"the capture of {name} holds no add of the timed phase")

@@ -14,6 +14,7 @@ import shutil
 import signal
 import struct
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -117,13 +118,13 @@ class AddTimes(NamedTuple):
     quorum: list[float]
 
 
-def add_times(pcap: bytes, ports: set[int], since: float = 0.0, ack_quorum: int = 2) -> AddTimes:
+def add_times(pcap: bytes, ports: set[int], ack_quorum: int, since: float = 0.0) -> AddTimes:
     """The seconds each add sent from ``since`` on (epoch seconds) took, seen on the wire: inside each bookie
     (requests and answers matched by connection and txnId), and for the client, until ``ack_quorum`` bookies had
     begun to answer EOK (matched by ledger and entry; an entry that never gets them is left out)."""
     sent: dict[tuple[tuple[int, int], int], float] = {}
     first: dict[tuple[int, int], float] = {}  # per (ledger, entry): its first request's first packet
-    answered: dict[tuple[int, int], int] = {}
+    answered: Counter[tuple[int, int]] = Counter()  # EOK answers per entry
     bookies: dict[int, list[float]] = {}
     quorum: list[float] = []
     for began, completed, connection, request, body in frames(pcap, ports):
@@ -141,7 +142,7 @@ def add_times(pcap: bytes, ports: set[int], since: float = 0.0, ack_quorum: int 
         bookies.setdefault(connection[1], []).append(began - asked)
         entry = (answer.addResponse.ledgerId, answer.addResponse.entryId)
         if answer.status == answer.addResponse.status == pb.EOK and entry in first:
-            answered[entry] = answered.get(entry, 0) + 1
+            answered[entry] += 1
             if answered[entry] == ack_quorum:
                 quorum.append(began - first[entry])
     return AddTimes(bookies, quorum)

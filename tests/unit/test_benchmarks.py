@@ -104,10 +104,10 @@ def test_wire_capture_times_an_add_inside_each_bookie_and_until_its_ack_quorum(m
         (10.0015, 3182, 40002, 900 + len(fenced), answer),
         (10.0016, 3181, 40000, 7000 + len(answer), wire.add_response_v3(6, pb.EOK, 7, 1)),
     ]
-    times = wire_capture.add_times(_pcap(packets), {3181, 3182})
+    times = wire_capture.add_times(_pcap(packets), {3181, 3182}, ack_quorum=2)
     assert sorted(times.bookies) == [3181, 3182]
     assert times.bookies[3181] == pytest.approx([0.0007, 0.001], abs=1e-6)
     assert times.bookies[3182] == pytest.approx([0.0008, 0.0014], abs=1e-6)
     assert times.quorum == pytest.approx([0.0015], abs=1e-6)  # entry 1 had one EOK answer: no quorum
-    later = wire_capture.add_times(_pcap(packets), {3181, 3182}, since=10.0003)  # entry 0 sent before: not counted
+    later = wire_capture.add_times(_pcap(packets), {3181, 3182}, 2, since=10.0003)  # entry 0 sent before: not counted
     assert later.bookies == {3182: pytest.approx([0.0008]), 3181: pytest.approx([0.001])} and later.quorum == []
