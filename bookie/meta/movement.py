@@ -65,7 +65,10 @@ class MovementLock:
                     self.store.zk.create(self.path, json.dumps(doc).encode(), ephemeral=True, makepath=True)
                 return self
             except NodeExistsError:
-                held = self.holder() or {}
+                found = self.holder()
+                if found is None:  # its holder's session ended between the two calls: take it now
+                    continue
+                held = found
             if not self.dead(held) or time.monotonic() >= deadline:
                 break
             if not self.waited:

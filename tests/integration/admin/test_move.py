@@ -12,7 +12,9 @@ from bookie.client.bookie_client import EOK
 from bookie.client.move import Move, MovementLock, ReplicaMover, movable, replica_bytes
 from bookie.errors import Busy
 from bookie.meta.ledger_metadata import Segment
+from bookie.meta.store import MetadataStore
 from bookie.meta.underreplication import UnderReplicationManager
+from bookie.meta.uri import parse_service_uri
 
 from support.checks import check, write_ledgers
 from support.waiting import wait_for
@@ -116,6 +118,21 @@ def test_one_data_movement_at_a_time(cluster):
     with MovementLock(cluster, "rebalance") as lock:  # released: free again
         assert lock.holder()["what"] == "rebalance"
     assert lock.holder() is None
+
+
+def test_a_lock_freed_between_finding_it_held_and_reading_its_holder_is_taken(cluster, service_uri):
+    """A killed bkctl's lock goes when ZooKeeper expires its session, which may fall between a rerun's create (the
+    node exists) and its read of the holder (the node is gone): the rerun takes the lock, not "held by unknown"."""
+    with MetadataStore(parse_service_uri(service_uri)) as killed:
+        MovementLock(killed, "drain of b1:3181").__enter__()
+
+        class SessionEndsOnRead(MovementLock):
+            def holder(self):
+                killed.close()
+                return super().holder()
+
+        with SessionEndsOnRead(cluster, "rebalance") as lock:
+            assert lock.holder()["what"] == "rebalance"
 
 
 def test_a_segment_split_during_the_copy_is_never_swapped_by_its_old_index(harness):
