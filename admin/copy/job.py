@@ -30,6 +30,7 @@ from bookie import errors
 from bookie.client.bookkeeper import ReadHandle
 from bookie.client.reader import LedgerReader
 from bookie.client.replay import LedgerReplay, ReplayEntry, payload_xor
+from bookie.progress import NO_PROGRESS, Progress
 
 CLAIMS_AT_ONCE = 32  # znode creates and deletes in flight from the driver
 WRITE_BATCH_BYTES = 4 << 20  # payload handed to the replay at a time; the next batch is read meanwhile
@@ -105,16 +106,16 @@ async def _abandon_run(core, passwords: dict[int, bytes], run_id: str) -> tuple[
     return removed, problems
 
 
-def claim(target_bk, plan: CopyPlan, run_id: str) -> None:
+def claim(target_bk, plan: CopyPlan, run_id: str, progress: Progress = NO_PROGRESS) -> None:
     """Move the target's id generator past the copied ids (else each later create there would walk through them,
-    one LedgerExists at a time), then claim the plan's ledgers in the target; the first failure is raised (a taken
-    id: Unsafe) once every claim has ended: :func:`abandon` then removes those made."""
+    one LedgerExists at a time; a ``progress`` phase), then claim the plan's ledgers in the target; the first failure
+    is raised (a taken id: Unsafe) once every claim has ended: :func:`abandon` then removes those made."""
     from bookie.meta.idgen import advance_past
     from bookie.meta.ledger_manager import LedgerManager
 
     store = target_bk.core.store
     highest = max(ledger.ledger_id for ledger in plan.source.ledgers)
-    advance_past(store, highest, long_ids=LedgerManager(store).manager != "legacyhierarchical")
+    advance_past(store, highest, long_ids=LedgerManager(store).manager != "legacyhierarchical", progress=progress)
     failures = target_bk.run(_claim_all(target_bk.core, plan, run_id))
     if not failures:
         return

@@ -103,7 +103,7 @@ def claim(bk: Any, plan: RestorePlan, report: RestoreReport, progress: Progress)
     store = bk.core.store
     kept = [lg.target_id for lg in plan.ledgers if lg.target_id is not None]
     if kept:
-        advance_past(store, max(kept), long_ids=LedgerManager(store).manager != "legacyhierarchical")
+        advance_past(store, max(kept), long_ids=LedgerManager(store).manager != "legacyhierarchical", progress=progress)
     ledgers = [
         lg if lg.target_id is not None else replace(lg, target_id=generate_ledger_id(store)) for lg in plan.ledgers
     ]

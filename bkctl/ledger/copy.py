@@ -169,7 +169,8 @@ def _copy(app, target_bk, plan, run_id: str, target: str, master, spark_conf):
 
     with spark_log("bkctl-copy-") as log:  # first: a temporary directory that cannot be made stops nothing half-done
         try:
-            claim(target_bk, plan, run_id)
+            with app.terminal.phases() as progress:
+                claim(target_bk, plan, run_id, progress)
             with (
                 spark_session(master, spark_conf, log, "bkctl copy") as spark,
                 app.terminal.progress(

@@ -18,10 +18,12 @@ from kazoo.exceptions import NodeExistsError
 from bookie.errors import BKError
 from bookie.meta.paths import SHORT_ID_LIMIT
 from bookie.meta.store import MetadataStore, ZkResult, zk_errors
+from bookie.progress import NO_PROGRESS, Progress
 
 HOB_KEEP = 3
 BUMP_PAIRS = 500  # throw-away creates and deletes per multi: 1000 operations, one round trip
 BUMPS_IN_FLIGHT = 8  # a multi costs ~40 ms, most of it waiting: 8 at once moved ~20,000 ids/s instead of ~8,000
+PROBE_PAIRS = 40_000  # pairs between two probes of a long bump (~2 s): each probe is a step of its progress
 # Ids a restore moves the short generator by at most (~100 s at that rate); further, it moves the cluster to the long
 # generator, as BookKeeper does once the short ids run out: every id it hands out is above 2^32
 SHORT_BUMP_LIMIT = 2_000_000
@@ -73,7 +75,7 @@ def generate_ledger_id(store: MetadataStore) -> int:
         _trim_hobs(store, long_root, hob + 1)
 
 
-def advance_past(store: MetadataStore, ledger_id: int, long_ids: bool = True) -> int:
+def advance_past(store: MetadataStore, ledger_id: int, long_ids: bool = True, progress: Progress = NO_PROGRESS) -> int:
     """Move the cluster's id generator so that it never hands out an id <= ``ledger_id``; idempotent (a generator
     already past it is left as it is, but for the one id a probe takes). Returns a lower bound of the ids it hands
     out next.
@@ -87,6 +89,9 @@ def advance_past(store: MetadataStore, ledger_id: int, long_ids: bool = True) ->
     of the generator moves the cluster to the long generator instead, unless ``long_ids`` is False (a
     legacyhierarchical layout stores short ids only): clients that already run keep drawing short ids until they
     restart, and a draw that meets a restored ledger retries with the next id, as every create does.
+
+    Bumping the short generator is a ``progress`` phase counted in ids, one step per probe (``PROBE_PAIRS``): a
+    restore's million ids take most of a minute. The long generator's one create is no phase.
     """
     long_root = store.path("idgen-long")
     if ledger_id >= SHORT_ID_LIMIT or store.exists(long_root):
@@ -99,15 +104,18 @@ def advance_past(store: MetadataStore, ledger_id: int, long_ids: bool = True) ->
     if long_ids and ledger_id - position > SHORT_BUMP_LIMIT:
         _create_hob(store, long_root, 1)
         return 1 << 32
+    if position < ledger_id:
+        progress.phase("moving the ledger id generator", ledger_id - position, "ids")
     step: float | None = None  # what one pair advances the sequence by, measured
     while position < ledger_id:
         if step is None:
             rounds = [min(BUMP_PAIRS, ledger_id - position)]
         else:
-            pairs = max(1, math.ceil((ledger_id - position) / step))
+            pairs = min(max(1, math.ceil((ledger_id - position) / step)), PROBE_PAIRS)
             rounds = [BUMP_PAIRS] * (pairs // BUMP_PAIRS) + ([pairs % BUMP_PAIRS] if pairs % BUMP_PAIRS else [])
         _bump(store, parent, rounds)
         before, position = position, _take_sequence(store, parent)
+        progress.advance(min(position, ledger_id) - before)
         step = (position - before - 1) / sum(rounds)  # the probe took one id itself
         if step <= 0:
             raise BKError(f"the id generator under {parent} did not advance ({before} → {position})")

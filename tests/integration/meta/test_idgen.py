@@ -6,6 +6,8 @@ from bookie.meta import idgen
 from bookie.meta.idgen import _bump, _take_sequence, advance_past, generate_ledger_id
 from bookie.meta.paths import SHORT_ID_LIMIT
 
+from support.progress import RecordingProgress
+
 
 def test_a_create_and_delete_pair_advances_the_sequence_by_one(cluster):
     """What advance_past's docstring says it measured: 100 pairs in a multi, then the next id is 101 further; and
@@ -25,6 +27,28 @@ def test_advance_past_a_short_id(cluster):
     assert first < 5000 < following <= 5002  # moved past, not far past
     assert not cluster.zk.get_children(f"{cluster.root}/idgen")  # no throw-away child left
     assert not cluster.zk.exists(f"{cluster.root}/idgen-long")  # still the short generator
+
+
+def test_a_long_bump_shows_its_progress_in_ids_one_probe_at_a_time(cluster, monkeypatch):
+    """A restore's million ids take most of a minute: the bump is a phase with its total, stepped at each probe."""
+    monkeypatch.setattr(idgen, "PROBE_PAIRS", 1000)
+    steps = []
+
+    class Steps(RecordingProgress):
+        def advance(self, n: int = 1, size: int = 0) -> None:
+            steps.append(n)
+            super().advance(n, size)
+
+    progress = Steps()
+    start = generate_ledger_id(cluster)
+    assert advance_past(cluster, 5000, progress=progress) > 5000
+    [phase] = progress.phases
+    assert (phase.name, phase.total, phase.unit) == ("moving the ledger id generator", 5000 - start - 1, "ids")
+    progress.assert_complete()
+    assert len(steps) >= 5 and max(steps) <= 1001  # the first round of 500, then at most 1000 pairs and a probe
+    advance_past(cluster, 5000, progress=progress)  # already past; and the long generator takes one create
+    advance_past(cluster, SHORT_ID_LIMIT + 1, progress=progress)
+    assert len(progress.phases) == 1
 
 
 def test_advance_past_is_a_no_op_when_already_past(cluster):
